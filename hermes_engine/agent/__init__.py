@@ -1,0 +1,1 @@
+"""The core agent loop and what builds its requests."""

@@ -1,0 +1,181 @@
+"""The core loop: model call → tools (in parallel, results in call order) → repeat, until text.
+
+Every model call and tool result is persisted as soon as it exists, so a crash loses at most the step in
+flight. Cancellation (a `/stop`, shutdown) cancels the in-flight model call; a half-streamed answer never
+enters history, and tool calls that were cut short get an explicit "interrupted" result so the history
+stays valid for every provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Protocol
+
+from hermes_engine.conversation import Message, ToolCall, Usage
+from hermes_engine.errors import EmptyAnswer
+from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse, StreamEvent, TextDelta
+from hermes_engine.tools.registry import ToolContext, ToolRegistry
+
+log = logging.getLogger(__name__)
+
+MAX_TOOL_RESULT_CHARS = 50_000
+INTERRUPTED_RESULT = "[interrupted: the turn was stopped before this tool finished]"
+
+
+class Router(Protocol):
+    """One turn's view of the provider chain (see `ProviderChain.route`)."""
+
+    def stream(self, request: ModelRequest) -> "AsyncIteratorOfEvents": ...
+
+
+AsyncIteratorOfEvents = object  # an async iterator of StreamEvent; kept loose for Protocol matching
+Persist = Callable[[Message, Usage | None, str | None], Awaitable[None]]
+OnDelta = Callable[[str], Awaitable[None]]
+
+
+@dataclass
+class TurnResult:
+    final_text: str
+    new_messages: list[Message] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    tool_calls: int = 0
+    tool_iterations: int = 0
+    model_calls: int = 0
+    budget_exhausted: bool = False
+    engine_seconds: float = 0.0  # time not spent waiting on the model
+
+
+@dataclass
+class AgentLoop:
+    tools: ToolRegistry
+    max_iterations: int = 90
+    max_output_tokens: int = 4096
+    budget_warning_at: int = 5  # iterations left when the budget note is injected
+
+    async def run(self, *, router: Router, system: str, history: list[Message], user: Message | None,
+                  ctx: ToolContext, persist: Persist, on_delta: OnDelta | None = None,
+                  purpose: str = "turn") -> TurnResult:
+        """Run one turn. `history` is extended in place with everything the turn appends."""
+        result = TurnResult(final_text="")
+        started = time.perf_counter()
+        model_seconds = 0.0
+        if user is not None:
+            await self._append(history, result, persist, user, None, None)
+        schemas = self.tools.schemas()
+        empty_retries = 0
+        for iteration in range(1, self.max_iterations + 1):
+            request = ModelRequest(system=system, messages=tuple(history), tools=schemas,
+                                   max_tokens=self.max_output_tokens, purpose=purpose)
+            call_started = time.perf_counter()
+            response = await self._call_model(router, request, on_delta)
+            model_seconds += time.perf_counter() - call_started
+            result.model_calls += 1
+            result.usage.add(response.usage)
+            if not response.tool_calls:
+                if not response.text.strip():
+                    empty_retries += 1
+                    if empty_retries <= 1:
+                        log.warning("model returned an empty answer; asking again")
+                        continue
+                    log.warning("model returned empty answers twice")
+                    text = "I could not produce an answer this time. Please rephrase or try again."
+                    response.text = text
+                await self._append(history, result, persist, Message(role="assistant", content=response.text),
+                                   response.usage, response.model)
+                result.final_text = response.text
+                break
+            result.tool_iterations += 1
+            assistant = Message(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
+            await self._append(history, result, persist, assistant, response.usage, response.model)
+            left = self.max_iterations - iteration
+            await self._run_tools(response.tool_calls, ctx, history, result, persist, left)
+        else:
+            result.budget_exhausted = True
+            result.final_text = (f"I reached this turn's limit of {self.max_iterations} steps before finishing. "
+                                 "Tell me to continue if you want me to go on.")
+            await self._append(history, result, persist, Message(role="assistant", content=result.final_text),
+                               None, None)
+        result.engine_seconds = time.perf_counter() - started - model_seconds
+        return result
+
+    async def _call_model(self, router: Router, request: ModelRequest, on_delta: OnDelta | None) -> ModelResponse:
+        response: ModelResponse | None = None
+        stream = router.stream(request)
+        try:
+            async for event in stream:  # type: ignore[attr-defined]
+                if isinstance(event, TextDelta):
+                    if on_delta is not None and event.text:
+                        await on_delta(event.text)
+                elif isinstance(event, Completed):
+                    response = event.response
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if response is None:
+            raise EmptyAnswer("the model stream ended without a completed response")
+        return response
+
+    async def _run_tools(self, calls: list[ToolCall], ctx: ToolContext, history: list[Message],
+                         result: TurnResult, persist: Persist, iterations_left: int) -> None:
+        tasks = [asyncio.ensure_future(self.tools.call(call, ctx)) for call in calls]
+        done_upto = 0
+        try:
+            for call, task in zip(calls, tasks):
+                outcome = await task
+                content = outcome.content
+                if len(content) > MAX_TOOL_RESULT_CHARS:
+                    content = content[:MAX_TOOL_RESULT_CHARS] + f"\n[truncated: {len(outcome.content)} chars in all]"
+                if call is calls[-1] and iterations_left <= self.budget_warning_at:
+                    content += (f"\n\n[budget: {iterations_left} model calls left in this turn; "
+                                "finish the task or summarise where you are]")
+                message = Message(role="tool", content=content, tool_call_id=call.id, tool_name=call.name,
+                                  is_error=outcome.is_error)
+                await self._append(history, result, persist, message, None, None)
+                result.tool_calls += 1
+                done_upto += 1
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            # Keep the history valid: every tool call gets a result, even when cut short.
+            for call in calls[done_upto:]:
+                message = Message(role="tool", content=INTERRUPTED_RESULT, tool_call_id=call.id,
+                                  tool_name=call.name, is_error=True)
+                await asyncio.shield(self._append(history, result, persist, message, None, None))
+            raise
+
+    @staticmethod
+    async def _append(history: list[Message], result: TurnResult, persist: Persist, message: Message,
+                      usage: Usage | None, model: str | None) -> None:
+        await persist(message, usage, model)
+        history.append(message)
+        result.new_messages.append(message)
+
+
+def repair_history(messages: list[Message]) -> list[Message]:
+    """Make a stored history valid for providers after a crash: every assistant tool call gets a result
+    (an "interrupted" one where the process died before the tool finished)."""
+    repaired: list[Message] = []
+    pending: dict[str, ToolCall] = {}
+
+    def flush() -> None:
+        for call in pending.values():
+            repaired.append(Message(role="tool", content=INTERRUPTED_RESULT, tool_call_id=call.id,
+                                    tool_name=call.name, is_error=True))
+        pending.clear()
+
+    for message in messages:
+        if message.role == "tool":
+            if message.tool_call_id in pending:
+                pending.pop(message.tool_call_id)
+                repaired.append(message)
+            continue  # an orphaned result: its call is gone, drop it
+        flush()
+        repaired.append(message)
+        if message.role == "assistant":
+            pending = {c.id: c for c in message.tool_calls}
+    flush()
+    return repaired

@@ -1,0 +1,99 @@
+"""Prompt builder: a system prompt that is byte-identical for a whole session.
+
+The prefix (system prompt + tool schemas) is what the provider caches, so it holds only stable text: the
+persona, frozen snapshots taken at session start (memory, skill index) and tool guidance. Anything that
+changes per turn (the speaker's profile in a group, skill hints) travels with the user message instead.
+No clock, host name, path or PID ever enters it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from hermes_engine.conversation import ImagePart, Message
+from hermes_engine.messages import InboundMessage
+from hermes_engine.tools.registry import ToolRegistry
+
+TOOL_GUIDANCE = """\
+# Working with tools
+- Call tools when they help; independent calls can go in one step and run in parallel.
+- A tool error is information: read it, fix the call, or explain the problem to the person.
+- Do not repeat a tool call that already succeeded with the same arguments."""
+
+
+@dataclass(frozen=True)
+class SessionScope:
+    """Who and where a session is, as prompt contributors need it."""
+
+    bot: str
+    session_id: int
+    session_key: str
+    chat_kind: str
+    person_id: int | None = None  # the owner in a DM; None in a multi-speaker session
+    shared_scope: str | None = None  # the group/channel/server, for shared memory
+
+    @property
+    def multi_speaker(self) -> bool:
+        return self.chat_kind != "dm"
+
+
+@runtime_checkable
+class PromptContributor(Protocol):
+    """An extension point: memory, skills and goals add to the prompt through this."""
+
+    async def frozen_section(self, scope: SessionScope) -> str | None:
+        """Text for the system prompt, taken once at session start and never changed during it."""
+        ...
+
+    async def turn_note(self, scope: SessionScope, speaker_person_id: int | None, text: str) -> str | None:
+        """Text attached to this user message only (per-turn hints; the speaker's profile in groups)."""
+        ...
+
+
+class PromptBuilder:
+    def __init__(self, soul: str, tools: ToolRegistry, contributors: list[PromptContributor] | None = None):
+        self.soul = soul.strip()
+        self.tools = tools
+        self.contributors = list(contributors or [])
+
+    async def system_prompt(self, scope: SessionScope) -> str:
+        parts = [self.soul]
+        for contributor in self.contributors:
+            section = await contributor.frozen_section(scope)
+            if section:
+                parts.append(section.strip())
+        if len(self.tools):
+            parts.append(TOOL_GUIDANCE)
+        if scope.multi_speaker:
+            parts.append("Several people talk in this conversation; each message starts with its speaker's "
+                         "name in brackets. Address people by name when it helps.")
+        return "\n\n".join(parts) + "\n"
+
+    async def user_message(self, scope: SessionScope, msg: InboundMessage, speaker_person_id: int | None,
+                           images: tuple[ImagePart, ...] = ()) -> Message:
+        text = msg.text
+        if msg.attachments:
+            text = (text + "\n\n" if text else "") + describe_attachments(msg)
+        if scope.multi_speaker:
+            text = f"[{msg.user_name or msg.user_id}] {text}"
+        notes = []
+        for contributor in self.contributors:
+            note = await contributor.turn_note(scope, speaker_person_id, msg.text)
+            if note:
+                notes.append(note.strip())
+        if notes:
+            text = text + "\n\n" + "\n\n".join(notes)
+        return Message(role="user", content=text, images=images,
+                       meta={"speaker": msg.user_id, "person_id": speaker_person_id, "platform": msg.platform})
+
+
+def describe_attachments(msg: InboundMessage) -> str:
+    lines = []
+    for a in msg.attachments:
+        size_kb = max(1, a.size // 1024)
+        if a.refused_reason:
+            lines.append(f"[attachment refused: {a.file_name} ({a.mime_type}, {size_kb} KB): {a.refused_reason}]")
+        else:
+            lines.append(f"[attachment: {a.kind} {a.file_name} ({a.mime_type}, {size_kb} KB)]")
+    return "\n".join(lines)

@@ -1,0 +1,50 @@
+"""Assembly: settings + profile → store, providers, features and a ready `Gateway`.
+
+The one place that knows every concrete part; everything else depends on contracts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hermes_engine.config import BotProfile, Settings
+from hermes_engine.features import Feature
+from hermes_engine.gateway import Gateway
+from hermes_engine.providers.chain import ProviderChain
+from hermes_engine.providers.factory import make_provider, parse_model_spec
+from hermes_engine.tools.core import CORE_TOOLS
+from hermes_engine.tools.registry import ToolRegistry
+from storage.base import Store
+
+
+def make_chain(models: list[str]) -> ProviderChain:
+    return ProviderChain([make_provider(spec) for spec in models])
+
+
+def check_models(profile: BotProfile, settings: Settings) -> None:
+    """Fail early with one sentence when a model spec or its key is wrong."""
+    for spec in profile.models(settings):
+        parse_model_spec(spec)
+    make_chain(profile.models(settings)[:1])
+
+
+def open_store(settings: Settings) -> Store:
+    from storage.sql import SqlStore
+
+    settings.home.mkdir(parents=True, exist_ok=True)
+    return SqlStore(settings.db_url)
+
+
+def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
+    from hermes_engine.memory.feature import MemoryFeature
+    from hermes_engine.memory.store import FileMemoryStore
+
+    features: list[Feature] = [MemoryFeature(FileMemoryStore(Path(settings.home) / "memories"), profile.memory)]
+    return features
+
+
+def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
+                  features: list[Feature] | None = None) -> Gateway:
+    return Gateway(settings=settings, profile=profile, store=store, chain_factory=make_chain,
+                   tools=ToolRegistry(list(CORE_TOOLS)),
+                   features=build_features(settings, profile) if features is None else features)

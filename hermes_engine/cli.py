@@ -1,0 +1,117 @@
+"""`hermes-gateway`: chat in the terminal, run the gateway, check the configuration."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from typing import Optional
+
+import typer
+
+from hermes_engine import __version__
+from hermes_engine.config import load_profile, load_settings
+from hermes_engine.errors import ConfigError, HermesError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Hermes Gateway: a self-improving agent for Telegram, Slack and Discord.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"hermes-gateway {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                               help="Print the version and exit.")) -> None:
+    """Hermes Gateway."""
+
+
+def _fail(exc: Exception) -> None:
+    typer.echo(f"hermes-gateway: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+def _setup_logging(level: str, to_stderr: bool = True) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr if to_stderr else sys.stdout)
+
+
+@app.command()
+def chat(bot: Optional[str] = typer.Option(None, "--bot", help="Bot profile folder or name under ./bots.")) -> None:
+    """Chat with the agent in the terminal (streamed). Reads one message per line when piped."""
+    from adapters.console import chat as console_chat
+    from hermes_engine.app import build_gateway, check_models, open_store
+
+    async def main() -> None:
+        settings = load_settings()
+        profile = load_profile(bot)
+        check_models(profile, settings)
+        store = open_store(settings)
+        await store.init()
+        gateway = build_gateway(settings, profile, store)
+        try:
+            await console_chat(gateway)
+        finally:
+            await gateway.stop()
+            await store.close()
+
+    try:
+        _setup_logging("WARNING")
+        asyncio.run(main())
+    except (ConfigError, HermesError) as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
+def run(bot: list[str] = typer.Option(None, "--bot", help="Bot profile(s) to serve; repeatable.")) -> None:
+    """Start the gateway: every configured platform adapter, the HTTP server and the scheduler."""
+    from adapters.runner import serve
+
+    try:
+        settings = load_settings()
+        _setup_logging(settings.log_level)
+        asyncio.run(serve(settings, [load_profile(b) for b in (bot or [None])]))
+    except (ConfigError, HermesError) as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
+def doctor(bot: Optional[str] = typer.Option(None, "--bot")) -> None:
+    """Check the configuration and say what is missing."""
+    from hermes_engine.doctor import diagnose
+
+    problems = 0
+    for ok, line in diagnose(bot):
+        typer.echo(("ok    " if ok else "FIX   ") + line)
+        problems += 0 if ok else 1
+    raise typer.Exit(1 if problems else 0)
+
+
+def _mount(name: str, module: str, help_text: str) -> None:
+    try:
+        sub = __import__(module, fromlist=["app"]).app
+    except ImportError:
+        return
+    app.add_typer(sub, name=name, help=help_text)
+
+
+_mount("memory", "hermes_engine.memory.cli", "Show, edit or export what the agent remembers about a person.")
+_mount("curator", "hermes_engine.skills.cli", "Run the skill curator or read its report.")
+_mount("pairing", "hermes_engine.pairing_cli", "Approve people who asked for access with a pairing code.")
+_mount("export", "hermes_engine.export_cli", "Export conversations.")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""Typed settings: a YAML bot profile for behaviour, environment variables for secrets and endpoints.
+
+Every failure to load becomes a `ConfigError` whose message is one sentence naming the setting, so the
+CLI can print it instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from hermes_engine.errors import ConfigError
+
+DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
+PROFILE_FILE = "profile.yaml"
+SOUL_FILE = "SOUL.md"
+
+
+class Settings(BaseSettings):
+    """Process-wide settings from the environment (`HERMES_*`)."""
+
+    model_config = SettingsConfigDict(env_prefix="HERMES_", extra="ignore")
+
+    home: Path = Field(default_factory=lambda: Path.home() / ".hermes-gateway")
+    database_url: str | None = None
+    model: str | None = None
+    fallback_models: str | None = None  # comma-separated, as in HERMES_FALLBACK_MODELS
+    context_window: int | None = None
+    http_host: str = "127.0.0.1"
+    http_port: int = 8080
+    log_level: str = "INFO"
+
+    @property
+    def db_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{self.home / 'hermes.db'}"
+
+    def fallback_list(self) -> list[str] | None:
+        if self.fallback_models is None:
+            return None
+        return [m.strip() for m in self.fallback_models.split(",") if m.strip()]
+
+
+class AccessRules(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    allowed_users: list[str] = Field(default_factory=list)
+    pairing: bool = True
+    admins: list[str] = Field(default_factory=list)
+    allow_bots: bool = False
+
+
+class MemorySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_chars: int = 2200
+    user_chars: int = 1375
+
+
+class ReviewSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_every_turns: int = 10
+    skill_every_iterations: int = 10
+    max_iterations: int = 8
+    model: str | None = None  # auxiliary.review_model
+
+
+class GoalSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_turns: int = 20
+    judge_model: str | None = None
+
+
+class BotProfile(BaseModel):
+    """One bot: persona, model, tools and behaviour. Loaded from `bots/<name>/profile.yaml`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "default"
+    description: str = ""
+    model: str = DEFAULT_MODEL
+    fallback_models: list[str] = Field(default_factory=list)
+    context_window: int | None = None
+    toolsets: list[str] = Field(default_factory=lambda: ["core", "memory", "skills", "search"])
+    streaming: bool = True
+    max_iterations: int = 90
+    max_output_tokens: int = 4096
+    shared_sessions: bool = False  # one session per group/channel instead of per user in it
+    soul: str = ""  # persona text; from SOUL.md beside the profile
+    access: AccessRules = Field(default_factory=AccessRules)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
+    goals: GoalSettings = Field(default_factory=GoalSettings)
+    platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
+    path: Path | None = Field(default=None, exclude=True)
+
+    @field_validator("max_iterations")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("must be at least 1")
+        return value
+
+    def models(self, settings: Settings) -> list[str]:
+        """Primary model first, then the fallback chain; the environment overrides the profile."""
+        primary = settings.model or self.model
+        fallbacks = settings.fallback_list()
+        return [primary, *(fallbacks if fallbacks is not None else self.fallback_models)]
+
+
+def _describe(error: ValidationError, source: str) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    return f"Setting '{where}' in {source} is invalid: {first['msg']}."
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "HERMES_" + str(first["loc"][0]).upper()
+        raise ConfigError(f"Environment variable {name} is invalid: {first['msg']}.") from None
+
+
+def resolve_profile_dir(bot: str | None, search_roots: list[Path] | None = None) -> Path | None:
+    """A profile is a folder path, or a name looked up under ./bots. None means the built-in default."""
+    if not bot:
+        return None
+    candidate = Path(bot).expanduser()
+    if candidate.is_file():
+        candidate = candidate.parent
+    if candidate.is_dir():
+        return candidate
+    for root in search_roots or [Path.cwd() / "bots"]:
+        if (root / bot).is_dir():
+            return root / bot
+    raise ConfigError(f"Bot profile '{bot}' was not found: pass a folder holding {PROFILE_FILE} and {SOUL_FILE}.")
+
+
+def load_profile(bot: str | None = None) -> BotProfile:
+    folder = resolve_profile_dir(bot)
+    if folder is None:
+        return BotProfile(soul=default_soul())
+    profile_path = folder / PROFILE_FILE
+    if not profile_path.is_file():
+        raise ConfigError(f"Bot profile folder {folder} has no {PROFILE_FILE}.")
+    try:
+        data = yaml.safe_load(profile_path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{profile_path} is not valid YAML{where}.") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{profile_path} must hold a mapping of settings.")
+    data.setdefault("name", folder.name)
+    soul_path = folder / SOUL_FILE
+    if "soul" not in data:
+        data["soul"] = soul_path.read_text(encoding="utf-8") if soul_path.is_file() else default_soul()
+    try:
+        profile = BotProfile(**data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, str(profile_path))) from None
+    profile.path = folder
+    return profile
+
+
+def default_soul() -> str:
+    return (Path(__file__).parent / "prompts" / "default_soul.md").read_text(encoding="utf-8")

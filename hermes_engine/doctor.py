@@ -1,0 +1,40 @@
+"""`hermes-gateway doctor`: every check a newcomer's setup needs, one line each."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from hermes_engine.config import load_profile, load_settings
+from hermes_engine.errors import HermesError
+
+PLATFORM_SECRETS = {
+    "telegram": ["TELEGRAM_BOT_TOKEN"],
+    "slack": ["SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"],
+    "discord": ["DISCORD_BOT_TOKEN"],
+}
+
+
+def diagnose(bot: str | None) -> Iterator[tuple[bool, str]]:
+    try:
+        settings = load_settings()
+        profile = load_profile(bot)
+    except HermesError as exc:
+        yield False, str(exc)
+        return
+    yield True, f"bot profile '{profile.name}' loaded"
+    yield True, f"data folder {settings.home}"
+    from hermes_engine.providers.factory import make_provider
+
+    for spec in profile.models(settings):
+        try:
+            make_provider(spec)
+            yield True, f"model {spec} configured"
+        except HermesError as exc:
+            yield False, str(exc)
+    for platform in profile.platforms:
+        missing = [name for name in PLATFORM_SECRETS.get(platform, []) if not os.environ.get(name)]
+        if missing:
+            yield False, f"{platform}: set {', '.join(missing)} in the environment."
+        else:
+            yield True, f"{platform}: credentials present"

@@ -1,0 +1,65 @@
+"""The extension point for everything that wraps the core loop (memory, skills, goals, reviews, curator).
+
+A feature contributes tools, prompt sections, chat commands and turn hooks. The base class is all no-ops,
+so a feature overrides only what it uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hermes_engine.agent.prompt import PromptContributor, SessionScope
+from hermes_engine.commands import CommandRegistry
+from hermes_engine.conversation import Message, Usage
+from hermes_engine.tools.registry import Tool
+
+if TYPE_CHECKING:
+    from hermes_engine.gateway import Gateway
+
+
+@dataclass
+class TurnOutcome:
+    """What one finished turn did; handed to `Feature.on_turn_end` after the reply was delivered."""
+
+    scope: SessionScope
+    person_id: int | None
+    new_messages: list[Message]  # the user message and everything the turn appended
+    tool_calls: int  # tool calls made in the turn
+    tool_iterations: int  # model calls that asked for tools
+    usage: Usage = field(default_factory=Usage)
+    final_text: str = ""
+    failed: bool = False
+    interrupted: bool = False
+    purpose: str = "turn"  # "turn" | "goal"
+
+
+class Feature:
+    name: str = "feature"
+
+    def tools(self) -> list[Tool]:
+        return []
+
+    def services(self) -> dict[str, Any]:
+        """Objects tools reach through `ToolContext.services` (e.g. {"memory": store})."""
+        return {}
+
+    def contributors(self) -> list[PromptContributor]:
+        return []
+
+    def register_commands(self, registry: CommandRegistry) -> None:
+        return None
+
+    async def start(self, gateway: "Gateway") -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def on_turn_start(self, scope: SessionScope) -> None:
+        """A live turn is about to start in this session (e.g. cancel a background review)."""
+        return None
+
+    async def on_turn_end(self, outcome: TurnOutcome) -> None:
+        """Called after the reply was delivered; must not block (spawn background work)."""
+        return None

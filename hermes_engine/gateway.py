@@ -1,0 +1,363 @@
+"""The gateway: routes inbound messages to sessions and runs at most one turn per session at a time.
+
+Adapters call `Gateway.handle(msg)`; it records the event in the durable inbox (so a duplicate is ignored
+and a message received before a crash is answered after restart), resolves the person, dispatches chat
+commands, and queues turns on the session's worker. Many sessions run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from hermes_engine.agent.loop import AgentLoop, TurnResult, repair_history
+from hermes_engine.agent.prompt import PromptBuilder, SessionScope
+from hermes_engine.commands import CommandContext, CommandRegistry
+from hermes_engine.config import BotProfile, Settings
+from hermes_engine.conversation import Message, Usage
+from hermes_engine.errors import HermesError, ProviderError
+from hermes_engine.features import Feature, TurnOutcome
+from hermes_engine.messages import (ChatKind, InboundMessage, ReplyTarget, message_from_payload,
+                                    message_to_payload)
+from hermes_engine.reply import BufferedStream, Outlet, ReplyStream
+from hermes_engine.tools.registry import ToolContext, ToolRegistry
+from storage.base import SessionRecord, Store
+
+log = logging.getLogger(__name__)
+
+TYPING_EVERY_SECONDS = 4.0
+
+
+@dataclass
+class TurnJob:
+    message: InboundMessage
+    person_id: int
+    purpose: str = "turn"  # "turn" | "goal" | "command"
+    replayed: bool = False  # re-run after a restart; the user message may already be stored
+    done: asyncio.Future[TurnResult | None] | None = None
+
+
+@dataclass
+class SessionHandle:
+    """A live session in this process: its record, frozen prompt, cached history and work queue."""
+
+    key: str
+    record: SessionRecord
+    scope: SessionScope
+    target: ReplyTarget
+    history: list[Message] | None = None
+    system_prompt: str | None = None
+    queue: asyncio.Queue[TurnJob] = field(default_factory=asyncio.Queue)
+    worker: asyncio.Task[None] | None = None
+    turn: asyncio.Task[Any] | None = None
+    usage: Usage = field(default_factory=Usage)
+    last_model: str | None = None
+
+
+class Gateway:
+    def __init__(self, *, settings: Settings, profile: BotProfile, store: Store,
+                 chain_factory: Callable[[list[str]], Any], tools: ToolRegistry,
+                 features: list[Feature] | None = None) -> None:
+        self.settings = settings
+        self.profile = profile
+        self.bot = profile.name
+        self.store = store
+        self._chain_factory = chain_factory
+        self._chains: dict[tuple[str, ...], Any] = {}
+        self.features = list(features or [])
+        self.tools = tools
+        self.services: dict[str, Any] = {}
+        contributors = []
+        for feature in self.features:
+            for t in feature.tools():
+                self.tools.register(t)
+            self.services.update(feature.services())
+            contributors.extend(feature.contributors())
+        self.tools = self.tools.select(profile.toolsets)
+        self.prompts = PromptBuilder(profile.soul, self.tools, contributors)
+        self.agent = AgentLoop(self.tools, max_iterations=profile.max_iterations,
+                               max_output_tokens=profile.max_output_tokens)
+        self.commands = CommandRegistry()
+        from hermes_engine.builtin_commands import register_builtin_commands
+
+        register_builtin_commands(self.commands)
+        for feature in self.features:
+            feature.register_commands(self.commands)
+        self.outlets: dict[str, Outlet] = {}
+        self.sessions: dict[str, SessionHandle] = {}
+        self._session_lock = asyncio.Lock()
+        self._background: set[asyncio.Task[Any]] = set()
+        self._started = False
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def attach(self, outlet: Outlet) -> None:
+        self.outlets[outlet.platform] = outlet
+
+    async def start(self) -> None:
+        """Start features, then answer whatever was received but not answered before a restart."""
+        if self._started:
+            return
+        self._started = True
+        for feature in self.features:
+            await feature.start(self)
+        await self.replay_pending()
+
+    async def replay_pending(self) -> None:
+        for event in await self.store.pending_inbound():
+            if event.platform not in self.outlets or event.payload.get("bot", self.bot) != self.bot:
+                continue
+            msg = message_from_payload(event.payload["message"])
+            log.info("answering %s event %s received before the restart", event.platform, event.event_id)
+            await self._accept(msg, replayed=True)
+
+    async def stop(self) -> None:
+        for session in list(self.sessions.values()):
+            for task in (session.turn, session.worker):
+                if task is not None:
+                    task.cancel()
+        for task in list(self._background):
+            task.cancel()
+        tasks = [t for s in self.sessions.values() for t in (s.turn, s.worker) if t] + list(self._background)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for feature in self.features:
+            await feature.stop()
+        for chain in self._chains.values():
+            await chain.aclose()
+
+    # ----------------------------------------------------------------- inbound
+
+    async def handle(self, msg: InboundMessage) -> bool:
+        """Accept one inbound message. Returns False for a duplicate. Returns before the turn runs."""
+        payload = {"bot": self.bot, "message": message_to_payload(msg)}
+        if not await self.store.record_inbound(msg.platform, msg.event_id, payload):
+            log.info("duplicate %s event %s ignored", msg.platform, msg.event_id)
+            return False
+        await self._accept(msg)
+        return True
+
+    async def _accept(self, msg: InboundMessage, replayed: bool = False) -> None:
+        account = await self.store.resolve_account(msg.platform, msg.account, msg.user_id, msg.user_name)
+        session = await self.session_for(msg)
+        command = self.commands.get(msg.command)
+        if command is not None and command.interrupts:
+            await self._run_command(session, msg, account.person_id)
+            return
+        job = TurnJob(msg, account.person_id, "command" if command else "turn", replayed=replayed)
+        await self.enqueue(session, job)
+
+    async def enqueue(self, session: SessionHandle, job: TurnJob) -> None:
+        session.queue.put_nowait(job)
+        if session.worker is None or session.worker.done():
+            session.worker = asyncio.create_task(self._work(session), name=f"session:{session.key}")
+
+    async def session_for(self, msg: InboundMessage) -> SessionHandle:
+        key = msg.session_key(self.profile.shared_sessions)
+        async with self._session_lock:
+            session = self.sessions.get(key)
+            if session is None:
+                record = await self.store.active_session(key, self.bot)
+                session = self._handle_for(key, record, msg)
+                self.sessions[key] = session
+        return session
+
+    def _handle_for(self, key: str, record: SessionRecord, msg: InboundMessage) -> SessionHandle:
+        dm = msg.chat_kind is ChatKind.DM
+        scope = SessionScope(bot=self.bot, session_id=record.id, session_key=key, chat_kind=msg.chat_kind.value,
+                             person_id=None, shared_scope=None if dm else f"{msg.platform}:{msg.account}:{msg.chat_id}")
+        target = ReplyTarget(msg.platform, msg.account, msg.chat_id, msg.thread_id)
+        return SessionHandle(key=key, record=record, scope=scope, target=target)
+
+    async def new_session(self, session: SessionHandle) -> SessionHandle:
+        """`/new`: a fresh session for the same key, linked to the old one; prompts are frozen anew."""
+        record = await self.store.new_session(session.key, self.bot, parent_id=session.record.id)
+        session.record = record
+        session.scope = SessionScope(**{**session.scope.__dict__, "session_id": record.id})
+        session.history = None
+        session.system_prompt = None
+        session.usage = Usage()
+        return session
+
+    # ----------------------------------------------------------------- work
+
+    async def _work(self, session: SessionHandle) -> None:
+        while not session.queue.empty():
+            job = session.queue.get_nowait()
+            try:
+                if job.purpose == "command":
+                    await self._run_command(session, job.message, job.person_id)
+                    result = None
+                else:
+                    session.turn = asyncio.create_task(self._run_turn(session, job))
+                    try:
+                        result = await session.turn
+                    except asyncio.CancelledError:
+                        if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                            raise  # the worker itself is being stopped
+                        result = None
+                    finally:
+                        session.turn = None
+                if job.done is not None and not job.done.done():
+                    job.done.set_result(result)
+            except asyncio.CancelledError:
+                if job.done is not None and not job.done.done():
+                    job.done.cancel()
+                raise
+            except Exception as exc:  # keep the worker alive for the next message
+                log.exception("session %s: job failed", session.key)
+                if job.done is not None and not job.done.done():
+                    job.done.set_exception(exc)
+
+    async def _run_command(self, session: SessionHandle, msg: InboundMessage, person_id: int) -> None:
+        command = self.commands.get(msg.command)
+        assert command is not None
+        is_admin = msg.user_id in self.profile.access.admins
+        outlet = self.outlets.get(msg.platform)
+        try:
+            if command.admin_only and not is_admin:
+                text: str | None = "Only an admin of this bot can use that command."
+            else:
+                text = await command.handler(CommandContext(self, session, msg, person_id, msg.args, is_admin))
+        except HermesError as exc:
+            text = str(exc)
+        if text and outlet is not None:
+            await outlet.send(msg.reply_target(), text, idempotency_key=f"{msg.event_id}:command")
+        await self.store.complete_inbound(msg.platform, msg.event_id)
+
+    async def ensure_loaded(self, session: SessionHandle, person_id: int | None) -> None:
+        """Load history and freeze the system prompt once per session (persisted, so a restart keeps it)."""
+        if session.history is None:
+            session.history = repair_history(await self.store.load_messages(session.record.id))
+            session.usage = await self.store.session_usage(session.record.id)
+        if session.system_prompt is None:
+            frozen = session.record.state.get("system_prompt")
+            if frozen is None:
+                scope = session.scope
+                if scope.chat_kind == "dm":
+                    scope = SessionScope(**{**scope.__dict__, "person_id": person_id})
+                    session.scope = scope
+                frozen = await self.prompts.system_prompt(scope)
+                state = {**session.record.state, "system_prompt": frozen, "owner": person_id}
+                await self.store.update_session(session.record.id, state=state)
+                session.record = SessionRecord(**{**session.record.__dict__, "state": state})
+            elif session.scope.chat_kind == "dm":
+                session.scope = SessionScope(**{**session.scope.__dict__,
+                                                "person_id": session.record.state.get("owner")})
+            session.system_prompt = frozen
+
+    def chain_for(self, session: SessionHandle) -> Any:
+        models = self.profile.models(self.settings)
+        if session.record.model:
+            models = [session.record.model, *[m for m in models if m != session.record.model]]
+        key = tuple(models)
+        if key not in self._chains:
+            self._chains[key] = self._chain_factory(models)
+        return self._chains[key]
+
+    def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False) -> ToolContext:
+        return ToolContext(bot=self.bot, session_id=session.record.id, session_key=session.key,
+                           person_id=person_id, chat_kind=session.scope.chat_kind,
+                           shared_scope=session.scope.shared_scope, services=self.services, in_review=in_review)
+
+    async def _run_turn(self, session: SessionHandle, job: TurnJob) -> TurnResult | None:
+        msg = job.message
+        outlet = self.outlets.get(msg.platform)
+        stream: ReplyStream = (outlet.open_stream(msg.reply_target(), idempotency_key=f"{msg.event_id}:reply")
+                               if outlet is not None else BufferedStream())
+        for feature in self.features:
+            await feature.on_turn_start(session.scope)
+        await self.ensure_loaded(session, job.person_id)
+        assert session.history is not None and session.system_prompt is not None
+        user: Message | None = await self.prompts.user_message(session.scope, msg, job.person_id)
+        user = Message(**{**user.__dict__, "meta": {**user.meta, "event_id": msg.event_id}})
+        if job.replayed and any(m.meta.get("event_id") == msg.event_id for m in session.history[-50:]):
+            user = None  # stored before the crash: continue from there instead of saying it twice
+
+        async def persist(message: Message, usage: Usage | None, model: str | None) -> None:
+            await self.store.append_message(session.record.id, message, usage=usage, model=model,
+                                            person_id=job.person_id if message.role == "user" else None)
+            if usage is not None:
+                session.usage.add(usage)
+            if model:
+                session.last_model = model
+
+        typing = asyncio.create_task(self._keep_typing(outlet, msg.reply_target())) if outlet else None
+        on_delta = stream.push if self.profile.streaming else None
+        failed = interrupted = False
+        result: TurnResult | None = None
+        try:
+            result = await self.agent.run(
+                router=self.chain_for(session).route(), system=session.system_prompt, history=session.history,
+                user=user, ctx=self.tool_context(session, job.person_id), persist=persist, on_delta=on_delta,
+                purpose=job.purpose)
+            await _stop(typing)
+            await stream.finish(result.final_text)
+        except asyncio.CancelledError:
+            interrupted = True
+            await _stop(typing)
+            await asyncio.shield(stream.abort("Stopped."))
+            raise
+        except ProviderError as exc:
+            failed = True
+            await _stop(typing)
+            log.warning("session %s: model call failed: %s", session.key, exc)
+            await stream.finish(f"⚠️ The model is not reachable right now ({_short(exc)}). Please try again shortly.")
+        except HermesError as exc:
+            failed = True
+            await _stop(typing)
+            log.warning("session %s: turn failed: %s", session.key, exc)
+            await stream.finish(f"⚠️ Something went wrong with this answer ({_short(exc)}). Please try again.")
+        finally:
+            await asyncio.shield(self.store.complete_inbound(msg.platform, msg.event_id))
+            if not interrupted:
+                outcome = TurnOutcome(
+                    scope=session.scope, person_id=job.person_id,
+                    new_messages=list(result.new_messages) if result else [],
+                    tool_calls=result.tool_calls if result else 0,
+                    tool_iterations=result.tool_iterations if result else 0,
+                    usage=result.usage if result else Usage(), final_text=result.final_text if result else "",
+                    failed=failed, purpose=job.purpose)
+                for feature in self.features:
+                    try:
+                        await feature.on_turn_end(outcome)
+                    except Exception:
+                        log.exception("feature %s failed after a turn", feature.name)
+        return result
+
+    async def _keep_typing(self, outlet: Outlet, target: ReplyTarget) -> None:
+        while True:
+            with contextlib.suppress(Exception):
+                await outlet.typing(target)
+            await asyncio.sleep(TYPING_EVERY_SECONDS)
+
+    async def interrupt(self, session: SessionHandle) -> bool:
+        """Cancel the turn in flight (if any). Queued messages stay queued."""
+        task = session.turn
+        if task is None or task.done():
+            return False
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait({task}, timeout=10)
+        return True
+
+    def spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        """Run background work owned by the gateway (cancelled on stop)."""
+        task = asyncio.create_task(coro, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+
+async def _stop(task: asyncio.Task[Any] | None) -> None:
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:160]

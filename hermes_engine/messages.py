@@ -1,0 +1,135 @@
+"""What crosses the boundary between adapters and the engine.
+
+An adapter turns a platform update into an `InboundMessage`; the engine answers through a
+`ReplyTarget`, which is plain data so that slower loops (goals, reviews) can post later, after a restart.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import StrEnum
+from typing import Any
+
+
+class ChatKind(StrEnum):
+    DM = "dm"
+    GROUP = "group"
+    CHANNEL = "channel"
+    THREAD = "thread"
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file the person sent, already downloaded by the adapter into the session's attachment folder."""
+
+    kind: str  # "photo" | "voice" | "document" | "video" | "audio"
+    file_name: str
+    mime_type: str
+    size: int
+    path: str | None = None  # local path once downloaded; None when refused (too large)
+    refused_reason: str | None = None
+
+
+_COMMAND = re.compile(r"^/([A-Za-z0-9_][A-Za-z0-9_-]{0,63})(?:@\S+)?(?:\s+(.*))?$", re.S)
+
+
+def parse_command(text: str) -> tuple[str | None, str]:
+    """Split "/goal do x" into ("goal", "do x"); "/new@mybot" into ("new", ""). Non-commands: (None, "")."""
+    match = _COMMAND.match(text.strip())
+    if not match:
+        return None, ""
+    return match.group(1).lower(), (match.group(2) or "").strip()
+
+
+@dataclass(frozen=True)
+class ReplyTarget:
+    """Where an answer goes. Serializable, so a goal can keep posting to its thread after a restart."""
+
+    platform: str
+    account: str
+    chat_id: str
+    thread_id: str | None = None
+    reply_to_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"platform": self.platform, "account": self.account, "chat_id": self.chat_id,
+                "thread_id": self.thread_id, "reply_to_id": self.reply_to_id}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ReplyTarget":
+        return cls(**{k: data.get(k) for k in ("platform", "account", "chat_id", "thread_id", "reply_to_id")})
+
+
+@dataclass(frozen=True)
+class InboundMessage:
+    platform: str
+    account: str  # bot / workspace / guild the message arrived through
+    chat_kind: ChatKind
+    chat_id: str
+    user_id: str
+    text: str
+    message_id: str
+    user_name: str = ""
+    thread_id: str | None = None
+    mentioned: bool = False
+    attachments: tuple[Attachment, ...] = ()
+    reply_to_id: str | None = None
+    received_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    raw: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    command: str | None = None
+    args: str = ""
+
+    def __post_init__(self) -> None:
+        if self.command is None:
+            command, args = parse_command(self.text)
+            object.__setattr__(self, "command", command)
+            object.__setattr__(self, "args", args)
+
+    @property
+    def event_id(self) -> str:
+        """De-duplication key for this inbound event within its platform account."""
+        return f"{self.account}:{self.chat_id}:{self.message_id}"
+
+    def session_key(self, shared_groups: bool = False) -> str:
+        """Deterministic session key: DM per chat; group/channel per chat and user unless shared; thread
+        per thread."""
+        base = f"{self.platform}:{self.account}"
+        if self.chat_kind is ChatKind.DM:
+            return f"{base}:dm:{self.chat_id}"
+        if self.chat_kind is ChatKind.THREAD or self.thread_id:
+            return f"{base}:thread:{self.chat_id}:{self.thread_id}"
+        if shared_groups:
+            return f"{base}:{self.chat_kind.value}:{self.chat_id}"
+        return f"{base}:{self.chat_kind.value}:{self.chat_id}:user:{self.user_id}"
+
+    @property
+    def is_multi_speaker(self) -> bool:
+        return self.chat_kind is not ChatKind.DM
+
+    def reply_target(self) -> ReplyTarget:
+        return ReplyTarget(self.platform, self.account, self.chat_id, self.thread_id, self.message_id)
+
+
+def message_to_payload(msg: InboundMessage) -> dict[str, Any]:
+    """JSON-safe form for the durable inbox (the raw platform payload is not kept)."""
+    return {
+        "platform": msg.platform, "account": msg.account, "chat_kind": msg.chat_kind.value,
+        "chat_id": msg.chat_id, "user_id": msg.user_id, "text": msg.text, "message_id": msg.message_id,
+        "user_name": msg.user_name, "thread_id": msg.thread_id, "mentioned": msg.mentioned,
+        "attachments": [a.__dict__ for a in msg.attachments], "reply_to_id": msg.reply_to_id,
+        "received_at": msg.received_at.isoformat(),
+    }
+
+
+def message_from_payload(data: dict[str, Any]) -> InboundMessage:
+    return InboundMessage(
+        platform=data["platform"], account=data["account"], chat_kind=ChatKind(data["chat_kind"]),
+        chat_id=data["chat_id"], user_id=data["user_id"], text=data["text"], message_id=data["message_id"],
+        user_name=data.get("user_name", ""), thread_id=data.get("thread_id"),
+        mentioned=bool(data.get("mentioned")),
+        attachments=tuple(Attachment(**a) for a in data.get("attachments") or ()),
+        reply_to_id=data.get("reply_to_id"),
+        received_at=datetime.fromisoformat(data["received_at"]) if data.get("received_at") else datetime.now(timezone.utc),
+    )

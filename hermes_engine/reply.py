@@ -1,0 +1,67 @@
+"""How the engine talks back: a `ReplyStream` per answer, opened on an `Outlet` (an adapter).
+
+The engine pushes deltas and exactly one final; the adapter side owns pacing, editing in place, splitting
+and rendering. The engine never sees a platform SDK.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Protocol, runtime_checkable
+
+from hermes_engine.messages import ReplyTarget
+
+
+class ReplyStream(ABC):
+    """One answer on its way to a person.
+
+    `push` may be called any number of times with text deltas (Markdown); `finish` is called once with
+    the complete final text (Markdown) and returns only after the final is delivered; `abort` ends a
+    stream without a final (a turn interrupted) and may leave a short note.
+    """
+
+    @abstractmethod
+    async def push(self, delta: str) -> None: ...
+
+    @abstractmethod
+    async def finish(self, text: str) -> None: ...
+
+    async def abort(self, note: str | None = None) -> None:
+        if note:
+            await self.finish(note)
+
+
+@runtime_checkable
+class Outlet(Protocol):
+    """What the gateway needs of an adapter to answer."""
+
+    platform: str
+
+    def open_stream(self, target: ReplyTarget, *, idempotency_key: str) -> ReplyStream: ...
+
+    async def send(self, target: ReplyTarget, text: str, *, idempotency_key: str | None = None) -> None:
+        """Send a complete (non-streamed) message, e.g. a command answer or goal progress."""
+        ...
+
+    async def typing(self, target: ReplyTarget) -> None: ...
+
+
+class BufferedStream(ReplyStream):
+    """Collects deltas and the final in memory. Used by the console in script mode, by background loops
+    that must not speak, and by tests."""
+
+    def __init__(self) -> None:
+        self.deltas: list[str] = []
+        self.final: str | None = None
+        self.aborted: str | None = None
+
+    async def push(self, delta: str) -> None:
+        self.deltas.append(delta)
+
+    async def finish(self, text: str) -> None:
+        if self.final is not None:
+            raise RuntimeError("finish called twice on one reply")
+        self.final = text
+
+    async def abort(self, note: str | None = None) -> None:
+        self.aborted = note or ""

@@ -1,0 +1,204 @@
+"""SQLAlchemy 2.0 declarative models: the schema as the code sees it.
+
+The schema as the database gets it is `storage/migrations/versions/` — the models never create tables
+(`tests/unit/test_storage.py` checks that the two agree). Nothing outside `storage/` imports these
+classes; the store hands out the plain records of `storage.base`.
+
+Portable types:
+- ids are BIGINT on PostgreSQL and INTEGER (the rowid alias, so autoincrement works) on SQLite;
+- JSON is JSONB on PostgreSQL, JSON text on SQLite; Python `None` is stored as SQL NULL;
+- timestamps are stored in UTC and always come back timezone-aware (SQLite keeps no zone).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# Goal statuses. "active" and "paused" are open (at most one open goal per session key and bot).
+GOAL_STATUSES = ("active", "paused", "done", "blocked", "cleared")
+OPEN_GOAL_STATUSES = ("active", "paused")
+_OPEN_GOAL_SQL = "status IN (%s)" % ", ".join(f"'{s}'" for s in OPEN_GOAL_STATUSES)
+
+# Inbound event statuses.
+INBOUND_RECEIVED = "received"
+INBOUND_DONE = "done"
+
+Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+JsonType = sa.JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True), "postgresql")
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp on every backend (naive values are taken as UTC)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        value = value.astimezone(timezone.utc)
+        if dialect.name == "sqlite":  # stored as text; keep one format so comparisons stay lexical
+            value = value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class PersonRow(Base):
+    """A human. One person has one account per platform account; accounts can be linked."""
+
+    __tablename__ = "people"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    display_name: Mapped[str] = mapped_column(sa.String(255), nullable=False, default="")
+    # Set when this person was merged into another by `link_accounts`; the row is kept, not deleted.
+    merged_into: Mapped[int | None] = mapped_column(
+        Id, sa.ForeignKey("people.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class AccountRow(Base):
+    """A user on one platform account (bot / workspace / guild)."""
+
+    __tablename__ = "accounts"
+    __table_args__ = (
+        sa.UniqueConstraint("platform", "account", "user_id"),
+        sa.Index(None, "person_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    person_id: Mapped[int] = mapped_column(
+        Id, sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=False)
+    platform: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    account: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    user_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    display_name: Mapped[str] = mapped_column(sa.String(255), nullable=False, default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class SessionRow(Base):
+    """A conversation. A new session for the same key (/new, compression) points at its parent."""
+
+    __tablename__ = "sessions"
+    __table_args__ = (sa.Index(None, "bot", "key", "id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(sa.String(512), nullable=False)
+    bot: Mapped[str] = mapped_column(sa.String(128), nullable=False)
+    parent_id: Mapped[int | None] = mapped_column(
+        Id, sa.ForeignKey("sessions.id", ondelete="SET NULL"), nullable=True)
+    model: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    state: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class MessageRow(Base):
+    """One `hermes_engine.conversation.Message` (its `to_dict()` fields) plus usage."""
+
+    __tablename__ = "messages"
+    __table_args__ = (sa.Index(None, "session_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    session_id: Mapped[int] = mapped_column(
+        Id, sa.ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False)
+    person_id: Mapped[int | None] = mapped_column(
+        Id, sa.ForeignKey("people.id", ondelete="SET NULL"), nullable=True)
+    role: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    content: Mapped[str] = mapped_column(sa.Text(), nullable=False)
+    tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JsonType, nullable=True)
+    tool_call_id: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    tool_name: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    is_error: Mapped[bool] = mapped_column(sa.Boolean(), nullable=False, default=False,
+                                           server_default=sa.false())
+    images: Mapped[list[dict[str, Any]] | None] = mapped_column(JsonType, nullable=True)
+    meta: Mapped[dict[str, Any] | None] = mapped_column(JsonType, nullable=True)
+    # NULL token columns mean "no usage reported" (different from a reported zero).
+    input_tokens: Mapped[int | None] = mapped_column(sa.Integer(), nullable=True)
+    output_tokens: Mapped[int | None] = mapped_column(sa.Integer(), nullable=True)
+    cache_read_tokens: Mapped[int | None] = mapped_column(sa.Integer(), nullable=True)
+    cache_write_tokens: Mapped[int | None] = mapped_column(sa.Integer(), nullable=True)
+    model: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class InboundEventRow(Base):
+    """The durable inbox: one row per platform event id, for de-duplication and crash recovery."""
+
+    __tablename__ = "inbound_events"
+    __table_args__ = (
+        sa.UniqueConstraint("platform", "event_id"),
+        sa.Index(None, "status", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    event_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    status: Mapped[str] = mapped_column(sa.String(16), nullable=False, default=INBOUND_RECEIVED,
+                                        server_default=INBOUND_RECEIVED)
+    payload: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class GoalRow(Base):
+    """A /goal: a standing objective the agent keeps working on across turns until judged done."""
+
+    __tablename__ = "goals"
+    __table_args__ = (
+        sa.CheckConstraint("status IN (%s)" % ", ".join(f"'{s}'" for s in GOAL_STATUSES), name="status"),
+        sa.Index(None, "session_key", "bot", "id"),
+        sa.Index(None, "status"),
+        # At most one open goal per session key and bot.
+        sa.Index("uq_goals_open_session_key_bot", "session_key", "bot", unique=True,
+                 sqlite_where=sa.text(_OPEN_GOAL_SQL), postgresql_where=sa.text(_OPEN_GOAL_SQL)),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    session_key: Mapped[str] = mapped_column(sa.String(512), nullable=False)
+    bot: Mapped[str] = mapped_column(sa.String(128), nullable=False)
+    session_id: Mapped[int | None] = mapped_column(
+        Id, sa.ForeignKey("sessions.id", ondelete="SET NULL"), nullable=True)
+    text: Mapped[str] = mapped_column(sa.Text(), nullable=False)
+    status: Mapped[str] = mapped_column(sa.String(16), nullable=False, default="active",
+                                        server_default="active")
+    turns_used: Mapped[int] = mapped_column(sa.Integer(), nullable=False, default=0, server_default="0")
+    tokens_used: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0,
+                                             server_default="0")
+    verdicts: Mapped[list[dict[str, Any]]] = mapped_column(JsonType, nullable=False)
+    target: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class LeaseRow(Base):
+    """A named, expiring lock so that only one replica runs a scheduled job."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    holder: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

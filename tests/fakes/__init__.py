@@ -1,0 +1,1 @@
+"""Loopback fakes of the remote services (LLM APIs, chat platforms) that tests drive with real client libraries."""
