@@ -39,8 +39,14 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.memory.feature import MemoryFeature
     from hermes_engine.memory.store import FileMemoryStore
 
-    features: list[Feature] = [MemoryFeature(FileMemoryStore(Path(settings.home) / "memories"), profile.memory)]
-    return features
+    from hermes_engine.loops.goals import GoalFeature
+    from hermes_engine.loops.review import ReviewFeature
+
+    return [
+        MemoryFeature(FileMemoryStore(Path(settings.home) / "memories"), profile.memory),
+        GoalFeature(profile.goals),
+        ReviewFeature(profile.review),
+    ]
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,

@@ -17,6 +17,8 @@ def register_builtin_commands(registry: CommandRegistry) -> None:
     @registry.command("stop", "stop the answer in progress", interrupts=True)
     async def stop(ctx: CommandContext) -> str:
         stopped = await ctx.gateway.interrupt(ctx.session)
+        for feature in ctx.gateway.features:
+            await feature.on_stop(ctx.session.scope)
         return "Stopped." if stopped else "Nothing is running."
 
     @registry.command("help", "what I can do and the commands", aliases=("start",))

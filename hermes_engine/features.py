@@ -16,6 +16,7 @@ from hermes_engine.tools.registry import Tool
 
 if TYPE_CHECKING:
     from hermes_engine.gateway import Gateway
+    from hermes_engine.messages import InboundMessage
 
 
 @dataclass
@@ -56,8 +57,16 @@ class Feature:
     async def stop(self) -> None:
         return None
 
+    async def accept_turn(self, message: "InboundMessage", purpose: str) -> bool:
+        """Last word before a queued turn runs; False skips it (e.g. a goal paused while it waited)."""
+        return True
+
     async def on_turn_start(self, scope: SessionScope) -> None:
         """A live turn is about to start in this session (e.g. cancel a background review)."""
+        return None
+
+    async def on_stop(self, scope: SessionScope) -> None:
+        """The person said /stop in this session."""
         return None
 
     async def on_turn_end(self, outcome: TurnOutcome) -> None:

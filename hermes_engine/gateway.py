@@ -112,7 +112,7 @@ class Gateway:
                 continue
             msg = message_from_payload(event.payload["message"])
             log.info("answering %s event %s received before the restart", event.platform, event.event_id)
-            await self._accept(msg, replayed=True)
+            await self._accept(msg, replayed=True, purpose=event.payload.get("purpose", "turn"))
 
     async def stop(self) -> None:
         for session in list(self.sessions.values()):
@@ -130,23 +130,26 @@ class Gateway:
 
     # ----------------------------------------------------------------- inbound
 
-    async def handle(self, msg: InboundMessage) -> bool:
-        """Accept one inbound message. Returns False for a duplicate. Returns before the turn runs."""
-        payload = {"bot": self.bot, "message": message_to_payload(msg)}
+    async def handle(self, msg: InboundMessage, *, purpose: str = "turn") -> bool:
+        """Accept one inbound message. Returns False for a duplicate. Returns before the turn runs.
+
+        `purpose="goal"` marks an engine-made goal continuation; it goes through the same durable inbox,
+        so a restart neither loses nor repeats it."""
+        payload = {"bot": self.bot, "message": message_to_payload(msg), "purpose": purpose}
         if not await self.store.record_inbound(msg.platform, msg.event_id, payload):
             log.info("duplicate %s event %s ignored", msg.platform, msg.event_id)
             return False
-        await self._accept(msg)
+        await self._accept(msg, purpose=purpose)
         return True
 
-    async def _accept(self, msg: InboundMessage, replayed: bool = False) -> None:
+    async def _accept(self, msg: InboundMessage, replayed: bool = False, purpose: str = "turn") -> None:
         account = await self.store.resolve_account(msg.platform, msg.account, msg.user_id, msg.user_name)
         session = await self.session_for(msg)
-        command = self.commands.get(msg.command)
+        command = self.commands.get(msg.command) if purpose == "turn" else None
         if command is not None and command.interrupts:
             await self._run_command(session, msg, account.person_id)
             return
-        job = TurnJob(msg, account.person_id, "command" if command else "turn", replayed=replayed)
+        job = TurnJob(msg, account.person_id, "command" if command else purpose, replayed=replayed)
         await self.enqueue(session, job)
 
     async def enqueue(self, session: SessionHandle, job: TurnJob) -> None:
@@ -190,6 +193,9 @@ class Gateway:
                 if job.purpose == "command":
                     await self._run_command(session, job.message, job.person_id)
                     result = None
+                elif not await self._accepted(job):
+                    await self.store.complete_inbound(job.message.platform, job.message.event_id)
+                    result = None
                 else:
                     session.turn = asyncio.create_task(self._run_turn(session, job))
                     try:
@@ -210,6 +216,12 @@ class Gateway:
                 log.exception("session %s: job failed", session.key)
                 if job.done is not None and not job.done.done():
                     job.done.set_exception(exc)
+
+    async def _accepted(self, job: TurnJob) -> bool:
+        for feature in self.features:
+            if not await feature.accept_turn(job.message, job.purpose):
+                return False
+        return True
 
     async def _run_command(self, session: SessionHandle, msg: InboundMessage, person_id: int) -> None:
         command = self.commands.get(msg.command)
@@ -252,6 +264,10 @@ class Gateway:
         models = self.profile.models(self.settings)
         if session.record.model:
             models = [session.record.model, *[m for m in models if m != session.record.model]]
+        return self.chain(models)
+
+    def chain(self, models: list[str]) -> Any:
+        """The provider chain for these models, built once and shared by turns, judges and reviews."""
         key = tuple(models)
         if key not in self._chains:
             self._chains[key] = self._chain_factory(models)

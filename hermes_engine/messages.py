@@ -80,6 +80,7 @@ class InboundMessage:
     raw: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     command: str | None = None
     args: str = ""
+    synthetic: bool = False  # made by the engine (a goal continuation), not sent by a person
 
     def __post_init__(self) -> None:
         if self.command is None:
@@ -109,7 +110,8 @@ class InboundMessage:
         return self.chat_kind is not ChatKind.DM
 
     def reply_target(self) -> ReplyTarget:
-        return ReplyTarget(self.platform, self.account, self.chat_id, self.thread_id, self.message_id)
+        return ReplyTarget(self.platform, self.account, self.chat_id, self.thread_id,
+                           None if self.synthetic else self.message_id)
 
 
 def message_to_payload(msg: InboundMessage) -> dict[str, Any]:
@@ -119,7 +121,7 @@ def message_to_payload(msg: InboundMessage) -> dict[str, Any]:
         "chat_id": msg.chat_id, "user_id": msg.user_id, "text": msg.text, "message_id": msg.message_id,
         "user_name": msg.user_name, "thread_id": msg.thread_id, "mentioned": msg.mentioned,
         "attachments": [a.__dict__ for a in msg.attachments], "reply_to_id": msg.reply_to_id,
-        "received_at": msg.received_at.isoformat(),
+        "received_at": msg.received_at.isoformat(), "synthetic": msg.synthetic,
     }
 
 
@@ -132,4 +134,5 @@ def message_from_payload(data: dict[str, Any]) -> InboundMessage:
         attachments=tuple(Attachment(**a) for a in data.get("attachments") or ()),
         reply_to_id=data.get("reply_to_id"),
         received_at=datetime.fromisoformat(data["received_at"]) if data.get("received_at") else datetime.now(timezone.utc),
+        synthetic=bool(data.get("synthetic")),
     )

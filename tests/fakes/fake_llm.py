@@ -144,13 +144,13 @@ class FakeLLM:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock, shutdown_timeout=0.5).start()
+        await web.SockSite(self._runner, sock).start()
         return self
 
     async def stop(self) -> None:
@@ -247,12 +247,15 @@ class FakeLLM:
         await response.prepare(http)
         if cut_at is not None:
             events = events[:cut_at]
-        if reply.delay <= 0:
-            await response.write(b"".join(events))
-        else:
-            for event in events:
-                await response.write(event)
-                await asyncio.sleep(reply.delay)
+        try:
+            if reply.delay <= 0:
+                await response.write(b"".join(events))
+            else:
+                for event in events:
+                    await response.write(event)
+                    await asyncio.sleep(reply.delay)
+        except ConnectionResetError:  # the client hung up (an interrupted turn): nothing left to send
+            return response
         if cut_at is not None:
             _cut(http)
             return response

@@ -1,0 +1,1 @@
+"""The slower loops around the core turn: background review (nudges), goals."""

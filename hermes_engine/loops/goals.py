@@ -1,0 +1,274 @@
+"""/goal: a standing goal pursued turn after turn, judged after each one.
+
+Continuations are plain user messages ("[Continuing toward your goal] …") that go through the gateway's
+durable inbox like anything a person says, so the prompt prefix stays cached, a person's own message is
+answered first (it is already queued), and a restart neither loses nor repeats a turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from hermes_engine.agent.prompt import SessionScope
+from hermes_engine.commands import CommandContext, CommandRegistry
+from hermes_engine.config import GoalSettings
+from hermes_engine.conversation import Message, Usage
+from hermes_engine.errors import HermesError, ProviderError
+from hermes_engine.features import Feature, TurnOutcome
+from hermes_engine.messages import InboundMessage, ReplyTarget, message_from_payload, message_to_payload
+from hermes_engine.providers.base import Completed, ModelRequest
+from storage.base import GoalRecord
+
+if TYPE_CHECKING:
+    from hermes_engine.gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+JUDGE_WINDOW_CHARS = 4000
+MAX_GARBAGE_IN_A_ROW = 3
+MAX_TRANSPORT_FAILURES = 5
+REPEATS_TO_PAUSE = 3
+CONTINUE_PREFIX = "[Continuing toward your goal]"
+
+JUDGE_SYSTEM = """\
+You judge progress toward a goal. You get the goal and the latest answer of the assistant working on it.
+Reply with exactly one line of JSON and nothing else:
+{"verdict": "done" | "continue" | "blocked", "reason": "<one short sentence>"}
+"done": the goal is fully achieved. "blocked": it cannot go on without the person (missing information,
+access, a decision). "continue": progress is possible without the person."""
+
+USAGE = ("Usage: /goal <what you want done> — I keep working on it until it is done.\n"
+         "Also: /goal status | pause | resume | clear")
+
+_JSON_OBJECT = re.compile(r"\{.*?\}", re.S)
+
+
+def parse_verdict(text: str) -> dict[str, str] | None:
+    """The judge's one line of JSON, or None for anything else (prose, bad verdicts)."""
+    text = text.strip()
+    candidates = [text] + _JSON_OBJECT.findall(text)
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+        except (json.JSONDecodeError, TypeError):
+            continue
+        if isinstance(data, dict) and data.get("verdict") in ("done", "continue", "blocked"):
+            return {"verdict": data["verdict"], "reason": str(data.get("reason", ""))[:500]}
+    return None
+
+
+def _fingerprint(text: str) -> str:
+    return hashlib.sha256(" ".join(text.split()).lower().encode()).hexdigest()[:16]
+
+
+class GoalFeature(Feature):
+    name = "goals"
+
+    def __init__(self, settings: GoalSettings) -> None:
+        self.settings = settings
+        self.gateway: Gateway | None = None
+        self._garbage: dict[int, int] = {}
+        self._transport: dict[int, int] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self, gateway: "Gateway") -> None:
+        self.gateway = gateway
+        for goal in await gateway.store.list_goals("active", bot=gateway.bot):
+            await self._submit_turn(goal)  # a turn that was in flight is replayed by the inbox instead
+
+    def register_commands(self, registry: CommandRegistry) -> None:
+        registry.command("goal", "work on a goal across turns: /goal <text> | status | pause | resume | clear")(
+            self._command)
+
+    async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
+        assert self.gateway is not None
+        goal = await self.gateway.store.active_goal(scope.session_key, self.gateway.bot)
+        return [f"Goal: {goal.text} ({goal.status}, {goal.turns_used} turns)"] if goal else []
+
+    # ------------------------------------------------------------------ commands
+
+    async def _command(self, ctx: CommandContext) -> str | None:
+        store = ctx.gateway.store
+        key, bot = ctx.session.key, ctx.gateway.bot
+        word, _, rest = ctx.args.partition(" ")
+        sub = word.lower()
+        goal = await store.active_goal(key, bot)
+        if not ctx.args.strip():
+            return USAGE
+        if sub == "status":
+            return self._status(goal) if goal else "No goal in this conversation. " + USAGE
+        if sub == "pause":
+            if goal is None or goal.status != "active":
+                return "No running goal to pause."
+            await store.update_goal(goal.id, status="paused")
+            return "Goal paused. /goal resume picks it up again."
+        if sub == "resume":
+            if goal is None:
+                return "No goal to resume. " + USAGE
+            if goal.status == "active":
+                return "The goal is already running."
+            goal = await store.update_goal(goal.id, status="active", session_id=ctx.session.record.id)
+            self._garbage.pop(goal.id, None)
+            self._transport.pop(goal.id, None)
+            await self._submit_turn(goal)
+            return f"Resuming the goal: {goal.text}"
+        if sub == "clear":
+            if goal is None:
+                return "No goal to clear."
+            await store.update_goal(goal.id, status="cleared")
+            return "Goal cleared."
+        if goal is not None and goal.status == "active":
+            return (f"A goal is already running here: “{goal.text}”. Clear it first with /goal clear "
+                    "(or pause it with /goal pause).")
+        text = ctx.args.strip()
+        target = {"message": message_to_payload(ctx.message), "reply": ctx.message.reply_target().to_dict()}
+        goal = await store.create_goal(key, bot, text, session_id=ctx.session.record.id, target=target)
+        await self._submit_turn(goal)
+        return f"🎯 Goal set: {text}\nI will work on it turn by turn and tell you when it is done."
+
+    @staticmethod
+    def _status(goal: GoalRecord) -> str:
+        lines = [f"Goal: {goal.text}", f"Status: {goal.status}",
+                 f"Turns used: {goal.turns_used}", f"Tokens spent: {goal.tokens_used}"]
+        if goal.verdicts:
+            lines.append("Verdicts:")
+            for i, v in enumerate(goal.verdicts[-10:], start=max(1, len(goal.verdicts) - 9)):
+                lines.append(f"{i}. {v.get('verdict', '?')}: {v.get('reason', '')}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ turns
+
+    def _turn_message(self, goal: GoalRecord) -> InboundMessage:
+        original = message_from_payload(goal.target["message"])
+        n = goal.turns_used + 1
+        text = goal.text if n == 1 else f"{CONTINUE_PREFIX} {goal.text}"
+        return replace(original, text=text, message_id=f"goal-{goal.id}-{n}", synthetic=True,
+                       command=None, args="", attachments=(), reply_to_id=None)
+
+    async def _submit_turn(self, goal: GoalRecord) -> None:
+        assert self.gateway is not None
+        await self.gateway.handle(self._turn_message(goal), purpose="goal")
+
+    async def accept_turn(self, message: InboundMessage, purpose: str) -> bool:
+        if purpose != "goal" or self.gateway is None:
+            return True
+        goal = await self._goal_of(message)
+        return goal is not None and goal.status == "active"
+
+    async def _goal_of(self, message: InboundMessage) -> GoalRecord | None:
+        match = re.fullmatch(r"goal-(\d+)-\d+", message.message_id)
+        return await self.gateway.store.get_goal(int(match.group(1))) if match and self.gateway else None
+
+    async def on_stop(self, scope: SessionScope) -> None:
+        assert self.gateway is not None
+        goal = await self.gateway.store.active_goal(scope.session_key, self.gateway.bot)
+        if goal is not None and goal.status == "active":
+            await self.gateway.store.update_goal(goal.id, status="paused")
+
+    async def on_turn_end(self, outcome: TurnOutcome) -> None:
+        if outcome.purpose != "goal" or self.gateway is None:
+            return
+        goal = await self.gateway.store.active_goal(outcome.scope.session_key, self.gateway.bot)
+        if goal is None or goal.status != "active":
+            return
+        self.gateway.spawn(self._after_turn(goal, outcome), f"goal-judge:{goal.id}")
+
+    async def _after_turn(self, goal: GoalRecord, outcome: TurnOutcome) -> None:
+        store = self.gateway.store  # type: ignore[union-attr]
+        answer = outcome.final_text
+        verdict, judge_usage, transport_failed = await self._judge(goal, answer)
+        if transport_failed:
+            failures = self._transport[goal.id] = self._transport.get(goal.id, 0) + 1
+        else:
+            self._transport[goal.id] = 0
+            failures = 0
+        garbage = verdict is None and not transport_failed
+        streak = self._garbage[goal.id] = (self._garbage.get(goal.id, 0) + 1) if garbage else 0
+        entry = verdict or {"verdict": "continue", "reason": "the judge gave no usable answer"}
+        entry = {**entry, "answer": _fingerprint(answer)}
+        goal = await store.update_goal(goal.id, add_turns=1, add_tokens=outcome.usage.total + judge_usage.total,
+                                       verdict=entry)
+        if goal is None or goal.status != "active":
+            return
+        recent = [v.get("answer") for v in goal.verdicts[-REPEATS_TO_PAUSE:]]
+        if entry["verdict"] == "done":
+            await store.update_goal(goal.id, status="done")
+            await self._post(goal, f"✅ Goal done: {goal.text}\n{entry['reason']}".rstrip())
+        elif entry["verdict"] == "blocked":
+            await store.update_goal(goal.id, status="blocked")
+            await self._post(goal, f"⛔ I am stuck on the goal: {entry['reason']}\n"
+                                   "Answer here, then /goal resume (or /goal clear).")
+        elif failures >= MAX_TRANSPORT_FAILURES:
+            await self._pause(goal, f"the judge model could not be reached {failures} times in a row")
+        elif streak >= MAX_GARBAGE_IN_A_ROW:
+            await self._pause(goal, f"the judge answered {streak} times in a row with something that was not "
+                                    "a verdict")
+        elif len(recent) == REPEATS_TO_PAUSE and len(set(recent)) == 1:
+            await self._pause(goal, f"my last {REPEATS_TO_PAUSE} answers were the same, so I am going in circles")
+        elif goal.turns_used >= self.settings.max_turns:
+            await self._pause(goal, f"the budget of {self.settings.max_turns} turns is spent", summary=True)
+        else:
+            await self._submit_turn(goal)
+
+    async def _pause(self, goal: GoalRecord, why: str, summary: bool = False) -> None:
+        await self.gateway.store.update_goal(goal.id, status="paused")  # type: ignore[union-attr]
+        text = f"⏸ Goal paused: {why}.\nGoal: {goal.text}\nTurns used: {goal.turns_used}"
+        if summary:
+            reasons = [v.get("reason", "") for v in goal.verdicts if v.get("reason")]
+            if reasons:
+                text += "\nProgress so far:\n" + "\n".join(f"- {r}" for r in reasons[-5:])
+        await self._post(goal, text + "\n/goal resume to go on, /goal clear to drop it.")
+
+    async def _post(self, goal: GoalRecord, text: str) -> None:
+        gateway = self.gateway
+        assert gateway is not None
+        target = ReplyTarget.from_dict(goal.target["reply"])
+        target = replace(target, reply_to_id=None)
+        outlet = gateway.outlets.get(target.platform)
+        if outlet is None:
+            log.warning("goal %s: no %s outlet to post to", goal.id, target.platform)
+            return
+        await outlet.send(target, text, idempotency_key=f"goal-{goal.id}-{goal.turns_used}-{goal.status}")
+
+    async def _judge(self, goal: GoalRecord, answer: str) -> tuple[dict[str, str] | None, Usage, bool]:
+        """Ask the judge; retry once on garbage. Returns (verdict or None, usage, transport failed)."""
+        gateway = self.gateway
+        assert gateway is not None
+        session = gateway.sessions.get(goal.session_key)
+        if self.settings.judge_model:
+            chain = gateway.chain([self.settings.judge_model])
+        elif session is not None:
+            chain = gateway.chain_for(session)  # the session's own model (a /model switch included)
+        else:
+            chain = gateway.chain(gateway.profile.models(gateway.settings))
+        request = ModelRequest(
+            system=JUDGE_SYSTEM, max_tokens=200, purpose="judge",
+            messages=(Message(role="user", content=f"Goal: {goal.text}\n\nLatest answer (last "
+                                                    f"{JUDGE_WINDOW_CHARS} characters):\n"
+                                                    f"{answer[-JUDGE_WINDOW_CHARS:]}"),))
+        usage = Usage()
+        try:
+            for _attempt in range(2):
+                text = ""
+                async for event in chain.route().stream(request):
+                    if isinstance(event, Completed):
+                        text = event.response.text
+                        usage.add(event.response.usage)
+                verdict = parse_verdict(text)
+                if verdict is not None:
+                    return verdict, usage, False
+                log.warning("goal %s: judge answered garbage: %r", goal.id, text[:200])
+            return None, usage, False
+        except (ProviderError, HermesError) as exc:
+            log.warning("goal %s: judge call failed: %s", goal.id, exc)
+            return None, usage, True
+
+
+def goal_summary(goal: GoalRecord) -> dict[str, Any]:
+    return {"id": goal.id, "text": goal.text, "status": goal.status, "turns": goal.turns_used}

@@ -1,0 +1,256 @@
+"""OpenAI Chat Completions provider, also used for OpenAI-compatible servers (vLLM, llama.cpp, Ollama, proxies).
+
+Chat Completions is the one wire format nearly every compatible server speaks, which is why this provider
+uses it rather than the newer Responses API.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, AsyncIterator
+
+import httpx2
+import openai
+
+from hermes_engine.conversation import Message, ToolCall, Usage
+from hermes_engine.errors import ConfigError, ProviderError
+from hermes_engine.providers.base import (
+    Completed,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    TextDelta,
+    ToolSchema,
+)
+
+# Finish reasons in the Anthropic vocabulary, so the rest of the engine sees one set of words.
+_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
+
+
+class OpenAIProvider:
+    """Streams one Chat Completions call. Retries (429/5xx/connection, honouring `retry-after`) are the SDK's.
+
+    Usage accounting: OpenAI counts cache reads (`prompt_tokens_details.cached_tokens`) and cache writes
+    (`cache_write_tokens`) inside `prompt_tokens`. `Usage` keeps its four counters disjoint, as Anthropic
+    reports them, so `input_tokens` is `prompt_tokens` minus both and `Usage.total` never counts a token
+    twice. `stop_reason` is normalised to end_turn / tool_use / max_tokens (others pass through).
+
+    `spec_prefix="openai-compatible"` makes the same class serve local servers: it then sends `max_tokens`
+    (which they all accept) instead of OpenAI's newer `max_completion_tokens`. `base_url` is handed to the SDK
+    only when given, so `OPENAI_BASE_URL` keeps working otherwise.
+    """
+
+    def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
+                 max_retries: int = 3, spec_prefix: str = "openai", timeout: float = 600.0) -> None:
+        self.model = model
+        self.spec = f"{spec_prefix}:{model}"
+        self._api_key = api_key
+        self._max_tokens_field = "max_completion_tokens" if spec_prefix == "openai" else "max_tokens"
+        options: dict[str, Any] = {"max_retries": max_retries, "timeout": timeout}
+        if base_url is not None:
+            options["base_url"] = base_url
+        try:
+            self._client = openai.AsyncOpenAI(api_key=api_key, **options)
+        except openai.OpenAIError as err:  # the SDK refuses to start without a key
+            raise ConfigError("OPENAI_API_KEY is not set: export it or choose another model with HERMES_MODEL.") \
+                from err
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def build_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The Chat Completions arguments for `request`. Public so tests and logs can see them."""
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(request.system, request.messages),
+            self._max_tokens_field: request.max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            params["tools"] = to_openai_tools(request.tools)
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        params = self.build_params(request)
+        state = _StreamState()
+        try:
+            chunks = await self._client.chat.completions.create(**params)
+            async with chunks:
+                async for chunk in chunks:
+                    text = state.feed(chunk)
+                    if text:
+                        yield TextDelta(text)
+        except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, json.JSONDecodeError) as err:
+            raise self._provider_error(err) from None
+        if state.finish_reason is None:
+            raise ProviderError(f"{self.spec}: the stream ended without a finish_reason", provider=self.spec)
+        yield Completed(state.response(self.spec))
+
+    def _provider_error(self, err: BaseException) -> ProviderError:
+        """One `ProviderError` for every SDK and transport failure, with the API key scrubbed from the text.
+
+        A cut stream arrives wrapped (`APIConnectionError`), a refused connection too; both have no status.
+        """
+        status: int | None = None
+        retry_after: float | None = None
+        detail = str(err)
+        if isinstance(err, openai.APIStatusError):
+            status = err.status_code
+            detail = _body_message(err.body) or err.message
+            retry_after = _retry_after(err.response.headers)
+        elif isinstance(err, openai.APIResponseValidationError):
+            status = err.status_code
+        elif isinstance(err, openai.APIError):
+            detail = _body_message(err.body) or err.message
+            if isinstance(err.__cause__, Exception) and isinstance(err, openai.APIConnectionError):
+                detail = f"{detail} ({err.__cause__})"
+        elif isinstance(err, json.JSONDecodeError):
+            detail = "malformed event stream"
+        kind = f"HTTP {status}" if status is not None else type(err).__name__
+        message = f"{self.spec} failed ({kind}): {_redact(detail, self._api_key)}"
+        return ProviderError(message, status=status, provider=self.spec, retry_after=retry_after)
+
+
+class _StreamState:
+    """Accumulates chunks; tool-call fragments are joined per `index`, arguments kept as raw text."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage = Usage()
+        self.finish_reason: str | None = None
+
+    def feed(self, chunk: Any) -> str:
+        if chunk.usage is not None:
+            self._take_usage(chunk.usage)
+        if not chunk.choices:
+            return ""
+        choice = chunk.choices[0]
+        if choice.finish_reason:
+            self.finish_reason = choice.finish_reason
+        delta = choice.delta
+        if delta is None:
+            return ""
+        for fragment in delta.tool_calls or ():
+            self._take_call(fragment)
+        text = delta.content or ""
+        if text:
+            self.text.append(text)
+        return text
+
+    def _take_call(self, fragment: Any) -> None:
+        index = fragment.index
+        if index is None:  # some compatible servers omit it: a new id starts a new call
+            index = len(self.calls) if fragment.id or not self.calls else max(self.calls)
+        call = self.calls.setdefault(index, {"id": "", "name": "", "parts": []})
+        if fragment.id:
+            call["id"] = fragment.id
+        function = fragment.function
+        if function is not None:
+            if function.name and not call["name"]:
+                call["name"] = function.name
+            if function.arguments:
+                call["parts"].append(function.arguments)
+
+    def _take_usage(self, usage: Any) -> None:
+        details = usage.prompt_tokens_details
+        cached = (details.cached_tokens or 0) if details is not None else 0
+        written = (getattr(details, "cache_write_tokens", None) or 0) if details is not None else 0
+        self.usage = Usage(input_tokens=max(0, (usage.prompt_tokens or 0) - cached - written),
+                           output_tokens=usage.completion_tokens or 0,
+                           cache_read_tokens=cached, cache_write_tokens=written)
+
+    def response(self, spec: str) -> ModelResponse:
+        calls = [ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments="".join(c["parts"]))
+                 for i, c in sorted(self.calls.items())]
+        reason = self.finish_reason or ""
+        return ModelResponse(text="".join(self.text), tool_calls=calls, usage=self.usage,
+                             stop_reason=_STOP_REASONS.get(reason, reason), model=spec)
+
+
+# -- translation ----------------------------------------------------------------------------------------
+
+
+def to_openai_tools(tools: tuple[ToolSchema, ...]) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": t.parameters}} for t in tools]
+
+
+def to_openai_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """Neutral history → chat messages, system first.
+
+    Tool messages cannot carry images, and nothing may stand between an assistant's tool calls and their
+    results, so images returned by tools follow the run of tool messages as one user message.
+    """
+    wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    tool_images: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role != "tool" and tool_images:
+            wire.append({"role": "user", "content": tool_images})
+            tool_images = []
+        if message.role == "user":
+            wire.append({"role": "user", "content": _user_content(message)})
+        elif message.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                entry["tool_calls"] = [{"id": c.id, "type": "function",
+                                        "function": {"name": c.name, "arguments": c.arguments}}
+                                       for c in message.tool_calls]
+            elif not message.content:
+                entry["content"] = ""
+            wire.append(entry)
+        else:
+            content = message.content or "(no output)"
+            if message.is_error and not content.lower().startswith("error"):
+                content = f"Error: {content}"
+            wire.append({"role": "tool", "tool_call_id": message.tool_call_id or "", "content": content})
+            tool_images += [_image(i) for i in message.images]
+    if tool_images:
+        wire.append({"role": "user", "content": tool_images})
+    return wire
+
+
+def _user_content(message: Message) -> str | list[dict[str, Any]]:
+    if not message.images:
+        return message.content
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+    return parts + [_image(i) for i in message.images]
+
+
+def _image(image: Any) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data_b64}"}}
+
+
+def _body_message(body: object) -> str:
+    if isinstance(body, dict):
+        if isinstance(body.get("message"), str):
+            return body["message"]
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+    return ""
+
+
+def _retry_after(headers: Any) -> float | None:
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                return float(value) / scale
+            except ValueError:
+                continue
+    return None
+
+
+_KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-*]{8,}")
+
+
+def _redact(text: str, api_key: str | None) -> str:
+    """Error bodies sometimes echo the key (or a masked prefix of it); none of it goes into messages or logs."""
+    if api_key and len(api_key) >= 6:
+        text = text.replace(api_key, "***")
+    return _KEY_PATTERN.sub("sk-***", text)

@@ -1,0 +1,110 @@
+"""Alembic migrations, run from code: `SqlStore.init()` and the CLI call `upgrade`.
+
+    await upgrade("sqlite+aiosqlite:///path/to/hermes.db")   # from async code (or pass an AsyncEngine)
+    upgrade_sync("postgresql://hermes:pw@db/hermes")           # from sync code (a CLI command)
+
+The migrations run on the async engine's own connection (`AsyncConnection.run_sync`), so the same code
+path serves aiosqlite and asyncpg, an in-memory SQLite database works, and the event loop is not blocked
+on I/O. Concurrent upgrades (several replicas starting at once) are serialized: a transaction-scoped
+advisory lock on PostgreSQL, `BEGIN IMMEDIATE` on SQLite; the second one finds the schema at head and does
+nothing. The whole upgrade is one transaction on both backends, so a failed migration leaves no half-built
+schema.
+
+The Alembic command line works too, from the repository root:
+
+    alembic -c storage/alembic.ini upgrade head              # URL: -x url=..., else HERMES_DATABASE_URL
+    alembic -c storage/alembic.ini revision -m "add x"       # then write the upgrade by hand
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+__all__ = ["ALEMBIC_INI", "MIGRATIONS_DIR", "alembic_config", "current_revision", "head_revision",
+           "lock_for_migration", "upgrade", "upgrade_sync"]
+
+STORAGE_DIR = Path(__file__).resolve().parent
+ALEMBIC_INI = STORAGE_DIR / "alembic.ini"
+MIGRATIONS_DIR = STORAGE_DIR / "migrations"
+
+# PostgreSQL advisory lock key held while migrating (any constant; "hermes" in ASCII).
+MIGRATION_LOCK_KEY = 0x6865726D6573
+
+
+def alembic_config() -> Config:
+    """The Alembic config for this package, wherever it is installed."""
+    cfg = Config(str(ALEMBIC_INI)) if ALEMBIC_INI.exists() else Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return cfg
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+async def lock_for_migration(conn: AsyncConnection) -> None:
+    """Start the migration transaction holding the database-wide migration lock."""
+    if conn.dialect.name == "postgresql":
+        await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
+    elif conn.dialect.name == "sqlite":
+        # Python's sqlite3 only opens a transaction before DML; take the write lock now instead, so DDL
+        # is transactional too and a concurrent upgrade waits (busy_timeout) rather than colliding.
+        await conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _upgrade_on(connection: Connection, revision: str) -> None:
+    cfg = alembic_config()
+    cfg.attributes["connection"] = connection  # env.py runs on this connection
+    command.upgrade(cfg, revision)
+
+
+def _current_on(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+async def _with_engine(target: str | URL | AsyncEngine, fn: Any) -> Any:
+    from storage.sql import make_engine  # storage.sql imports this module lazily; keep the cycle lazy
+
+    engine = make_engine(target) if isinstance(target, (str, URL)) else target
+    try:
+        return await fn(engine)
+    finally:
+        if engine is not target:
+            await engine.dispose()
+
+
+async def upgrade(target: str | URL | AsyncEngine, revision: str = "head") -> None:
+    """Apply migrations up to `revision` on a URL (plain URLs are upgraded to the async drivers) or an
+    engine. Idempotent: at head it does nothing."""
+
+    async def run(engine: AsyncEngine) -> None:
+        async with engine.connect() as conn:
+            await lock_for_migration(conn)
+            await conn.run_sync(_upgrade_on, revision)
+            await conn.commit()
+
+    await _with_engine(target, run)
+
+
+def upgrade_sync(target: str | URL, revision: str = "head") -> None:
+    """`upgrade` for synchronous callers (a CLI command). Not for use inside a running event loop."""
+    asyncio.run(upgrade(target, revision))
+
+
+async def current_revision(target: str | URL | AsyncEngine) -> str | None:
+    """The revision the database is at (None before the first migration)."""
+
+    async def run(engine: AsyncEngine) -> str | None:
+        async with engine.connect() as conn:
+            return await conn.run_sync(_current_on)
+
+    return await _with_engine(target, run)

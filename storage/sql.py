@@ -1,0 +1,657 @@
+"""`SqlStore`: the `storage.base.Store` on SQLAlchemy 2.0 async, for SQLite (aiosqlite) and PostgreSQL (asyncpg).
+
+    store = SqlStore("sqlite+aiosqlite:////var/lib/hermes/hermes.db")   # or postgresql+asyncpg://...
+    await store.init()      # applies the Alembic migrations; idempotent
+    ...
+    await store.close()
+
+Concurrency rules this module keeps (several tasks, and on PostgreSQL several replicas, share one database):
+- Uniqueness is the database's job: `record_inbound` is one `INSERT ... ON CONFLICT DO NOTHING`,
+  `resolve_account` inserts and on a unique violation re-reads, `acquire_lease` is one upsert whose
+  `DO UPDATE` only fires when the lease is free, expired or already ours.
+- Read-modify-write runs in a write transaction (`_write()`): `BEGIN IMMEDIATE` on SQLite (one writer at a
+  time, waits up to the busy timeout), row locks (`FOR UPDATE`) or a transaction-scoped advisory lock on
+  PostgreSQL.
+- SQLite runs in WAL mode with foreign keys on and a busy timeout, set on every new connection.
+
+Text is stored as given except for two things PostgreSQL cannot hold, replaced on every backend so a
+conversation reads back the same wherever it was stored: NUL characters and lone surrogates become U+FFFD.
+JSON values that are not JSON types (a `datetime` in a raw payload) are stored as their `str()`.
+
+`link_accounts` keeps the merged person's row (marked `merged_into`) rather than deleting it, so anything
+keyed by that person id elsewhere (memory files, say) can still be found and moved; accounts and
+messages move to the kept person.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from hermes_engine.conversation import Message, Usage
+from storage.base import (
+    AccountRecord,
+    GoalRecord,
+    InboundEvent,
+    PersonRecord,
+    SessionRecord,
+    StoredMessage,
+)
+from storage.models import (
+    GOAL_STATUSES,
+    INBOUND_DONE,
+    INBOUND_RECEIVED,
+    OPEN_GOAL_STATUSES,
+    AccountRow,
+    GoalRow,
+    InboundEventRow,
+    LeaseRow,
+    MessageRow,
+    PersonRow,
+    SessionRow,
+)
+
+__all__ = ["SqlStore", "make_engine", "normalize_url", "is_memory_sqlite"]
+
+SQLITE_BUSY_TIMEOUT_MS = 15_000
+
+# First key of PostgreSQL's two-int advisory locks, one per use (the second is a hash of the subject).
+_LOCK_SESSION_CREATE = 0x4E5301
+_LOCK_GOAL_CREATE = 0x4E5302
+
+_SYNC_PG_DRIVERS = {"postgres", "postgresql", "postgresql+psycopg2", "postgresql+pg8000",
+                    "postgres+psycopg2", "postgresql+psycopg2cffi"}
+_SYNC_SQLITE_DRIVERS = {"sqlite", "sqlite+pysqlite"}
+
+
+# --------------------------------------------------------------------------------------------- engine
+
+def normalize_url(url: str | URL) -> URL:
+    """Upgrade a plain or sync-driver URL to the async driver: `sqlite:///x` → `sqlite+aiosqlite:///x`,
+    `postgres://` / `postgresql://` → `postgresql+asyncpg://` (libpq's `sslmode` becomes asyncpg's `ssl`).
+    A URL that already names an async driver is returned as it is."""
+    if isinstance(url, str):
+        url = url.strip()
+        if url.startswith("postgres://"):  # Heroku-style; SQLAlchemy does not know the name
+            url = "postgresql://" + url[len("postgres://"):]
+        url = make_url(url)
+    drivername = url.drivername
+    if drivername in _SYNC_SQLITE_DRIVERS:
+        url = url.set(drivername="sqlite+aiosqlite")
+    elif drivername in _SYNC_PG_DRIVERS:
+        url = url.set(drivername="postgresql+asyncpg")
+    if url.drivername == "postgresql+asyncpg" and "sslmode" in url.query:
+        query = dict(url.query)
+        query.setdefault("ssl", query.pop("sslmode"))
+        query.pop("sslmode", None)
+        url = url.set(query=query)
+    return url
+
+
+def is_memory_sqlite(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite" and (
+        url.database in (None, "", ":memory:") or url.query.get("mode") == "memory")
+
+
+def _json_dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def make_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
+    """An async engine for `url` (normalized), with this project's connection settings.
+
+    SQLite: the parent directory of the file is created; every connection gets WAL, foreign keys,
+    a busy timeout and `synchronous=NORMAL`. An in-memory database uses one shared connection.
+    PostgreSQL: connections are pinged before use (a restarted server does not fail the next turn).
+    """
+    url = normalize_url(url)
+    backend = url.get_backend_name()
+    kwargs.setdefault("json_serializer", _json_dumps)
+    memory = is_memory_sqlite(url)
+    if backend == "sqlite":
+        if memory:
+            kwargs.setdefault("poolclass", StaticPool)
+        else:
+            path = Path(url.database or "").expanduser()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            url = url.set(database=str(path))
+    elif backend == "postgresql":
+        kwargs.setdefault("pool_pre_ping", True)
+    engine = create_async_engine(url, **kwargs)
+    if backend == "sqlite":
+        _install_sqlite_pragmas(engine, wal=not memory)
+    return engine
+
+
+def _install_sqlite_pragmas(engine: AsyncEngine, *, wal: bool) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            if wal:
+                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_J = TypeVar("_J")
+
+
+def _clean_text(text: str) -> str:
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _clean(value: _J) -> _J:
+    """`_clean_text` over every string (keys too) of a JSON-like value."""
+    if isinstance(value, str):
+        return _clean_text(value)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {(_clean_text(k) if isinstance(k, str) else k): _clean(v)  # type: ignore[return-value]
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]  # type: ignore[return-value]
+    return value
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _person(row: PersonRow) -> PersonRecord:
+    return PersonRecord(id=row.id, display_name=row.display_name, merged_into=row.merged_into)
+
+
+def _account(row: AccountRow) -> AccountRecord:
+    return AccountRecord(id=row.id, person_id=row.person_id, platform=row.platform, account=row.account,
+                         user_id=row.user_id, display_name=row.display_name)
+
+
+def _session(row: SessionRow) -> SessionRecord:
+    return SessionRecord(id=row.id, key=row.key, bot=row.bot, parent_id=row.parent_id,
+                         created_at=row.created_at, model=row.model, state=dict(row.state or {}))
+
+
+def _message(row: MessageRow) -> Message:
+    return Message.from_dict({
+        "role": row.role,
+        "content": row.content,
+        "tool_calls": row.tool_calls or (),
+        "tool_call_id": row.tool_call_id,
+        "tool_name": row.tool_name,
+        "is_error": row.is_error,
+        "images": row.images or (),
+        "meta": row.meta or {},
+    })
+
+
+def _usage(row: MessageRow) -> Usage | None:
+    counts = (row.input_tokens, row.output_tokens, row.cache_read_tokens, row.cache_write_tokens)
+    if all(c is None for c in counts):
+        return None
+    return Usage(*(c or 0 for c in counts))
+
+
+def _goal(row: GoalRow) -> GoalRecord:
+    return GoalRecord(id=row.id, session_key=row.session_key, bot=row.bot, session_id=row.session_id,
+                      text=row.text, status=row.status, turns_used=row.turns_used,  # type: ignore[arg-type]
+                      tokens_used=row.tokens_used, verdicts=list(row.verdicts or []),
+                      target=dict(row.target or {}), created_at=row.created_at, updated_at=row.updated_at)
+
+
+def _inbound(row: InboundEventRow) -> InboundEvent:
+    return InboundEvent(platform=row.platform, event_id=row.event_id, status=row.status,
+                        payload=dict(row.payload or {}), created_at=row.created_at)
+
+
+def _check_goal_status(status: str) -> None:
+    if status not in GOAL_STATUSES:
+        raise ValueError(f"unknown goal status {status!r}; expected one of {', '.join(GOAL_STATUSES)}")
+
+
+# ------------------------------------------------------------------------------------------ store
+
+class SqlStore:
+    """`storage.base.Store` for SQLite and PostgreSQL. See the module docstring for the guarantees.
+
+    `clock` returns the current time (timezone-aware); tests pass a fake one to expire leases without
+    sleeping. Lease expiry compares against this clock, so replicas should keep their clocks in sync (NTP).
+    """
+
+    def __init__(self, url: str, *, clock: Callable[[], datetime] | None = None,
+                 engine_options: dict[str, Any] | None = None) -> None:
+        self.url = normalize_url(url)
+        backend = self.url.get_backend_name()
+        if backend not in ("sqlite", "postgresql"):
+            raise ValueError(f"unsupported database {backend!r}: use sqlite or postgresql")
+        self.dialect = backend
+        self._clock = clock or _utcnow
+        self._engine_options = dict(engine_options or {})
+        self._engine: AsyncEngine | None = None
+        self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
+
+    # -- lifecycle
+
+    @property
+    def engine(self) -> AsyncEngine:
+        if self._engine is None:
+            raise RuntimeError("SqlStore is not initialized: await store.init() first")
+        return self._engine
+
+    async def init(self) -> None:
+        """Open the engine and apply the migrations (`storage.migrate.upgrade`). Idempotent."""
+        if self._engine is not None:
+            return
+        from storage import migrate  # migrate imports this module
+
+        engine = make_engine(self.url, **self._engine_options)
+        try:
+            await migrate.upgrade(engine)
+        except BaseException:
+            await engine.dispose()
+            raise
+        self._engine = engine
+        self._sessionmaker = async_sessionmaker(engine, expire_on_commit=False)
+
+    async def close(self) -> None:
+        engine, self._engine, self._sessionmaker = self._engine, None, None
+        if engine is not None:
+            await engine.dispose()
+
+    async def __aenter__(self) -> "SqlStore":
+        await self.init()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _now(self) -> datetime:
+        now = self._clock()
+        return now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)
+
+    def _session(self) -> AsyncSession:
+        if self._sessionmaker is None:
+            raise RuntimeError("SqlStore is not initialized: await store.init() first")
+        return self._sessionmaker()
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncSession]:
+        """A transaction for read-modify-write. On SQLite it takes the write lock first (BEGIN IMMEDIATE),
+        so what it reads cannot change before it writes; on PostgreSQL use `FOR UPDATE` / advisory locks."""
+        async with self._session() as session, session.begin():
+            if self.dialect == "sqlite":
+                await session.execute(sa.text("BEGIN IMMEDIATE"))
+            yield session
+
+    async def _advisory_lock(self, session: AsyncSession, namespace: int, subject: str) -> None:
+        if self.dialect == "postgresql":
+            await session.execute(sa.select(sa.func.pg_advisory_xact_lock(namespace, sa.func.hashtext(subject))))
+
+    def _insert(self, table: sa.Table) -> Any:
+        return postgresql.insert(table) if self.dialect == "postgresql" else sqlite.insert(table)
+
+    # -- people and accounts
+
+    async def resolve_account(self, platform: str, account: str, user_id: str,
+                              display_name: str = "") -> AccountRecord:
+        """Get or create the account; a first-seen account gets a new person. A changed non-empty
+        `display_name` is saved on the account. Safe when two first messages race: the loser's insert
+        fails on the unique (platform, account, user_id) and it returns the winner's account."""
+        display_name = _clean_text(display_name)[:255]
+        where = (AccountRow.platform == platform, AccountRow.account == account, AccountRow.user_id == user_id)
+        async with self._session() as session:
+            row = await session.scalar(sa.select(AccountRow).where(*where))
+            if row is not None:
+                if display_name and row.display_name != display_name:
+                    row.display_name = display_name
+                    await session.commit()
+                return _account(row)
+        try:
+            async with self._session() as session, session.begin():
+                person = PersonRow(display_name=display_name, created_at=self._now())
+                session.add(person)
+                await session.flush()
+                row = AccountRow(person_id=person.id, platform=platform, account=account, user_id=user_id,
+                                 display_name=display_name, created_at=self._now())
+                session.add(row)
+                await session.flush()
+                return _account(row)
+        except IntegrityError:
+            async with self._session() as session:
+                row = await session.scalar(sa.select(AccountRow).where(*where))
+                if row is None:
+                    raise
+                return _account(row)
+
+    async def link_accounts(self, keep_person_id: int, merge_person_id: int) -> None:
+        """Move every account (and the message authorship) of `merge_person_id` onto `keep_person_id`.
+
+        The merged person is kept, marked `merged_into=keep_person_id` (people merged into it earlier are
+        re-pointed too), so nothing keyed by its id is lost. Raises ValueError for an unknown person or
+        when `keep_person_id` was itself merged away. Linking a person to itself does nothing."""
+        if keep_person_id == merge_person_id:
+            return
+        async with self._write() as session:
+            rows = (await session.scalars(
+                sa.select(PersonRow).where(PersonRow.id.in_([keep_person_id, merge_person_id]))
+                .order_by(PersonRow.id).with_for_update())).all()
+            found = {row.id: row for row in rows}
+            for pid in (keep_person_id, merge_person_id):
+                if pid not in found:
+                    raise ValueError(f"no person {pid}")
+            keep = found[keep_person_id]
+            if keep.merged_into is not None:
+                raise ValueError(f"person {keep_person_id} was merged into person {keep.merged_into}")
+            await session.execute(sa.update(AccountRow).where(AccountRow.person_id == merge_person_id)
+                                  .values(person_id=keep_person_id))
+            await session.execute(sa.update(MessageRow).where(MessageRow.person_id == merge_person_id)
+                                  .values(person_id=keep_person_id))
+            await session.execute(
+                sa.update(PersonRow)
+                .where(sa.or_(PersonRow.id == merge_person_id, PersonRow.merged_into == merge_person_id))
+                .values(merged_into=keep_person_id))
+
+    async def get_person(self, person_id: int) -> PersonRecord | None:
+        async with self._session() as session:
+            row = await session.get(PersonRow, person_id)
+            return _person(row) if row is not None else None
+
+    async def list_accounts(self, person_id: int) -> list[AccountRecord]:
+        async with self._session() as session:
+            rows = await session.scalars(
+                sa.select(AccountRow).where(AccountRow.person_id == person_id).order_by(AccountRow.id))
+            return [_account(row) for row in rows]
+
+    # -- sessions
+
+    async def _newest_session(self, session: AsyncSession, key: str, bot: str) -> SessionRow | None:
+        return await session.scalar(
+            sa.select(SessionRow).where(SessionRow.bot == bot, SessionRow.key == key)
+            .order_by(SessionRow.id.desc()).limit(1))
+
+    async def active_session(self, key: str, bot: str) -> SessionRecord:
+        """The newest session for `key` and `bot`; the first call creates it (concurrent first calls
+        get the same one)."""
+        async with self._session() as session:
+            row = await self._newest_session(session, key, bot)
+            if row is not None:
+                return _session(row)
+        async with self._write() as session:
+            await self._advisory_lock(session, _LOCK_SESSION_CREATE, f"{bot}\x1f{key}")
+            row = await self._newest_session(session, key, bot)
+            if row is None:
+                row = SessionRow(key=key, bot=bot, parent_id=None, state={}, created_at=self._now())
+                session.add(row)
+                await session.flush()
+            return _session(row)
+
+    async def new_session(self, key: str, bot: str, parent_id: int | None = None) -> SessionRecord:
+        async with self._session() as session, session.begin():
+            row = SessionRow(key=key, bot=bot, parent_id=parent_id, state={}, created_at=self._now())
+            session.add(row)
+            await session.flush()
+            return _session(row)
+
+    async def get_session(self, session_id: int) -> SessionRecord | None:
+        async with self._session() as session:
+            row = await session.get(SessionRow, session_id)
+            return _session(row) if row is not None else None
+
+    async def update_session(self, session_id: int, *, model: str | None = ...,  # type: ignore[assignment]
+                             state: dict[str, Any] | None = None) -> None:
+        """Set the model override (`None` clears it; leave it out to keep it) and/or replace `state`
+        as a whole. Raises LookupError for an unknown session."""
+        values: dict[str, Any] = {}
+        if model is not ...:
+            values["model"] = model
+        if state is not None:
+            values["state"] = _clean(dict(state))
+        async with self._session() as session, session.begin():
+            if not values:
+                found = await session.get(SessionRow, session_id)
+            else:
+                result = await session.execute(
+                    sa.update(SessionRow).where(SessionRow.id == session_id).values(**values)
+                    .returning(SessionRow.id))
+                found = result.first()
+            if found is None:
+                raise LookupError(f"no session {session_id}")
+
+    # -- messages
+
+    async def append_message(self, session_id: int, message: Message, *, person_id: int | None = None,
+                             usage: Usage | None = None, model: str | None = None) -> int:
+        data = message.to_dict()
+        row = MessageRow(
+            session_id=session_id,
+            person_id=person_id,
+            role=data["role"],
+            content=_clean_text(data["content"] or ""),
+            tool_calls=_clean(data["tool_calls"]) or None,
+            tool_call_id=data["tool_call_id"],
+            tool_name=data["tool_name"],
+            is_error=bool(data["is_error"]),
+            images=data["images"] or None,
+            meta=_clean(data["meta"]) or None,
+            input_tokens=usage.input_tokens if usage else None,
+            output_tokens=usage.output_tokens if usage else None,
+            cache_read_tokens=usage.cache_read_tokens if usage else None,
+            cache_write_tokens=usage.cache_write_tokens if usage else None,
+            model=model,
+            created_at=self._now(),
+        )
+        async with self._session() as session, session.begin():
+            session.add(row)
+            await session.flush()
+            return row.id
+
+    async def load_messages(self, session_id: int) -> list[Message]:
+        """The session's messages in the order they were appended."""
+        async with self._session() as session:
+            rows = await session.scalars(
+                sa.select(MessageRow).where(MessageRow.session_id == session_id).order_by(MessageRow.id))
+            return [_message(row) for row in rows]
+
+    async def load_stored_messages(self, session_id: int) -> list[StoredMessage]:
+        async with self._session() as session:
+            rows = await session.scalars(
+                sa.select(MessageRow).where(MessageRow.session_id == session_id).order_by(MessageRow.id))
+            return [StoredMessage(id=row.id, session_id=row.session_id, person_id=row.person_id,
+                                  message=_message(row), usage=_usage(row), model=row.model,
+                                  created_at=row.created_at) for row in rows]
+
+    async def session_usage(self, session_id: int) -> Usage:
+        columns = (MessageRow.input_tokens, MessageRow.output_tokens, MessageRow.cache_read_tokens,
+                   MessageRow.cache_write_tokens)
+        async with self._session() as session:
+            result = await session.execute(
+                sa.select(*(sa.func.coalesce(sa.func.sum(c), 0) for c in columns))
+                .where(MessageRow.session_id == session_id))
+            return Usage(*(int(v) for v in result.one()))
+
+    # -- inbound events
+
+    async def record_inbound(self, platform: str, event_id: str, payload: dict[str, Any]) -> bool:
+        """Insert a received event; False when (platform, event_id) was seen before. One statement,
+        `INSERT ... ON CONFLICT DO NOTHING RETURNING id`, so concurrent duplicates cannot both win."""
+        table = InboundEventRow.__table__
+        stmt = (self._insert(table)
+                .values(platform=platform, event_id=event_id, status=INBOUND_RECEIVED,
+                        payload=_clean(dict(payload)), created_at=self._now())
+                .on_conflict_do_nothing(index_elements=["platform", "event_id"])
+                .returning(table.c.id))
+        try:
+            async with self._session() as session, session.begin():
+                return (await session.execute(stmt)).first() is not None
+        except IntegrityError:  # belt and braces: a unique violation is a duplicate too
+            return False
+
+    async def complete_inbound(self, platform: str, event_id: str) -> None:
+        async with self._session() as session, session.begin():
+            await session.execute(
+                sa.update(InboundEventRow)
+                .where(InboundEventRow.platform == platform, InboundEventRow.event_id == event_id)
+                .values(status=INBOUND_DONE, completed_at=self._now()))
+
+    async def pending_inbound(self, platform: str | None = None) -> list[InboundEvent]:
+        """Events received but not completed, oldest first."""
+        stmt = sa.select(InboundEventRow).where(InboundEventRow.status == INBOUND_RECEIVED)
+        if platform is not None:
+            stmt = stmt.where(InboundEventRow.platform == platform)
+        async with self._session() as session:
+            rows = await session.scalars(stmt.order_by(InboundEventRow.id))
+            return [_inbound(row) for row in rows]
+
+    async def prune_inbound(self, older_than: datetime) -> int:
+        """Delete completed events received before `older_than`. Pending ones are kept."""
+        async with self._session() as session, session.begin():
+            result = await session.execute(
+                sa.delete(InboundEventRow)
+                .where(InboundEventRow.status == INBOUND_DONE, InboundEventRow.created_at < older_than)
+                .returning(InboundEventRow.id))
+            return len(result.all())
+
+    # -- goals
+
+    async def create_goal(self, session_key: str, bot: str, text: str, *, session_id: int | None = None,
+                          target: dict[str, Any] | None = None) -> GoalRecord:
+        """Start an active goal. An open (active or paused) goal for the same key and bot is marked
+        "cleared" in the same transaction: a new /goal replaces the old one."""
+        now = self._now()
+        async with self._write() as session:
+            await self._advisory_lock(session, _LOCK_GOAL_CREATE, f"{bot}\x1f{session_key}")
+            await session.execute(
+                sa.update(GoalRow)
+                .where(GoalRow.session_key == session_key, GoalRow.bot == bot,
+                       GoalRow.status.in_(OPEN_GOAL_STATUSES))
+                .values(status="cleared", updated_at=now))
+            row = GoalRow(session_key=session_key, bot=bot, session_id=session_id, text=_clean_text(text),
+                          status="active", turns_used=0, tokens_used=0, verdicts=[],
+                          target=_clean(dict(target or {})), created_at=now, updated_at=now)
+            session.add(row)
+            await session.flush()
+            return _goal(row)
+
+    async def get_goal(self, goal_id: int) -> GoalRecord | None:
+        async with self._session() as session:
+            row = await session.get(GoalRow, goal_id)
+            return _goal(row) if row is not None else None
+
+    async def active_goal(self, session_key: str, bot: str) -> GoalRecord | None:
+        """The open goal for `session_key` and `bot`: status "active" or "paused" (check `.status`)."""
+        async with self._session() as session:
+            row = await session.scalar(
+                sa.select(GoalRow)
+                .where(GoalRow.session_key == session_key, GoalRow.bot == bot,
+                       GoalRow.status.in_(OPEN_GOAL_STATUSES))
+                .order_by(GoalRow.id.desc()).limit(1))
+            return _goal(row) if row is not None else None
+
+    async def update_goal(self, goal_id: int, *, status: str | None = None, text: str | None = None,
+                          session_id: int | None = None, turns_used: int | None = None,
+                          tokens_used: int | None = None, add_turns: int = 0, add_tokens: int = 0,
+                          verdict: dict[str, Any] | None = None,
+                          verdicts: list[dict[str, Any]] | None = None,
+                          target: dict[str, Any] | None = None) -> GoalRecord | None:
+        """Change the given fields; None leaves a field as it is. `add_turns` / `add_tokens` add to the
+        counters and `verdict` appends one verdict, atomically with respect to other updates.
+        Returns the updated goal, or None for an unknown id. Reopening a goal ("active"/"paused") while
+        another goal of the same key and bot is open raises ValueError."""
+        if status is not None:
+            _check_goal_status(status)
+        try:
+            async with self._write() as session:
+                row = await session.scalar(sa.select(GoalRow).where(GoalRow.id == goal_id).with_for_update())
+                if row is None:
+                    return None
+                if status is not None:
+                    row.status = status
+                if text is not None:
+                    row.text = _clean_text(text)
+                if session_id is not None:
+                    row.session_id = session_id
+                if turns_used is not None:
+                    row.turns_used = turns_used
+                if tokens_used is not None:
+                    row.tokens_used = tokens_used
+                row.turns_used += add_turns
+                row.tokens_used += add_tokens
+                if verdicts is not None:
+                    row.verdicts = _clean(list(verdicts))
+                if verdict is not None:
+                    row.verdicts = [*(row.verdicts or []), _clean(dict(verdict))]
+                if target is not None:
+                    row.target = _clean(dict(target))
+                row.updated_at = self._now()
+                await session.flush()
+                return _goal(row)
+        except IntegrityError as exc:
+            if status in OPEN_GOAL_STATUSES:
+                raise ValueError(f"goal {goal_id} cannot be reopened: another goal is open") from exc
+            raise
+
+    async def list_goals(self, status: str | None = None, *, bot: str | None = None,
+                         session_key: str | None = None) -> list[GoalRecord]:
+        """Goals, oldest first, filtered by any of status, bot and session key."""
+        stmt = sa.select(GoalRow)
+        if status is not None:
+            _check_goal_status(status)
+            stmt = stmt.where(GoalRow.status == status)
+        if bot is not None:
+            stmt = stmt.where(GoalRow.bot == bot)
+        if session_key is not None:
+            stmt = stmt.where(GoalRow.session_key == session_key)
+        async with self._session() as session:
+            rows = await session.scalars(stmt.order_by(GoalRow.id))
+            return [_goal(row) for row in rows]
+
+    # -- leases
+
+    async def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Take lease `name` for `ttl_seconds`, or renew it when `holder` already has it. False while
+        another holder's lease has not expired. One upsert: concurrent callers cannot both win."""
+        if ttl_seconds <= 0:
+            raise ValueError("ttl_seconds must be positive")
+        now = self._now()
+        table = LeaseRow.__table__
+        stmt = self._insert(table).values(name=name, holder=holder,
+                                          expires_at=now + timedelta(seconds=ttl_seconds))
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["name"],
+            set_={"holder": stmt.excluded.holder, "expires_at": stmt.excluded.expires_at},
+            where=sa.or_(table.c.expires_at <= now, table.c.holder == stmt.excluded.holder),
+        ).returning(table.c.name)
+        async with self._session() as session, session.begin():
+            return (await session.execute(stmt)).first() is not None
+
+    async def release_lease(self, name: str, holder: str) -> bool:
+        """Give up lease `name` if `holder` holds it; True when it did."""
+        async with self._session() as session, session.begin():
+            result = await session.execute(
+                sa.delete(LeaseRow).where(LeaseRow.name == name, LeaseRow.holder == holder)
+                .returning(LeaseRow.name))
+            return result.first() is not None

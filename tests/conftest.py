@@ -1,0 +1,58 @@
+"""Fixtures shared by every test suite. One section per area; keep each fixture small and documented."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from fakes.fake_llm import FakeLLM
+
+# -- isolation ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Loopback fakes must never be reached through a proxy (the SDKs read the proxy variables), and no test
+    may touch the developer's real data directory."""
+    loopback = "127.0.0.1,localhost"
+    for name in ("NO_PROXY", "no_proxy"):
+        current = os.environ.get(name, "")
+        monkeypatch.setenv(name, f"{current},{loopback}" if current else loopback)
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+
+
+# -- fake remotes ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def fake_llm() -> AsyncIterator[FakeLLM]:
+    """A scripted LLM on 127.0.0.1 speaking OpenAI and Anthropic wire formats (see tests/fakes/fake_llm.py)."""
+    async with FakeLLM() as fake:
+        yield fake
+
+
+# -- the engine ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def engine(fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """A factory for real gateways (SQLite under tmp_path) talking to the fake LLM; all stopped at teardown.
+
+    `await engine()` gives a started `Engine` with the test profile; pass `profile=` or `features=`."""
+    from engine_harness import Engine, fake_llm_environment, make_profile
+
+    for name, value in fake_llm_environment(fake_llm).items():
+        monkeypatch.setenv(name, value)
+    started: list[Engine] = []
+
+    async def make(profile=None, features=None, home: Path | None = None, platform: str = "test") -> Engine:
+        e = Engine(home or tmp_path, profile or make_profile(), features, platform)
+        started.append(await e.start())
+        return e
+
+    yield make
+    for e in reversed(started):
+        await e.stop()

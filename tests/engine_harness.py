@@ -1,0 +1,154 @@
+"""A real gateway (SQLite store, real providers via the SDKs) pointed at the fake LLM, plus an outlet
+that records what a person would see. Used by the engine's integration tests and benchmarks."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes_engine.app import build_gateway
+from hermes_engine.config import BotProfile, Settings, default_soul
+from hermes_engine.features import Feature
+from hermes_engine.gateway import Gateway
+from hermes_engine.messages import ChatKind, InboundMessage, ReplyTarget
+from hermes_engine.reply import ReplyStream
+from storage.sql import SqlStore
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class Delivered:
+    target: ReplyTarget
+    text: str
+    deltas: list[str] = field(default_factory=list)
+    kind: str = "final"  # "final" | "send" | "abort"
+
+
+class RecordingStream(ReplyStream):
+    def __init__(self, outlet: "RecordingOutlet", target: ReplyTarget, key: str) -> None:
+        self.outlet, self.target, self.key = outlet, target, key
+        self.deltas: list[str] = []
+
+    async def push(self, delta: str) -> None:
+        self.deltas.append(delta)
+        self.outlet.first_delta.set()
+
+    async def finish(self, text: str) -> None:
+        self.outlet._deliver(Delivered(self.target, text, list(self.deltas), "final"))
+
+    async def abort(self, note: str | None = None) -> None:
+        self.outlet._deliver(Delivered(self.target, note or "", list(self.deltas), "abort"))
+
+
+class RecordingOutlet:
+    """Implements the engine's `Outlet` protocol and records every delivery in order."""
+
+    def __init__(self, platform: str = "test") -> None:
+        self.platform = platform
+        self.delivered: list[Delivered] = []
+        self.typing_calls = 0
+        self.first_delta = asyncio.Event()
+        self._changed = asyncio.Condition()
+
+    def open_stream(self, target: ReplyTarget, *, idempotency_key: str) -> ReplyStream:
+        return RecordingStream(self, target, idempotency_key)
+
+    async def send(self, target: ReplyTarget, text: str, *, idempotency_key: str | None = None) -> None:
+        self._deliver(Delivered(target, text, [], "send"))
+
+    async def typing(self, target: ReplyTarget) -> None:
+        self.typing_calls += 1
+
+    def _deliver(self, item: Delivered) -> None:
+        self.delivered.append(item)
+
+        async def notify() -> None:
+            async with self._changed:
+                self._changed.notify_all()
+
+        asyncio.get_running_loop().create_task(notify())
+
+    @property
+    def texts(self) -> list[str]:
+        return [d.text for d in self.delivered]
+
+    async def wait_for(self, count: int, timeout: float = 10.0) -> list[Delivered]:
+        """Wait until at least `count` deliveries happened."""
+        async def reached() -> None:
+            async with self._changed:
+                await self._changed.wait_for(lambda: len(self.delivered) >= count)
+
+        await asyncio.wait_for(reached(), timeout)
+        return self.delivered
+
+
+def fake_llm_environment(fake: Any) -> dict[str, str]:
+    """Environment that points both SDKs at the fake through their own variables, as a deployment would."""
+    return {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": fake.openai_base_url,
+            "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake.anthropic_base_url}
+
+
+class Engine:
+    """One bot's gateway on a temporary SQLite database, with a recording outlet attached."""
+
+    def __init__(self, home: Path, profile: BotProfile, features: list[Feature] | None = None,
+                 platform: str = "test") -> None:
+        self.home = home
+        self.settings = Settings(home=home)
+        self.profile = profile
+        self.features = features
+        self.platform = platform
+        self.store: SqlStore | None = None
+        self.gateway: Gateway | None = None
+        self.outlet = RecordingOutlet(platform)
+
+    async def start(self) -> "Engine":
+        self.store = SqlStore(self.settings.db_url)
+        await self.store.init()
+        self.gateway = build_gateway(self.settings, self.profile, self.store, features=self.features)
+        self.gateway.attach(self.outlet)
+        await self.gateway.start()
+        return self
+
+    async def stop(self) -> None:
+        if self.gateway:
+            await self.gateway.stop()
+        if self.store:
+            await self.store.close()
+
+    def message(self, text: str, *, user: str = "u1", chat: str = "c1", kind: ChatKind = ChatKind.DM,
+                thread: str | None = None, name: str = "") -> InboundMessage:
+        return InboundMessage(platform=self.platform, account="acct", chat_kind=kind, chat_id=chat,
+                              user_id=user, user_name=name or user, text=text, message_id=f"m{next(_ids)}",
+                              thread_id=thread)
+
+    async def say(self, text: str, timeout: float = 10.0, **kwargs: Any) -> str:
+        """Send a message and wait for the next delivery; returns its text."""
+        before = len(self.outlet.delivered)
+        assert self.gateway is not None
+        await self.gateway.handle(self.message(text, **kwargs))
+        await self.outlet.wait_for(before + 1, timeout)
+        return self.outlet.delivered[before].text
+
+    async def idle(self, timeout: float = 10.0) -> None:
+        """Wait until no session has queued or running work and background tasks are done."""
+        assert self.gateway is not None
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            busy = any((s.worker and not s.worker.done()) or not s.queue.empty()
+                       for s in self.gateway.sessions.values()) or self.gateway._background
+            if not busy:
+                return
+            await asyncio.sleep(0.01)
+        raise TimeoutError("the gateway did not become idle")
+
+
+def make_profile(**overrides: Any) -> BotProfile:
+    base: dict[str, Any] = dict(name="testbot", model="openai:gpt-test", soul=default_soul(),
+                                toolsets=["core", "memory", "skills", "search", "test"])
+    base.update(overrides)
+    return BotProfile(**base)

@@ -1,0 +1,133 @@
+"""Fallback across providers per turn, with the real SDKs against the fake LLM (primary Anthropic, fallback OpenAI)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+from fakes.fake_llm import FakeLLM, RecordedRequest, Reply
+
+from hermes_engine.conversation import Message
+from hermes_engine.errors import ProviderError
+from hermes_engine.providers import (
+    AnthropicProvider,
+    Completed,
+    ModelRequest,
+    OpenAIProvider,
+    Provider,
+    ProviderChain,
+    TextDelta,
+)
+
+REQUEST = ModelRequest(system="You are Hermes.", messages=(Message("user", "hi"),))
+
+
+@pytest.fixture
+async def chain(fake_llm: FakeLLM) -> AsyncIterator[ProviderChain]:
+    primary = AnthropicProvider("claude-test", api_key="test-key", base_url=fake_llm.anthropic_base_url,
+                                max_retries=1)
+    fallback = OpenAIProvider("gpt-test", api_key="test-key", base_url=fake_llm.openai_base_url, max_retries=0)
+    chain = ProviderChain([primary, fallback])
+    yield chain
+    await chain.aclose()
+
+
+def primary_down(status: int = 429) -> object:
+    def respond(request: RecordedRequest) -> Reply:
+        if request.api == "anthropic":
+            return Reply(error=status, retry_after=0)
+        return Reply(text="fallback here")
+    return respond
+
+
+async def text_of(provider: Provider) -> str:
+    parts = []
+    async for event in provider.stream(REQUEST):
+        if isinstance(event, Completed):
+            assert event.response.text == "".join(parts)
+            return event.response.text
+        parts.append(event.text)
+    raise AssertionError("no Completed event")
+
+
+async def test_rate_limited_primary_hands_the_rest_of_the_turn_to_the_fallback(
+        chain: ProviderChain, fake_llm: FakeLLM) -> None:
+    fake_llm.responder = primary_down(429)
+    turn = chain.route()
+
+    first = await text_of(turn)
+    second = await text_of(turn)
+
+    assert first == second == "fallback here"
+    assert turn.spec == "openai:gpt-test" and turn.fell_back
+    # the primary was tried once (plus one SDK retry), then both calls of the turn went to the fallback
+    assert [r.api for r in fake_llm.requests] == ["anthropic", "anthropic", "openai", "openai"]
+
+
+async def test_next_turn_tries_the_primary_first_again(chain: ProviderChain, fake_llm: FakeLLM) -> None:
+    fake_llm.responder = primary_down(429)
+    await text_of(chain.route())
+    fake_llm.requests.clear()
+    fake_llm.responder = lambda request: Reply(text=f"{request.api} answers")
+
+    answer = await text_of(chain.route())
+
+    assert answer == "anthropic answers"
+    assert [r.api for r in fake_llm.requests] == ["anthropic"]
+
+
+async def test_fallback_is_logged_with_the_reason(chain: ProviderChain, fake_llm: FakeLLM,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    fake_llm.responder = primary_down(503)
+
+    with caplog.at_level(logging.WARNING, logger="hermes_engine.providers.chain"):
+        await text_of(chain.route())
+
+    [record] = caplog.records
+    assert "anthropic:claude-test" in record.getMessage() and "HTTP 503" in record.getMessage()
+    assert "openai:gpt-test" in record.getMessage()
+
+
+async def test_error_after_text_was_streamed_is_raised_not_fallen_back(chain: ProviderChain,
+                                                                      fake_llm: FakeLLM) -> None:
+    fake_llm.script(Reply(text="half an answer and then", disconnect_after_chars=6))
+    seen: list[str] = []
+
+    with pytest.raises(ProviderError):
+        async for event in chain.route().stream(REQUEST):
+            assert isinstance(event, TextDelta)
+            seen.append(event.text)
+
+    assert "".join(seen) == "half a"
+    assert [r.api for r in fake_llm.requests] == ["anthropic"]
+
+
+async def test_bad_request_is_not_fallback_eligible(chain: ProviderChain, fake_llm: FakeLLM) -> None:
+    fake_llm.responder = primary_down(400)
+
+    with pytest.raises(ProviderError) as caught:
+        await text_of(chain.route())
+
+    assert caught.value.status == 400
+    assert [r.api for r in fake_llm.requests] == ["anthropic"]
+
+
+async def test_when_every_provider_fails_the_last_error_is_raised(chain: ProviderChain, fake_llm: FakeLLM) -> None:
+    fake_llm.responder = lambda request: Reply(error=429 if request.api == "anthropic" else 503, retry_after=0)
+
+    with pytest.raises(ProviderError) as caught:
+        await text_of(chain.route())
+
+    assert caught.value.status == 503 and caught.value.provider == "openai:gpt-test"
+
+
+def test_router_and_chain_satisfy_the_provider_protocol(chain: ProviderChain) -> None:
+    assert isinstance(chain, Provider)
+    assert isinstance(chain.route(), Provider)
+    assert chain.spec == chain.route().spec == "anthropic:claude-test"
+
+
+def test_chain_needs_at_least_one_provider() -> None:
+    with pytest.raises(ValueError):
+        ProviderChain([])

@@ -1,0 +1,359 @@
+"""The providers, driven through the real anthropic and openai SDKs against the loopback fake LLM."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from fakes.fake_llm import FakeLLM, Reply
+
+from hermes_engine.conversation import ImagePart, Message, ToolCall, Usage
+from hermes_engine.errors import ConfigError, ProviderError
+from hermes_engine.providers import (
+    AnthropicProvider,
+    Completed,
+    ModelRequest,
+    ModelResponse,
+    OpenAIProvider,
+    Provider,
+    TextDelta,
+    ToolSchema,
+    make_provider,
+    parse_model_spec,
+)
+
+API_KEY = "sk-test-0123456789abcdef"
+PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                "OPENAI_COMPATIBLE_API_KEY", "OPENAI_COMPATIBLE_BASE_URL")
+
+GET_TIME = ToolSchema("get_time", "Current time in a zone.", {"type": "object", "properties": {"tz": {"type": "string"}}})
+GET_WEATHER = ToolSchema("get_weather", "Weather for a city.",
+                         {"type": "object", "properties": {"city": {"type": "string"}}})
+
+
+@pytest.fixture(autouse=True)
+def _no_real_provider_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's real keys or endpoints must neither leak into these tests nor be used by them."""
+    for name in PROVIDER_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def make(api: str, fake: FakeLLM, *, max_retries: int = 0) -> Provider:
+    if api == "anthropic":
+        return AnthropicProvider("claude-test", api_key=API_KEY, base_url=fake.anthropic_base_url,
+                                 max_retries=max_retries)
+    return OpenAIProvider("gpt-test", api_key=API_KEY, base_url=fake.openai_base_url, max_retries=max_retries)
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def api(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+async def provider(api: str, fake_llm: FakeLLM) -> AsyncIterator[Provider]:
+    p = make(api, fake_llm)
+    yield p
+    await p.aclose()
+
+
+def ask(text: str = "What time is it?", **kwargs: object) -> ModelRequest:
+    return ModelRequest(system="You are Hermes.", messages=(Message("user", text),), **kwargs)  # type: ignore[arg-type]
+
+
+async def collect(provider: Provider, request: ModelRequest) -> tuple[list[str], ModelResponse]:
+    deltas: list[str] = []
+    completed: list[ModelResponse] = []
+    async for event in provider.stream(request):
+        assert not completed, "nothing may follow Completed"
+        if isinstance(event, TextDelta):
+            deltas.append(event.text)
+        else:
+            assert isinstance(event, Completed)
+            completed.append(event.response)
+    assert len(completed) == 1
+    return deltas, completed[0]
+
+
+# -- streaming and parsing -------------------------------------------------------------------------------
+
+
+async def test_text_deltas_arrive_in_order_then_exactly_one_completed(provider: Provider, fake_llm: FakeLLM) -> None:
+    fake_llm.script(Reply(text="The quick brown fox"))
+
+    deltas, response = await collect(provider, ask())
+
+    assert deltas == ["The ", "quick ", "brown ", "fox"]
+    assert response.text == "The quick brown fox"
+    assert response.tool_calls == []
+    assert response.stop_reason == "end_turn"
+    assert response.model == provider.spec
+
+
+async def test_parallel_tool_calls_are_parsed_in_call_order(provider: Provider, fake_llm: FakeLLM) -> None:
+    fake_llm.script(Reply(text="Checking.", tool_calls=[("get_time", '{"tz": "UTC"}'),
+                                                        ("get_weather", '{"city": "Oslo"}')]))
+
+    _, response = await collect(provider, ask(tools=(GET_TIME, GET_WEATHER)))
+
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [
+        ("get_time", '{"tz": "UTC"}'), ("get_weather", '{"city": "Oslo"}')]
+    assert len({c.id for c in response.tool_calls}) == 2 and all(c.id for c in response.tool_calls)
+    assert response.text == "Checking."
+    assert response.stop_reason == "tool_use"
+
+
+async def test_malformed_tool_arguments_are_returned_raw_not_raised(provider: Provider, fake_llm: FakeLLM) -> None:
+    fake_llm.script(Reply(tool_calls=[("get_time", '{"tz": UTC')]))
+
+    _, response = await collect(provider, ask(tools=(GET_TIME,)))
+
+    assert response.tool_calls[0].arguments == '{"tz": UTC'
+
+
+async def test_usage_records_input_output_and_cache_counters_without_double_counting(
+        provider: Provider, fake_llm: FakeLLM) -> None:
+    fake_llm.script(Reply(text="hi", usage=dict(input=12, output=7, cache_read=300, cache_write=40)))
+
+    _, response = await collect(provider, ask())
+
+    assert response.usage == Usage(input_tokens=12, output_tokens=7, cache_read_tokens=300, cache_write_tokens=40)
+    assert response.usage.total == 359
+
+
+# -- what goes over the wire -----------------------------------------------------------------------------
+
+
+def _conversation() -> tuple[Message, ...]:
+    return (
+        Message("user", "Time in UTC and Oslo weather?"),
+        Message("assistant", "Let me check.", tool_calls=(ToolCall("t1", "get_time", '{"tz": "UTC"}'),
+                                                          ToolCall("t2", "get_weather", '{"city": "Oslo"}'))),
+        Message("tool", "12:00", tool_call_id="t1", tool_name="get_time"),
+        Message("tool", "service down", tool_call_id="t2", tool_name="get_weather", is_error=True),
+    )
+
+
+async def test_anthropic_request_caches_system_last_tool_and_last_message_block(fake_llm: FakeLLM) -> None:
+    provider = make("anthropic", fake_llm)
+    request = ModelRequest(system="You are Hermes.", messages=_conversation(), tools=(GET_TIME, GET_WEATHER))
+
+    await collect(provider, request)
+
+    body = fake_llm.requests[0].body
+    assert body["system"] == [{"type": "text", "text": "You are Hermes.", "cache_control": {"type": "ephemeral"}}]
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in body["tools"][0]
+    assert body["tools"][0]["input_schema"] == GET_TIME.parameters
+    assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert str(body).count("cache_control") == 3  # the API allows four breakpoints
+    await provider.aclose()
+
+
+async def test_anthropic_merges_consecutive_tool_results_into_one_user_message(fake_llm: FakeLLM) -> None:
+    provider = make("anthropic", fake_llm)
+
+    await collect(provider, ModelRequest(system="s", messages=_conversation(), tools=(GET_TIME, GET_WEATHER)))
+
+    messages = fake_llm.requests[0].body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[1]["content"] == [
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_use", "id": "t1", "name": "get_time", "input": {"tz": "UTC"}},
+        {"type": "tool_use", "id": "t2", "name": "get_weather", "input": {"city": "Oslo"}},
+    ]
+    first, second = messages[2]["content"]
+    assert first == {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "12:00"}]}
+    assert second["tool_use_id"] == "t2" and second["is_error"] is True
+    await provider.aclose()
+
+
+async def test_images_are_sent_as_image_blocks_and_data_uris(fake_llm: FakeLLM) -> None:
+    image = ImagePart("image/png", "iVBORw0KGgo=")
+    request = ModelRequest(system="s", messages=(Message("user", "What is this?", images=(image,)),))
+    for api in ("anthropic", "openai"):
+        provider = make(api, fake_llm)
+        await collect(provider, request)
+        await provider.aclose()
+
+    anthropic_content = fake_llm.requests[0].body["messages"][0]["content"]
+    assert anthropic_content[1]["type"] == "image"
+    assert anthropic_content[1]["source"] == {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+    openai_content = fake_llm.requests[1].body["messages"][1]["content"]
+    assert openai_content == [{"type": "text", "text": "What is this?"},
+                              {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]
+
+
+async def test_openai_request_puts_system_first_and_links_tool_results_by_id(fake_llm: FakeLLM) -> None:
+    provider = make("openai", fake_llm)
+
+    await collect(provider, ModelRequest(system="You are Hermes.", messages=_conversation(), tools=(GET_TIME,)))
+
+    body = fake_llm.requests[0].body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["max_completion_tokens"] == 4096
+    assert body["tools"][0] == {"type": "function", "function": {
+        "name": "get_time", "description": GET_TIME.description, "parameters": GET_TIME.parameters}}
+    system, user, assistant, result_1, result_2 = body["messages"]
+    assert system == {"role": "system", "content": "You are Hermes."}
+    assert user == {"role": "user", "content": "Time in UTC and Oslo weather?"}
+    assert [c["id"] for c in assistant["tool_calls"]] == ["t1", "t2"]
+    assert assistant["tool_calls"][0]["function"] == {"name": "get_time", "arguments": '{"tz": "UTC"}'}
+    assert result_1 == {"role": "tool", "tool_call_id": "t1", "content": "12:00"}
+    assert result_2["tool_call_id"] == "t2" and result_2["content"].startswith("Error")
+    await provider.aclose()
+
+
+# -- failures --------------------------------------------------------------------------------------------
+
+
+async def test_rate_limit_with_retry_after_is_retried_by_the_sdk_then_succeeds(api: str, fake_llm: FakeLLM) -> None:
+    provider = make(api, fake_llm, max_retries=2)
+    fake_llm.script(Reply(error=429, retry_after=0), Reply(text="second time lucky"))
+
+    started = time.monotonic()
+    _, response = await collect(provider, ask())
+
+    assert response.text == "second time lucky"
+    assert len(fake_llm.requests) == 2
+    assert time.monotonic() - started < 1.0  # retry-after honoured instead of the SDK's own backoff
+    await provider.aclose()
+
+
+async def test_persistent_server_error_becomes_provider_error_with_status_500(api: str, fake_llm: FakeLLM) -> None:
+    provider = make(api, fake_llm, max_retries=1)
+    fake_llm.responder = lambda request: Reply(error=500, retry_after=0)
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, ask())
+
+    assert caught.value.status == 500
+    assert caught.value.fallback_eligible
+    assert caught.value.provider == provider.spec
+    assert len(fake_llm.requests) == 2  # the first try and one SDK retry
+    await provider.aclose()
+
+
+async def test_bad_request_is_a_provider_error_that_does_not_trigger_fallback(api: str, fake_llm: FakeLLM) -> None:
+    provider = make(api, fake_llm, max_retries=2)
+    fake_llm.script(Reply(error=400, error_message="messages: bad shape"))
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, ask())
+
+    assert caught.value.status == 400
+    assert not caught.value.fallback_eligible
+    assert "messages: bad shape" in str(caught.value)
+    assert len(fake_llm.requests) == 1
+    await provider.aclose()
+
+
+async def test_cut_stream_yields_what_arrived_then_raises_provider_error(provider: Provider,
+                                                                         fake_llm: FakeLLM) -> None:
+    fake_llm.script(Reply(text="Hello there, world", disconnect_after_chars=8))
+    deltas: list[str] = []
+
+    with pytest.raises(ProviderError) as caught:
+        async for event in provider.stream(ask()):
+            assert isinstance(event, TextDelta)
+            deltas.append(event.text)
+
+    assert "".join(deltas) == "Hello th"
+    assert caught.value.status is None and caught.value.fallback_eligible
+
+
+async def test_refused_connection_is_a_provider_error(api: str, fake_llm: FakeLLM) -> None:
+    await fake_llm.stop()  # nothing listens on that port any more
+    provider = make(api, fake_llm)
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, ask())
+
+    assert caught.value.status is None and caught.value.fallback_eligible
+    await provider.aclose()
+
+
+async def test_api_key_echoed_by_the_server_never_reaches_the_error_message(provider: Provider,
+                                                                             fake_llm: FakeLLM) -> None:
+    fake_llm.script(Reply(error=401, error_message=f"Incorrect API key provided: {API_KEY}"))
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, ask())
+
+    assert caught.value.status == 401
+    assert API_KEY not in str(caught.value)
+    assert API_KEY[:12] not in str(caught.value)
+
+
+# -- configuration ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("spec", "variable"), [("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+                                                ("openai:gpt-4.1", "OPENAI_API_KEY")])
+def test_missing_api_key_is_a_config_error_naming_the_variable(spec: str, variable: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{variable} is not set"):
+        make_provider(spec)
+
+
+@pytest.mark.parametrize("spec", ["", "claude-sonnet", "anthropic:", ":gpt-4", "gemini:pro"])
+def test_bad_model_spec_is_a_config_error(spec: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_model_spec(spec)
+
+
+def test_model_spec_splits_at_the_first_colon_only() -> None:
+    assert parse_model_spec("anthropic:claude-sonnet-4-5") == ("anthropic", "claude-sonnet-4-5")
+    assert parse_model_spec(" openai-compatible:llama3:8b ") == ("openai-compatible", "llama3:8b")
+
+
+async def test_sdk_base_url_env_vars_are_honoured_when_no_base_url_is_passed(
+        api: str, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    if api == "anthropic":
+        monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_llm.anthropic_base_url)
+        provider = make_provider("anthropic:claude-test", max_retries=0)
+    else:
+        monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_base_url)
+        provider = make_provider("openai:gpt-test", max_retries=0)
+    fake_llm.script(Reply(text="via env"))
+
+    _, response = await collect(provider, ask())
+
+    assert response.text == "via env"
+    assert fake_llm.requests[0].api == api
+    await provider.aclose()
+
+
+async def test_openai_compatible_needs_no_key_and_sends_max_tokens(fake_llm: FakeLLM,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_COMPATIBLE_BASE_URL", fake_llm.openai_base_url)
+    provider = make_provider("openai-compatible:llama3:8b", max_retries=0)
+
+    _, response = await collect(provider, ask())
+
+    sent = fake_llm.requests[0]
+    assert provider.spec == response.model == "openai-compatible:llama3:8b"
+    assert sent.model == "llama3:8b" and sent.body["max_tokens"] == 4096
+    assert sent.headers["authorization"] == "Bearer not-needed"
+    await provider.aclose()
+
+
+def test_openai_compatible_without_any_base_url_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="OPENAI_COMPATIBLE_BASE_URL"):
+        make_provider("openai-compatible:llama3")
+
+
+async def test_abandoning_a_stream_midway_releases_it_cleanly(provider: Provider, fake_llm: FakeLLM) -> None:
+    """An interrupted turn stops reading; the connection must be released, and the next call still works."""
+    fake_llm.script(Reply(text="one two three four five", delay=0.01), Reply(text="next"))
+
+    events = provider.stream(ask())
+    async for event in events:
+        if isinstance(event, TextDelta):
+            break
+    await events.aclose()  # type: ignore[attr-defined]
+    _, response = await collect(provider, ask())
+
+    assert response.text == "next"

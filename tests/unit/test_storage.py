@@ -1,0 +1,433 @@
+"""SqlStore against real databases: a SQLite file per test, and PostgreSQL when HERMES_TEST_POSTGRES_URL is set.
+
+    eval "$(.ci/postgres.sh)"     # starts a local server and exports HERMES_TEST_POSTGRES_URL
+    pytest tests/unit/test_storage.py -q
+
+Each PostgreSQL test starts from an empty `public` schema (dropped and recreated), so point the variable at
+a database used for nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.pool import NullPool
+
+from hermes_engine.conversation import ImagePart, Message, ToolCall, Usage
+from storage import migrate
+from storage.base import GoalRecord, Store
+from storage.models import Base
+from storage.sql import SqlStore, make_engine, normalize_url
+
+PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
+
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=[
+        pytest.mark.postgres,
+        pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)"),
+    ]),
+]
+
+TABLES = {"people", "accounts", "sessions", "messages", "inbound_events", "goals", "leases", "alembic_version"}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+async def _reset_postgres(url: str) -> None:
+    engine = make_engine(url, poolclass=NullPool)
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql("DROP SCHEMA IF EXISTS public CASCADE")
+            await conn.exec_driver_sql("CREATE SCHEMA public")
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+async def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'data' / 'hermes.db'}"
+    assert PG_URL
+    await _reset_postgres(PG_URL)
+    return PG_URL
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def store(db_url: str, clock: FakeClock):
+    s = SqlStore(db_url, clock=clock)
+    await s.init()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+def _table_names(conn: sa.Connection) -> set[str]:
+    return set(sa.inspect(conn).get_table_names())
+
+
+# ------------------------------------------------------------------------------ URLs and engine setup
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ("sqlite:////var/lib/hermes.db", "sqlite+aiosqlite:////var/lib/hermes.db"),
+    ("sqlite+aiosqlite:///rel/hermes.db", "sqlite+aiosqlite:///rel/hermes.db"),
+    ("postgresql://u:p@127.0.0.1:5432/db", "postgresql+asyncpg://u:p@127.0.0.1:5432/db"),
+    ("postgres://u:p@db.example/db", "postgresql+asyncpg://u:p@db.example/db"),
+    ("postgresql+psycopg2://u:p@h/db", "postgresql+asyncpg://u:p@h/db"),
+    ("postgresql+asyncpg://u:p@h/db", "postgresql+asyncpg://u:p@h/db"),
+    ("postgres://u:p@h/db?sslmode=require", "postgresql+asyncpg://u:p@h/db?ssl=require"),
+])
+def test_plain_and_sync_urls_are_upgraded_to_async_drivers(given: str, expected: str) -> None:
+    assert normalize_url(given).render_as_string(hide_password=False) == expected
+
+
+def test_store_satisfies_the_store_protocol_and_rejects_other_databases() -> None:
+    missing = [name for name in dir(Store) if not name.startswith("_") and not hasattr(SqlStore, name)]
+    assert missing == []
+    with pytest.raises(ValueError, match="unsupported database"):
+        SqlStore("mysql://u:p@h/db")
+
+
+async def test_using_the_store_before_init_is_a_clear_error(tmp_path) -> None:
+    s = SqlStore(f"sqlite:///{tmp_path / 'x.db'}")
+    with pytest.raises(RuntimeError, match="init"):
+        await s.active_session("k", "bot")
+
+
+async def test_sqlite_file_gets_its_directory_wal_foreign_keys_and_busy_timeout(tmp_path) -> None:
+    path = tmp_path / "deep" / "er" / "hermes.db"
+    async with SqlStore(f"sqlite:///{path}") as s:  # plain sqlite:// URL works
+        assert path.exists()
+        async with s.engine.connect() as conn:
+            assert (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar() == "wal"
+            assert (await conn.exec_driver_sql("PRAGMA foreign_keys")).scalar() == 1
+            assert (await conn.exec_driver_sql("PRAGMA busy_timeout")).scalar() >= 1000
+
+
+async def test_in_memory_sqlite_works_for_quick_use() -> None:
+    async with SqlStore("sqlite://") as s:
+        session = await s.active_session("k", "bot")
+        await s.append_message(session.id, Message(role="user", content="hi"))
+        assert [m.content for m in await s.load_messages(session.id)] == ["hi"]
+
+
+# --------------------------------------------------------------------------------------- migrations
+
+async def test_init_applies_migrations_and_a_second_init_is_a_no_op(db_url: str) -> None:
+    first = SqlStore(db_url)
+    await first.init()
+    await first.init()  # same instance: nothing happens
+    async with first.engine.connect() as conn:
+        assert TABLES <= await conn.run_sync(_table_names)
+    assert await migrate.current_revision(first.engine) == migrate.head_revision() == "0001"
+    session = await first.active_session("k", "bot")
+    await first.close()
+
+    async with SqlStore(db_url) as second:  # a restart: migrations already at head, data kept
+        assert (await second.active_session("k", "bot")).id == session.id
+        assert await migrate.current_revision(second.engine) == "0001"
+
+
+async def test_replicas_starting_together_migrate_once(db_url: str) -> None:
+    stores = [SqlStore(db_url) for _ in range(3)]
+    try:
+        await asyncio.gather(*(s.init() for s in stores))
+        assert await migrate.current_revision(stores[0].engine) == "0001"
+    finally:
+        for s in stores:
+            await s.close()
+
+
+async def test_models_match_the_migrations(db_url: str) -> None:
+    async with SqlStore(db_url) as s:
+        async with s.engine.connect() as conn:
+            diff = await conn.run_sync(
+                lambda c: compare_metadata(MigrationContext.configure(c, opts={"compare_type": True}),
+                                           Base.metadata))
+    assert diff == []
+
+
+async def test_upgrade_from_a_plain_url_for_the_cli(db_url: str) -> None:
+    plain = db_url.replace("+aiosqlite", "").replace("+asyncpg", "")
+    await migrate.upgrade(plain)
+    await migrate.upgrade(plain)
+    assert await migrate.current_revision(plain) == "0001"
+
+
+# ----------------------------------------------------------------------------------------- messages
+
+async def test_messages_round_trip_in_insertion_order(store: SqlStore) -> None:
+    session = await store.active_session("telegram:dm:1", "bot")
+    big = "x" * 60_000 + "ünïcødé ✓ 🎉" + "y" * 60_000
+    messages = [
+        Message(role="user", content="look at this", images=(ImagePart("image/png", "iVBORw0KGgo="),),
+                meta={"platform_message_id": "42"}),
+        Message(role="assistant", content="", tool_calls=(
+            ToolCall(id="call_1", name="read_file", arguments='{"path": "a.txt"}'),
+            ToolCall(id="call_2", name="broken", arguments='{"unterminated": '),
+        )),
+        Message(role="tool", content=big, tool_call_id="call_1", tool_name="read_file"),
+        Message(role="tool", content="boom", tool_call_id="call_2", tool_name="broken", is_error=True),
+        Message(role="assistant", content="done"),
+    ]
+    for m in messages:
+        await store.append_message(session.id, m)
+
+    loaded = await store.load_messages(session.id)
+    assert loaded == messages
+    assert len(loaded[2].content) == len(big)
+    assert loaded[0].meta == {"platform_message_id": "42"}
+
+
+async def test_stored_messages_carry_usage_person_model_and_sum_to_session_usage(store: SqlStore) -> None:
+    account = await store.resolve_account("slack", "T1", "U1", "Ann")
+    session = await store.active_session("k", "bot")
+    user_id = await store.append_message(session.id, Message(role="user", content="hi"),
+                                         person_id=account.person_id)
+    await store.append_message(session.id, Message(role="assistant", content="a"),
+                               usage=Usage(10, 5, 100, 7), model="anthropic:claude")
+    await store.append_message(session.id, Message(role="assistant", content="b"), usage=Usage(1, 2, 0, 0))
+    other = await store.new_session("k2", "bot")
+    await store.append_message(other.id, Message(role="assistant", content="c"), usage=Usage(1000, 1000))
+
+    stored = await store.load_stored_messages(session.id)
+    assert [s.id for s in stored][0] == user_id
+    assert stored[0].person_id == account.person_id and stored[0].usage is None
+    assert stored[1].usage == Usage(10, 5, 100, 7) and stored[1].model == "anthropic:claude"
+    assert stored[1].created_at.tzinfo is not None
+    assert await store.session_usage(session.id) == Usage(11, 7, 100, 7)
+    assert await store.session_usage(999_999) == Usage()
+
+
+async def test_text_postgres_cannot_hold_reads_back_the_same_on_every_backend(store: SqlStore) -> None:
+    session = await store.active_session("k", "bot")
+    await store.append_message(session.id, Message(role="tool", content="bin\x00ary \ud800",
+                                                   tool_call_id="c", tool_name="t", meta={"k": "a\x00b"}))
+    [loaded] = await store.load_messages(session.id)
+    assert loaded.content == "bin\ufffdary \ufffd"
+    assert loaded.meta == {"k": "a\ufffdb"}
+
+
+async def test_a_message_for_an_unknown_session_is_rejected(store: SqlStore) -> None:
+    with pytest.raises(IntegrityError):
+        await store.append_message(123_456, Message(role="user", content="orphan"))
+
+
+# ------------------------------------------------------------------------------------------ inbound
+
+async def test_record_inbound_reports_duplicates(store: SqlStore) -> None:
+    assert await store.record_inbound("slack", "Ev1", {"text": "hi", "at": datetime(2025, 1, 1)}) is True
+    assert await store.record_inbound("slack", "Ev1", {"text": "retry"}) is False
+    assert await store.record_inbound("telegram", "Ev1", {}) is True  # ids are per platform
+    [first, _] = await store.pending_inbound()
+    assert first.payload == {"text": "hi", "at": "2025-01-01 00:00:00"}  # non-JSON values kept as text
+
+
+async def test_twenty_concurrent_deliveries_of_one_event_have_exactly_one_winner(store: SqlStore) -> None:
+    results = await asyncio.gather(*(store.record_inbound("slack", "Ev-race", {"n": i}) for i in range(20)))
+    assert sorted(results) == [False] * 19 + [True]
+    assert len(await store.pending_inbound("slack")) == 1
+
+
+async def test_pending_inbound_lists_received_but_not_completed_events(store: SqlStore, clock) -> None:
+    for event_id in ("1", "2", "3"):
+        await store.record_inbound("telegram", event_id, {"update_id": event_id})
+        clock.advance(1)
+    await store.record_inbound("discord", "9", {})
+    await store.complete_inbound("telegram", "2")
+
+    pending = await store.pending_inbound("telegram")
+    assert [(e.event_id, e.status) for e in pending] == [("1", "received"), ("3", "received")]
+    assert pending[0].payload == {"update_id": "1"}
+    assert {e.platform for e in await store.pending_inbound()} == {"telegram", "discord"}
+
+    # Completed events can be pruned; pending ones never are.
+    assert await store.prune_inbound(clock.now + timedelta(days=1)) == 1
+    assert await store.record_inbound("telegram", "2", {}) is True
+    assert len(await store.pending_inbound("telegram")) == 3
+
+
+# ------------------------------------------------------------------------------- people and accounts
+
+async def test_resolve_account_creates_once_and_keeps_the_display_name_fresh(store: SqlStore) -> None:
+    first = await store.resolve_account("telegram", "bot1", "42", "Ann")
+    again = await store.resolve_account("telegram", "bot1", "42", "Ann B.")
+    assert again.id == first.id and again.person_id == first.person_id
+    assert again.display_name == "Ann B."
+    assert (await store.resolve_account("telegram", "bot1", "42")).display_name == "Ann B."
+    other_bot = await store.resolve_account("telegram", "bot2", "42", "Ann")
+    assert other_bot.person_id != first.person_id  # linking is explicit
+    person = await store.get_person(first.person_id)
+    assert person is not None and person.display_name == "Ann"
+    assert await store.get_person(987_654) is None
+
+
+async def test_concurrent_first_contact_from_one_user_yields_one_person(store: SqlStore) -> None:
+    results = await asyncio.gather(*(store.resolve_account("slack", "T1", "U1", "Bo") for _ in range(10)))
+    assert len({r.id for r in results}) == 1
+    assert len({r.person_id for r in results}) == 1
+    async with store.engine.connect() as conn:
+        assert (await conn.execute(sa.text("SELECT count(*) FROM people"))).scalar() == 1
+
+
+async def test_link_accounts_moves_accounts_and_marks_the_merged_person(store: SqlStore) -> None:
+    tg = await store.resolve_account("telegram", "bot", "1", "Ann")
+    sl = await store.resolve_account("slack", "T1", "U1", "ann")
+    earlier = await store.resolve_account("discord", "G1", "D1", "ann#1")
+    await store.link_accounts(sl.person_id, earlier.person_id)  # discord person merged into slack person
+    session = await store.active_session("k", "bot")
+    await store.append_message(session.id, Message(role="user", content="hi"), person_id=sl.person_id)
+
+    await store.link_accounts(tg.person_id, sl.person_id)
+
+    accounts = await store.list_accounts(tg.person_id)
+    assert {(a.platform, a.user_id) for a in accounts} == {("telegram", "1"), ("slack", "U1"), ("discord", "D1")}
+    assert (await store.resolve_account("slack", "T1", "U1")).person_id == tg.person_id
+    assert (await store.get_person(sl.person_id)).merged_into == tg.person_id
+    assert (await store.get_person(earlier.person_id)).merged_into == tg.person_id  # chains are flattened
+    assert (await store.get_person(tg.person_id)).merged_into is None
+    assert (await store.load_stored_messages(session.id))[0].person_id == tg.person_id
+    assert await store.list_accounts(sl.person_id) == []
+
+    await store.link_accounts(tg.person_id, tg.person_id)  # no-op
+    with pytest.raises(ValueError, match="merged into"):
+        await store.link_accounts(sl.person_id, tg.person_id)
+    with pytest.raises(ValueError, match="no person"):
+        await store.link_accounts(tg.person_id, 999_999)
+
+
+# ----------------------------------------------------------------------------------------- sessions
+
+async def test_active_session_creates_one_session_and_then_returns_the_newest(store: SqlStore) -> None:
+    created = await asyncio.gather(*(store.active_session("chat:1", "bot") for _ in range(10)))
+    assert len({s.id for s in created}) == 1
+    first = created[0]
+    assert first.parent_id is None and first.model is None and first.state == {}
+    assert first.created_at.tzinfo is not None
+
+    newer = await store.new_session("chat:1", "bot", parent_id=first.id)
+    assert newer.parent_id == first.id
+    assert (await store.active_session("chat:1", "bot")).id == newer.id
+    assert (await store.active_session("chat:1", "other-bot")).id not in (first.id, newer.id)
+    assert (await store.get_session(first.id)) == first
+
+
+async def test_update_session_sets_model_and_replaces_state(store: SqlStore) -> None:
+    session = await store.active_session("k", "bot")
+    await store.update_session(session.id, model="openai:gpt-4o", state={"turns": 3, "nested": {"a": [1]}})
+    updated = await store.active_session("k", "bot")
+    assert updated.model == "openai:gpt-4o" and updated.state == {"turns": 3, "nested": {"a": [1]}}
+
+    await store.update_session(session.id, state={"turns": 4})  # model left alone
+    assert (await store.get_session(session.id)).model == "openai:gpt-4o"
+    await store.update_session(session.id, model=None)  # clears the override, state left alone
+    cleared = await store.get_session(session.id)
+    assert cleared.model is None and cleared.state == {"turns": 4}
+    with pytest.raises(LookupError):
+        await store.update_session(999_999, model="x")
+
+
+# -------------------------------------------------------------------------------------------- goals
+
+async def test_goal_lifecycle_create_progress_pause_and_finish(store: SqlStore, clock) -> None:
+    session = await store.active_session("chat:1", "bot")
+    assert await store.active_goal("chat:1", "bot") is None
+    goal = await store.create_goal("chat:1", "bot", "ship the release", session_id=session.id,
+                                   target={"platform": "telegram", "chat_id": "1"})
+    assert isinstance(goal, GoalRecord)
+    assert (goal.status, goal.turns_used, goal.tokens_used, goal.verdicts) == ("active", 0, 0, [])
+    assert goal.target == {"platform": "telegram", "chat_id": "1"}
+
+    clock.advance(5)
+    await store.update_goal(goal.id, add_turns=1, add_tokens=1200, verdict={"verdict": "continue"})
+    updated = await store.update_goal(goal.id, add_turns=1, add_tokens=800, verdict={"verdict": "continue"})
+    assert updated is not None
+    assert (updated.turns_used, updated.tokens_used) == (2, 2000)
+    assert [v["verdict"] for v in updated.verdicts] == ["continue", "continue"]
+    assert updated.updated_at > goal.updated_at and updated.created_at == goal.created_at
+
+    paused = await store.update_goal(goal.id, status="paused")
+    assert (await store.active_goal("chat:1", "bot")) == paused  # paused is still the open goal
+    await store.update_goal(goal.id, status="active")
+    done = await store.update_goal(goal.id, status="done", verdict={"verdict": "done"})
+    assert done.status == "done" and len(done.verdicts) == 3
+    assert await store.active_goal("chat:1", "bot") is None
+    assert await store.get_goal(goal.id) == done
+    assert await store.update_goal(999_999, status="done") is None
+    with pytest.raises(ValueError, match="unknown goal status"):
+        await store.update_goal(goal.id, status="finished")
+
+
+async def test_a_new_goal_clears_the_open_one_and_goals_are_listed_by_status(store: SqlStore) -> None:
+    old = await store.create_goal("chat:1", "bot", "old aim")
+    new = await store.create_goal("chat:1", "bot", "new aim")
+    elsewhere = await store.create_goal("chat:2", "bot", "other chat")
+    assert (await store.get_goal(old.id)).status == "cleared"
+    assert (await store.active_goal("chat:1", "bot")).id == new.id
+
+    assert [g.id for g in await store.list_goals("active")] == [new.id, elsewhere.id]
+    assert [g.id for g in await store.list_goals("cleared")] == [old.id]
+    assert [g.id for g in await store.list_goals(session_key="chat:1")] == [old.id, new.id]
+    assert [g.id for g in await store.list_goals(bot="nobody")] == []
+    with pytest.raises(ValueError, match="another goal is open"):
+        await store.update_goal(old.id, status="active")
+
+
+async def test_concurrent_new_goals_leave_exactly_one_open(store: SqlStore) -> None:
+    await asyncio.gather(*(store.create_goal("chat:1", "bot", f"aim {i}") for i in range(5)))
+    goals = await store.list_goals(session_key="chat:1")
+    assert len(goals) == 5
+    assert [g.status for g in goals].count("active") == 1
+
+
+# ------------------------------------------------------------------------------------------- leases
+
+async def test_a_lease_is_exclusive_until_it_expires(store: SqlStore, clock) -> None:
+    assert await store.acquire_lease("curator", "replica-a", ttl_seconds=60) is True
+    assert await store.acquire_lease("curator", "replica-b", ttl_seconds=60) is False
+    assert await store.acquire_lease("kanban", "replica-b", ttl_seconds=60) is True  # other name
+
+    clock.advance(59)
+    assert await store.acquire_lease("curator", "replica-a", ttl_seconds=60) is True  # renewal extends
+    clock.advance(59)
+    assert await store.acquire_lease("curator", "replica-b", ttl_seconds=60) is False
+    clock.advance(2)  # past the renewed expiry
+    assert await store.acquire_lease("curator", "replica-b", ttl_seconds=60) is True
+    assert await store.acquire_lease("curator", "replica-a", ttl_seconds=60) is False
+
+
+async def test_releasing_a_lease_frees_it_only_for_its_holder(store: SqlStore) -> None:
+    assert await store.acquire_lease("job", "a", ttl_seconds=600)
+    assert await store.release_lease("job", "b") is False
+    assert await store.acquire_lease("job", "b", ttl_seconds=600) is False
+    assert await store.release_lease("job", "a") is True
+    assert await store.acquire_lease("job", "b", ttl_seconds=600) is True
+    with pytest.raises(ValueError):
+        await store.acquire_lease("job", "b", ttl_seconds=0)
+
+
+async def test_concurrent_lease_attempts_have_exactly_one_winner(store: SqlStore) -> None:
+    results = await asyncio.gather(*(store.acquire_lease("tick", f"replica-{i}", 30) for i in range(10)))
+    assert results.count(True) == 1
