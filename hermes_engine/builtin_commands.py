@@ -14,7 +14,7 @@ def register_builtin_commands(registry: CommandRegistry) -> None:
         await ctx.gateway.new_session(ctx.session)
         return "Started a new conversation."
 
-    @registry.command("stop", "stop the answer in progress", interrupts=True)
+    @registry.command("stop", "stop the answer in progress", immediate=True)
     async def stop(ctx: CommandContext) -> str:
         stopped = await ctx.gateway.interrupt(ctx.session)
         for feature in ctx.gateway.features:

@@ -34,7 +34,7 @@ class Command:
     summary: str
     handler: Handler
     admin_only: bool = False
-    interrupts: bool = False  # runs at once, even while a turn is in flight (e.g. /stop)
+    immediate: bool = False  # runs at once, even while a turn is in flight (e.g. /stop, /goal status)
     aliases: tuple[str, ...] = ()
 
 
@@ -47,10 +47,10 @@ class CommandRegistry:
             self._commands[name] = command
         return command
 
-    def command(self, name: str, summary: str, *, admin_only: bool = False, interrupts: bool = False,
+    def command(self, name: str, summary: str, *, admin_only: bool = False, immediate: bool = False,
                 aliases: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
         def register(handler: Handler) -> Handler:
-            self.add(Command(name, summary, handler, admin_only, interrupts, aliases))
+            self.add(Command(name, summary, handler, admin_only, immediate, aliases))
             return handler
         return register
 

@@ -91,6 +91,7 @@ class Gateway:
         self._session_lock = asyncio.Lock()
         self._background: set[asyncio.Task[Any]] = set()
         self._started = False
+        self._stopping = False
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -115,6 +116,7 @@ class Gateway:
             await self._accept(msg, replayed=True, purpose=event.payload.get("purpose", "turn"))
 
     async def stop(self) -> None:
+        self._stopping = True  # turns cut short now stay in the inbox and are answered after restart
         for session in list(self.sessions.values()):
             for task in (session.turn, session.worker):
                 if task is not None:
@@ -146,7 +148,7 @@ class Gateway:
         account = await self.store.resolve_account(msg.platform, msg.account, msg.user_id, msg.user_name)
         session = await self.session_for(msg)
         command = self.commands.get(msg.command) if purpose == "turn" else None
-        if command is not None and command.interrupts:
+        if command is not None and command.immediate:
             await self._run_command(session, msg, account.person_id)
             return
         job = TurnJob(msg, account.person_id, "command" if command else purpose, replayed=replayed)
@@ -327,7 +329,8 @@ class Gateway:
             log.warning("session %s: turn failed: %s", session.key, exc)
             await stream.finish(f"⚠️ Something went wrong with this answer ({_short(exc)}). Please try again.")
         finally:
-            await asyncio.shield(self.store.complete_inbound(msg.platform, msg.event_id))
+            if not (interrupted and self._stopping):
+                await asyncio.shield(self.store.complete_inbound(msg.platform, msg.event_id))
             if not interrupted:
                 outcome = TurnOutcome(
                     scope=session.scope, person_id=job.person_id,

@@ -400,9 +400,8 @@ class SqlStore:
             row = await self._newest_session(session, key, bot)
             if row is not None:
                 return _session(row)
-        async with self._write() as session:
-            await self._advisory_lock(session, _LOCK_SESSION_CREATE, f"{bot}\x1f{key}")
-            row = await self._newest_session(session, key, bot)
+        async with self._session() as session, session.begin():
+            row = None
             if row is None:
                 row = SessionRow(key=key, bot=bot, parent_id=None, state={}, created_at=self._now())
                 session.add(row)

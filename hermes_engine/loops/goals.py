@@ -83,8 +83,8 @@ class GoalFeature(Feature):
             await self._submit_turn(goal)  # a turn that was in flight is replayed by the inbox instead
 
     def register_commands(self, registry: CommandRegistry) -> None:
-        registry.command("goal", "work on a goal across turns: /goal <text> | status | pause | resume | clear")(
-            self._command)
+        registry.command("goal", "work on a goal across turns: /goal <text> | status | pause | resume | clear",
+                         immediate=True)(self._command)
 
     async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
         assert self.gateway is not None
@@ -102,7 +102,9 @@ class GoalFeature(Feature):
         if not ctx.args.strip():
             return USAGE
         if sub == "status":
-            return self._status(goal) if goal else "No goal in this conversation. " + USAGE
+            latest = goal or next(iter(sorted(await store.list_goals(bot=bot, session_key=key),
+                                              key=lambda g: g.id, reverse=True)), None)
+            return self._status(latest) if latest else "No goal in this conversation. " + USAGE
         if sub == "pause":
             if goal is None or goal.status != "active":
                 return "No running goal to pause."
@@ -110,7 +112,7 @@ class GoalFeature(Feature):
             return "Goal paused. /goal resume picks it up again."
         if sub == "resume":
             if goal is None:
-                return "No goal to resume. " + USAGE
+                return "No open goal to resume. " + USAGE
             if goal.status == "active":
                 return "The goal is already running."
             goal = await store.update_goal(goal.id, status="active", session_id=ctx.session.record.id)
@@ -175,9 +177,14 @@ class GoalFeature(Feature):
         if outcome.purpose != "goal" or self.gateway is None:
             return
         goal = await self.gateway.store.active_goal(outcome.scope.session_key, self.gateway.bot)
-        if goal is None or goal.status != "active":
+        if goal is None:
             return
-        self.gateway.spawn(self._after_turn(goal, outcome), f"goal-judge:{goal.id}")
+        # Count the turn before judging it: whatever happens next (a pause, a restart), the next
+        # continuation has a new number and this turn is never run again.
+        goal = await self.gateway.store.update_goal(goal.id, add_turns=1,
+                                                    add_tokens=outcome.usage.total)
+        if goal is not None and goal.status == "active":
+            self.gateway.spawn(self._after_turn(goal, outcome), f"goal-judge:{goal.id}")
 
     async def _after_turn(self, goal: GoalRecord, outcome: TurnOutcome) -> None:
         store = self.gateway.store  # type: ignore[union-attr]
@@ -192,8 +199,7 @@ class GoalFeature(Feature):
         streak = self._garbage[goal.id] = (self._garbage.get(goal.id, 0) + 1) if garbage else 0
         entry = verdict or {"verdict": "continue", "reason": "the judge gave no usable answer"}
         entry = {**entry, "answer": _fingerprint(answer)}
-        goal = await store.update_goal(goal.id, add_turns=1, add_tokens=outcome.usage.total + judge_usage.total,
-                                       verdict=entry)
+        goal = await store.update_goal(goal.id, add_tokens=judge_usage.total, verdict=entry)
         if goal is None or goal.status != "active":
             return
         recent = [v.get("answer") for v in goal.verdicts[-REPEATS_TO_PAUSE:]]

@@ -23,7 +23,7 @@ import tempfile
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncContextManager, AsyncIterator, Literal, Protocol, runtime_checkable
+from typing import AsyncContextManager, AsyncIterator, Iterable, Literal, Protocol, runtime_checkable
 
 from hermes_engine.config import MemorySettings
 from hermes_engine.security import Finding, explain, scan_text
@@ -284,8 +284,9 @@ LABELS = {"memory": "MEMORY.md", "user": "USER.md"}
 _PREVIEW_CHARS = 60
 
 
-def blocked_placeholder(findings: list[Finding]) -> str:
-    rules = list(dict.fromkeys(f.rule for f in findings))
+def blocked_placeholder(findings: Iterable[Finding | str]) -> str:
+    """`[blocked entry: <rule>, …]` for findings (or rule names)."""
+    rules = dict.fromkeys(f if isinstance(f, str) else f.rule for f in findings)
     return f"[blocked entry: {', '.join(rules)}]"
 
 

@@ -27,6 +27,11 @@ from hermes_engine.providers.base import (
 # Finish reasons in the Anthropic vocabulary, so the rest of the engine sees one set of words.
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
 
+# An error event inside a 200 stream has no status; its code or type says what happened, so the chain can
+# still decide about fallback.
+_ERROR_KIND_STATUS = {"invalid_request_error": 400, "rate_limit_exceeded": 429, "rate_limit_error": 429,
+                      "server_error": 500, "overloaded_error": 529}
+
 
 class OpenAIProvider:
     """Streams one Chat Completions call. Retries (429/5xx/connection, honouring `retry-after`) are the SDK's.
@@ -104,10 +109,11 @@ class OpenAIProvider:
             retry_after = _retry_after(err.response.headers)
         elif isinstance(err, openai.APIResponseValidationError):
             status = err.status_code
+        elif isinstance(err, openai.APIConnectionError):
+            detail = f"{err.message} ({err.__cause__})" if err.__cause__ is not None else err.message
         elif isinstance(err, openai.APIError):
             detail = _body_message(err.body) or err.message
-            if isinstance(err.__cause__, Exception) and isinstance(err, openai.APIConnectionError):
-                detail = f"{detail} ({err.__cause__})"
+            status = _error_kind_status(err.body)
         elif isinstance(err, json.JSONDecodeError):
             detail = "malformed event stream"
         kind = f"HTTP {status}" if status is not None else type(err).__name__
@@ -233,6 +239,15 @@ def _body_message(body: object) -> str:
         if isinstance(error, dict) and isinstance(error.get("message"), str):
             return error["message"]
     return ""
+
+
+def _error_kind_status(body: object) -> int | None:
+    if isinstance(body, dict):
+        for key in ("code", "type"):
+            status = _ERROR_KIND_STATUS.get(str(body.get(key)))
+            if status is not None:
+                return status
+    return None
 
 
 def _retry_after(headers: Any) -> float | None:

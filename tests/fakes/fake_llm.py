@@ -47,7 +47,8 @@ class Reply:
     `error` answers with that HTTP status; `retry_after` adds `retry-after` and `retry-after-ms` headers
     (the SDKs treat `retry-after: 0` as "use your backoff", so `retry-after-ms` keeps retries instant).
     `disconnect_after_chars` cuts the connection after that many characters of text (mid-stream for
-    streaming requests, before any response otherwise). `usage` keys: input (uncached), output,
+    streaming requests, before any response otherwise). `stream_error` sends an error event of that status's
+    kind after the text of a streamed reply and ends the stream there (Anthropic's mid-stream overload). `usage` keys: input (uncached), output,
     cache_read, cache_write. `chunks` overrides the word-by-word split of `text` into deltas; `delay`
     sleeps between stream events, for interruption tests.
     """
@@ -58,6 +59,7 @@ class Reply:
     error_message: str = ""
     retry_after: float | None = None
     disconnect_after_chars: int | None = None
+    stream_error: int | None = None
     usage: dict[str, int] | None = None
     delay: float = 0.0
     stop_reason: str | None = None
@@ -242,11 +244,9 @@ class FakeLLM:
     async def _stream(self, http: web.Request, api: Api, request: RecordedRequest, reply: Reply,
                       usage: dict[str, int]) -> web.StreamResponse:
         events_for = _openai_events if api == "openai" else _anthropic_events
-        events, cut_at = events_for(reply, request, usage, next(self._ids))
+        events, cut = events_for(reply, request, usage, next(self._ids))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(http)
-        if cut_at is not None:
-            events = events[:cut_at]
         try:
             if reply.delay <= 0:
                 await response.write(b"".join(events))
@@ -256,7 +256,7 @@ class FakeLLM:
                     await asyncio.sleep(reply.delay)
         except ConnectionResetError:  # the client hung up (an interrupted turn): nothing left to send
             return response
-        if cut_at is not None:
+        if cut:
             _cut(http)
             return response
         await response.write_eof()
@@ -391,7 +391,8 @@ def _sse_data(payload: dict[str, Any]) -> bytes:
 
 
 def _openai_events(reply: Reply, request: RecordedRequest, usage: dict[str, int],
-                   n: int) -> tuple[list[bytes], int | None]:
+                   n: int) -> tuple[list[bytes], bool]:
+    """The SSE events of a streamed reply, and whether the connection is cut after them."""
     base = {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": request.model}
 
@@ -402,7 +403,9 @@ def _openai_events(reply: Reply, request: RecordedRequest, usage: dict[str, int]
     events = [chunk({"role": "assistant", "content": ""})]
     events += [chunk({"content": t}) for t in texts]
     if cut:
-        return events, len(events)
+        return events, True
+    if reply.stream_error is not None:
+        return events + [_sse_data(_openai_error(reply.stream_error, reply.error_message))], False
     for index, (call_id, name, args) in enumerate(_tool_calls(reply, "call_", n)):
         events.append(chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
                                              "function": {"name": name, "arguments": ""}}]}))
@@ -412,7 +415,7 @@ def _openai_events(reply: Reply, request: RecordedRequest, usage: dict[str, int]
     if (request.body.get("stream_options") or {}).get("include_usage"):
         events.append(_sse_data({**base, "choices": [], "usage": _openai_usage(usage)}))
     events.append(b"data: [DONE]\n\n")
-    return events, None
+    return events, False
 
 
 def _openai_body(reply: Reply, request: RecordedRequest, usage: dict[str, int], n: int) -> dict[str, Any]:
@@ -441,7 +444,8 @@ def _sse_event(name: str, payload: dict[str, Any]) -> bytes:
 
 
 def _anthropic_events(reply: Reply, request: RecordedRequest, usage: dict[str, int],
-                      n: int) -> tuple[list[bytes], int | None]:
+                      n: int) -> tuple[list[bytes], bool]:
+    """The SSE events of a streamed reply, and whether the connection is cut after them."""
     start_usage = {**_anthropic_usage(usage), "output_tokens": 1}
     message = {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": request.model, "content": [],
                "stop_reason": None, "stop_sequence": None, "usage": start_usage}
@@ -455,11 +459,13 @@ def _anthropic_events(reply: Reply, request: RecordedRequest, usage: dict[str, i
         events += [_sse_event("content_block_delta", {"type": "content_block_delta", "index": 0,
                                                       "delta": {"type": "text_delta", "text": t}}) for t in texts]
         if cut:
-            return events, len(events)
+            return events, True
         events.append(_sse_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
         index = 1
     elif cut:
-        return events, len(events)
+        return events, True
+    if reply.stream_error is not None:
+        return events + [_sse_event("error", _anthropic_error(reply.stream_error, reply.error_message))], False
     for call_id, name, args in _tool_calls(reply, "toolu_", n):
         events.append(_sse_event("content_block_start", {
             "type": "content_block_start", "index": index,
@@ -473,7 +479,7 @@ def _anthropic_events(reply: Reply, request: RecordedRequest, usage: dict[str, i
         "type": "message_delta", "delta": {"stop_reason": _anthropic_stop(reply), "stop_sequence": None},
         "usage": {"output_tokens": usage["output"]}}))
     events.append(_sse_event("message_stop", {"type": "message_stop"}))
-    return events, None
+    return events, False
 
 
 def _anthropic_body(reply: Reply, request: RecordedRequest, usage: dict[str, int], n: int) -> dict[str, Any]:
@@ -495,14 +501,18 @@ _ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_err
                           529: "overloaded_error"}
 
 
+def _anthropic_error(status: int, message: str) -> dict[str, Any]:
+    kind = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message or f"fake error {status}"}}
+
+
+def _openai_error(status: int, message: str) -> dict[str, Any]:
+    kind = "rate_limit_exceeded" if status == 429 else ("server_error" if status >= 500 else "invalid_request_error")
+    return {"error": {"message": message or f"fake error {status}", "type": kind, "param": None, "code": kind}}
+
+
 def _error_response(api: Api, status: int, message: str, retry_after: float | None) -> web.Response:
-    message = message or f"fake error {status}"
-    if api == "anthropic":
-        kind = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
-        payload: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
-    else:
-        kind = "rate_limit_exceeded" if status == 429 else ("server_error" if status >= 500 else "invalid_request_error")
-        payload = {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+    payload = _anthropic_error(status, message) if api == "anthropic" else _openai_error(status, message)
     headers = {}
     if retry_after is not None:
         headers["retry-after"] = str(int(retry_after))

@@ -357,3 +357,18 @@ async def test_abandoning_a_stream_midway_releases_it_cleanly(provider: Provider
     _, response = await collect(provider, ask())
 
     assert response.text == "next"
+
+
+async def test_error_event_inside_a_stream_becomes_provider_error_with_its_status(provider: Provider,
+                                                                                 fake_llm: FakeLLM) -> None:
+    fake_llm.script(Reply(text="Half an", stream_error=529, error_message="Overloaded"))
+    deltas: list[str] = []
+
+    with pytest.raises(ProviderError) as caught:
+        async for event in provider.stream(ask()):
+            assert isinstance(event, TextDelta)
+            deltas.append(event.text)
+
+    assert "".join(deltas) == "Half an"
+    assert caught.value.status is not None and caught.value.status >= 500  # openai's kind has no 529
+    assert caught.value.fallback_eligible and "Overloaded" in str(caught.value)

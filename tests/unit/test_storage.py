@@ -84,6 +84,12 @@ async def store(db_url: str, clock: FakeClock):
         await s.close()
 
 
+async def _open_connections(store: SqlStore, n: int = 10) -> None:
+    """Fill the pool first, so the concurrent calls that follow really overlap (a cold SQLite pool opens
+    its connections one by one, which would serialize them)."""
+    await asyncio.gather(*(store.get_person(0) for _ in range(n)))
+
+
 def _table_names(conn: sa.Connection) -> set[str]:
     return set(sa.inspect(conn).get_table_names())
 
@@ -246,6 +252,7 @@ async def test_record_inbound_reports_duplicates(store: SqlStore) -> None:
 
 
 async def test_twenty_concurrent_deliveries_of_one_event_have_exactly_one_winner(store: SqlStore) -> None:
+    await _open_connections(store)
     results = await asyncio.gather(*(store.record_inbound("slack", "Ev-race", {"n": i}) for i in range(20)))
     assert sorted(results) == [False] * 19 + [True]
     assert len(await store.pending_inbound("slack")) == 1
@@ -285,6 +292,7 @@ async def test_resolve_account_creates_once_and_keeps_the_display_name_fresh(sto
 
 
 async def test_concurrent_first_contact_from_one_user_yields_one_person(store: SqlStore) -> None:
+    await _open_connections(store)
     results = await asyncio.gather(*(store.resolve_account("slack", "T1", "U1", "Bo") for _ in range(10)))
     assert len({r.id for r in results}) == 1
     assert len({r.person_id for r in results}) == 1
@@ -321,6 +329,7 @@ async def test_link_accounts_moves_accounts_and_marks_the_merged_person(store: S
 # ----------------------------------------------------------------------------------------- sessions
 
 async def test_active_session_creates_one_session_and_then_returns_the_newest(store: SqlStore) -> None:
+    await _open_connections(store)
     created = await asyncio.gather(*(store.active_session("chat:1", "bot") for _ in range(10)))
     assert len({s.id for s in created}) == 1
     first = created[0]
@@ -396,6 +405,7 @@ async def test_a_new_goal_clears_the_open_one_and_goals_are_listed_by_status(sto
 
 
 async def test_concurrent_new_goals_leave_exactly_one_open(store: SqlStore) -> None:
+    await _open_connections(store)
     await asyncio.gather(*(store.create_goal("chat:1", "bot", f"aim {i}") for i in range(5)))
     goals = await store.list_goals(session_key="chat:1")
     assert len(goals) == 5
@@ -429,5 +439,6 @@ async def test_releasing_a_lease_frees_it_only_for_its_holder(store: SqlStore) -
 
 
 async def test_concurrent_lease_attempts_have_exactly_one_winner(store: SqlStore) -> None:
+    await _open_connections(store)
     results = await asyncio.gather(*(store.acquire_lease("tick", f"replica-{i}", 30) for i in range(10)))
     assert results.count(True) == 1

@@ -1,0 +1,422 @@
+"""The adapter base every platform adapter subclasses: capability flags, low-level primitives, and the
+shared machinery on top of them (pacing, splitting, rendering with plain fallback, idempotent delivery).
+
+A concrete adapter supplies only the platform half:
+
+- class attributes `platform` and `capabilities`;
+- `start()` / `stop()` (call ``await super().stop()`` to drain outbound calls);
+- four primitives, each one API call, no retries, no pacing (the scheduler does that):
+  `_send_raw`, `_edit_raw`, `_delete_raw`, `_typing_raw`;
+- `render(markdown)` for the final format (see `adapters.render`);
+- optionally `is_markup_error(exc)`, `is_transient_error(exc)`, `scheduler_key(target)`,
+  `pacing_interval(target)`, and the native streaming hooks `_native_stream_start/_append/_stop`.
+
+Primitives translate their SDK's rate-limit error into ``PlatformError(..., retry_after=seconds)`` and
+other refusals into `PlatformError`; the engine only ever sees `PlatformError`.
+
+What the engine uses (the `hermes_engine.reply.Outlet` protocol): `open_stream`, `send`, `typing`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Hashable, Literal, Mapping, Protocol, Sequence
+
+from hermes_engine.errors import PlatformError
+from hermes_engine.messages import ReplyTarget
+from adapters.outbound import DROPPED, OutboundScheduler, default_is_transient
+from adapters.render import Rendered
+from adapters.splitting import measure, split_message
+
+if TYPE_CHECKING:
+    from adapters.streaming import StreamingReply
+
+__all__ = [
+    "Capabilities", "DeliveryLedger", "DISCORD", "InMemoryDeliveryLedger", "OutPart", "PlatformAdapter",
+    "SLACK", "SentMessage", "TELEGRAM",
+]
+
+log = logging.getLogger(__name__)
+
+_NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
+
+
+# --- capabilities ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a platform can do and the rules it imposes. Set once, as a class attribute."""
+
+    max_message_length: int
+    length_unit: Literal["utf16", "chars"] = "chars"
+    can_edit: bool = True
+    can_delete: bool = True
+    native_streaming: bool = False  # e.g. Slack chat.startStream/appendStream/stopStream (threads only)
+    threads: bool = False
+    typing_indicator: bool = True
+    edit_interval_seconds: float = 1.0  # minimum seconds between two calls to one chat
+    format: str = "markdown"  # name of the final format: "telegram-entities", "slack-mrkdwn", ...
+    global_rate_per_second: float | None = None  # overall cap for the adapter, None = none
+    render_headroom: float = 0.9  # share of the limit the Markdown source is split to before rendering
+
+    def __post_init__(self) -> None:
+        if self.max_message_length < 32:
+            raise ValueError("max_message_length must be at least 32")
+        if self.length_unit not in ("utf16", "chars"):
+            raise ValueError("length_unit must be 'utf16' or 'chars'")
+        if not 0.1 <= self.render_headroom <= 1.0:
+            raise ValueError("render_headroom must be between 0.1 and 1.0")
+
+
+# Suggested settings (DESIGN §5). Adapters may use them as they are or `dataclasses.replace` them.
+TELEGRAM = Capabilities(4096, "utf16", can_edit=True, native_streaming=False, threads=True,
+                        typing_indicator=True, edit_interval_seconds=1.0, format="telegram-entities",
+                        global_rate_per_second=30)
+SLACK = Capabilities(40_000, "chars", can_edit=True, native_streaming=True, threads=True,
+                     typing_indicator=False, edit_interval_seconds=1.2, format="slack-mrkdwn")
+DISCORD = Capabilities(2000, "chars", can_edit=True, native_streaming=False, threads=True,
+                       typing_indicator=True, edit_interval_seconds=1.0, format="discord-markdown",
+                       global_rate_per_second=50)
+
+
+# --- idempotency ledger ------------------------------------------------------------------------------
+
+class DeliveryLedger(Protocol):
+    """Remembers which idempotency keys were delivered, and as which messages. A persistent
+    implementation (a storage repository) can replace the in-memory default."""
+
+    async def get(self, key: str) -> tuple[str, ...] | None: ...
+
+    async def record(self, key: str, message_ids: Sequence[str]) -> None: ...
+
+
+class InMemoryDeliveryLedger:
+    """Bounded in-memory ledger: the `max_keys` most recently recorded keys are remembered."""
+
+    def __init__(self, max_keys: int = 10_000) -> None:
+        self.max_keys = max_keys
+        self._keys: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+
+    async def get(self, key: str) -> tuple[str, ...] | None:
+        return self._keys.get(key)
+
+    async def record(self, key: str, message_ids: Sequence[str]) -> None:
+        self._keys[key] = tuple(message_ids)
+        self._keys.move_to_end(key)
+        while len(self._keys) > self.max_keys:
+            self._keys.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+# --- delivered parts ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OutPart:
+    """One message of a final: its Markdown `source` and its `rendered` form (None → send `source`
+    as plain text, e.g. when rendering failed)."""
+
+    source: str
+    rendered: Rendered | None
+
+
+@dataclass
+class SentMessage:
+    """A message on the platform and what it currently shows."""
+
+    id: str
+    text: str
+    rendered: bool = False
+    extras: Mapping[str, Any] = field(default_factory=lambda: _NO_EXTRAS)
+
+    def shows(self, text: str, rendered: bool, extras: Mapping[str, Any]) -> bool:
+        return self.text == text and self.rendered == rendered and dict(self.extras) == dict(extras)
+
+
+# --- the adapter -------------------------------------------------------------------------------------
+
+class PlatformAdapter(ABC):
+    """Base of the Telegram, Slack, Discord and console adapters. Implements the engine's `Outlet`."""
+
+    platform: ClassVar[str] = ""
+    capabilities: ClassVar[Capabilities]
+    stream_cursor: ClassVar[str] = ""  # appended to interim frames, e.g. " ▌"
+
+    def __init__(self, *, ledger: DeliveryLedger | None = None,
+                 scheduler: OutboundScheduler | None = None) -> None:
+        caps = self.capabilities
+        self.ledger: DeliveryLedger = ledger if ledger is not None else InMemoryDeliveryLedger()
+        self.scheduler = scheduler if scheduler is not None else OutboundScheduler(
+            caps.edit_interval_seconds, global_rate=caps.global_rate_per_second,
+            is_transient=self.is_transient_error)
+        self._inflight: dict[str, asyncio.Future] = {}
+
+    # -- lifecycle (platform half) ------------------------------------------------------------------
+    @abstractmethod
+    async def start(self) -> None:
+        """Connect and start receiving updates."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Disconnect. Subclasses call ``await super().stop()`` first: it drains queued finals."""
+        await self.scheduler.stop()
+
+    # -- primitives (platform half): one API call each, no retry, no pacing ------------------------------
+    @abstractmethod
+    async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool,
+                        extras: Mapping[str, Any]) -> str:
+        """Post `text` to `target` (its thread, replying to `reply_to_id` if the platform does that) and
+        return the new message id. `rendered=False`: plain text, no parse mode / mrkdwn off if possible.
+        `rendered=True`: `text` and `extras` come from `render()`."""
+
+    @abstractmethod
+    async def _edit_raw(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
+                        extras: Mapping[str, Any]) -> None:
+        """Replace the text of a message. Treat "message is not modified" as success; raise
+        `PlatformError` only when the message cannot be edited (then the final is sent anew)."""
+
+    @abstractmethod
+    async def _delete_raw(self, target: ReplyTarget, message_id: str) -> None: ...
+
+    @abstractmethod
+    async def _typing_raw(self, target: ReplyTarget) -> None: ...
+
+    @abstractmethod
+    def render(self, markdown: str) -> str | Rendered:
+        """Render one part of a final from Markdown to the platform's format (see `adapters.render`)."""
+
+    # -- hooks with defaults ------------------------------------------------------------------------
+    def is_markup_error(self, exc: BaseException) -> bool:
+        """Whether a rendered send/edit failed because of its formatting (e.g. Telegram's "can't parse
+        entities"); the part is then resent as plain text."""
+        return False
+
+    def is_transient_error(self, exc: BaseException) -> bool:
+        """Whether a failed call is worth retrying with backoff (rate limits are handled separately)."""
+        return default_is_transient(exc)
+
+    def scheduler_key(self, target: ReplyTarget) -> Hashable:
+        """The pacing lane of a target. Platforms rate-limit per chat/channel, threads included, so
+        the default is (account, chat). Discord threads are channels of their own: override there."""
+        return (target.account, target.chat_id)
+
+    def pacing_interval(self, target: ReplyTarget) -> float:
+        """Seconds between calls to this target's chat (e.g. Telegram groups allow 20 a minute)."""
+        return self.capabilities.edit_interval_seconds
+
+    # -- native streaming hooks (optional) ----------------------------------------------------------
+    async def _native_stream_start(self, target: ReplyTarget, markdown: str) -> str:
+        """Open a platform-native stream in `target`'s thread with a first chunk; return its message id."""
+        raise NotImplementedError
+
+    async def _native_stream_append(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
+        raise NotImplementedError
+
+    async def _native_stream_stop(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
+        """Close the stream, appending `markdown` (may be empty) first."""
+        raise NotImplementedError
+
+    def uses_native_stream(self, target: ReplyTarget) -> bool:
+        """Native streaming is used when the platform has it, the adapter implements it and the
+        target is a thread (Slack's streaming API needs one)."""
+        return (self.capabilities.native_streaming and target.thread_id is not None
+                and type(self)._native_stream_start is not PlatformAdapter._native_stream_start)
+
+    # -- Outlet -------------------------------------------------------------------------------------
+    def open_stream(self, target: ReplyTarget, *, idempotency_key: str) -> "StreamingReply":
+        from adapters.streaming import StreamingReply
+
+        return StreamingReply(self, target, idempotency_key=idempotency_key)
+
+    async def send(self, target: ReplyTarget, text: str, *, idempotency_key: str | None = None) -> None:
+        """Render, split and post a complete message; with a key, at most once per key."""
+        async def deliver() -> list[str]:
+            sent = await self.deliver_parts(target, self.render_parts(text), [])
+            return [m.id for m in sent]
+
+        await self.deliver_once(idempotency_key, deliver)
+
+    async def typing(self, target: ReplyTarget) -> None:
+        """Best effort, never waits: skipped when the chat is busy or paused (a reply is on its way)."""
+        if not self.capabilities.typing_indicator:
+            return
+        key = self.scheduler_key(target)
+        if self.scheduler.is_busy(key):
+            return
+
+        async def typing_call() -> None:
+            try:
+                await self._typing_raw(target)
+            except PlatformError as exc:
+                if exc.retry_after is not None:
+                    raise  # let the scheduler pause the chat
+                log.debug("typing indicator failed in %s: %s", target.chat_id, exc)
+
+        try:
+            self.scheduler.enqueue(key, typing_call, interim=True, merge_key=("typing",), paced=False)
+        except PlatformError:
+            pass  # stopped
+
+    # -- building blocks (used by StreamingReply and `send`) ------------------------------------------
+    def measure(self, text: str) -> int:
+        return measure(text, self.capabilities.length_unit)
+
+    def render_parts(self, markdown: str) -> list[OutPart]:
+        """Split the Markdown source with headroom, render each part, and re-split any part whose
+        rendering exceeds the limit. A part that cannot be rendered within the limit goes out plain."""
+        caps = self.capabilities
+        first = max(16, int(caps.max_message_length * caps.render_headroom))
+        parts: list[OutPart] = []
+        for source in split_message(markdown, first, caps.length_unit):
+            parts.extend(self._render_fitting(source, first, depth=0))
+        return parts
+
+    def _render_fitting(self, source: str, source_limit: int, *, depth: int) -> list[OutPart]:
+        limit, unit = self.capabilities.max_message_length, self.capabilities.length_unit
+        try:
+            rendered = Rendered.of(self.render(source))
+        except Exception:  # noqa: BLE001 - a renderer bug must not lose the reply
+            log.exception("rendering failed on %s; sending the part as plain text", self.platform)
+            return [OutPart(source, None)]
+        if not rendered.text.strip():
+            return [OutPart(source, None)] if source.strip() else []
+        size = self.measure(rendered.text)
+        if size <= limit:
+            return [OutPart(source, rendered)]
+        smaller = min(source_limit - 1, int(source_limit * limit / size * 0.9))
+        if depth >= 4 or smaller < 32:
+            return [OutPart(p, None) for p in split_message(source, limit, unit)]
+        parts: list[OutPart] = []
+        for piece in split_message(source, smaller, unit):
+            parts.extend(self._render_fitting(piece, smaller, depth=depth + 1))
+        return parts
+
+    async def call(self, target: ReplyTarget, fn: Callable[[], Awaitable[Any]], *, interim: bool = False,
+                   merge_key: Hashable | None = None, tag: Hashable | None = None, paced: bool = True) -> Any:
+        """Run one platform call through this target's lane (paced, retried); returns its result or
+        `DROPPED` for an interim call that was superseded."""
+        return await self.scheduler.submit(self.scheduler_key(target), fn, interim=interim,
+                                           merge_key=merge_key, tag=tag, paced=paced,
+                                           interval=self.pacing_interval(target))
+
+    async def send_part(self, target: ReplyTarget, part: OutPart) -> SentMessage:
+        """Post one final part; on a markup error, post its Markdown source as plain text instead."""
+        if part.rendered is not None:
+            text, extras = part.rendered
+            try:
+                mid = await self.call(target, lambda: self._send_raw(target, text, rendered=True, extras=extras))
+                return SentMessage(mid, text, True, extras)
+            except Exception as exc:
+                if not self.is_markup_error(exc):
+                    raise
+                log.warning("%s rejected the formatting (%s); sending plain text", self.platform, exc)
+        mid = await self.call(target, lambda: self._send_raw(target, part.source, rendered=False,
+                                                             extras=_NO_EXTRAS))
+        return SentMessage(mid, part.source, False)
+
+    async def edit_part(self, target: ReplyTarget, message: SentMessage, part: OutPart) -> SentMessage:
+        """Turn an existing message into a final part (markup fallback as in `send_part`)."""
+        mkey = ("message", message.id)
+        if part.rendered is not None:
+            text, extras = part.rendered
+            if message.shows(text, True, extras):
+                return message
+            try:
+                await self.call(target, lambda: self._edit_raw(target, message.id, text, rendered=True,
+                                                               extras=extras), merge_key=mkey)
+                return SentMessage(message.id, text, True, extras)
+            except Exception as exc:
+                if not self.is_markup_error(exc):
+                    raise
+                log.warning("%s rejected the formatting (%s); editing to plain text", self.platform, exc)
+        if message.shows(part.source, False, _NO_EXTRAS):
+            return message
+        await self.call(target, lambda: self._edit_raw(target, message.id, part.source, rendered=False,
+                                                       extras=_NO_EXTRAS), merge_key=mkey)
+        return SentMessage(message.id, part.source, False)
+
+    async def deliver_parts(self, target: ReplyTarget, parts: Sequence[OutPart],
+                            existing: list[SentMessage]) -> list[SentMessage]:
+        """Make the chat show `parts`: edit `existing` messages in order, post the rest, delete surplus.
+
+        `existing` is updated in place as calls succeed, so a retry after a failure resumes rather than
+        repeats. If a message cannot be edited any more, its part is posted anew.
+        """
+        can_edit = self.capabilities.can_edit
+        for i, part in enumerate(parts):
+            if i < len(existing) and can_edit:
+                try:
+                    existing[i] = await self.edit_part(target, existing[i], part)
+                    continue
+                except PlatformError as exc:
+                    if exc.retry_after is not None:
+                        raise
+                    log.warning("could not edit message %s (%s); posting the part anew", existing[i].id, exc)
+                    existing[i] = await self.send_part(target, part)
+                    continue
+            sent = await self.send_part(target, part)
+            if i < len(existing):
+                existing[i] = sent
+            else:
+                existing.append(sent)
+        while len(existing) > len(parts):
+            surplus = existing[-1]
+            await self._delete_quietly(target, surplus)
+            existing.pop()
+        return list(existing)
+
+    async def _delete_quietly(self, target: ReplyTarget, message: SentMessage) -> None:
+        if not self.capabilities.can_delete:
+            return
+        try:
+            await self.call(target, lambda: self._delete_raw(target, message.id))
+        except PlatformError as exc:
+            if exc.retry_after is not None:
+                raise
+            log.warning("could not delete surplus message %s: %s", message.id, exc)
+
+    async def deliver_once(self, key: str | None, deliver: Callable[[], Awaitable[Sequence[str]]]) -> bool:
+        """Run `deliver` unless `key` was already delivered; concurrent callers with one key wait for
+        the first and do nothing if it succeeded. Returns whether this call delivered."""
+        if key is None:
+            await deliver()
+            return True
+        while True:
+            running = self._inflight.get(key)
+            if running is None:
+                break
+            try:
+                await asyncio.shield(running)
+                return False
+            except Exception:  # noqa: BLE001 - the other attempt failed: try ourselves
+                continue
+        mine: asyncio.Future = asyncio.get_running_loop().create_future()
+        mine.add_done_callback(lambda f: f.cancelled() or f.exception())
+        self._inflight[key] = mine
+        try:
+            if await self.ledger.get(key) is not None:
+                mine.set_result(None)
+                return False
+            ids = await deliver()
+            await self.ledger.record(key, list(ids))
+            mine.set_result(list(ids))
+            return True
+        except BaseException as exc:
+            if not mine.done():
+                mine.set_exception(exc if isinstance(exc, Exception) else PlatformError("delivery cancelled"))
+            raise
+        finally:
+            if self._inflight.get(key) is mine:
+                del self._inflight[key]
+
+    async def already_delivered(self, key: str) -> bool:
+        return await self.ledger.get(key) is not None
+
+
+__all__ += ["DROPPED"]

@@ -1,0 +1,15 @@
+"""Per-person memory: MEMORY.md (notes) and USER.md (profile), plus shared memory for a group/channel/server.
+
+- `store`: the `MemoryStore` protocol, `FileMemoryStore`, `InMemoryStore` and `MemoryBook` (the rules).
+- `tool`: the `memory(action, target, content, old_text)` agent tool.
+- `feature`: `MemoryFeature` (tool + prompt section + `/memory` command).
+- `cli`: `hermes-gateway memory show|edit|export`.
+"""
+
+from hermes_engine.memory.feature import MemoryFeature, MemoryPromptContributor
+from hermes_engine.memory.store import (Document, FileMemoryStore, InMemoryStore, MemoryBook, MemoryOwner,
+                                        MemoryResult, MemoryStore)
+from hermes_engine.memory.tool import memory as memory_tool
+
+__all__ = ["Document", "FileMemoryStore", "InMemoryStore", "MemoryBook", "MemoryFeature", "MemoryOwner",
+           "MemoryPromptContributor", "MemoryResult", "MemoryStore", "memory_tool"]

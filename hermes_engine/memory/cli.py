@@ -1,0 +1,146 @@
+"""`hermes-gateway memory …`: look at, hand-edit and export a person's memory documents.
+
+Documents live under `<HERMES_HOME>/memories` (HERMES_HOME from the environment, see `load_settings`).
+`edit` opens $VISUAL/$EDITOR on a copy, then saves it atomically under the store's lock, refusing if the
+bot changed the document meanwhile, and warns about entries the security scan would block (they stay
+saved, but the prompt shows them as `[blocked entry: <rule>]`).
+"""
+
+import asyncio
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from hermes_engine.config import MemorySettings, load_settings
+from hermes_engine.errors import ConfigError
+from hermes_engine.memory.store import (FILE_NAMES, FileMemoryStore, MemoryOwner, blocked_placeholder,
+                                        format_entries, parse_entries, usage_text, used_chars)
+from hermes_engine.security import scan_text
+
+app = typer.Typer(help="Inspect and edit what the agent remembers about a person.", no_args_is_help=True)
+
+
+class Target(str, Enum):
+    memory = "memory"
+    user = "user"
+
+
+def _store() -> FileMemoryStore:
+    try:
+        home = load_settings().home
+    except ConfigError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    return FileMemoryStore.for_home(home)
+
+
+def _limit(target: str) -> int:
+    limits = MemorySettings()
+    return limits.user_chars if target == "user" else limits.memory_chars
+
+
+def _blocked(entries: list[str]) -> list[tuple[int, list[str]]]:
+    out = []
+    for i, entry in enumerate(entries):
+        findings = scan_text(entry, kind="memory")
+        if findings:
+            out.append((i, list(dict.fromkeys(f.rule for f in findings))))
+    return out
+
+
+@app.command()
+def show(person_id: int = typer.Argument(..., help="The person's id.")) -> None:
+    """Print MEMORY.md and USER.md of a person, entries numbered, blocked ones marked."""
+    store = _store()
+    owner = MemoryOwner.person(person_id)
+    for target in ("memory", "user"):
+        entries = asyncio.run(store.read(owner, target))
+        typer.echo(f"== {FILE_NAMES[target]} [{usage_text(used_chars(entries), _limit(target))}] "
+                   f"{store.path(owner, target)}")
+        if not entries:
+            typer.echo("(empty)")
+        blocked = dict(_blocked(entries))
+        for i, entry in enumerate(entries):
+            mark = f"  !! blocked in prompts ({', '.join(blocked[i])})" if i in blocked else ""
+            typer.echo(f"{i + 1}. " + entry.replace("\n", "\n   ") + mark)
+        typer.echo("")
+
+
+@app.command()
+def edit(person_id: int = typer.Argument(..., help="The person's id."),
+         target: Target = typer.Option(Target.memory, "--target", "-t", help="Which document to edit.")) -> None:
+    """Open $EDITOR on a person's MEMORY.md (or USER.md with --target user); entries are separated by a § line."""
+    store = _store()
+    owner = MemoryOwner.person(person_id)
+    name = target.value
+    original = asyncio.run(store.read(owner, name))
+    workdir = Path(tempfile.mkdtemp(prefix="hermes-memory-"))
+    copy = workdir / FILE_NAMES[name]
+    copy.write_text(format_entries(original), encoding="utf-8")
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    try:
+        status = subprocess.run([*shlex.split(editor), str(copy)], check=False).returncode
+    except OSError as exc:
+        typer.echo(f"Error: could not start the editor {editor!r}: {exc}. Set $EDITOR.", err=True)
+        raise typer.Exit(1) from None
+    if status != 0:
+        typer.echo(f"The editor exited with status {status}; nothing was saved (your copy: {copy}).", err=True)
+        raise typer.Exit(1)
+    edited = parse_entries(copy.read_text(encoding="utf-8"))
+    if edited == original:
+        typer.echo("No changes.")
+        _cleanup(copy)
+        return
+
+    async def save() -> bool:
+        async with store.lock(owner):
+            if await store.read(owner, name) != original:
+                return False
+            await store.write(owner, name, edited)
+            return True
+
+    if not asyncio.run(save()):
+        typer.echo(f"{FILE_NAMES[name]} changed while you were editing; nothing was saved. Your edited copy is "
+                   f"at {copy}.", err=True)
+        raise typer.Exit(1)
+    _cleanup(copy)
+    limit = _limit(name)
+    typer.echo(f"Saved {len(edited)} entries to {store.path(owner, name)} "
+               f"[{usage_text(used_chars(edited), limit)}].")
+    if used_chars(edited) > limit:
+        typer.echo(f"Warning: over the limit of {limit:,} chars; the agent will be asked to consolidate and prompts "
+                   f"cut the document at {2 * limit:,} chars.", err=True)
+    for index, rules in _blocked(edited):
+        typer.echo(f"Warning: entry {index + 1} fails the security scan ({', '.join(rules)}); prompts will show it "
+                   f"as {blocked_placeholder(rules)} instead of its text.", err=True)
+
+
+def _cleanup(copy: Path) -> None:
+    try:
+        copy.unlink()
+        copy.parent.rmdir()
+    except OSError:
+        pass
+
+
+@app.command("export")
+def export(person_id: int = typer.Argument(..., help="The person's id.")) -> None:
+    """Print both documents of a person as JSON."""
+    store = _store()
+    owner = MemoryOwner.person(person_id)
+    data: dict[str, object] = {"person_id": person_id}
+    for target in ("memory", "user"):
+        entries = asyncio.run(store.read(owner, target))
+        data[target] = {
+            "file": FILE_NAMES[target],
+            "entries": entries,
+            "usage": usage_text(used_chars(entries), _limit(target)),
+            "blocked": [{"entry": i + 1, "rules": rules} for i, rules in _blocked(entries)],
+        }
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))

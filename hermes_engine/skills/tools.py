@@ -1,0 +1,108 @@
+"""The "skills" toolset, with Hermes Agent's names and argument shapes: skill_view, skills_list, skill_manage.
+
+Tools find the library through `ctx.services["skills"]`: either a `SkillLibrary` or an object with
+`library_for(bot)` (the `SkillsFeature`, which serves one library per bot profile).
+Docstrings are the schemas the model pays for on every request: keep them short.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from hermes_engine.skills.library import SkillChange, SkillLibrary
+from hermes_engine.skills.model import SkillError
+from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
+
+
+def library_of(ctx: ToolContext) -> SkillLibrary:
+    service = ctx.services.get("skills")
+    if service is None:
+        raise SkillError("Skills are not enabled for this bot.")
+    resolve = getattr(service, "library_for", None)
+    return resolve(ctx.bot) if callable(resolve) else service
+
+
+@tool(toolset="skills")
+async def skill_view(ctx: ToolContext, name: str, file_path: str | None = None) -> ToolResult:
+    """Load a skill's full instructions (SKILL.md), or one of its supporting files.
+
+    Args:
+      name: skill name
+      file_path: optional file inside the skill, e.g. references/api.md
+    """
+    try:
+        library = library_of(ctx)
+        if file_path:
+            return ToolResult(await library.read_file(name, file_path))
+        skill = await library.get(name)
+        if skill is None:
+            raise SkillError(f"No skill named {name!r}. Use skills_list to see the available skills.")
+    except SkillError as exc:
+        return ToolResult(str(exc), is_error=True)
+    text = skill.text.rstrip() + "\n"
+    if skill.files:
+        text += f"\n[files: {', '.join(skill.files)} — read with skill_view(name, file_path)]\n"
+    return ToolResult(text)
+
+
+@tool(toolset="skills")
+async def skills_list(ctx: ToolContext, category: str | None = None) -> ToolResult:
+    """List saved skills with their descriptions.
+
+    Args:
+      category: only this category
+    """
+    try:
+        library = library_of(ctx)
+        skills = await library.list_skills(category or None)
+        if not skills and category:
+            categories = sorted({s.category for s in await library.list_skills()})
+            raise SkillError(f"No skills in category {category!r}. Categories: {', '.join(categories) or 'none'}.")
+    except SkillError as exc:
+        return ToolResult(str(exc), is_error=True)
+    if not skills:
+        return ToolResult("No skills saved yet.")
+    lines = [f"{len(skills)} skill(s):"]
+    lines += [f"- {s.name} [{s.category}]: {s.description}" for s in skills]
+    return ToolResult("\n".join(lines))
+
+
+@tool(toolset="skills")
+async def skill_manage(
+    ctx: ToolContext,
+    action: Literal["create", "patch", "edit", "delete", "write_file", "remove_file"],
+    name: str,
+    content: str | None = None,
+    category: str | None = None,
+    old_string: str | None = None,
+    new_string: str | None = None,
+    file_path: str | None = None,
+    file_content: str | None = None,
+) -> ToolResult:
+    """Save or change a reusable skill. SKILL.md = YAML front matter (name, description, version, category, tags) then sections ## When to use, ## Steps, ## Pitfalls. Prefer patch for small fixes.
+
+    Args:
+      action: create(name, content, category) | patch(name, old_string, new_string) | edit(name, content) | delete(name) | write_file/remove_file(name, file_path, file_content)
+      name: lowercase-hyphenated skill name
+      content: the full SKILL.md
+      category: folder for a new skill, e.g. devops
+      old_string: exact text to replace; must occur once
+      new_string: replacement text
+      file_path: references/<file> or templates/<file>
+      file_content: text of that file
+    """
+    change = SkillChange(action=action, name=name, content=content, category=category, old_string=old_string,
+                         new_string=new_string, file_path=file_path, file_content=file_content)
+    requested_by: dict[str, Any] = {"bot": ctx.bot, "session_key": ctx.session_key, "person_id": ctx.person_id,
+                                    "in_review": ctx.in_review}
+    try:
+        library = library_of(ctx)
+        result = await library.apply(change, author="agent", requested_by=requested_by)
+    except SkillError as exc:
+        return ToolResult(str(exc), is_error=True)
+    return ToolResult(result.text())
+
+
+TOOLS: list[Tool] = [skill_view, skills_list, skill_manage]
+
+__all__ = ["TOOLS", "library_of", "skill_manage", "skill_view", "skills_list"]
