@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Capabilities", "DeliveryLedger", "DISCORD", "InMemoryDeliveryLedger", "OutPart", "PlatformAdapter",
-    "SLACK", "SentMessage", "TELEGRAM",
+    "SLACK", "SentMessage", "TELEGRAM", "DROPPED",
 ]
 
 log = logging.getLogger(__name__)
@@ -418,5 +418,3 @@ class PlatformAdapter(ABC):
     async def already_delivered(self, key: str) -> bool:
         return await self.ledger.get(key) is not None
 
-
-__all__ += ["DROPPED"]

@@ -42,10 +42,10 @@ _NO_CUT_BEFORE = {"\u200d", "\ufe0e", "\ufe0f", "\u20e3"}
 
 def measure(text: str, unit: Unit = "chars") -> int:
     """Length of `text` as the platform counts it."""
-    if unit == "chars" or text.isascii():
-        return len(text)
     if unit == "utf16":
-        return len(text.encode("utf-16-le", "surrogatepass")) // 2
+        return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
+    if unit == "chars":
+        return len(text)
     raise ValueError(f"unknown length unit {unit!r} (expected 'chars' or 'utf16')")
 
 
@@ -179,6 +179,10 @@ class _Splitter:
             return True, fe
         return False, None
 
+    def fake_fence_at(self, pos: int) -> bool:
+        """Whether a part starting at `pos` (mid-line) would begin with what reads as a fence line."""
+        return pos > 0 and self.text[pos - 1] != "\n" and self.text.startswith(("```", "~~~"), pos)
+
     def fences_between(self, start: int, hi: int) -> list[Fence]:
         lo = bisect.bisect_right(self.fence_starts, start)
         up = bisect.bisect_right(self.fence_starts, hi)
@@ -233,7 +237,7 @@ class _Splitter:
             return e
 
         def consider(level: int, e: int, s: int) -> None:
-            if not (start < e <= hi) or s <= start:
+            if not (start < e <= hi) or s <= start or self.fake_fence_at(s):
                 return
             ok, fence = self.cut_fence(e, s)
             if not ok:
@@ -301,7 +305,7 @@ class _Splitter:
             probe = e
             while probe > start:
                 ok, fence = self.cut_fence(probe, probe)
-                if ok:
+                if ok and not self.fake_fence_at(probe):
                     suffix = self.close(fence) if fence is not None else ""
                     if self.span(start, probe) + measure(suffix, self.unit) <= budget:
                         if probe == e or not _joins_previous(text, probe):

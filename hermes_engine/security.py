@@ -124,21 +124,24 @@ _EXFIL_PROSE: list[str] = [
     rf"{_SECRET_WORD}\s+(?:[^\s]+\s+){{0,4}}?{_SENT}\b[^\n]{{0,200}}?{_DESTINATION}",
 ]
 
-_SECRET_VAR = r"\$\{?[A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|COOKIE)S?\b\}?"
+# An upper-case variable named like a secret ($OPENAI_API_KEY, ${GH_TOKEN}); case-sensitive, so $monkey is not.
+_SECRET_VAR = r"(?-i:\$\{?[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|COOKIE)S?\b\}?)"
 _SECRET_FILE = (
     r"(?:~|\$HOME|\$\{HOME\})?/?[\w./-]*(?:\.ssh/[\w.-]+|id_rsa|id_ed25519|\.env\b|\.netrc|\.pgpass|\.npmrc|"
     r"\.pypirc|\.aws/credentials|\.git-credentials|/etc/shadow|/etc/passwd|\.hermes[\w-]*/\.env)"
 )
-_NET_TOOL = r"\b(?:curl|wget|nc|ncat|netcat|socat|scp|rsync|ftp|sftp|http|https|Invoke-WebRequest|Invoke-RestMethod|iwr|irm)\b"
+_NET_TOOL = (r"\b(?:curl|wget|nc|ncat|netcat|socat|scp|rsync|ftp|sftp|https?(?=\s)|Invoke-WebRequest|Invoke-RestMethod|"
+             r"iwr|irm)\b")  # `http` only as the HTTPie command, never the scheme of a URL
+_ENV_DUMP = r"(?:\$\(|`)\s*(?:env|printenv|cat)\b"  # $(env), `printenv`, $(cat …)
 _EXFIL_SHELL: list[str] = [
     # curl/wget/nc … $OPENAI_API_KEY  (any secret-named variable handed to a network tool)
     rf"{_NET_TOOL}[^\n]{{0,400}}?{_SECRET_VAR}",
     rf"{_SECRET_VAR}[^\n]{{0,200}}?\|\s*{_NET_TOOL}",
     # wget --post-data/--post-file or curl -d/-F/--data/-T with a secret file, env dump or secret word
-    rf"\bwget\b[^\n]{{0,400}}?--post-(?:data|file)[=\s][^\n]{{0,200}}?(?:{_SECRET_FILE}|\$\(\s*(?:env|printenv|cat)\b|"
-    rf"`\s*(?:env|printenv|cat)\b|{_SECRET_WORD})",
-    rf"\bcurl\b[^\n]{{0,400}}?(?:\s-d|\s-F|--data[\w-]*|--form|--upload-file|\s-T)[=\s]+[^\n]{{0,200}}?(?:@?{_SECRET_FILE}|"
-    rf"\$\(\s*(?:env|printenv|cat)\b|`\s*(?:env|printenv|cat)\b)",
+    rf"\bwget\b[^\n]{{0,400}}?--post-(?:data|file)[=\s][^\n]{{0,200}}?"
+    rf"(?:{_SECRET_FILE}|{_ENV_DUMP}|{_SECRET_WORD})",
+    rf"\bcurl\b[^\n]{{0,400}}?(?:\s-d|\s-F|--data[\w-]*|--form|--upload-file|\s-T)[=\s]+[^\n]{{0,200}}?"
+    rf"(?:@?{_SECRET_FILE}|{_ENV_DUMP})",
     # env / printenv / cat ~/.ssh/id_rsa | curl …
     rf"\b(?:env|printenv|set)\b\s*\|\s*(?:[\w-]+\s*\|\s*)?{_NET_TOOL}",
     rf"\bcat\s+{_SECRET_FILE}[^\n|]{{0,100}}\|\s*(?:[\w-]+\s*\|\s*)?{_NET_TOOL}",

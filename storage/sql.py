@@ -13,6 +13,8 @@ Concurrency rules this module keeps (several tasks, and on PostgreSQL several re
   time, waits up to the busy timeout), row locks (`FOR UPDATE`) or a transaction-scoped advisory lock on
   PostgreSQL.
 - SQLite runs in WAL mode with foreign keys on and a busy timeout, set on every new connection.
+- Every store call runs to completion even when its caller is cancelled (see `_whole`): the caller gets
+  its CancelledError at once, the database never sees half an operation.
 
 Text is stored as given except for two things PostgreSQL cannot hold, replaced on every backend so a
 conversation reads back the same wherever it was stored: NUL characters and lone surrogates become U+FFFD.
@@ -25,13 +27,16 @@ messages move to the kept person.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Awaitable, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -65,6 +70,8 @@ from storage.models import (
 )
 
 __all__ = ["SqlStore", "make_engine", "normalize_url", "is_memory_sqlite"]
+
+log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 
@@ -233,6 +240,30 @@ def _check_goal_status(status: str) -> None:
         raise ValueError(f"unknown goal status {status!r}; expected one of {', '.join(GOAL_STATUSES)}")
 
 
+_F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
+
+
+def _whole(method: _F) -> _F:
+    """Run the store call as its own task, shielded from the caller's cancellation.
+
+    A turn can be cancelled at any await (/stop, an interrupt, shutdown). Cancelling a task in the middle
+    of a driver call loses the write, makes SQLAlchemy throw the connection away (asyncpg then logs
+    "unexpected connection_lost()"), and on SQLite a call waiting for the write lock keeps the canceller
+    waiting until the busy timeout runs out. Store calls are short, so instead each one runs to
+    completion: the caller still gets its CancelledError at once, the database sees whole operations,
+    and `close()` waits for stragglers.
+    """
+
+    @functools.wraps(method)
+    async def wrapper(self: "SqlStore", *args: Any, **kwargs: Any) -> Any:
+        task = asyncio.ensure_future(method(self, *args, **kwargs))
+        self._inflight.add(task)
+        task.add_done_callback(self._finished)
+        return await asyncio.shield(task)
+
+    return wrapper  # type: ignore[return-value]
+
+
 # ------------------------------------------------------------------------------------------ store
 
 class SqlStore:
@@ -253,6 +284,8 @@ class SqlStore:
         self._engine_options = dict(engine_options or {})
         self._engine: AsyncEngine | None = None
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
+        self._init_lock = asyncio.Lock()
+        self._inflight: set[asyncio.Future[Any]] = set()
 
     # -- lifecycle
 
@@ -264,23 +297,35 @@ class SqlStore:
 
     async def init(self) -> None:
         """Open the engine and apply the migrations (`storage.migrate.upgrade`). Idempotent."""
-        if self._engine is not None:
-            return
-        from storage import migrate  # migrate imports this module
+        async with self._init_lock:
+            if self._engine is not None:
+                return
+            from storage import migrate  # migrate imports this module
 
-        engine = make_engine(self.url, **self._engine_options)
-        try:
-            await migrate.upgrade(engine)
-        except BaseException:
-            await engine.dispose()
-            raise
-        self._engine = engine
-        self._sessionmaker = async_sessionmaker(engine, expire_on_commit=False)
+            engine = make_engine(self.url, **self._engine_options)
+            try:
+                await migrate.upgrade(engine)
+            except BaseException:
+                await engine.dispose()
+                raise
+            self._engine = engine
+            self._sessionmaker = async_sessionmaker(engine, expire_on_commit=False)
 
     async def close(self) -> None:
+        """Wait for store calls still running (their callers may have been cancelled), then dispose
+        of the engine and its pool. The store can be `init()`-ed again afterwards."""
+        if self._inflight:
+            await asyncio.gather(*list(self._inflight), return_exceptions=True)
         engine, self._engine, self._sessionmaker = self._engine, None, None
         if engine is not None:
             await engine.dispose()
+
+    def _finished(self, task: asyncio.Future[Any]) -> None:
+        self._inflight.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # Retrieved here so an abandoned call's error is not reported as "never retrieved"; a
+            # caller that is still waiting gets it through the shield as usual.
+            log.debug("store call failed: %r", task.exception())
 
     async def __aenter__(self) -> "SqlStore":
         await self.init()
@@ -316,6 +361,7 @@ class SqlStore:
 
     # -- people and accounts
 
+    @_whole
     async def resolve_account(self, platform: str, account: str, user_id: str,
                               display_name: str = "") -> AccountRecord:
         """Get or create the account; a first-seen account gets a new person. A changed non-empty
@@ -347,6 +393,7 @@ class SqlStore:
                     raise
                 return _account(row)
 
+    @_whole
     async def link_accounts(self, keep_person_id: int, merge_person_id: int) -> None:
         """Move every account (and the message authorship) of `merge_person_id` onto `keep_person_id`.
 
@@ -375,11 +422,13 @@ class SqlStore:
                 .where(sa.or_(PersonRow.id == merge_person_id, PersonRow.merged_into == merge_person_id))
                 .values(merged_into=keep_person_id))
 
+    @_whole
     async def get_person(self, person_id: int) -> PersonRecord | None:
         async with self._session() as session:
             row = await session.get(PersonRow, person_id)
             return _person(row) if row is not None else None
 
+    @_whole
     async def list_accounts(self, person_id: int) -> list[AccountRecord]:
         async with self._session() as session:
             rows = await session.scalars(
@@ -393,6 +442,7 @@ class SqlStore:
             sa.select(SessionRow).where(SessionRow.bot == bot, SessionRow.key == key)
             .order_by(SessionRow.id.desc()).limit(1))
 
+    @_whole
     async def active_session(self, key: str, bot: str) -> SessionRecord:
         """The newest session for `key` and `bot`; the first call creates it (concurrent first calls
         get the same one)."""
@@ -400,14 +450,16 @@ class SqlStore:
             row = await self._newest_session(session, key, bot)
             if row is not None:
                 return _session(row)
-        async with self._session() as session, session.begin():
-            row = None
+        async with self._write() as session:
+            await self._advisory_lock(session, _LOCK_SESSION_CREATE, f"{bot}\x1f{key}")
+            row = await self._newest_session(session, key, bot)
             if row is None:
                 row = SessionRow(key=key, bot=bot, parent_id=None, state={}, created_at=self._now())
                 session.add(row)
                 await session.flush()
             return _session(row)
 
+    @_whole
     async def new_session(self, key: str, bot: str, parent_id: int | None = None) -> SessionRecord:
         async with self._session() as session, session.begin():
             row = SessionRow(key=key, bot=bot, parent_id=parent_id, state={}, created_at=self._now())
@@ -415,11 +467,13 @@ class SqlStore:
             await session.flush()
             return _session(row)
 
+    @_whole
     async def get_session(self, session_id: int) -> SessionRecord | None:
         async with self._session() as session:
             row = await session.get(SessionRow, session_id)
             return _session(row) if row is not None else None
 
+    @_whole
     async def update_session(self, session_id: int, *, model: str | None = ...,  # type: ignore[assignment]
                              state: dict[str, Any] | None = None) -> None:
         """Set the model override (`None` clears it; leave it out to keep it) and/or replace `state`
@@ -442,6 +496,7 @@ class SqlStore:
 
     # -- messages
 
+    @_whole
     async def append_message(self, session_id: int, message: Message, *, person_id: int | None = None,
                              usage: Usage | None = None, model: str | None = None) -> int:
         data = message.to_dict()
@@ -468,6 +523,7 @@ class SqlStore:
             await session.flush()
             return row.id
 
+    @_whole
     async def load_messages(self, session_id: int) -> list[Message]:
         """The session's messages in the order they were appended."""
         async with self._session() as session:
@@ -475,6 +531,7 @@ class SqlStore:
                 sa.select(MessageRow).where(MessageRow.session_id == session_id).order_by(MessageRow.id))
             return [_message(row) for row in rows]
 
+    @_whole
     async def load_stored_messages(self, session_id: int) -> list[StoredMessage]:
         async with self._session() as session:
             rows = await session.scalars(
@@ -483,6 +540,7 @@ class SqlStore:
                                   message=_message(row), usage=_usage(row), model=row.model,
                                   created_at=row.created_at) for row in rows]
 
+    @_whole
     async def session_usage(self, session_id: int) -> Usage:
         columns = (MessageRow.input_tokens, MessageRow.output_tokens, MessageRow.cache_read_tokens,
                    MessageRow.cache_write_tokens)
@@ -494,6 +552,7 @@ class SqlStore:
 
     # -- inbound events
 
+    @_whole
     async def record_inbound(self, platform: str, event_id: str, payload: dict[str, Any]) -> bool:
         """Insert a received event; False when (platform, event_id) was seen before. One statement,
         `INSERT ... ON CONFLICT DO NOTHING RETURNING id`, so concurrent duplicates cannot both win."""
@@ -509,6 +568,7 @@ class SqlStore:
         except IntegrityError:  # belt and braces: a unique violation is a duplicate too
             return False
 
+    @_whole
     async def complete_inbound(self, platform: str, event_id: str) -> None:
         async with self._session() as session, session.begin():
             await session.execute(
@@ -516,6 +576,7 @@ class SqlStore:
                 .where(InboundEventRow.platform == platform, InboundEventRow.event_id == event_id)
                 .values(status=INBOUND_DONE, completed_at=self._now()))
 
+    @_whole
     async def pending_inbound(self, platform: str | None = None) -> list[InboundEvent]:
         """Events received but not completed, oldest first."""
         stmt = sa.select(InboundEventRow).where(InboundEventRow.status == INBOUND_RECEIVED)
@@ -525,6 +586,7 @@ class SqlStore:
             rows = await session.scalars(stmt.order_by(InboundEventRow.id))
             return [_inbound(row) for row in rows]
 
+    @_whole
     async def prune_inbound(self, older_than: datetime) -> int:
         """Delete completed events received before `older_than`. Pending ones are kept."""
         async with self._session() as session, session.begin():
@@ -536,6 +598,7 @@ class SqlStore:
 
     # -- goals
 
+    @_whole
     async def create_goal(self, session_key: str, bot: str, text: str, *, session_id: int | None = None,
                           target: dict[str, Any] | None = None) -> GoalRecord:
         """Start an active goal. An open (active or paused) goal for the same key and bot is marked
@@ -555,11 +618,13 @@ class SqlStore:
             await session.flush()
             return _goal(row)
 
+    @_whole
     async def get_goal(self, goal_id: int) -> GoalRecord | None:
         async with self._session() as session:
             row = await session.get(GoalRow, goal_id)
             return _goal(row) if row is not None else None
 
+    @_whole
     async def active_goal(self, session_key: str, bot: str) -> GoalRecord | None:
         """The open goal for `session_key` and `bot`: status "active" or "paused" (check `.status`)."""
         async with self._session() as session:
@@ -570,6 +635,7 @@ class SqlStore:
                 .order_by(GoalRow.id.desc()).limit(1))
             return _goal(row) if row is not None else None
 
+    @_whole
     async def update_goal(self, goal_id: int, *, status: str | None = None, text: str | None = None,
                           session_id: int | None = None, turns_used: int | None = None,
                           tokens_used: int | None = None, add_turns: int = 0, add_tokens: int = 0,
@@ -613,6 +679,7 @@ class SqlStore:
                 raise ValueError(f"goal {goal_id} cannot be reopened: another goal is open") from exc
             raise
 
+    @_whole
     async def list_goals(self, status: str | None = None, *, bot: str | None = None,
                          session_key: str | None = None) -> list[GoalRecord]:
         """Goals, oldest first, filtered by any of status, bot and session key."""
@@ -630,6 +697,7 @@ class SqlStore:
 
     # -- leases
 
+    @_whole
     async def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
         """Take lease `name` for `ttl_seconds`, or renew it when `holder` already has it. False while
         another holder's lease has not expired. One upsert: concurrent callers cannot both win."""
@@ -647,6 +715,7 @@ class SqlStore:
         async with self._session() as session, session.begin():
             return (await session.execute(stmt)).first() is not None
 
+    @_whole
     async def release_lease(self, name: str, holder: str) -> bool:
         """Give up lease `name` if `holder` holds it; True when it did."""
         async with self._session() as session, session.begin():

@@ -21,6 +21,10 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     for name in ("NO_PROXY", "no_proxy"):
         current = os.environ.get(name, "")
         monkeypatch.setenv(name, f"{current},{loopback}" if current else loopback)
+    for name in list(os.environ):
+        real_setting = name.startswith(("ANTHROPIC_", "OPENAI_", "TELEGRAM_", "SLACK_", "DISCORD_", "HERMES_"))
+        if real_setting and name != "HERMES_TEST_POSTGRES_URL":
+            monkeypatch.delenv(name)  # a developer's real keys and endpoints never reach a test
     monkeypatch.setenv("HERMES_HOME", str(tmp_path))
 
 

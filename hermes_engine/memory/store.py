@@ -351,6 +351,10 @@ class MemoryBook:
     def limit(self, target: str) -> int:
         return self.limits.user_chars if target == "user" else self.limits.memory_chars
 
+    @staticmethod
+    def label(owner: MemoryOwner, target: str) -> str:
+        return f"shared {LABELS[target]}" if owner.is_shared else LABELS[target]
+
     # -- reading --
 
     async def entries(self, owner: MemoryOwner, target: str) -> list[str]:
@@ -368,7 +372,7 @@ class MemoryBook:
         problem = self._check_content(content)
         if problem:
             return problem
-        label, limit = LABELS[target], self.limit(target)
+        label, limit = self.label(owner, target), self.limit(target)
         async with self.store.lock(owner):
             entries = await self.store.read(owner, target)
             if content in entries:
@@ -388,7 +392,7 @@ class MemoryBook:
         problem = self._check_content(content, action="replace")
         if problem:
             return problem
-        label, limit = LABELS[target], self.limit(target)
+        label, limit = self.label(owner, target), self.limit(target)
         async with self.store.lock(owner):
             entries = await self.store.read(owner, target)
             index = self._match(entries, old_text)
@@ -402,10 +406,11 @@ class MemoryBook:
                 return self._full(label, entries, limit, len(content), used_chars(new), show_entries)
             return await self._commit(owner, target, new, f"Replaced in {label}.")
 
-    async def remove(self, owner: MemoryOwner, target: str, old_text: str, *, show_entries: bool = True) -> MemoryResult:
+    async def remove(self, owner: MemoryOwner, target: str, old_text: str, *,
+                     show_entries: bool = True) -> MemoryResult:
         if not (old_text or "").strip():
             return MemoryResult(False, "Error: remove needs old_text, a short unique part of the entry to delete.")
-        label, limit = LABELS[target], self.limit(target)
+        label, limit = self.label(owner, target), self.limit(target)
         async with self.store.lock(owner):
             entries = await self.store.read(owner, target)
             index = self._match(entries, old_text)
@@ -416,7 +421,7 @@ class MemoryBook:
 
     async def remove_at(self, owner: MemoryOwner, target: str, index: int, expected: str | None = None) -> MemoryResult:
         """Delete entry `index` (0-based). With `expected`, refuse if that slot now holds something else."""
-        label, limit = LABELS[target], self.limit(target)
+        label, limit = self.label(owner, target), self.limit(target)
         async with self.store.lock(owner):
             entries = await self.store.read(owner, target)
             if not 0 <= index < len(entries) or (expected is not None and entries[index] != expected):

@@ -73,15 +73,18 @@ class AnthropicProvider:
         if request.tools:
             params["tools"] = to_anthropic_tools(request.tools)
         if request.temperature is not None:
-            # This SDK version no longer types `temperature`; the API still takes it.
-            params["extra_body"] = {"temperature": request.temperature}
+            params["temperature"] = request.temperature
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         params = self.build_params(request)
         state = _StreamState()
         try:
-            events = await self._client.messages.create(**params, stream=True)
+            # The SDK's documented raw request: the params are already plain JSON, so the typed request
+            # transform and per-event model construction are skipped (they grow with the history and
+            # dominate the engine's own time); retries, auth and SSE handling stay the SDK's.
+            events = await self._client.post("/v1/messages", body={**params, "stream": True}, cast_to=object,
+                                             stream=True, stream_cls=anthropic.AsyncStream[dict[str, Any]])
             async with events:
                 async for event in events:
                     text = state.feed(event)
@@ -90,7 +93,8 @@ class AnthropicProvider:
         except (anthropic.AnthropicError, httpx2.HTTPError, httpx2.StreamError, json.JSONDecodeError) as err:
             raise self._provider_error(err) from None
         if not state.stopped:
-            raise ProviderError(f"{self.spec}: the stream ended before message_stop", provider=self.spec)
+            raise ProviderError(f"{self.spec} failed (incomplete stream): it ended before message_stop",
+                                provider=self.spec)
         yield Completed(state.response(self.spec))
 
     def _provider_error(self, err: BaseException) -> ProviderError:
@@ -106,6 +110,8 @@ class AnthropicProvider:
             retry_after = _retry_after(err.response.headers)
         elif isinstance(err, anthropic.APIResponseValidationError):
             status = err.status_code
+        elif isinstance(err, anthropic.APIConnectionError) and err.__cause__ is not None:
+            detail = f"{err.message} ({err.__cause__})"
         elif isinstance(err, json.JSONDecodeError):
             detail = "malformed event stream"
         kind = f"HTTP {status}" if status is not None else type(err).__name__
@@ -123,40 +129,37 @@ class _StreamState:
         self.stop_reason = ""
         self.stopped = False
 
-    def feed(self, event: Any) -> str:
-        kind = event.type
+    def feed(self, event: dict[str, Any]) -> str:
+        kind = event.get("type")
         if kind == "content_block_delta":
-            delta = event.delta
-            if delta.type == "text_delta":
-                self.text.append(delta.text)
-                return delta.text
-            if delta.type == "input_json_delta" and event.index in self.tools:
-                self.tools[event.index]["parts"].append(delta.partial_json)
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                self.text.append(delta.get("text", ""))
+                return delta.get("text", "")
+            if delta.get("type") == "input_json_delta" and event.get("index") in self.tools:
+                self.tools[event["index"]]["parts"].append(delta.get("partial_json", ""))
         elif kind == "content_block_start":
-            block = event.content_block
-            if block.type == "tool_use":
-                self.tools[event.index] = {"id": block.id, "name": block.name, "parts": [],
-                                           "input": getattr(block, "input", None)}
+            block = event.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                self.tools[event.get("index")] = {"id": block.get("id", ""), "name": block.get("name", ""),
+                                                  "parts": [], "input": block.get("input")}
         elif kind == "message_start":
-            self._take_usage(event.message.usage)
+            self._take_usage((event.get("message") or {}).get("usage") or {})
         elif kind == "message_delta":
-            self.stop_reason = event.delta.stop_reason or self.stop_reason
-            if event.usage is not None:
-                self._take_usage(event.usage)
+            self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
+            if event.get("usage"):
+                self._take_usage(event["usage"])
         elif kind == "message_stop":
             self.stopped = True
         return ""
 
-    def _take_usage(self, usage: Any) -> None:
+    def _take_usage(self, usage: dict[str, Any]) -> None:
         # Counters are cumulative; message_delta may repeat or omit the input-side ones.
-        if getattr(usage, "input_tokens", None) is not None:
-            self.usage.input_tokens = usage.input_tokens
-        if getattr(usage, "output_tokens", None) is not None:
-            self.usage.output_tokens = usage.output_tokens
-        if getattr(usage, "cache_read_input_tokens", None) is not None:
-            self.usage.cache_read_tokens = usage.cache_read_input_tokens
-        if getattr(usage, "cache_creation_input_tokens", None) is not None:
-            self.usage.cache_write_tokens = usage.cache_creation_input_tokens
+        for source, field in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                              ("cache_read_input_tokens", "cache_read_tokens"),
+                              ("cache_creation_input_tokens", "cache_write_tokens")):
+            if usage.get(source) is not None:
+                setattr(self.usage, field, usage[source])
 
     def response(self, spec: str) -> ModelResponse:
         calls = []

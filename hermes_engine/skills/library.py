@@ -708,15 +708,20 @@ class GatedLibrary:
         return await self.inner.backup(keep)
 
 
-def library_root(home: Path | str, bot: str) -> Path:
-    """`<HERMES_HOME>/skills/<bot>/`."""
+def bot_library_dir(skills_root: Path | str, bot: str) -> Path:
+    """`<skills_root>/<bot>/`, refusing bot names that would leave the folder."""
     if not bot or bot.startswith(".") or any(c in bot for c in "/\\\x00") or len(bot) > 100:
         raise SkillError(f"Invalid bot name {bot!r} for a skill library.")
-    return Path(home) / "skills" / bot
+    return Path(skills_root) / bot
+
+
+def library_root(home: Path | str, bot: str) -> Path:
+    """`<HERMES_HOME>/skills/<bot>/`."""
+    return bot_library_dir(Path(home) / "skills", bot)
 
 
 __all__ = [
     "ACTIONS", "ARCHIVE_DIR", "BACKUP_DIR", "ChangeResult", "DEFAULT_CATEGORY", "FileSkillLibrary", "GatedLibrary",
     "PENDING_DIR", "PendingChange", "PendingQueue", "REPORT_DIR", "SKILL_FILE", "SkillChange", "SkillLibrary",
-    "USAGE_FILE", "atomic_write_text", "library_root", "scan_or_raise",
+    "USAGE_FILE", "atomic_write_text", "bot_library_dir", "library_root", "scan_or_raise",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from hermes_engine.skills.library import SkillChange, SkillLibrary
+from hermes_engine.skills.library import ACTIONS, SkillChange, SkillLibrary
 from hermes_engine.skills.model import SkillError
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
 
@@ -96,6 +96,8 @@ async def skill_manage(
     requested_by: dict[str, Any] = {"bot": ctx.bot, "session_key": ctx.session_key, "person_id": ctx.person_id,
                                     "in_review": ctx.in_review}
     try:
+        if action not in ACTIONS:
+            raise SkillError(f"Unknown action {action!r}. Use one of: {', '.join(ACTIONS)}.")
         library = library_of(ctx)
         result = await library.apply(change, author="agent", requested_by=requested_by)
     except SkillError as exc:

@@ -26,7 +26,7 @@ import re
 import socket
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal, Sequence, Union
 
 from aiohttp import web
@@ -44,13 +44,16 @@ _WORDS = re.compile(r"\s*\S+\s*", re.S)
 class Reply:
     """One scripted answer to one HTTP request (an SDK retry consumes the next one).
 
-    `error` answers with that HTTP status; `retry_after` adds `retry-after` and `retry-after-ms` headers
-    (the SDKs treat `retry-after: 0` as "use your backoff", so `retry-after-ms` keeps retries instant).
-    `disconnect_after_chars` cuts the connection after that many characters of text (mid-stream for
-    streaming requests, before any response otherwise). `stream_error` sends an error event of that status's
-    kind after the text of a streamed reply and ends the stream there (Anthropic's mid-stream overload). `usage` keys: input (uncached), output,
-    cache_read, cache_write. `chunks` overrides the word-by-word split of `text` into deltas; `delay`
-    sleeps between stream events, for interruption tests.
+    - `error`: answer with that HTTP status (`error_message` in the vendor's error body). `retry_after` adds
+      `retry-after` and `retry-after-ms` headers: the SDKs treat `retry-after: 0` as "use your own backoff"
+      (half a second and growing), so the millisecond header is what keeps retried tests instant.
+    - `disconnect_after_chars`: cut the connection after that many characters of text (mid-stream when
+      streaming, before any response otherwise).
+    - `stream_error`: after the text of a streamed reply, send an error event of that status's kind and end
+      the stream (Anthropic's mid-stream `overloaded_error`).
+    - `usage`: keys input (uncached), output, cache_read, cache_write; estimated from sizes when omitted.
+    - `chunks` overrides the word-by-word split of `text` into deltas; `delay` sleeps between stream events
+      (interruption tests); `stop_reason` overrides the vendor's finish/stop reason.
     """
 
     text: str = ""
@@ -79,6 +82,7 @@ class RecordedRequest:
     path: str
     body: dict[str, Any]
     headers: dict[str, str]
+    served_seconds: float = 0.0  # the fake's own time on this request, so benchmarks can subtract it
 
     @property
     def stream(self) -> bool:
@@ -212,10 +216,19 @@ class FakeLLM:
     # -- HTTP --------------------------------------------------------------------------------------------
 
     async def _openai(self, http: web.Request) -> web.StreamResponse:
-        return await self._handle(http, "openai")
+        return await self._timed(http, "openai")
 
     async def _anthropic(self, http: web.Request) -> web.StreamResponse:
-        return await self._handle(http, "anthropic")
+        return await self._timed(http, "anthropic")
+
+    async def _timed(self, http: web.Request, api: Api) -> web.StreamResponse:
+        started = time.perf_counter()
+        count = len(self.requests)
+        try:
+            return await self._handle(http, api)
+        finally:
+            if len(self.requests) > count:
+                self.requests[count].served_seconds = time.perf_counter() - started
 
     async def _handle(self, http: web.Request, api: Api) -> web.StreamResponse:
         raw = await http.read()
@@ -507,7 +520,7 @@ def _anthropic_error(status: int, message: str) -> dict[str, Any]:
 
 
 def _openai_error(status: int, message: str) -> dict[str, Any]:
-    kind = "rate_limit_exceeded" if status == 429 else ("server_error" if status >= 500 else "invalid_request_error")
+    kind = {429: "rate_limit_exceeded"}.get(status, "server_error" if status >= 500 else "invalid_request_error")
     return {"error": {"message": message or f"fake error {status}", "type": kind, "param": None, "code": kind}}
 
 

@@ -27,7 +27,8 @@ API_KEY = "sk-test-0123456789abcdef"
 PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                 "OPENAI_COMPATIBLE_API_KEY", "OPENAI_COMPATIBLE_BASE_URL")
 
-GET_TIME = ToolSchema("get_time", "Current time in a zone.", {"type": "object", "properties": {"tz": {"type": "string"}}})
+GET_TIME = ToolSchema("get_time", "Current time in a zone.",
+                      {"type": "object", "properties": {"tz": {"type": "string"}}})
 GET_WEATHER = ToolSchema("get_weather", "Weather for a city.",
                          {"type": "object", "properties": {"city": {"type": "string"}}})
 
@@ -203,6 +204,14 @@ async def test_openai_request_puts_system_first_and_links_tool_results_by_id(fak
     assert result_1 == {"role": "tool", "tool_call_id": "t1", "content": "12:00"}
     assert result_2["tool_call_id"] == "t2" and result_2["content"].startswith("Error")
     await provider.aclose()
+
+
+async def test_temperature_reaches_the_wire_only_when_set(provider: Provider, fake_llm: FakeLLM) -> None:
+    await collect(provider, ask(temperature=0.2))
+    await collect(provider, ask())
+
+    assert fake_llm.requests[0].body["temperature"] == 0.2
+    assert "temperature" not in fake_llm.requests[1].body
 
 
 # -- failures --------------------------------------------------------------------------------------------

@@ -442,3 +442,27 @@ async def test_concurrent_lease_attempts_have_exactly_one_winner(store: SqlStore
     await _open_connections(store)
     results = await asyncio.gather(*(store.acquire_lease("tick", f"replica-{i}", 30) for i in range(10)))
     assert results.count(True) == 1
+
+
+# ------------------------------------------------------------------------------------- cancellation
+
+async def test_a_cancelled_caller_does_not_cut_a_write_in_half(store: SqlStore) -> None:
+    session = await store.active_session("k", "bot")
+    async with store.engine.connect() as blocker:  # another writer holds the lock the append needs
+        if store.dialect == "sqlite":
+            await blocker.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            await blocker.exec_driver_sql("LOCK TABLE messages IN EXCLUSIVE MODE")
+        caller = asyncio.create_task(store.append_message(session.id, Message(role="user", content="kept")))
+        await asyncio.sleep(0.2)  # the append is now waiting inside the database
+        caller.cancel()  # a /stop during the turn
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        await blocker.rollback()
+
+    for _ in range(200):  # the call still ran to completion, as a whole
+        if await store.load_messages(session.id):
+            break
+        await asyncio.sleep(0.01)
+    assert [m.content for m in await store.load_messages(session.id)] == ["kept"]
+    assert await store.acquire_lease("after", "me", 10)  # and the store is not wedged
