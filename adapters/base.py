@@ -150,7 +150,9 @@ class PlatformAdapter(ABC):
 
     def __init__(self, *, ledger: DeliveryLedger | None = None,
                  scheduler: OutboundScheduler | None = None) -> None:
-        caps = self.capabilities
+        caps = getattr(self, "capabilities", None)
+        if not isinstance(caps, Capabilities):
+            raise TypeError(f"{type(self).__name__} must set the class attribute `capabilities`")
         self.ledger: DeliveryLedger = ledger if ledger is not None else InMemoryDeliveryLedger()
         self.scheduler = scheduler if scheduler is not None else OutboundScheduler(
             caps.edit_interval_seconds, global_rate=caps.global_rate_per_second,
@@ -172,8 +174,13 @@ class PlatformAdapter(ABC):
     async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool,
                         extras: Mapping[str, Any]) -> str:
         """Post `text` to `target` (its thread, replying to `reply_to_id` if the platform does that) and
-        return the new message id. `rendered=False`: plain text, no parse mode / mrkdwn off if possible.
-        `rendered=True`: `text` and `extras` come from `render()`."""
+        return the new message id.
+
+        `rendered=True`: `text` and `extras` come from `render()` (Telegram: send with the entities and
+        no parse mode). `rendered=False`: show `text` literally — interim frames and the markup
+        fallback (Telegram: no parse mode, no entities; Slack: ``escape_slack(text)`` with
+        ``mrkdwn=False``; Discord: as is). Either way, never let model text mention everyone
+        (Discord ``allowed_mentions``; Slack escaping)."""
 
     @abstractmethod
     async def _edit_raw(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,

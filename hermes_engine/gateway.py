@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from hermes_engine.agent.loop import AgentLoop, TurnResult, repair_history
-from hermes_engine.agent.prompt import PromptBuilder, SessionScope
+from hermes_engine.agent.prompt import PromptBuilder, SessionScope, load_images
 from hermes_engine.commands import CommandContext, CommandRegistry
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.conversation import Message, Usage
@@ -92,6 +92,7 @@ class Gateway:
         self._background: set[asyncio.Task[Any]] = set()
         self._started = False
         self._stopping = False
+        self._people: dict[tuple[str, str, str], int] = {}  # (platform, account, user id) → person
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -145,14 +146,26 @@ class Gateway:
         return True
 
     async def _accept(self, msg: InboundMessage, replayed: bool = False, purpose: str = "turn") -> None:
-        account = await self.store.resolve_account(msg.platform, msg.account, msg.user_id, msg.user_name)
+        person_id = await self.person_of(msg.platform, msg.account, msg.user_id, msg.user_name)
         session = await self.session_for(msg)
         command = self.commands.get(msg.command) if purpose == "turn" else None
         if command is not None and command.immediate:
-            await self._run_command(session, msg, account.person_id)
+            await self._run_command(session, msg, person_id)
             return
-        job = TurnJob(msg, account.person_id, "command" if command else purpose, replayed=replayed)
+        job = TurnJob(msg, person_id, "command" if command else purpose, replayed=replayed)
         await self.enqueue(session, job)
+
+    async def person_of(self, platform: str, account: str, user_id: str, display_name: str = "") -> int:
+        """The person behind a platform account (cached; `forget_people` after accounts are linked)."""
+        key = (platform, account, user_id)
+        person_id = self._people.get(key)
+        if person_id is None:
+            record = await self.store.resolve_account(platform, account, user_id, display_name)
+            person_id = self._people[key] = record.person_id
+        return person_id
+
+    def forget_people(self) -> None:
+        self._people.clear()
 
     async def enqueue(self, session: SessionHandle, job: TurnJob) -> None:
         session.queue.put_nowait(job)
@@ -289,7 +302,8 @@ class Gateway:
             await feature.on_turn_start(session.scope)
         await self.ensure_loaded(session, job.person_id)
         assert session.history is not None and session.system_prompt is not None
-        user: Message | None = await self.prompts.user_message(session.scope, msg, job.person_id)
+        user: Message | None = await self.prompts.user_message(session.scope, msg, job.person_id,
+                                                               images=load_images(msg))
         user = Message(**{**user.__dict__, "meta": {**user.meta, "event_id": msg.event_id}})
         if job.replayed and any(m.meta.get("event_id") == msg.event_id for m in session.history[-50:]):
             user = None  # stored before the crash: continue from there instead of saying it twice

@@ -8,7 +8,9 @@ No clock, host name, path or PID ever enters it.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from hermes_engine.conversation import ImagePart, Message
@@ -86,6 +88,22 @@ class PromptBuilder:
             text = text + "\n\n" + "\n\n".join(notes)
         return Message(role="user", content=text, images=images,
                        meta={"speaker": msg.user_id, "person_id": speaker_person_id, "platform": msg.platform})
+
+
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+
+
+def load_images(msg: InboundMessage) -> tuple[ImagePart, ...]:
+    """Images the person sent, for vision-capable models (the description travels as text regardless)."""
+    parts = []
+    for a in msg.attachments:
+        if a.path and a.mime_type.startswith("image/") and 0 < a.size <= MAX_IMAGE_BYTES:
+            try:
+                data = Path(a.path).read_bytes()
+            except OSError:
+                continue
+            parts.append(ImagePart(a.mime_type, base64.b64encode(data).decode("ascii")))
+    return tuple(parts)
 
 
 def describe_attachments(msg: InboundMessage) -> str:

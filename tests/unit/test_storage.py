@@ -3,21 +3,25 @@
     eval "$(.ci/postgres.sh)"     # starts a local server and exports HERMES_TEST_POSTGRES_URL
     pytest tests/unit/test_storage.py -q
 
-Each PostgreSQL test starts from an empty `public` schema (dropped and recreated), so point the variable at
-a database used for nothing else.
+Each PostgreSQL test runs in a schema of its own (created, selected through `search_path`, dropped after),
+so runs sharing one server do not disturb each other.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import uuid
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
 
 from hermes_engine.conversation import ImagePart, Message, ToolCall, Usage
@@ -50,23 +54,43 @@ class FakeClock:
         self.now += timedelta(seconds=seconds)
 
 
-async def _reset_postgres(url: str) -> None:
-    engine = make_engine(url, poolclass=NullPool)
+@dataclass
+class Database:
+    """Where a test's data lives: a fresh SQLite file, or a fresh PostgreSQL schema (via `search_path`),
+    so tests, and test runs sharing one server, never see each other's tables."""
+
+    url: str
+    engine_options: dict[str, Any] = field(default_factory=dict)
+
+    def store(self, **kwargs: Any) -> SqlStore:
+        return SqlStore(self.url, engine_options=self.engine_options, **kwargs)
+
+    def engine(self, url: str | None = None) -> AsyncEngine:
+        return make_engine(url or self.url, poolclass=NullPool, **self.engine_options)
+
+
+async def _execute_on_postgres(sql: str) -> None:
+    assert PG_URL
+    engine = make_engine(PG_URL, poolclass=NullPool)
     try:
         async with engine.begin() as conn:
-            await conn.exec_driver_sql("DROP SCHEMA IF EXISTS public CASCADE")
-            await conn.exec_driver_sql("CREATE SCHEMA public")
+            await conn.exec_driver_sql(sql)
     finally:
         await engine.dispose()
 
 
 @pytest.fixture(params=BACKENDS)
-async def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
+async def db(request: pytest.FixtureRequest, tmp_path):
     if request.param == "sqlite":
-        return f"sqlite+aiosqlite:///{tmp_path / 'data' / 'hermes.db'}"
+        yield Database(f"sqlite+aiosqlite:///{tmp_path / 'data' / 'hermes.db'}")
+        return
     assert PG_URL
-    await _reset_postgres(PG_URL)
-    return PG_URL
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    await _execute_on_postgres(f"CREATE SCHEMA {schema}")
+    try:
+        yield Database(PG_URL, {"connect_args": {"server_settings": {"search_path": schema}}})
+    finally:
+        await _execute_on_postgres(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture
@@ -75,8 +99,8 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-async def store(db_url: str, clock: FakeClock):
-    s = SqlStore(db_url, clock=clock)
+async def store(db: Database, clock: FakeClock):
+    s = db.store(clock=clock)
     await s.init()
     try:
         yield s
@@ -141,8 +165,8 @@ async def test_in_memory_sqlite_works_for_quick_use() -> None:
 
 # --------------------------------------------------------------------------------------- migrations
 
-async def test_init_applies_migrations_and_a_second_init_is_a_no_op(db_url: str) -> None:
-    first = SqlStore(db_url)
+async def test_init_applies_migrations_and_a_second_init_is_a_no_op(db: Database) -> None:
+    first = db.store()
     await first.init()
     await first.init()  # same instance: nothing happens
     async with first.engine.connect() as conn:
@@ -151,13 +175,13 @@ async def test_init_applies_migrations_and_a_second_init_is_a_no_op(db_url: str)
     session = await first.active_session("k", "bot")
     await first.close()
 
-    async with SqlStore(db_url) as second:  # a restart: migrations already at head, data kept
+    async with db.store() as second:  # a restart: migrations already at head, data kept
         assert (await second.active_session("k", "bot")).id == session.id
         assert await migrate.current_revision(second.engine) == "0001"
 
 
-async def test_replicas_starting_together_migrate_once(db_url: str) -> None:
-    stores = [SqlStore(db_url) for _ in range(3)]
+async def test_replicas_starting_together_migrate_once(db: Database) -> None:
+    stores = [db.store() for _ in range(3)]
     try:
         await asyncio.gather(*(s.init() for s in stores))
         assert await migrate.current_revision(stores[0].engine) == "0001"
@@ -166,8 +190,8 @@ async def test_replicas_starting_together_migrate_once(db_url: str) -> None:
             await s.close()
 
 
-async def test_models_match_the_migrations(db_url: str) -> None:
-    async with SqlStore(db_url) as s:
+async def test_models_match_the_migrations(db: Database) -> None:
+    async with db.store() as s:
         async with s.engine.connect() as conn:
             diff = await conn.run_sync(
                 lambda c: compare_metadata(MigrationContext.configure(c, opts={"compare_type": True}),
@@ -175,11 +199,20 @@ async def test_models_match_the_migrations(db_url: str) -> None:
     assert diff == []
 
 
-async def test_upgrade_from_a_plain_url_for_the_cli(db_url: str) -> None:
-    plain = db_url.replace("+aiosqlite", "").replace("+asyncpg", "")
-    await migrate.upgrade(plain)
-    await migrate.upgrade(plain)
-    assert await migrate.current_revision(plain) == "0001"
+async def test_upgrade_for_the_cli_takes_a_plain_url_or_an_engine(db: Database) -> None:
+    plain = db.url.replace("+aiosqlite", "").replace("+asyncpg", "")
+    if db.engine_options:  # the test's schema is set on the engine
+        engine = db.engine(plain)
+        try:
+            await migrate.upgrade(engine)
+            await migrate.upgrade(engine)
+            assert await migrate.current_revision(engine) == "0001"
+        finally:
+            await engine.dispose()
+    else:
+        await migrate.upgrade(plain)
+        await migrate.upgrade(plain)
+        assert await migrate.current_revision(plain) == "0001"
 
 
 # ----------------------------------------------------------------------------------------- messages
