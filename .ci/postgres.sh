@@ -15,11 +15,11 @@ PG_PORT="${HERMES_PG_PORT:-5432}"
 
 log() { echo "postgres.sh: $*" >&2; }
 
-as_postgres() {
+as_postgres() {  # run a shell command as the postgres user (from /, which it can always read)
     if [ "$(id -u)" = "0" ]; then
-        su postgres -c "$1"
+        su postgres -c "cd / && $1"
     else
-        sudo -u postgres sh -c "$1"
+        sudo -u postgres sh -c "cd / && $1"
     fi
 }
 

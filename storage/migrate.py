@@ -44,6 +44,7 @@ def alembic_config() -> Config:
     """The Alembic config for this package, wherever it is installed."""
     cfg = Config(str(ALEMBIC_INI)) if ALEMBIC_INI.exists() else Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("prepend_sys_path", "")  # `storage` is importable already; keep sys.path as it is
     return cfg
 
 

@@ -1,0 +1,69 @@
+"""`hermes-gateway pairing …`: approve people who asked for access, list and revoke approvals.
+
+Works on `<HERMES_HOME>/pairing.json` (HERMES_HOME from the environment, as the gateway uses it), under
+the same lock as the running gateway, so an approval takes effect on the person's next message without a
+restart.
+"""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from hermes_engine.config import load_settings
+from hermes_engine.errors import ConfigError
+from hermes_engine.pairing import Pairing
+
+app = typer.Typer(help="Approve people who asked for access with a pairing code.", no_args_is_help=True)
+
+
+def _pairing() -> Pairing:
+    try:
+        home = load_settings().home
+    except ConfigError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    return Pairing.for_home(home)
+
+
+def _who(name: str, user_id: str) -> str:
+    return f"{user_id} ({name})" if name else user_id
+
+
+@app.command()
+def approve(code: str = typer.Argument(..., help="The 8-character code the person was given.")) -> None:
+    """Give the person behind CODE access to the bots of this HERMES_HOME."""
+    approval = _pairing().approve(code)
+    if approval is None:
+        typer.echo("No pending request has that code (codes expire after an hour; the person gets a fresh "
+                   "one by writing to the bot again).", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"Approved {approval.platform} user {_who(approval.user_name, approval.user_id)}.")
+
+
+@app.command("list")
+def list_() -> None:
+    """Pending requests (with their codes) and approved people."""
+    pairing = _pairing()
+    pending, approved = pairing.pending(), pairing.approved()
+    now = time.time()
+    typer.echo("Pending requests:" if pending else "Pending requests: none")
+    for request in pending:
+        minutes = max(1, int((request.expires_at - now) // 60))
+        typer.echo(f"  {request.code}  {request.platform:<9} {_who(request.user_name, request.user_id)}"
+                   f"  expires in {minutes} min")
+    typer.echo("Approved:" if approved else "Approved: none")
+    for approval in approved:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(approval.approved_at))
+        typer.echo(f"  {approval.platform:<9} {_who(approval.user_name, approval.user_id)}  since {when}")
+
+
+@app.command()
+def revoke(platform: str = typer.Argument(..., help="telegram, discord, …"),
+           user_id: str = typer.Argument(..., help="The person's id on that platform.")) -> None:
+    """Withdraw a person's approval (and any pending code of theirs)."""
+    if not _pairing().revoke(platform.lower(), user_id):
+        typer.echo(f"No approval or pending request for {platform} user {user_id}.", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"Revoked access for {platform} user {user_id}.")
