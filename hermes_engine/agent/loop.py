@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Protocol
 
+from hermes_engine.agent.prompt import for_history, for_this_turn
 from hermes_engine.conversation import Message, ToolCall, Usage
 from hermes_engine.errors import EmptyAnswer
 from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse, StreamEvent, TextDelta
@@ -46,6 +47,7 @@ class TurnResult:
     model_calls: int = 0
     budget_exhausted: bool = False
     engine_seconds: float = 0.0  # time not spent waiting on the model
+    model_seconds: float = 0.0
 
 
 @dataclass
@@ -61,9 +63,22 @@ class AgentLoop:
         """Run one turn. `history` is extended in place with everything the turn appends."""
         result = TurnResult(final_text="")
         started = time.perf_counter()
-        model_seconds = 0.0
+        user_index = None
         if user is not None:
-            await self._append(history, result, persist, user, None, None)
+            await persist(for_history(user), None, None)
+            user_index = len(history)
+            history.append(for_this_turn(user))
+            result.new_messages.append(for_history(user))
+        try:
+            await self._iterate(router, system, history, ctx, persist, on_delta, purpose, result)
+        finally:
+            if user_index is not None and user is not None and user_index < len(history):
+                history[user_index] = for_history(user)  # the private note was for this turn only
+        result.engine_seconds = time.perf_counter() - started - result.model_seconds
+        return result
+
+    async def _iterate(self, router: Router, system: str, history: list[Message], ctx: ToolContext,
+                       persist: Persist, on_delta: OnDelta | None, purpose: str, result: TurnResult) -> None:
         schemas = self.tools.schemas()
         empty_retries = 0
         for iteration in range(1, self.max_iterations + 1):
@@ -71,7 +86,7 @@ class AgentLoop:
                                    max_tokens=self.max_output_tokens, purpose=purpose)
             call_started = time.perf_counter()
             response = await self._call_model(router, request, on_delta)
-            model_seconds += time.perf_counter() - call_started
+            result.model_seconds += time.perf_counter() - call_started
             result.model_calls += 1
             result.usage.add(response.usage)
             if not response.tool_calls:
@@ -98,8 +113,6 @@ class AgentLoop:
                                  "Tell me to continue if you want me to go on.")
             await self._append(history, result, persist, Message(role="assistant", content=result.final_text),
                                None, None)
-        result.engine_seconds = time.perf_counter() - started - model_seconds
-        return result
 
     async def _call_model(self, router: Router, request: ModelRequest, on_delta: OnDelta | None) -> ModelResponse:
         response: ModelResponse | None = None

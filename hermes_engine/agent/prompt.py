@@ -9,7 +9,7 @@ No clock, host name, path or PID ever enters it.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -42,7 +42,11 @@ class SessionScope:
 
 @runtime_checkable
 class PromptContributor(Protocol):
-    """An extension point: memory, skills and goals add to the prompt through this."""
+    """An extension point: memory, skills and goals add to the prompt through this.
+
+    A contributor whose turn notes are private to the speaker (their profile) sets `private_notes = True`:
+    such a note reaches the model only in the turn it belongs to and is never stored in the shared
+    history, so in a group nobody else's turn carries it."""
 
     async def frozen_section(self, scope: SessionScope) -> str | None:
         """Text for the system prompt, taken once at session start and never changed during it."""
@@ -79,15 +83,33 @@ class PromptBuilder:
             text = (text + "\n\n" if text else "") + describe_attachments(msg)
         if scope.multi_speaker:
             text = f"[{msg.user_name or msg.user_id}] {text}"
-        notes = []
+        notes, private = [], []
         for contributor in self.contributors:
             note = await contributor.turn_note(scope, speaker_person_id, msg.text)
             if note:
-                notes.append(note.strip())
+                (private if getattr(contributor, "private_notes", False) else notes).append(note.strip())
         if notes:
             text = text + "\n\n" + "\n\n".join(notes)
-        return Message(role="user", content=text, images=images,
-                       meta={"speaker": msg.user_id, "person_id": speaker_person_id, "platform": msg.platform})
+        meta = {"speaker": msg.user_id, "person_id": speaker_person_id, "platform": msg.platform}
+        if private:
+            meta[PRIVATE_NOTE] = "\n\n".join(private)
+        return Message(role="user", content=text, images=images, meta=meta)
+
+
+PRIVATE_NOTE = "private_note"
+
+
+def for_this_turn(message: Message) -> Message:
+    """The user message as the model sees it during its own turn: with the speaker's private note."""
+    note = message.meta.get(PRIVATE_NOTE)
+    return replace(message, content=f"{message.content}\n\n{note}") if note else message
+
+
+def for_history(message: Message) -> Message:
+    """The user message as stored and as later turns see it: without the private note."""
+    if PRIVATE_NOTE not in message.meta:
+        return message
+    return replace(message, meta={k: v for k, v in message.meta.items() if k != PRIVATE_NOTE})
 
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024

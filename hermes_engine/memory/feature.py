@@ -53,6 +53,8 @@ def render_document(header: str, doc: Document) -> str:
 
 
 class MemoryPromptContributor(PromptContributor):
+    private_notes = True  # a speaker's profile reaches the model in their own turn only
+
     def __init__(self, book: MemoryBook) -> None:
         self.book = book
 

@@ -46,7 +46,8 @@ def skill_text(row: dict) -> str:
             "category": row["category"], "tags": row["tags"]}
     steps = "\n".join(f"{i}. {s}" for i, s in enumerate(row["steps"], start=1))
     pitfalls = "\n".join(f"- {p}" for p in row["pitfalls"])
-    return render(meta, f"## When to use\n{row['when']}\n\n## Steps\n{steps}\n\n## Pitfalls\n{pitfalls}\n")
+    when = f"- {row['when']}" + (f"\n- Typical requests: {row['triggers']}." if row.get("triggers") else "")
+    return render(meta, f"## When to use\n{when}\n\n## Steps\n{steps}\n\n## Pitfalls\n{pitfalls}\n")
 
 
 def build_library(root: Path, rows: list[dict]) -> FileSkillLibrary:

@@ -483,7 +483,7 @@ class FakeSlack:
     def _error(code: str) -> dict[str, Any]:
         return {"ok": False, "error": code}
 
-    def _bot_message(self, params: dict[str, Any], ts: str) -> SlackMessage | dict[str, Any]:
+    def _bot_message(self, params: dict[str, Any]) -> SlackMessage | dict[str, Any]:
         message = self.find(str(params.get("channel", "")), str(params.get("ts", "")))
         if message is None or message.deleted:
             return self._error("message_not_found")
@@ -533,7 +533,7 @@ class FakeSlack:
         return {"ok": True, "channel": channel, "ts": message.ts, "message": message.as_api()}
 
     def _m_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
-        message = self._bot_message(params, "ts")
+        message = self._bot_message(params)
         if isinstance(message, dict):
             return message
         text = str(params.get("text") or "")
@@ -551,7 +551,7 @@ class FakeSlack:
         return {"ok": True, "channel": message.channel, "ts": message.ts, "text": text}
 
     def _m_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
-        message = self._bot_message(params, "ts")
+        message = self._bot_message(params)
         if isinstance(message, dict):
             return message
         message.deleted = True
@@ -573,7 +573,7 @@ class FakeSlack:
         return {"ok": True, "channel": channel, "ts": message.ts}
 
     def _append(self, params: dict[str, Any], stop: bool) -> dict[str, Any]:
-        message = self._bot_message(params, "ts")
+        message = self._bot_message(params)
         if isinstance(message, dict):
             return message
         if not message.streaming:
