@@ -23,7 +23,8 @@ as_postgres() {  # run a shell command as the postgres user (from /, which it ca
     fi
 }
 
-if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+# The client tools alone (psql) also create /usr/lib/postgresql/N: look for the server binary itself.
+if ! command -v pg_ctlcluster >/dev/null 2>&1 || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
     log "installing PostgreSQL with apt-get"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update >&2
@@ -31,7 +32,7 @@ if ! command -v pg_ctlcluster >/dev/null 2>&1; then
 fi
 
 # The newest installed server version, e.g. 15.
-PG_VERSION="$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -n1)"
+PG_VERSION="$(ls -d /usr/lib/postgresql/*/bin/postgres 2>/dev/null | awk -F/ '{print $5}' | sort -V | tail -n1)"
 if [ -z "${PG_VERSION}" ]; then
     log "no PostgreSQL server found under /usr/lib/postgresql"
     exit 1

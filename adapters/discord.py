@@ -6,8 +6,9 @@ Where the bot answers
   there; it then follows the thread without further mentions (threads it created, and threads it was
   mentioned in). One session per thread, several speakers (the engine labels them).
 - DMs: one session per person (the DM channel). Who may DM: `access.allowed_users`,
-  ``DISCORD_ALLOWED_USERS``, the bot's admins, and people approved by pairing (when the engine has
-  `hermes_engine.pairing`).
+  ``DISCORD_ALLOWED_USERS``, the bot's admins, and people approved by pairing (`hermes_engine.pairing`:
+  with ``access.pairing`` a stranger's DM is answered only with a code, which the admin approves with
+  ``hermes-gateway pairing approve CODE``; the person is told once approved). Anyone else: no model call.
 - Guilds: only those in ``DISCORD_ALLOWED_GUILDS`` / ``platforms.discord.allowed_guilds`` (none listed =
   every guild the bot is in). Messages from elsewhere are dropped before the engine sees them.
 - Slash commands (/goal, /new, /stop, /status, /help; synced at start with a bulk overwrite) are deferred
@@ -34,12 +35,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import os
 import re
 import time
 from collections import OrderedDict
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, ClassVar, Hashable, Mapping
 
@@ -53,6 +54,7 @@ from adapters.render import render_discord
 from hermes_engine.config import Settings
 from hermes_engine.errors import ConfigError, PlatformError
 from hermes_engine.messages import ChatKind, InboundMessage, ReplyTarget
+from hermes_engine.pairing import Pairing
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,9 @@ CONTENT_INTENT_HINT = (
     "Discord delivered a message without its text: the bot lacks the Message Content intent. Enable "
     "'Message Content Intent' in the Discord developer portal (Applications → your app → Bot → Privileged "
     "Gateway Intents) and restart; until then the bot only sees messages that mention it.")
+BAD_TOKEN_HINT = (
+    f"Discord rejected {TOKEN_ENV} (401 Unauthorized): copy the bot token again from the developer portal "
+    "(Applications → your app → Bot → Reset Token). The Discord adapter is off.")
 PRIVILEGED_INTENT_HINT = (
     "Discord refused the connection (close code 4014, disallowed intents): enable 'Message Content Intent' "
     "in the Discord developer portal (Applications → your app → Bot → Privileged Gateway Intents) and "
@@ -84,7 +89,7 @@ PRIVILEGED_INTENT_HINT = (
 
 _KNOWN_OPTIONS = {"threads", "admin_role", "allowed_guilds", "allowed_users", "edit_interval_seconds",
                   "guild_ready_timeout", "sync_commands", "thread_auto_archive_minutes", "max_ratelimit_timeout",
-                  "ready_timeout"}
+                  "ready_timeout", "approval_check_seconds"}
 
 
 def _id_list(value: Any, setting: str) -> frozenset[str]:
@@ -123,10 +128,11 @@ class DiscordOptions:
     allowed_users: frozenset[str] = frozenset()
     edit_interval_seconds: float = DISCORD.edit_interval_seconds
     guild_ready_timeout: float = 2.0
-    ready_timeout: float = 60.0
+    ready_timeout: float = 30.0
     sync_commands: bool = True
     thread_auto_archive_minutes: int = 1440
     max_ratelimit_timeout: float = 30.0
+    approval_check_seconds: float = 5.0
 
     @classmethod
     def load(cls, options: Mapping[str, Any], env: Mapping[str, str] | None = None) -> "DiscordOptions":
@@ -147,10 +153,11 @@ class DiscordOptions:
                 admin_role=(str(options["admin_role"]).strip() or None) if options.get("admin_role") else None,
                 edit_interval_seconds=float(options.get("edit_interval_seconds", DISCORD.edit_interval_seconds)),
                 guild_ready_timeout=float(options.get("guild_ready_timeout", 2.0)),
-                ready_timeout=float(options.get("ready_timeout", 60.0)),
+                ready_timeout=float(options.get("ready_timeout", 30.0)),
                 sync_commands=bool(options.get("sync_commands", True)),
                 thread_auto_archive_minutes=int(options.get("thread_auto_archive_minutes", 1440)),
                 max_ratelimit_timeout=float(options.get("max_ratelimit_timeout", 30.0)),
+                approval_check_seconds=float(options.get("approval_check_seconds", 5.0)),
             )
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"A setting under 'platforms.discord' has the wrong type: {exc}.") from None
@@ -195,13 +202,6 @@ class _Bounded(OrderedDict):
             self.popitem(last=False)
 
 
-def _load_pairing() -> Any | None:
-    try:
-        return importlib.import_module("hermes_engine.pairing")
-    except ImportError:
-        return None
-
-
 class _Client(discord.Client):
     """The discord.py client; every event is handed to the adapter."""
 
@@ -231,10 +231,12 @@ class DiscordAdapter(PlatformAdapter):
     capabilities: ClassVar[Capabilities] = DISCORD
     stream_cursor: ClassVar[str] = " ▌"
 
-    def __init__(self, gateway: Any, options: DiscordOptions, **kwargs: Any) -> None:
+    def __init__(self, gateway: Any, options: DiscordOptions, *, home: Path | str,
+                 pairing: Pairing | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.gateway = gateway
         self.options = options
+        self.pairing = pairing or Pairing.for_home(home)
         self.client: _Client | None = None
         self.account = ""  # the bot's user id once logged in
         self._ready = asyncio.Event()
@@ -244,9 +246,9 @@ class DiscordAdapter(PlatformAdapter):
         self._interaction_messages: _Bounded = _Bounded(2_000)  # message id -> pending interaction
         self._referenced: _Bounded = _Bounded(2_000)  # reply_to ids already quoted by a first message
         self._role_admins: set[str] = set()
-        self._denied_dm: _Bounded = _Bounded(10_000)
         self._content_hint_logged = False
-        self._pairing = _load_pairing()
+        self._stopping = False
+        self._watcher: asyncio.Task | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def _configure_endpoints(self) -> None:
@@ -270,14 +272,19 @@ class DiscordAdapter(PlatformAdapter):
                               max_ratelimit_timeout=self.options.max_ratelimit_timeout,
                               allowed_mentions=discord.AllowedMentions.none())
         try:
-            await self.client.login(self.options.token)
+            logged_in = await self._login()
         except discord.LoginFailure:
-            log.error("Discord rejected %s (401 Unauthorized): copy the bot token again from the developer "
-                      "portal. The Discord adapter is off.", TOKEN_ENV)
+            log.error(BAD_TOKEN_HINT)
             await self.client.close()
             return
-        self.account = str(self.client.user.id) if self.client.user else ""
-        self._task = asyncio.create_task(self._connect(), name="discord-gateway")
+        except _UNREACHABLE as exc:
+            log.warning("Discord is not reachable at start (%r); retrying in the background", exc)
+            logged_in = False
+        except discord.HTTPException as exc:
+            log.error("Discord refused the login (%s); the Discord adapter is off", exc)
+            await self.client.close()
+            return
+        self._task = asyncio.create_task(self._run(logged_in), name="discord-gateway")
         ready = asyncio.create_task(self._ready.wait())
         done, _ = await asyncio.wait({ready, self._task}, timeout=self.options.ready_timeout,
                                      return_when=asyncio.FIRST_COMPLETED)
@@ -285,11 +292,31 @@ class DiscordAdapter(PlatformAdapter):
         if not done:
             log.warning("Discord gateway not ready after %.0fs; still trying in the background",
                         self.options.ready_timeout)
+        if self.gateway.profile.access.pairing:
+            self._watcher = asyncio.create_task(self._watch_approvals(), name="discord-pairing-approvals")
 
-    async def _connect(self) -> None:
+    async def _login(self) -> bool:
         assert self.client is not None
+        await self.client.login(self.options.token)  # GET users/@me, the application, then setup_hook
+        self.account = str(self.client.user.id) if self.client.user else ""
+        return True
+
+    async def _run(self, logged_in: bool) -> None:
+        """Log in (retrying while Discord is unreachable), then hold the gateway connection; discord.py
+        reconnects and resumes by itself."""
+        assert self.client is not None
+        delay = 1.0
         try:
+            while not logged_in:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 60.0)
+                try:
+                    logged_in = await self._login()
+                except _UNREACHABLE as exc:
+                    log.warning("Discord still not reachable (%r); next try in %.0fs", exc, delay)
             await self.client.connect(reconnect=True)
+        except discord.LoginFailure:
+            log.error(BAD_TOKEN_HINT)
         except discord.PrivilegedIntentsRequired:
             log.error(PRIVILEGED_INTENT_HINT)
         except asyncio.CancelledError:
@@ -305,6 +332,11 @@ class DiscordAdapter(PlatformAdapter):
         self._ready.set()
 
     async def stop(self) -> None:
+        self._stopping = True
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watcher
         await super().stop()
         if self.client is not None:
             await self.client.close()
@@ -345,7 +377,9 @@ class DiscordAdapter(PlatformAdapter):
         return app_commands.Command(name=name, description=description, callback=simple)
 
     async def _on_slash(self, interaction: discord.Interaction, name: str, args: str) -> None:
-        denied = self._interaction_denied(interaction)
+        if self._stopping:
+            return
+        denied = await self._interaction_denied(interaction)
         if denied:
             await interaction.response.send_message(denied, ephemeral=True)
             return
@@ -364,14 +398,17 @@ class DiscordAdapter(PlatformAdapter):
                  "channel_id": interaction.channel_id})
         await self.gateway.handle(msg)
 
-    def _interaction_denied(self, interaction: discord.Interaction) -> str | None:
+    async def _interaction_denied(self, interaction: discord.Interaction) -> str | None:
+        """Why this interaction is refused (answered at once, privately), or None."""
         if interaction.guild_id is not None:
             if not self._guild_allowed(interaction.guild_id):
                 return "This bot is not enabled in this server."
             return None
-        if self._dm_allowed(str(interaction.user.id)):
+        user = interaction.user
+        if self._dm_allowed(str(user.id)):
             return None
-        return self._dm_refusal(str(interaction.user.id))
+        code = await self._pairing_code(user, interaction.channel_id)
+        return pairing_text(code, str(user.id)) if code else "You do not have access to this bot yet."
 
     # -- inbound --------------------------------------------------------------------------------------
     def _guild_allowed(self, guild_id: int | None) -> bool:
@@ -379,19 +416,48 @@ class DiscordAdapter(PlatformAdapter):
 
     def _dm_allowed(self, user_id: str) -> bool:
         access = self.gateway.profile.access
-        if user_id in self.options.allowed_users or user_id in access.allowed_users or user_id in access.admins:
+        listed = self.options.allowed_users | {str(u) for u in access.allowed_users} | {str(u) for u in access.admins}
+        if user_id in listed:
             return True
-        pairing = self._pairing
-        if pairing is not None and access.pairing:
-            approved = getattr(pairing, "is_approved", None)
-            if approved is not None:
-                with contextlib.suppress(Exception):
-                    return bool(approved(self.gateway, self.platform, user_id))
-        return False
+        try:
+            return self.pairing.is_approved(self.platform, user_id)
+        except Exception:  # noqa: BLE001 - a damaged pairing file denies, loudly
+            log.exception("could not read the pairing store; denying Discord user %s", user_id)
+            return False
 
-    def _dm_refusal(self, user_id: str) -> str:
-        return (f"You are not on this bot's allowlist. Ask its operator to add your Discord user id {user_id} "
-                f"to {USERS_ENV} (or access.allowed_users in the bot profile).")
+    async def _pairing_code(self, user: Any, channel_id: Any) -> str | None:
+        """The stranger's pairing code to tell them, or None (pairing off, or rate-limited: stay silent)."""
+        if not self.gateway.profile.access.pairing:
+            log.info("ignoring Discord user %s in DMs: not allowed and pairing is off", user.id)
+            return None
+        try:
+            answer = await asyncio.to_thread(self.pairing.request, self.platform, str(user.id),
+                                             getattr(user, "display_name", "") or str(user), chat_id=str(channel_id))
+        except Exception:  # noqa: BLE001
+            log.exception("pairing request for Discord user %s failed", user.id)
+            return None
+        if not answer.should_reply:
+            log.info("pairing: not answering Discord user %s again (rate limit)", user.id)
+            return None
+        return answer.code
+
+    async def _watch_approvals(self) -> None:
+        """Tell people approved with `hermes-gateway pairing approve` that they are in."""
+        while not self._stopping:
+            try:
+                for approval in await asyncio.to_thread(self.pairing.claim_unnotified, self.platform):
+                    if approval.chat_id:
+                        target = ReplyTarget(self.platform, self.account, approval.chat_id)
+                        try:
+                            await self.send(target, "You now have access. Say hello!")
+                        except Exception as exc:  # noqa: BLE001
+                            log.warning("could not tell Discord user %s they were approved: %s",
+                                        approval.user_id, exc)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001
+                log.exception("checking pairing approvals failed")
+            await asyncio.sleep(self.options.approval_check_seconds)
 
     def _place(self, channel: Any, channel_id: int | None, guild_id: int | None
                ) -> tuple[ChatKind, str, str | None]:
@@ -446,7 +512,7 @@ class DiscordAdapter(PlatformAdapter):
                 admins.remove(uid)
 
     async def _on_message(self, message: discord.Message) -> None:
-        if self.client is None or self.client.user is None:
+        if self.client is None or self.client.user is None or self._stopping:
             return
         me = self.client.user
         author = message.author
@@ -491,15 +557,15 @@ class DiscordAdapter(PlatformAdapter):
     async def _on_dm(self, message: discord.Message) -> None:
         uid = str(message.author.id)
         if self._missing_content(message):
-            self._hint_content_intent()
-            return
+            return  # DMs carry their text even without the Message Content intent: nothing to answer
         if not self._dm_allowed(uid):
-            if uid not in self._denied_dm:
-                self._denied_dm[uid] = True
-                log.info("Discord DM from %s (%s) refused: not on the allowlist", message.author, uid)
+            code = await self._pairing_code(message.author, message.channel.id)
+            if code:
                 target = ReplyTarget(self.platform, self.account, str(message.channel.id))
-                with contextlib.suppress(Exception):
-                    await self.send(target, self._dm_refusal(uid))
+                try:
+                    await self.send(target, pairing_text(code, uid))
+                except Exception as exc:  # noqa: BLE001
+                    log.warning("could not send the pairing code to Discord user %s: %s", uid, exc)
             return
         await self._submit(message, ChatKind.DM, str(message.channel.id), None, True)
 
@@ -580,8 +646,7 @@ class DiscordAdapter(PlatformAdapter):
             return None
         pending = self._interactions.get(key)
         if pending is not None and not pending.usable(time.monotonic()):
-            self._interactions.pop(key, None)
-            return None
+            return None  # kept, so the id is still known as an interaction's (never quoted as a message)
         return pending
 
     async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool, extras: Mapping[str, Any]) -> str:
@@ -593,7 +658,7 @@ class DiscordAdapter(PlatformAdapter):
                 if exc.retry_after is not None:
                     raise
                 log.warning("Discord interaction answer failed (%s); posting to the channel instead", exc)
-                self._interactions.pop(target.reply_to_id, None)
+                pending.created = float("-inf")  # the token is dead: later parts go to the channel too
         channel = self._destination(target)
         reference = None
         reply_to = target.reply_to_id
@@ -638,6 +703,17 @@ class DiscordAdapter(PlatformAdapter):
 
 
 _NO_MENTIONS = discord.AllowedMentions.none()
+_UNREACHABLE = (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.DiscordServerError)
+
+
+def pairing_text(code: str, user_id: str) -> str:
+    """The only thing a stranger hears: their own code and id."""
+    return (
+        "Hi! I only talk with people my admin has approved.\n\n"
+        f"To ask for access, send this code to the admin: `{code}`\n"
+        f"They approve it on the server with `hermes-gateway pairing approve {code}`.\n\n"
+        f"The code is valid for one hour. Your Discord user id is `{user_id}`."
+    )
 
 
 async def _call(awaitable: Any) -> Any:
@@ -659,4 +735,4 @@ async def _call(awaitable: Any) -> Any:
 
 def build(gateway: Any, settings: Settings, options: Mapping[str, Any] | None, http_app: Any = None) -> DiscordAdapter:
     """The runner's entry point. Raises `ConfigError` when DISCORD_BOT_TOKEN is missing."""
-    return DiscordAdapter(gateway, DiscordOptions.load(options or {}))
+    return DiscordAdapter(gateway, DiscordOptions.load(options or {}), home=settings.home)

@@ -89,6 +89,8 @@ DEFAULT_API_URL = "https://slack.com/api/"
 NATIVE_CHUNK = 12_000  # markdown_text per chat.startStream/appendStream/stopStream call
 THREAD_SCAN_LIMIT = 200
 GOAL_SUBCOMMANDS = ("status", "pause", "resume", "clear")
+NATIVE_UNAVAILABLE = {"unknown_method", "missing_scope", "not_allowed_token_type", "method_deprecated",
+                      "feature_not_enabled", "not_supported", "team_not_allowed"}
 TRANSIENT_ERRORS = {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 HANDLED_SUBTYPES = {None, "thread_broadcast", "file_share", "bot_message"}
 GOAL_USAGE = ("Usage: `/goal <what you want done>` — I work on it in a thread until it is done.\n"
@@ -220,6 +222,8 @@ class SlackAdapter(PlatformAdapter):
         self.app.command(opts.hermes_command)(on_hermes)
         self._verifier = SignatureVerifier(self.signing_secret) if self.signing_secret else None
         self._socket: Any = None
+        self._session: aiohttp.ClientSession | None = None
+        self._native_off: str | None = None  # why native streaming was switched off, once Slack refused it
         self._socket_connect: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._identity_lock = asyncio.Lock()
@@ -233,6 +237,7 @@ class SlackAdapter(PlatformAdapter):
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._not_threads: dict[tuple[str, str], float] = {}
+        self._thread_checks: dict[tuple[str, str], asyncio.Future] = {}
         self._recipients: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._goal_threads: dict[tuple[str, str], str] = {}
         self._latest_thread: OrderedDict[tuple[str, str, str], str] = OrderedDict()
@@ -247,6 +252,11 @@ class SlackAdapter(PlatformAdapter):
 
     # -- lifecycle --------------------------------------------------------------------------------------
     async def start(self) -> None:
+        # One connection pool for every Web API call (slack-sdk would open a session, and a TLS
+        # connection, per call). trust_env stays off: the proxy is chosen by `proxy_for`.
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        self.client.session = self._session
+        self.app.client.session = self._session
         try:
             await self._identity()
         except SlackCallError as exc:
@@ -281,6 +291,10 @@ class SlackAdapter(PlatformAdapter):
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await super().stop()
+        if self._session is not None:
+            self.client.session = self.app.client.session = None
+            await self._session.close()
+            self._session = None
 
     def _spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(self._guard(coro, name), name=name)
@@ -409,6 +423,15 @@ class SlackAdapter(PlatformAdapter):
         until = self._not_threads.get(key)
         if until is not None and until > time.monotonic():
             return False
+        check = self._thread_checks.get(key)
+        if check is None:  # one conversations.replies call per thread, however many replies arrive at once
+            check = asyncio.ensure_future(self._check_thread(channel, thread_ts))
+            self._thread_checks[key] = check
+            check.add_done_callback(lambda _: self._thread_checks.pop(key, None))
+        return await asyncio.shield(check)
+
+    async def _check_thread(self, channel: str, thread_ts: str) -> bool:
+        key = (channel, thread_ts)
         try:
             data = await self._api("conversations.replies", self.client.conversations_replies,
                                    channel=channel, ts=thread_ts, limit=THREAD_SCAN_LIMIT)
@@ -598,18 +621,26 @@ class SlackAdapter(PlatformAdapter):
     # -- native streaming -----------------------------------------------------------------------------------
     def uses_native_stream(self, target: ReplyTarget) -> bool:
         """Slack's streams need a thread and, outside DMs, the person streamed to (known once they spoke)."""
-        if not super().uses_native_stream(target):
+        if self._native_off is not None or not super().uses_native_stream(target):
             return False
         return target.chat_id.startswith("D") or (target.chat_id, target.thread_id or "") in self._recipients
 
     async def _native_stream_start(self, target: ReplyTarget, markdown: str) -> str:
         self._check_stream_size(0, markdown)
+        markdown = _defuse(markdown)
         first, rest = markdown[:NATIVE_CHUNK], markdown[NATIVE_CHUNK:]
         kwargs: dict[str, Any] = {"channel": target.chat_id, "thread_ts": target.thread_id, "markdown_text": first}
         recipient = self._recipients.get((target.chat_id, target.thread_id or ""))
         if recipient:
             kwargs.update(recipient_user_id=recipient, recipient_team_id=target.account)
-        data = await self._api("chat.startStream", self.client.chat_startStream, **kwargs)
+        try:
+            data = await self._api("chat.startStream", self.client.chat_startStream, **kwargs)
+        except SlackCallError as exc:
+            if exc.error in NATIVE_UNAVAILABLE or exc.status == 404:
+                self._native_off = exc.error or str(exc.status)
+                log.warning("Slack refused chat.startStream (%s): streaming by chat.update from now on",
+                            self._native_off)
+            raise
         stream_id = str(data["ts"])
         _remember(self._streams, stream_id, len(first), limit=1000)
         if target.thread_id:
@@ -626,6 +657,7 @@ class SlackAdapter(PlatformAdapter):
 
     async def _native_stream_append(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
         self._check_stream_size(self._streams.get(stream_id, 0), markdown)
+        markdown = _defuse(markdown)
         for start in range(0, len(markdown), NATIVE_CHUNK):
             piece = markdown[start:start + NATIVE_CHUNK]
             await self._api("chat.appendStream", self.client.chat_appendStream, channel=target.chat_id,
@@ -638,6 +670,7 @@ class SlackAdapter(PlatformAdapter):
         except SlackCallError:
             await self._native_stream_stop(target, stream_id, "")  # close it with what it shows
             raise
+        markdown = _defuse(markdown)
         head, tail = markdown[:-NATIVE_CHUNK] if len(markdown) > NATIVE_CHUNK else "", markdown[-NATIVE_CHUNK:]
         if head:
             await self._native_stream_append(target, stream_id, head)
@@ -650,6 +683,12 @@ class SlackAdapter(PlatformAdapter):
         falls back to post-then-edit and splits."""
         if streamed + len(more) > self.capabilities.max_message_length:
             raise SlackCallError("the streamed reply outgrew one Slack message", error="msg_too_long")
+
+
+def _defuse(markdown: str) -> str:
+    """Streams carry Markdown that Slack renders itself; make sure model output cannot form a special
+    mention (``<!channel>``, ``<!here>``, ``<!subteam^…>``) in it."""
+    return markdown.replace("<!", "<\u200b!")
 
 
 def _quiet_bolt(record: logging.LogRecord) -> bool:

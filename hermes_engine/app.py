@@ -41,11 +41,19 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
 
     from hermes_engine.loops.goals import GoalFeature
     from hermes_engine.loops.review import ReviewFeature
+    from hermes_engine.search import SearchFeature
+    from hermes_engine.skills.feature import SkillsFeature
 
     return [
         MemoryFeature(FileMemoryStore(Path(settings.home) / "memories"), profile.memory),
+        SkillsFeature.from_settings(settings, bot=profile.name, require_approval=profile.skills.require_approval,
+                                    curator_interval_seconds=profile.skills.curator_every_days * 86400,
+                                    llm_pass=profile.skills.curator_llm_pass,
+                                    provider=lambda: make_provider(profile.skills.curator_model
+                                                                   or profile.models(settings)[0])),
         GoalFeature(profile.goals),
         ReviewFeature(profile.review),
+        SearchFeature(),
     ]
 
 

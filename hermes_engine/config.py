@@ -71,6 +71,26 @@ class ReviewSettings(BaseModel):
     model: str | None = None  # auxiliary.review_model
 
 
+class SkillSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    require_approval: bool = False  # shared bots: agent-written skills wait for an admin's /skills approve
+    curator_every_days: float = 7
+    curator_llm_pass: bool = True
+    curator_model: str | None = None
+
+
+class CompressionSettings(BaseModel):
+    """Context compression (hermes_engine/agent/compression.py): shares of the model's context window."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: float = Field(0.5, gt=0, le=1)  # compress before a model call above this share
+    hygiene_threshold: float = Field(0.85, gt=0, le=1)  # compress before a turn above this (rough estimate)
+    protect_tail_messages: int = Field(20, ge=1)
+    placeholder_chars: int = Field(200, ge=0)  # older tool results longer than this become a placeholder
+
+
 class GoalSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -98,6 +118,8 @@ class BotProfile(BaseModel):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     goals: GoalSettings = Field(default_factory=GoalSettings)
+    compression: CompressionSettings = Field(default_factory=CompressionSettings)
+    skills: SkillSettings = Field(default_factory=SkillSettings)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
     path: Path | None = Field(default=None, exclude=True)
 

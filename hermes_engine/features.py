@@ -57,6 +57,10 @@ class Feature:
     async def stop(self) -> None:
         return None
 
+    async def expand_command(self, name: str, args: str, bot: str) -> str | None:
+        """Text to run as a user message for a command no one registered (e.g. `/<skill-name>`)."""
+        return None
+
     async def accept_turn(self, message: "InboundMessage", purpose: str) -> bool:
         """Last word before a queued turn runs; False skips it (e.g. a goal paused while it waited)."""
         return True

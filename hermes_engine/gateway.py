@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from hermes_engine.agent.loop import AgentLoop, TurnResult, repair_history
+from hermes_engine.agent.compression import load_history, turn_context
+from hermes_engine.agent.loop import AgentLoop, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder, SessionScope, load_images
 from hermes_engine.commands import CommandContext, CommandRegistry
 from hermes_engine.config import BotProfile, Settings
@@ -257,7 +258,7 @@ class Gateway:
     async def ensure_loaded(self, session: SessionHandle, person_id: int | None) -> None:
         """Load history and freeze the system prompt once per session (persisted, so a restart keeps it)."""
         if session.history is None:
-            session.history = repair_history(await self.store.load_messages(session.record.id))
+            session.history = await load_history(self.store, session.record.id)  # compressed view, if any
             session.usage = await self.store.session_usage(session.record.id)
         if session.system_prompt is None:
             frozen = session.record.state.get("system_prompt")
@@ -300,6 +301,7 @@ class Gateway:
                                if outlet is not None else BufferedStream())
         for feature in self.features:
             await feature.on_turn_start(session.scope)
+        msg = await self._expand_command(msg)
         await self.ensure_loaded(session, job.person_id)
         assert session.history is not None and session.system_prompt is not None
         user: Message | None = await self.prompts.user_message(session.scope, msg, job.person_id,
@@ -321,10 +323,11 @@ class Gateway:
         failed = interrupted = False
         result: TurnResult | None = None
         try:
+            context = await turn_context(self, session, msg)  # compression: hygiene now, then before each call
             result = await self.agent.run(
                 router=self.chain_for(session).route(), system=session.system_prompt, history=session.history,
                 user=user, ctx=self.tool_context(session, job.person_id), persist=persist, on_delta=on_delta,
-                purpose=job.purpose)
+                purpose=job.purpose, context=context)
             await _stop(typing)
             await stream.finish(result.final_text)
         except asyncio.CancelledError:
@@ -359,6 +362,16 @@ class Gateway:
                     except Exception:
                         log.exception("feature %s failed after a turn", feature.name)
         return result
+
+    async def _expand_command(self, msg: InboundMessage) -> InboundMessage:
+        """An unregistered `/name args` that a feature knows (a skill) becomes the text it stands for."""
+        if msg.command is None or msg.synthetic:
+            return msg
+        for feature in self.features:
+            text = await feature.expand_command(msg.command, msg.args, self.bot)
+            if text:
+                return replace(msg, text=text, command=None, args="")
+        return msg
 
     async def _keep_typing(self, outlet: Outlet, target: ReplyTarget) -> None:
         while True:

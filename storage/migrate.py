@@ -27,10 +27,11 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 __all__ = ["ALEMBIC_INI", "MIGRATIONS_DIR", "alembic_config", "current_revision", "head_revision",
-           "lock_for_migration", "upgrade", "upgrade_sync"]
+           "include_object", "lock_for_migration", "upgrade", "upgrade_sync"]
 
 STORAGE_DIR = Path(__file__).resolve().parent
 ALEMBIC_INI = STORAGE_DIR / "alembic.ini"
@@ -38,6 +39,13 @@ MIGRATIONS_DIR = STORAGE_DIR / "migrations"
 
 # PostgreSQL advisory lock key held while migrating (any constant; "hermes" in ASCII).
 MIGRATION_LOCK_KEY = 0x6865726D6573
+
+
+def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+    """Autogenerate filter: leave out database-only objects no model can express, i.e. full-text search
+    (SQLite FTS5 virtual tables and their shadow tables, PostgreSQL expression indexes), which carry
+    `_fts` in their names. Without it autogenerate would offer to drop them."""
+    return not (name and "_fts" in name)
 
 
 def alembic_config() -> Config:
@@ -53,13 +61,35 @@ def head_revision() -> str | None:
 
 
 async def lock_for_migration(conn: AsyncConnection) -> None:
-    """Start the migration transaction holding the database-wide migration lock."""
+    """Start the migration transaction holding the database-wide migration lock (on SQLite, first make
+    sure the file is in WAL mode)."""
     if conn.dialect.name == "postgresql":
         await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
     elif conn.dialect.name == "sqlite":
+        await _ensure_sqlite_wal(conn)
         # Python's sqlite3 only opens a transaction before DML; take the write lock now instead, so DDL
         # is transactional too and a concurrent upgrade waits (busy_timeout) rather than colliding.
         await conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+async def _ensure_sqlite_wal(conn: AsyncConnection, attempts: int = 100) -> None:
+    """Switch a SQLite file to WAL. The switch fails at once ("database is locked", SQLite does not wait)
+    while another connection holds a lock, e.g. several processes opening a new file together: retry."""
+    mode = (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar()
+    if str(mode).lower() in ("wal", "memory"):
+        return
+    for attempt in range(attempts):
+        try:
+            mode = (await conn.exec_driver_sql("PRAGMA journal_mode = WAL")).scalar()
+        except OperationalError:
+            if attempt == attempts - 1:
+                raise
+            await asyncio.sleep(0.05)
+            continue
+        if str(mode).lower() == "wal":
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"could not switch the SQLite database to WAL mode (it is in {mode!r} mode)")
 
 
 def _upgrade_on(connection: Connection, revision: str) -> None:

@@ -120,7 +120,10 @@ class MessageRow(Base):
     """One `hermes_engine.conversation.Message` (its `to_dict()` fields) plus usage."""
 
     __tablename__ = "messages"
-    __table_args__ = (sa.Index(None, "session_id", "id"),)
+    __table_args__ = (
+        sa.Index(None, "session_id", "id"),
+        sa.Index(None, "person_id", "session_id"),  # migration 0002: sessions a person took part in
+    )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     session_id: Mapped[int] = mapped_column(
@@ -142,6 +145,28 @@ class MessageRow(Base):
     cache_read_tokens: Mapped[int | None] = mapped_column(sa.Integer(), nullable=True)
     cache_write_tokens: Mapped[int | None] = mapped_column(sa.Integer(), nullable=True)
     model: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class CompactionRow(Base):
+    """One context compression of a session (migration 0002): the summary of the stored messages
+    `first_message_id`..`last_message_id` (inclusive; the messages themselves are kept), and the
+    compaction it updated. Full-text search over summaries is database-only (see 0002)."""
+
+    __tablename__ = "compactions"
+    __table_args__ = (sa.Index(None, "session_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    session_id: Mapped[int] = mapped_column(
+        Id, sa.ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False)
+    parent_id: Mapped[int | None] = mapped_column(
+        Id, sa.ForeignKey("compactions.id", ondelete="SET NULL"), nullable=True)
+    first_message_id: Mapped[int] = mapped_column(Id, nullable=False)
+    last_message_id: Mapped[int] = mapped_column(Id, nullable=False)
+    summary: Mapped[str] = mapped_column(sa.Text(), nullable=False)
+    reason: Mapped[str] = mapped_column(sa.String(16), nullable=False, default="agent", server_default="agent")
+    tokens_before: Mapped[int] = mapped_column(sa.Integer(), nullable=False)
+    tokens_after: Mapped[int] = mapped_column(sa.Integer(), nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
 
 

@@ -151,7 +151,15 @@ def _install_sqlite_pragmas(engine: AsyncEngine, *, wal: bool) -> None:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys = ON")
             if wal:
-                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute("PRAGMA journal_mode")
+                if str(cursor.fetchone()[0]).lower() != "wal":  # WAL is stored in the file: once is enough
+                    try:
+                        cursor.execute("PRAGMA journal_mode = WAL")
+                    except Exception as exc:  # noqa: BLE001
+                        # Switching needs the file to itself and SQLite does not wait for that (no busy
+                        # handler). Another connection is switching it or holds a lock right now;
+                        # `storage.migrate` makes sure of WAL, with retries, before it migrates.
+                        log.debug("PRAGMA journal_mode = WAL deferred: %s", exc)
                 cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()

@@ -12,13 +12,16 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Protocol
+from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
 
 from hermes_engine.agent.prompt import for_history, for_this_turn
 from hermes_engine.conversation import Message, ToolCall, Usage
 from hermes_engine.errors import EmptyAnswer
 from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse, StreamEvent, TextDelta
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from hermes_engine.agent.compression import SessionContext
 
 log = logging.getLogger(__name__)
 
@@ -59,34 +62,42 @@ class AgentLoop:
 
     async def run(self, *, router: Router, system: str, history: list[Message], user: Message | None,
                   ctx: ToolContext, persist: Persist, on_delta: OnDelta | None = None,
-                  purpose: str = "turn") -> TurnResult:
-        """Run one turn. `history` is extended in place with everything the turn appends."""
+                  purpose: str = "turn", context: "SessionContext | None" = None) -> TurnResult:
+        """Run one turn. `history` is extended in place with everything the turn appends; `context`
+        (compression) may rewrite it before each model call."""
         result = TurnResult(final_text="")
         started = time.perf_counter()
-        user_index = None
+        this_turn = None
         if user is not None:
             await persist(for_history(user), None, None)
-            user_index = len(history)
-            history.append(for_this_turn(user))
+            this_turn = for_this_turn(user)
+            history.append(this_turn)
             result.new_messages.append(for_history(user))
         try:
-            await self._iterate(router, system, history, ctx, persist, on_delta, purpose, result)
+            await self._iterate(router, system, history, ctx, persist, on_delta, purpose, result, context)
         finally:
-            if user_index is not None and user is not None and user_index < len(history):
-                history[user_index] = for_history(user)  # the private note was for this turn only
+            if this_turn is not None and user is not None:
+                # The private note was for this turn only. Found by identity: compression may have moved it.
+                at = next((i for i in range(len(history) - 1, -1, -1) if history[i] is this_turn), None)
+                if at is not None:
+                    history[at] = for_history(user)
         result.engine_seconds = time.perf_counter() - started - result.model_seconds
         return result
 
     async def _iterate(self, router: Router, system: str, history: list[Message], ctx: ToolContext,
-                       persist: Persist, on_delta: OnDelta | None, purpose: str, result: TurnResult) -> None:
+                       persist: Persist, on_delta: OnDelta | None, purpose: str, result: TurnResult,
+                       context: "SessionContext | None" = None) -> None:
         schemas = self.tools.schemas()
         empty_retries = 0
         for iteration in range(1, self.max_iterations + 1):
-            request = ModelRequest(system=system, messages=tuple(history), tools=schemas,
+            messages = tuple(history) if context is None else tuple(await context.before_call(history, router))
+            request = ModelRequest(system=system, messages=messages, tools=schemas,
                                    max_tokens=self.max_output_tokens, purpose=purpose)
             call_started = time.perf_counter()
             response = await self._call_model(router, request, on_delta)
             result.model_seconds += time.perf_counter() - call_started
+            if context is not None:
+                context.after_call(request, response)
             result.model_calls += 1
             result.usage.add(response.usage)
             if not response.tool_calls:

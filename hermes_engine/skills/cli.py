@@ -29,18 +29,22 @@ def _bots(root: Path, bot: str | None) -> list[str]:
 
 
 def _provider(bot: str | None, no_llm: bool):  # type: ignore[no-untyped-def]
-    """The model for the LLM pass: the bot profile's primary model (HERMES_MODEL overrides)."""
+    """The model for the LLM pass: the bot profile's primary model (HERMES_MODEL overrides).
+    None (the pass is skipped, and the report says so) when it cannot be built, e.g. no API key."""
     if no_llm:
         return None
     from hermes_engine.config import load_profile
     from hermes_engine.providers.factory import make_provider
 
-    settings = load_settings()
     try:
-        profile = load_profile(bot)
-    except HermesError:
-        profile = load_profile(None)
-    return make_provider(profile.models(settings)[0])
+        try:
+            profile = load_profile(bot)
+        except HermesError:
+            profile = load_profile(None)
+        return make_provider(profile.models(load_settings())[0])
+    except HermesError as exc:
+        typer.echo(f"curator: LLM pass skipped: {exc}", err=True)
+        return None
 
 
 @app.command()
@@ -67,7 +71,7 @@ def run(dry_run: bool = typer.Option(False, "--dry-run", help="Report what would
         try:
             for name in bots:
                 curator = Curator(FileSkillLibrary(bot_library_dir(root, name)), provider=provider,
-                                  llm_pass=provider is not None, bot=name)
+                                  llm_pass=not no_llm, bot=name)
                 try:
                     report = await curator.run(dry_run=dry_run)
                 except Exception as exc:  # the report (status failed) is written; go on with the next bot

@@ -204,6 +204,9 @@ class SkillsFeature(Feature):
         return hint_text(ranker.hints(text, limit=self.hint_limit))
 
     # ------------------------------------------------------------------ skills as commands
+    async def expand_command(self, name: str, args: str, bot: str) -> str | None:
+        return await self.skill_command(name, args, bot=bot)
+
     async def skill_command(self, name: str, args: str = "", *, bot: str | None = None) -> str | None:
         """The user message for `/<skill-name> args`, or None when no such skill exists.
         (Telegram commands cannot hold hyphens, so `/docker_build_cache` finds `docker-build-cache`.)"""

@@ -119,6 +119,7 @@ where which while who whom why will with won would wouldn you your yours yoursel
 hi hey hello thanks thank thx ok okay yes yeah sure help want wanna gonna trying try tried know tell show
 anyone someone something anything thing things stuff bit quick quickly maybe also still again best good
 great nice cool lol hmm guys today now right one ones use using used make makes made go going able
+two three four five six seven eight nine ten first second last new yet
 """.split())
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -140,8 +141,14 @@ def query_terms(text: str, limit: int = 24) -> list[str]:
 class Hit:
     name: str
     score: float  # bm25, negated: higher is better
-    matched: tuple[str, ...]  # query terms this skill matched
-    strong: tuple[str, ...]  # the subset matched in name, tags or description
+    matched: tuple[str, ...]  # query terms this skill matched (any column)
+    topical: tuple[str, ...]  # the subset matched in its name or tags
+    rare: tuple[str, ...] = ()  # topical terms that few skills share
+
+    @property
+    def relevant(self) -> bool:
+        """Two or more words of the message match, or one word that names the skill's topic and is rare."""
+        return len(self.matched) >= 2 or bool(self.rare)
 
 
 class HintRanker:
@@ -149,6 +156,7 @@ class HintRanker:
 
     # bm25 column weights: name, description, tags, when_to_use, category
     WEIGHTS = (6.0, 3.0, 4.0, 1.5, 1.0)
+    RARE_DF = 3  # a single matching word counts when at most this many skills contain it
 
     def __init__(self, skills: Iterable[Skill] = ()) -> None:
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
@@ -175,17 +183,18 @@ class HintRanker:
     def _quote(term: str) -> str:
         return '"' + term.replace('"', '""') + '"'
 
-    def _rowids_matching(self, expr: str, rowids: Sequence[int]) -> set[int]:
-        marks = ",".join("?" * len(rowids))
+    def _rowids(self, expr: str, within: Sequence[int] | None = None) -> set[int]:
+        sql, args = "SELECT rowid FROM skills WHERE skills MATCH ?", [expr]
+        if within is not None:
+            sql += f" AND rowid IN ({','.join('?' * len(within))})"
+            args += list(within)
         try:
-            rows = self._db.execute(f"SELECT rowid FROM skills WHERE skills MATCH ? AND rowid IN ({marks})",
-                                    (expr, *rowids)).fetchall()
+            return {r[0] for r in self._db.execute(sql, args).fetchall()}
         except sqlite3.OperationalError:
             return set()
-        return {r[0] for r in rows}
 
     def rank(self, text: str, limit: int = 3, candidates: int = 10) -> list[Hit]:
-        """Best matches for `text`, best first (no relevance cut; see `hints`)."""
+        """Best bm25 matches for `text`, best first, with what each matched (no relevance cut; see `hints`)."""
         terms = query_terms(text)
         if not terms or not self._names:
             return []
@@ -201,25 +210,27 @@ class HintRanker:
             return []
         rowids = [r[0] for r in rows]
         matched: dict[int, list[str]] = {r: [] for r in rowids}
-        strong: dict[int, list[str]] = {r: [] for r in rowids}
+        topical: dict[int, list[str]] = {r: [] for r in rowids}
+        rare: dict[int, list[str]] = {r: [] for r in rowids}
         for t in terms:
-            for r in self._rowids_matching(self._quote(t), rowids):
+            everywhere = self._rowids(self._quote(t))
+            for r in everywhere.intersection(rowids):
                 matched[r].append(t)
-            for r in self._rowids_matching("{name description tags} : " + self._quote(t), rowids):
-                strong[r].append(t)
-        hits = [Hit(self._names[r], -score, tuple(matched[r]), tuple(strong[r])) for r, score in rows]
+            for r in self._rowids("{name tags} : " + self._quote(t), rowids):
+                topical[r].append(t)
+                if len(everywhere) <= self.RARE_DF:
+                    rare[r].append(t)
+        hits = [Hit(self._names[r], -score, tuple(matched[r]), tuple(topical[r]), tuple(rare[r])) for r, score in rows]
         return hits[:limit] if limit else hits
 
     def hints(self, text: str, limit: int = 3, min_ratio: float = 0.5) -> list[Hit]:
         """At most `limit` relevant skills for a message; [] when nothing is relevant enough.
 
-        Relevant: the skill matches at least two distinct content words of the message with one of them
-        in its name, tags or description; or the message is one or two content words and one of them
-        hits the name/tags/description. Hits after the first must score at least `min_ratio` of the best.
+        Relevant (`Hit.relevant`): two or more content words of the message match the skill, or a single
+        word matches its name or tags and at most `RARE_DF` skills contain it. Hits after the first must
+        score at least `min_ratio` of the first.
         """
-        n_terms = len(query_terms(text))
-        hits = self.rank(text, limit=0)
-        relevant = [h for h in hits if h.strong and (len(h.matched) >= 2 or n_terms <= 2)]
+        relevant = [h for h in self.rank(text, limit=0) if h.relevant]
         if not relevant:
             return []
         top = relevant[0].score

@@ -167,17 +167,17 @@ def _now_stamp() -> str:
 
 
 class _LibraryLock:
-    """A re-entrant-per-thread guard: one writer at a time, in this process and across processes."""
+    """One writer at a time per library folder: a re-entrant thread lock shared by every instance on that
+    folder in this process, plus an exclusive `flock` across processes (taken once per thread)."""
 
-    _thread_locks: dict[str, threading.RLock] = {}
+    _shared: dict[str, tuple[threading.RLock, threading.local]] = {}
     _registry_lock = threading.Lock()
 
     def __init__(self, root: Path) -> None:
         self.root = root
         key = str(root.resolve())
         with self._registry_lock:
-            self._lock = self._thread_locks.setdefault(key, threading.RLock())
-        self._depth = threading.local()
+            self._lock, self._depth = self._shared.setdefault(key, (threading.RLock(), threading.local()))
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:

@@ -26,9 +26,12 @@ target_metadata = Base.metadata
 
 
 def _configure(**kwargs: object) -> None:
+    from storage.migrate import include_object
+
     context.configure(
         target_metadata=target_metadata,
         compare_type=True,
+        include_object=include_object,
         **kwargs,  # type: ignore[arg-type]
     )
 

@@ -7,7 +7,10 @@ The libraries are built in a temporary folder from `data/skill_catalog.jsonl` (2
 git, docker, kubernetes, postgres, python, data/CSV, writing/email, travel, web, linux, networking, cloud,
 CI, security, finance, productivity, home, ML/LLM, docs, mobile); the 50-skill library is every fourth
 entry. Hints are scored on `data/skill_hint_cases.jsonl`: user messages labelled with the skill that fits
-(`"skill": null` for small talk, where no hint should appear).
+(`"skill": null` for small talk, where no hint should appear). Two splits: "dev" (written first; its misses
+led to the "Typical requests" trigger line every catalog skill carries in "When to use") and "holdout"
+(written after the catalog was frozen, never used for tuning). Both are by the same author as the catalog,
+so treat the figures as a regression guard, not as a measure of real users.
 
 Targets: index ≤ 630 tokens at 50 skills and ≤ 800 at 200 (tokens = chars/4); the right skill among the
 hints for ≥ 95% of the labelled messages.
@@ -107,22 +110,29 @@ def run(show_misses: bool = False) -> bool:
             started = time.perf_counter()
             ranker = HintRanker(skills)
             rebuild_ms = 1000 * (time.perf_counter() - started)
-            result = evaluate(ranker, cases, {s.name for s in skills})
+            names = {s.name for s in skills}
             index_ok = tokens <= TARGETS[size]
-            acc_ok = result["accuracy"] >= ACCURACY_TARGET
-            ok = ok and index_ok and acc_ok
             print(f"\n== {size} skills (library built in {built:.2f}s, FTS index in {rebuild_ms:.1f} ms)")
             print(f"index: {tokens} tokens ({len(index)} chars), target ≤ {TARGETS[size]} "
                   f"[{'ok' if index_ok else 'MISSED'}]; {shown}/{len(skills)} names listed")
-            print(f"hints: right skill among hints {result['accuracy']:.1%} of {result['cases']} messages "
-                  f"(target ≥ {ACCURACY_TARGET:.0%}) [{'ok' if acc_ok else 'MISSED'}]; top-1 {result['top1']:.1%}; "
-                  f"{result['avg_hints']:.2f} hints per message; {result['ms_per_query']:.2f} ms per message")
-            print(f"small talk: a hint shown for {result['false_positive_rate']:.0%} of {result['negatives']} messages")
-            if show_misses:
-                for message, want, got in result["misses"]:
-                    print(f"  miss: {message!r} → want {want}, got {got}")
-                for message, got in result["false_positives"]:
-                    print(f"  false hint: {message!r} → {got}")
+            ok = ok and index_ok
+            for split in ("dev", "holdout", "all"):
+                chosen_cases = [c for c in cases if split == "all" or c.get("split", "dev") == split]
+                result = evaluate(ranker, chosen_cases, names)
+                verdict = ""
+                if split == "all":
+                    acc_ok = result["accuracy"] >= ACCURACY_TARGET
+                    ok = ok and acc_ok
+                    verdict = f" (target ≥ {ACCURACY_TARGET:.0%}) [{'ok' if acc_ok else 'MISSED'}]"
+                print(f"hints/{split:7s}: right skill among hints {result['accuracy']:.1%} of {result['cases']} "
+                      f"messages{verdict}; top-1 {result['top1']:.1%}; {result['avg_hints']:.2f} hints/message; "
+                      f"small talk with a hint {len(result['false_positives'])}/{result['negatives']}; "
+                      f"{result['ms_per_query']:.2f} ms/message")
+                if show_misses and split != "all":
+                    for message, want, got in result["misses"]:
+                        print(f"  miss: {message!r} → want {want}, got {got}")
+                    for message, got in result["false_positives"]:
+                        print(f"  false hint: {message!r} → {got}")
             if size == 200 and show_misses:
                 print("\n" + index)
     print("\nall targets met" if ok else "\nsome targets MISSED")

@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 import secrets
 import socket
 import time
@@ -55,6 +56,7 @@ PRIVILEGED_INTENTS = INTENT_GUILD_MEMBERS | INTENT_GUILD_PRESENCES | INTENT_MESS
 
 CH_GUILD_TEXT, CH_DM, CH_PUBLIC_THREAD = 0, 1, 11
 FLAG_LOADING = 128
+DISCORD_EPOCH_MS = 1_420_070_400_000
 
 
 def _now_iso(offset: float = 0.0) -> str:
@@ -178,7 +180,7 @@ class FakeDiscord:
     def __init__(self, *, token: str = "test-bot-token", bot_name: str = "Hermes",
                  default_limit: int = 1000, default_window: float = 1.0) -> None:
         self.token = token
-        self._ids = itertools.count(1_300_000_000_000_000_000)
+        self._ids = itertools.count(1)
         self.bot = self._new_user(bot_name, bot=True)
         self.application_id = self.bot["id"]
         self.users: dict[str, dict[str, Any]] = {}
@@ -194,6 +196,8 @@ class FakeDiscord:
         self.identifies: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
         self.gateway_paths: list[str] = []  # path of every websocket connection, in order
+        self.replayed: list[tuple[int, str, Any]] = []  # events sent again on RESUME
+        self.unknown_routes: list[str] = []  # requests no route matched (a test should see none)
         # knobs
         self.grant_message_content = True  # False: the portal toggle is off for a bot that still connects
         self.reject_privileged_intents = False  # True: IDENTIFY asking for them is closed with 4014
@@ -206,6 +210,7 @@ class FakeDiscord:
         self._buckets: dict[tuple[str, str, str], _Bucket] = {}
         self._cues: list[_Cue] = []
         self._session: _Session | None = None
+        self._replay_from: int | None = None
         self._sessions: dict[str, _Session] = {}
         self._gateway_open = asyncio.Event()
         self._gateway_open.set()
@@ -220,7 +225,7 @@ class FakeDiscord:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     async def start(self) -> "FakeDiscord":
-        app = web.Application()
+        app = web.Application(middlewares=[self._json_errors])
         r = app.router
         p = API_PREFIX
         r.add_get(p + "/users/@me", self._users_me)
@@ -286,7 +291,8 @@ class FakeDiscord:
 
     # -- world building ----------------------------------------------------------------------------------
     def snowflake(self) -> str:
-        return str(next(self._ids))
+        """A real-shaped id: milliseconds since the Discord epoch, then a counter (ids grow with time)."""
+        return str(((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22) | (next(self._ids) & 0x3FFFFF))
 
     def _new_user(self, name: str, *, bot: bool = False) -> dict[str, Any]:
         return {"id": self.snowflake(), "username": name.lower().replace(" ", "_"), "global_name": name,
@@ -439,6 +445,14 @@ class FakeDiscord:
         async with session.send_lock:
             await ws.close(code=code, message=b"dropped by the test")
 
+    def replay_on_resume(self, message: FakeMessage) -> None:
+        """On the next RESUME, replay from this message's MESSAGE_CREATE on, though the bot had it (Discord
+        delivers at least once)."""
+        session = self._session
+        assert session is not None
+        self._replay_from = next(seq for seq, event, data in session.events
+                                 if event == "MESSAGE_CREATE" and data.get("id") == message.id)
+
     @property
     def connected(self) -> bool:
         return self._session is not None and self._session.ws is not None
@@ -575,8 +589,12 @@ class FakeDiscord:
         async with session.send_lock:
             seen = int(d.get("seq") or 0)
             first = max(0, seen - self.replay_overlap)
+            if self._replay_from is not None:
+                first = min(first, self._replay_from - 1)
+                self._replay_from = None
             for seq, event, data in session.events:
                 if seq > first and event not in ("READY", "RESUMED"):
+                    self.replayed.append((seq, event, data))
                     await ws.send_str(json.dumps({"op": 0, "t": event, "s": seq, "d": data}))
             session.seq += 1
             session.events.append((session.seq, "RESUMED", {}))
@@ -587,6 +605,15 @@ class FakeDiscord:
         return session
 
     # -- REST plumbing -----------------------------------------------------------------------------------
+    @web.middleware
+    async def _json_errors(self, request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
+        """Unknown routes answer as Discord does (JSON, 404/405) and are recorded in `unknown_routes`."""
+        try:
+            return await handler(request)
+        except (web.HTTPNotFound, web.HTTPMethodNotAllowed) as exc:
+            self.unknown_routes.append(f"{request.method} {request.path}")
+            return self._json({"message": f"{exc.status}: {exc.reason}", "code": 0}, exc.status)
+
     @staticmethod
     def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
         return web.Response(body=json.dumps(data).encode(), status=status,
@@ -642,7 +669,7 @@ class FakeDiscord:
         bucket = self._buckets.get(key)
         if bucket is None or now - bucket.started >= bucket.window:
             bucket = self._buckets[key] = _Bucket(limit, window, started=now)
-        reset_after = max(0.0, bucket.started + bucket.window - now)
+        reset_after = math.ceil(max(0.0, bucket.started + bucket.window - now) * 1000) / 1000
         bucket_hash = f"{abs(hash((method, route))) :x}"
 
         def headers(remaining: int) -> dict[str, str]:

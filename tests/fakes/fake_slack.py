@@ -128,6 +128,7 @@ class Delivery:
     status: int
     body: str
     seconds: float  # time until the app answered (the ack time)
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -161,7 +162,8 @@ class FakeSlack:
         self.deliveries: list[Delivery] = []
         self.events_url: str | None = None  # the app's request URL (HTTP mode)
         self.socket_acks: list[str] = []
-        self.connections_opened = 0
+        self.connections_opened = 0  # apps.connections.open calls
+        self.sockets_accepted = 0  # websocket connections made
         self._faults: deque[Fault] = deque()
         self._sockets: list[web.WebSocketResponse] = []
         self._socket_ready = asyncio.Event()
@@ -285,6 +287,11 @@ class FakeSlack:
             "is_ext_shared_channel": False,
         }
 
+    def store_user_message(self, user: str, channel: str, text: str, *,
+                           thread_ts: str | None = None) -> SlackMessage:
+        """A message in the channel's history without any event sent (deliver it yourself)."""
+        return self.store(SlackMessage(channel, self.new_ts(), text, user=user, thread_ts=thread_ts))
+
     async def say(self, user: str, channel: str, text: str, *, thread_ts: str | None = None,
                   channel_type: str | None = None, bot_id: str | None = None) -> SlackMessage:
         """A person (or another bot) posts; the events Slack sends for it are delivered concurrently.
@@ -343,7 +350,7 @@ class FakeSlack:
         started = time.perf_counter()
         async with self._session.post(self.events_url, data=body.encode(), headers=headers) as response:
             text = await response.text()
-            delivery = Delivery(response.status, text, time.perf_counter() - started)
+            delivery = Delivery(response.status, text, time.perf_counter() - started, dict(response.headers))
         self.deliveries.append(delivery)
         return delivery
 
@@ -368,6 +375,7 @@ class FakeSlack:
         ws = web.WebSocketResponse(autoping=True)
         await ws.prepare(request)
         self._sockets.append(ws)
+        self.sockets_accepted += 1
         self._socket_ready.set()
         await ws.send_str(json.dumps({"type": "hello", "num_connections": len(self._sockets),
                                       "connection_info": {"app_id": APP_ID},
@@ -394,7 +402,8 @@ class FakeSlack:
 
     @property
     def sockets(self) -> int:
-        return len(self._sockets)
+        """Open Socket Mode connections."""
+        return len([ws for ws in self._sockets if not ws.closed])
 
     async def drop_sockets(self) -> None:
         """Close every Socket Mode connection from Slack's side."""
@@ -408,16 +417,35 @@ class FakeSlack:
                                           "debug_info": {"host": "fake-slack"}}))
 
     async def _socket_deliver(self, kind: str, payload: dict[str, Any], retry: int) -> Delivery:
-        await self.wait_for_socket()
+        """Send an envelope on the newest open connection and wait for its ack; an envelope whose
+        connection closes before the ack is sent again on the next one, as Slack does."""
         envelope_id = f"env-{next(self._ids)}"
         future = asyncio.get_running_loop().create_future()
         self._acks[envelope_id] = future
         started = time.perf_counter()
-        await self._sockets[-1].send_str(json.dumps({
-            "envelope_id": envelope_id, "type": kind, "payload": payload,
-            "accepts_response_payload": kind != "events_api", "retry_attempt": retry,
-            "retry_reason": "timeout" if retry else ""}))
-        ack = await asyncio.wait_for(future, 10)
+        deadline = time.monotonic() + 10
+        while True:
+            await self.wait_for_socket(max(0.1, deadline - time.monotonic()))
+            open_sockets = [ws for ws in self._sockets if not ws.closed]
+            if not open_sockets:
+                await asyncio.sleep(0.01)
+                continue
+            ws = open_sockets[-1]
+            try:
+                await ws.send_str(json.dumps({
+                    "envelope_id": envelope_id, "type": kind, "payload": payload,
+                    "accepts_response_payload": kind != "events_api", "retry_attempt": retry,
+                    "retry_reason": "timeout" if retry else ""}))
+            except ConnectionError:
+                continue
+            while not future.done() and not ws.closed and time.monotonic() < deadline:
+                await asyncio.wait([future], timeout=0.05)
+            if future.done():
+                break
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no ack for envelope {envelope_id}")
+            retry += 1
+        ack = future.result()
         delivery = Delivery(200, json.dumps(ack.get("payload") or {}), time.perf_counter() - started)
         self.deliveries.append(delivery)
         return delivery

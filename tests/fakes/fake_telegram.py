@@ -211,6 +211,7 @@ class FakeTelegram:
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self._webhook_task: asyncio.Task | None = None
+        self._closing = False
         self.port = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -226,6 +227,9 @@ class FakeTelegram:
         return self
 
     async def stop(self) -> None:
+        self._closing = True
+        async with self._new_update:  # release long polls, or the server waits for them to time out
+            self._new_update.notify_all()
         if self._webhook_task is not None:
             self._webhook_task.cancel()
         if self._runner is not None:
@@ -479,7 +483,7 @@ class FakeTelegram:
             while True:
                 ready = [u for u in self.updates if u["update_id"] >= offset][:limit]
                 remaining = deadline - time.monotonic()
-                if ready or remaining <= 0 or time.monotonic() < self.outage_until:
+                if ready or remaining <= 0 or self._closing or time.monotonic() < self.outage_until:
                     break
                 try:
                     await asyncio.wait_for(self._new_update.wait(), remaining)

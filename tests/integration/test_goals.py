@@ -160,7 +160,9 @@ async def test_active_goal_resumes_after_a_restart(engine, fake_llm, tmp_path):
     assert second.outlet.texts[-1].startswith("✅ Goal done: survive a restart")
     goals = await second.store.list_goals(bot="testbot")
     assert goals[0].status == "done"
-    assert len(goals[0].verdicts) == goals[0].turns_used  # every turn judged once, none run twice
+    stored = await second.store.load_messages(goals[0].session_id)
+    turn_events = [m.meta["event_id"] for m in stored if m.role == "user"]
+    assert len(turn_events) == len(set(turn_events)) == goals[0].turns_used  # no goal turn ran twice
 
 
 def test_parse_verdict_accepts_one_json_line_and_rejects_prose():

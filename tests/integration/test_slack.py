@@ -9,9 +9,15 @@ import pytest
 from aiohttp import web
 
 from fakes.fake_llm import Reply
-from fakes.fake_slack import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, FakeSlack
+from fakes.fake_slack import APP_TOKEN, BOT_TOKEN, MAX_TEXT, SIGNING_SECRET, FakeSlack
 
 from engine_harness import make_profile
+from hermes_engine.config import GoalSettings
+from hermes_engine.errors import ConfigError
+from hermes_engine.loops.goals import GoalFeature
+
+CHANNEL = "CGENERAL"
+DM = "DALICE"
 
 
 @pytest.fixture
@@ -80,13 +86,522 @@ async def slack_bot(engine, fake_slack, monkeypatch):
         await bot.runner.cleanup()
 
 
-async def test_smoke_mention(slack_bot, fake_slack, fake_llm):
+
+def mention(fake: FakeSlack, text: str) -> str:
+    return f"<@{fake.bot_user}> {text}"
+
+
+def is_judge(request) -> bool:
+    return "You judge progress toward a goal" in request.system
+
+
+def worker_requests(fake_llm):
+    return [r for r in fake_llm.requests if not is_judge(r)]
+
+
+# -- conversations ---------------------------------------------------------------------------------------
+
+
+async def test_mention_in_a_channel_streams_the_reply_natively_in_a_thread_under_it(slack_bot, fake_slack, fake_llm):
     bot = await slack_bot()
-    fake_llm.script(Reply(text="Hello **Alice**, here is the answer."))
-    msg = await fake_slack.say("UALICE", "CGENERAL", f"<@{fake_slack.bot_user}> hi there")
+    fake_llm.script(Reply(text="Here is **the plan**: first this, then that, and finally the rest.", delay=0.02))
+    asked = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "what is the plan?"))
     await bot.settle()
-    for m in fake_slack.messages["CGENERAL"]:
-        print(m)
-    print([ (c.method, c.error) for c in fake_slack.calls])
-    print(fake_llm.requests[0].last_user_text)
-    assert 0
+
+    thread = fake_slack.thread(CHANNEL, asked.ts)
+    assert [m.user for m in thread] == ["UALICE", fake_slack.bot_user]
+    reply = thread[1]
+    assert reply.thread_ts == asked.ts and reply.streamed and not reply.streaming
+    assert reply.visible == "Here is **the plan**: first this, then that, and finally the rest."
+    assert len(reply.edits) >= 2  # it grew in place: appended piece by piece
+    assert not fake_slack.top_level(CHANNEL)[1:]  # nothing was posted in the channel itself
+    # app_mention and message.channels both arrived for one message, and the bot's own post was echoed
+    # back: exactly one model call, and the speaker is labelled with the Slack display name.
+    assert len(fake_llm.requests) == 1
+    assert fake_llm.requests[0].last_user_text.endswith("what is the plan?")
+    assert "Alice" in fake_llm.requests[0].last_user_text
+    start = fake_slack.calls_to("chat.startStream")[0].params
+    assert start["recipient_user_id"] == "UALICE" and start["recipient_team_id"] == fake_slack.team
+
+
+async def test_dm_is_answered_with_post_then_update_and_a_mrkdwn_final(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    fake_llm.script(Reply(text="Sure. A **bold** idea and a [link](https://example.com) for 1 < 2.", delay=0.03))
+    await fake_slack.say("UALICE", DM, "hello in private")
+    await bot.settle()
+
+    replies = fake_slack.bot_messages(DM)
+    assert len(replies) == 1
+    reply = replies[0]
+    assert reply.thread_ts is None and not reply.streamed
+    # Interim frames: the Markdown as written, plain (mrkdwn off), Slack's control characters escaped.
+    post = fake_slack.calls_to("chat.postMessage")[0].params
+    assert post["mrkdwn"] in (False, "0", "false", "False")
+    assert reply.edits and any("**bold**" in e for e in reply.edits)
+    assert all("<" not in e for e in reply.edits)
+    # The final: rendered to mrkdwn, edited into the same message.
+    assert reply.mrkdwn and "*bold*" in reply.text and "**bold**" not in reply.text
+    assert "<https://example.com|link>" in reply.text
+    assert "1 &lt; 2" in reply.text  # escaped, so model output cannot form Slack markup
+    assert len(fake_llm.requests) == 1
+
+
+async def test_when_slack_refuses_native_streams_replies_stream_by_update_instead(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    fake_slack.fail("chat.startStream", status=200, error="missing_scope")
+    fake_llm.script(Reply(text="Still answered, by post and update.", delay=0.02), "Second answer.")
+    first = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "stream please"))
+    await bot.settle()
+    second = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "again"))
+    await bot.settle()
+    assert [m.visible for m in fake_slack.bot_messages(CHANNEL, first.ts)] == ["Still answered, by post and update."]
+    assert [m.visible for m in fake_slack.bot_messages(CHANNEL, second.ts)] == ["Second answer."]
+    assert len(fake_slack.calls_to("chat.startStream")) == 1  # not tried again after the refusal
+
+
+async def test_a_streamed_reply_cannot_ping_the_channel(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    fake_llm.script(Reply(chunks=["Attention <!channel> and ", "<!here>: done."], delay=0.02))
+    asked = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "say something loud"))
+    await bot.settle()
+    reply = fake_slack.bot_messages(CHANNEL, asked.ts)[0]
+    assert reply.streamed and "<!channel>" not in reply.text and "<!here>" not in reply.text
+
+
+async def test_a_reply_in_the_bots_thread_is_answered_without_a_mention(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    fake_llm.script("First answer.", "Second answer, same thread.")
+    asked = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "start something"))
+    await bot.settle()
+    await fake_slack.say("UBOB", CHANNEL, "and what about this?", thread_ts=asked.ts)
+    await bot.settle()
+
+    texts = [m.visible for m in fake_slack.bot_messages(CHANNEL, asked.ts)]
+    assert texts == ["First answer.", "Second answer, same thread."]
+    second = fake_llm.requests[1]
+    assert "start something" in json.dumps(second.messages)  # one session per thread: history kept
+    assert "Bob" in second.last_user_text
+
+
+async def test_thread_membership_survives_a_restart_through_conversations_replies(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    fake_llm.script("Answer one.", "Answer two.")
+    asked = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "remember this thread"))
+    await bot.settle()
+    bot.adapter._threads.clear()  # what a restart forgets
+    await fake_slack.say("UALICE", CHANNEL, "still there?", thread_ts=asked.ts)
+    await bot.settle()
+    assert [m.visible for m in fake_slack.bot_messages(CHANNEL, asked.ts)] == ["Answer one.", "Answer two."]
+    assert len(fake_slack.calls_to("conversations.replies")) == 1
+
+
+async def test_messages_the_bot_is_not_part_of_are_ignored(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    plain = await fake_slack.say("UALICE", CHANNEL, "just people talking")
+    await fake_slack.say("UBOB", CHANNEL, "a reply in their own thread", thread_ts=plain.ts)
+    await fake_slack.say("UBOB", CHANNEL, "and another one", thread_ts=plain.ts)
+    await bot.settle()
+    assert fake_llm.requests == []
+    assert fake_slack.bot_messages(CHANNEL) == []
+    assert len(fake_slack.calls_to("conversations.replies")) == 1  # the negative answer is cached
+
+
+async def test_the_bots_own_messages_and_other_bots_are_ignored(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    fake_llm.script("Only answer.")
+    asked = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "hi"))
+    await bot.settle()
+    # Streams are not echoed by the fake; play Slack delivering the bot's own posts (they carry bot_id):
+    await fake_slack.say(fake_slack.bot_user, CHANNEL, "I am the bot talking", thread_ts=asked.ts,
+                         bot_id=fake_slack.bot_id)
+    await fake_slack.say(fake_slack.bot_user, DM, "bot in a DM", bot_id=fake_slack.bot_id)
+    await fake_slack.say("UOTHERBOT", CHANNEL, mention(fake_slack, "hey bot, answer me"), bot_id="BOTHER")
+    await fake_slack.say("UOTHERBOT", CHANNEL, "another bot in the thread", thread_ts=asked.ts, bot_id="BOTHER")
+    await bot.settle()
+    assert len(fake_llm.requests) == 1
+    posted = [c for c in fake_slack.calls if c.method in ("chat.postMessage", "chat.startStream")]
+    assert len(posted) == 1  # the one answer; nothing in reply to itself or the other bot
+
+
+async def test_other_bots_are_answered_when_the_profile_allows_bots(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot(profile=make_profile(access={"allow_bots": True}))
+    fake_llm.script("Hello fellow bot.")
+    await fake_slack.say("UOTHERBOT", CHANNEL, mention(fake_slack, "hey bot"), bot_id="BOTHER")
+    await bot.settle()
+    assert [m.visible for m in fake_slack.bot_messages(CHANNEL)] == ["Hello fellow bot."]
+    # ...but never itself, even then
+    await fake_slack.say(fake_slack.bot_user, DM, "bot in a DM", bot_id=fake_slack.bot_id)
+    await bot.settle()
+    assert len(fake_llm.requests) == 1
+
+
+async def test_people_outside_allowed_users_are_ignored(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot(profile=make_profile(access={"allowed_users": ["UBOB"]}))
+    fake_llm.script("Hi Bob.")
+    await fake_slack.say("UALICE", DM, "let me in")
+    await fake_slack.say("UBOB", "DBOB", "hello")
+    await bot.settle()
+    assert len(fake_llm.requests) == 1
+    assert fake_slack.bot_messages(DM) == [] and len(fake_slack.bot_messages("DBOB")) == 1
+
+
+# -- the Events API contract -----------------------------------------------------------------------------
+
+
+async def test_forged_signature_or_stale_timestamp_gets_401_and_no_work(slack_bot, fake_slack, fake_llm):
+    import time
+
+    bot = await slack_bot()
+    event = {"type": "message", "channel": DM, "user": "UALICE", "text": "hi", "ts": "1.000001",
+             "channel_type": "im"}
+    forged = await fake_slack.post_event(event, secret="not-the-secret")
+    stale = await fake_slack.post_event(event, timestamp=time.time() - 301)
+    garbage = await fake_slack.post_event(event, signature="v0=deadbeef")
+    command = await fake_slack.post_command("/goal", "do evil", channel=CHANNEL, secret="not-the-secret")
+    retry = await fake_slack.post_event(event, event_id="EvFORGED", retry_num=1, secret="not-the-secret")
+    await bot.settle()
+    assert [d.status for d in (forged, stale, garbage, command, retry)] == [401] * 5
+    assert fake_llm.requests == []
+    assert fake_slack.bot_messages(DM) == [] and fake_slack.bot_messages(CHANNEL) == []
+    assert await bot.engine.store.pending_inbound() == []
+    assert [c.method for c in fake_slack.calls if c.method != "auth.test"] == []
+
+
+async def test_a_slightly_old_but_valid_timestamp_is_accepted(slack_bot, fake_slack, fake_llm):
+    import time
+
+    bot = await slack_bot()
+    fake_llm.script("ok")
+    event = {"type": "message", "channel": DM, "user": "UALICE", "text": "hi", "ts": "2.000001",
+             "channel_type": "im"}
+    delivery = await fake_slack.post_event(event, timestamp=time.time() - 240)
+    await bot.settle()
+    assert delivery.status == 200 and len(fake_slack.bot_messages(DM)) == 1
+
+
+async def test_an_event_retried_three_times_is_answered_once(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    fake_llm.script(Reply(text="Answered once.", delay=0.05))
+    message = fake_slack.store_user_message("UALICE", DM, "are you there?")
+    event = fake_slack.message_event(message, channel_type="im")
+    first = await fake_slack.post_event(event, event_id="EvRETRIED")
+    retries = [await fake_slack.post_event(event, event_id="EvRETRIED", retry_num=n) for n in (1, 2, 3)]
+    await bot.settle()
+    assert [d.status for d in (first, *retries)] == [200] * 4
+    assert all(d.seconds < 1 for d in (first, *retries))
+    assert [d.headers.get("X-Slack-No-Retry") for d in retries] == ["1"] * 3  # short-circuited
+    assert len(fake_llm.requests) == 1
+    assert [m.visible for m in fake_slack.bot_messages(DM)] == ["Answered once."]
+
+
+async def test_retries_of_an_event_whose_first_delivery_was_lost_are_answered_once(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    fake_llm.script("Got it on the retry.")
+    message = fake_slack.store_user_message("UALICE", DM, "lost in transit")
+    event = fake_slack.message_event(message, channel_type="im")
+    await asyncio.gather(*(fake_slack.post_event(event, event_id="EvLOST", retry_num=n) for n in (1, 2, 3)))
+    await bot.settle()
+    assert len(fake_llm.requests) == 1
+    assert [m.visible for m in fake_slack.bot_messages(DM)] == ["Got it on the retry."]
+
+
+async def test_url_verification_is_answered_with_the_challenge(slack_bot, fake_slack):
+    await slack_bot()
+    delivery = await fake_slack.post_signed(json.dumps({"type": "url_verification", "challenge": "c-123",
+                                                        "token": "x"}), "application/json")
+    assert delivery.status == 200 and "c-123" in delivery.body
+
+
+# -- pacing, rate limits and long replies --------------------------------------------------------------
+
+
+def _gaps(calls) -> list[float]:
+    return [b.at - a.at for a, b in zip(calls, calls[1:])]
+
+
+async def test_a_429_on_chat_update_pauses_the_channel_and_the_reply_completes(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    words = [f"word{i} " for i in range(40)]
+    fake_llm.script(Reply(chunks=words, delay=0.02))
+    fake_slack.fail("chat.update", status=429, retry_after=1)
+    await fake_slack.say("UALICE", DM, "talk to me")
+    await bot.settle()
+
+    replies = fake_slack.bot_messages(DM)
+    assert [m.visible for m in replies] == ["".join(words).strip()]
+    updates = fake_slack.calls_to("chat.update")
+    limited = next(i for i, c in enumerate(updates) if c.status == 429)
+    after = updates[limited + 1:]
+    assert after, "the reply was completed after the rate limit"
+    assert after[0].at - updates[limited].at >= 0.95  # Retry-After: 1 honoured for this channel
+
+
+async def test_real_pacing_keeps_calls_to_a_channel_1_2_seconds_apart(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot(options={"edit_interval_seconds": 1.2})
+    fake_llm.script(Reply(chunks=[f"part{i} " for i in range(24)], delay=0.1))  # ~2.4 s of streaming
+    await fake_slack.say("UALICE", DM, "stream slowly")
+    await bot.settle()
+    calls = [c for c in fake_slack.calls if c.method in ("chat.postMessage", "chat.update")
+             and c.params.get("channel") == DM]
+    assert len(calls) >= 3
+    assert min(_gaps(calls)) >= 1.15
+    assert fake_slack.bot_messages(DM)[0].visible == "".join(f"part{i} " for i in range(24)).strip()
+
+
+def _long_text(words: int = 7500) -> str:
+    paragraphs, line = [], []
+    for i in range(words):
+        line.append(f"w{i:05d}")
+        if len(line) == 60:
+            paragraphs.append(" ".join(line) + ".")
+            line = []
+    paragraphs.append(" ".join(line) + ".")
+    return "\n\n".join(paragraphs)
+
+
+def _assert_all_words_in_order(text: str, words: int) -> None:
+    found = [t.strip(".") for t in text.split() if t.startswith("w")]
+    assert found == [f"w{i:05d}" for i in range(words)]
+
+
+async def test_a_50k_reply_in_a_dm_is_split_into_valid_messages_with_nothing_lost(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    text = _long_text()
+    assert len(text) > 50_000
+    fake_llm.script(Reply(text=text))
+    await fake_slack.say("UALICE", DM, "write a lot")
+    await bot.settle(timeout=30)
+    replies = fake_slack.bot_messages(DM)
+    assert len(replies) == 2
+    assert all(len(m.text) <= MAX_TEXT for m in replies)
+    assert not [c for c in fake_slack.calls if c.error == "msg_too_long"]
+    _assert_all_words_in_order("\n".join(m.visible for m in replies), 7500)
+
+
+async def test_a_50k_reply_in_a_thread_falls_back_from_native_streaming_and_splits(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    text = _long_text()
+    fake_llm.script(Reply(chunks=[text[i:i + 5000] for i in range(0, len(text), 5000)], delay=0.03))
+    asked = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "write a lot here"))
+    await bot.settle(timeout=30)
+    replies = fake_slack.bot_messages(CHANNEL, asked.ts)
+    assert len(replies) == 2 and all(not m.streaming for m in replies)
+    assert all(len(m.text) <= MAX_TEXT for m in replies)
+    assert replies[0].streamed  # it started as a native stream
+    _assert_all_words_in_order("\n".join(m.visible for m in replies), 7500)
+
+
+# -- slash commands and goals ----------------------------------------------------------------------------
+
+
+def goal_script(verdicts, worker=lambda request, n: Reply(text=f"worked step {n}")):
+    state = {"judge": 0, "worker": 0}
+
+    def respond(request):
+        if is_judge(request):
+            i = min(state["judge"], len(verdicts) - 1)
+            state["judge"] += 1
+            return Reply(text=verdicts[i])
+        state["worker"] += 1
+        return worker(request, state["worker"])
+
+    return respond, state
+
+
+def verdict(v: str, reason: str = "because") -> str:
+    return json.dumps({"verdict": v, "reason": reason})
+
+
+async def goal_bot(slack_bot):
+    return await slack_bot(features=[GoalFeature(GoalSettings(max_turns=20))])
+
+
+async def test_goal_command_acks_at_once_and_works_in_the_anchor_thread(slack_bot, fake_slack, fake_llm):
+    bot = await goal_bot(slack_bot)
+    fake_llm.responder, state = goal_script([verdict("continue", "half the notes are in"),
+                                             verdict("done", "the checklist is complete")])
+    ack = await fake_slack.post_command("/goal", "migrate these notes into a checklist", channel=CHANNEL)
+    assert ack.status == 200 and ack.seconds < 1.0
+    await bot.settle()
+
+    anchors = fake_slack.top_level(CHANNEL)
+    assert len(anchors) == 1 and anchors[0].from_bot
+    assert anchors[0].visible.startswith("🎯 Goal: migrate these notes into a checklist")
+    thread = [m.visible for m in fake_slack.bot_messages(CHANNEL, anchors[0].ts)][1:]
+    assert thread[0].startswith("🎯 Goal set: migrate these notes into a checklist")
+    assert "worked step 1" in thread and "worked step 2" in thread
+    assert thread[-1].startswith("✅ Goal done: migrate these notes into a checklist")
+    assert state["worker"] == 2
+    assert worker_requests(fake_llm)[0].last_user_text.endswith("migrate these notes into a checklist")
+
+    status_ack = await fake_slack.post_command("/goal", "status", channel=CHANNEL)
+    assert status_ack.status == 200 and status_ack.seconds < 1.0 and "thread" in status_ack.body
+    await bot.settle()
+    status = fake_slack.bot_messages(CHANNEL, anchors[0].ts)[-1].visible
+    assert "Status: done" in status and "Turns used: 2" in status
+    assert "1. continue: half the notes are in" in status and "2. done: the checklist is complete" in status
+
+
+async def test_a_second_goal_in_the_same_thread_is_refused_not_started(slack_bot, fake_slack, fake_llm):
+    bot = await goal_bot(slack_bot)
+    fake_llm.responder, state = goal_script([verdict("continue")],
+                                            worker=lambda r, n: Reply(text=f"step {n}", delay=0.05))
+    await fake_slack.post_command("/goal", "first goal", channel=CHANNEL)
+    await fake_slack.wait_for(lambda: len(fake_slack.bot_messages(CHANNEL)) >= 2)
+    anchor = fake_slack.top_level(CHANNEL)[0]
+    await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "/goal a second goal"), thread_ts=anchor.ts)
+    await fake_slack.wait_for(lambda: any("already running" in m.visible
+                                          for m in fake_slack.bot_messages(CHANNEL, anchor.ts)))
+    refusal = next(m.visible for m in fake_slack.bot_messages(CHANNEL, anchor.ts) if "already running" in m.visible)
+    assert "first goal" in refusal and "/goal clear" in refusal
+    clear_ack = await fake_slack.post_command("/goal", "clear", channel=CHANNEL)
+    assert clear_ack.status == 200
+    await bot.settle()
+    assert any(m.visible == "Goal cleared." for m in fake_slack.bot_messages(CHANNEL, anchor.ts))
+    goals = await bot.engine.store.list_goals(bot=bot.gateway.bot)
+    assert [(g.text, g.status) for g in goals] == [("first goal", "cleared")]
+    assert not any("a second goal" in r.last_user_text for r in worker_requests(fake_llm))
+    assert len(fake_slack.top_level(CHANNEL)) == 1  # no second anchor
+
+
+async def test_goal_subcommand_without_a_goal_thread_answers_ephemerally(slack_bot, fake_slack, fake_llm):
+    await goal_bot(slack_bot)
+    ack = await fake_slack.post_command("/goal", "status", channel=CHANNEL)
+    assert ack.status == 200 and "no goal in this channel" in ack.body
+    usage = await fake_slack.post_command("/goal", "", channel=CHANNEL)
+    assert "Usage" in usage.body
+    assert fake_slack.bot_messages(CHANNEL) == [] and fake_llm.requests == []
+
+
+async def test_goal_in_a_channel_the_bot_cannot_post_to_is_answered_through_response_url(slack_bot, fake_slack, fake_llm):
+    bot = await goal_bot(slack_bot)
+    fake_slack.fail("chat.postMessage", status=200, error="not_in_channel")
+    ack = await fake_slack.post_command("/goal", "something", channel="CPRIVATE")
+    assert ack.status == 200
+    await fake_slack.wait_for(lambda: bool(fake_slack.responses))
+    await bot.settle()
+    assert "Invite me" in fake_slack.responses[0]["text"]
+    assert fake_slack.responses[0]["response_type"] == "ephemeral"
+    assert fake_llm.requests == []
+
+
+async def test_hermes_command_runs_engine_commands_where_the_person_talks_to_the_bot(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    help_ack = await fake_slack.post_command("/hermes", "help", channel=DM)
+    await bot.settle()
+    assert help_ack.status == 200
+    assert "/new" in fake_slack.bot_messages(DM)[-1].visible
+
+    fake_llm.script("Thread answer.")
+    asked = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "open a thread"))
+    await bot.settle()
+    status_ack = await fake_slack.post_command("/hermes", "status", channel=CHANNEL)
+    await bot.settle()
+    assert "thread" in status_ack.body
+    status = fake_slack.bot_messages(CHANNEL, asked.ts)[-1].visible
+    assert "Session:" in status and "2 messages" in status
+
+    new_ack = await fake_slack.post_command("/hermes", "new", channel=CHANNEL)
+    await bot.settle()
+    assert new_ack.status == 200
+    assert fake_slack.bot_messages(CHANNEL, asked.ts)[-1].visible == "Started a new conversation."
+    bogus = await fake_slack.post_command("/hermes", "frobnicate", channel=CHANNEL)
+    assert "Usage" in bogus.body
+
+
+# -- Socket Mode -------------------------------------------------------------------------------------------
+
+
+async def wait_until(predicate, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise TimeoutError("condition not reached")
+        await asyncio.sleep(0.02)
+
+
+async def test_socket_mode_answers_and_reconnects_after_a_disconnect(slack_bot, fake_slack, fake_llm):
+    # A short ping interval makes slack-sdk call a busy connection stale (4 intervals without a pong) and
+    # reconnect on its own; 2 s keeps that out of this test while a CLOSE still reconnects at once.
+    bot = await slack_bot(socket_mode=True, options={"socket_ping_interval": 2.0})
+    fake_llm.script("First over the socket.", "Second after a reconnect.", "Third after a refresh.")
+    await fake_slack.wait_for_socket()
+    await fake_slack.say("UALICE", DM, "hello over a websocket")
+    await bot.settle()
+    assert [m.visible for m in fake_slack.bot_messages(DM)] == ["First over the socket."]
+
+    before = fake_slack.sockets_accepted
+    await fake_slack.drop_sockets()
+    await wait_until(lambda: fake_slack.sockets_accepted > before and fake_slack.sockets == 1)
+    await fake_slack.say("UALICE", DM, "still there?")
+    await bot.settle()
+
+    before = fake_slack.sockets_accepted
+    await fake_slack.request_refresh()
+    await wait_until(lambda: fake_slack.sockets_accepted > before and fake_slack.sockets == 1)
+    await fake_slack.say("UALICE", DM, "and now?")
+    await bot.settle()
+    assert [m.visible for m in fake_slack.bot_messages(DM)] == [
+        "First over the socket.", "Second after a reconnect.", "Third after a refresh."]
+    assert fake_slack.connections_opened >= 3  # a fresh URL from apps.connections.open each time
+    assert len(fake_slack.socket_acks) >= 3
+
+
+# -- configuration -----------------------------------------------------------------------------------------
+
+
+async def test_missing_credentials_are_a_config_error_naming_the_setting(engine, monkeypatch):
+    from adapters import slack as slack_adapter
+
+    e = await engine(platform="slack")
+    for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigError, match="SLACK_BOT_TOKEN"):
+        slack_adapter.build(e.gateway, e.settings, {}, web.Application())
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+    with pytest.raises(ConfigError, match="SLACK_SIGNING_SECRET"):
+        slack_adapter.build(e.gateway, e.settings, {}, web.Application())
+    with pytest.raises(ConfigError, match="platforms.slack.edit_interval"):
+        slack_adapter.build(e.gateway, e.settings, {"edit_interval": 1}, web.Application())
+    monkeypatch.setenv("SLACK_APP_TOKEN", APP_TOKEN)  # Socket Mode needs no signing secret
+    http = web.Application()
+    adapter = slack_adapter.build(e.gateway, e.settings, {}, http)
+    assert adapter.app_token == APP_TOKEN
+    assert not [r for r in http.router.routes() if r.resource.canonical == "/slack/events"]
+
+
+def test_proxy_is_honoured_except_for_hosts_in_no_proxy(monkeypatch):
+    from adapters.slack import proxy_for
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    assert proxy_for("https://slack.com/api/") == "http://proxy.internal:3128"
+    assert proxy_for("http://127.0.0.1:8099/api/") is None
+    monkeypatch.delenv("HTTPS_PROXY")
+    assert proxy_for("https://slack.com/api/") is None
+
+
+def test_the_slack_channel_bot_profile_and_manifest_are_complete():
+    from pathlib import Path
+
+    import yaml
+
+    from hermes_engine.config import load_profile
+
+    folder = Path(__file__).resolve().parents[2] / "bots" / "slack-channel-bot"
+    profile = load_profile(str(folder))
+    assert "slack" in profile.platforms and profile.soul.strip()
+    from adapters.slack import SlackOptions
+
+    SlackOptions.model_validate(profile.platforms["slack"])
+    manifest = yaml.safe_load((folder / "manifest.yaml").read_text())
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    assert {"app_mentions:read", "channels:history", "groups:history", "im:history", "im:read", "im:write",
+            "chat:write", "commands", "users:read"} <= scopes
+    events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
+    assert events == {"app_mention", "message.im", "message.channels", "message.groups"}
+    commands = {c["command"]: c for c in manifest["features"]["slash_commands"]}
+    assert set(commands) == {"/goal", "/hermes"}
+    assert all(c["url"].endswith("/slack/events") for c in commands.values())
+    assert manifest["settings"]["event_subscriptions"]["request_url"].endswith("/slack/events")

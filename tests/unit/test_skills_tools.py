@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hermes_engine.conversation import ToolCall
-from hermes_engine.skills.library import FileSkillLibrary, GatedLibrary, PendingQueue
+from hermes_engine.skills.library import FileSkillLibrary, GatedLibrary, PendingQueue, SkillChange
 from hermes_engine.skills.model import MAX_SKILL_BYTES, parse_skill
 from hermes_engine.skills.tools import TOOLS
 from hermes_engine.tools.registry import ToolContext, ToolRegistry, ToolResult
@@ -213,8 +213,7 @@ async def test_exfiltration_is_blocked_and_nothing_is_written(registry, library)
 
 async def test_concurrent_patches_on_one_skill_both_land(library):
     steps = "\n".join(f"{i}. step {i}" for i in range(1, 21))
-    await library.apply(__import__("hermes_engine.skills.library", fromlist=["SkillChange"]).SkillChange(
-        "create", "busy", content=skill_md("busy", steps=steps)))
+    await library.apply(SkillChange("create", "busy", content=skill_md("busy", steps=steps)))
     registry = ToolRegistry(list(TOOLS))
     results = await asyncio.gather(*(
         call(registry, library, "skill_manage", action="patch", name="busy",
@@ -268,3 +267,30 @@ def test_parse_skill_reads_sections_and_fields():
     assert skill.category == "dev" and skill.tags == ("git",) and skill.created_by == "user"
     assert skill.when_to_use == "Before merging a branch." and skill.pitfalls == ["Never rewrite shared history"]
     assert skill.missing_sections() == []
+
+
+def _patch_lines(root: str, numbers: list[int]) -> list[str]:
+    """Child process: patch some lines of the shared skill."""
+    from hermes_engine.skills.library import FileSkillLibrary, SkillChange
+    from hermes_engine.skills.model import SkillError
+
+    lib = FileSkillLibrary(root)
+    errors = []
+    for i in numbers:
+        try:
+            lib.apply_sync(SkillChange("patch", "busy", old_string=f"{i}. step {i}\n", new_string=f"{i}. step {i} (ok)\n"))
+        except SkillError as exc:
+            errors.append(str(exc))
+    return errors
+
+
+def test_patches_from_two_processes_are_serialized(library):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    steps = "\n".join(f"{i}. step {i}" for i in range(1, 17))
+    library.apply_sync(SkillChange("create", "busy", content=skill_md("busy", steps=steps)))
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        results = list(pool.map(_patch_lines, [str(library.root)] * 2, [list(range(1, 17, 2)), list(range(2, 17, 2))]))
+    assert results == [[], []]
+    assert library.get_sync("busy").text.count("(ok)") == 16

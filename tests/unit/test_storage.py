@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -171,20 +172,22 @@ async def test_init_applies_migrations_and_a_second_init_is_a_no_op(db: Database
     await first.init()  # same instance: nothing happens
     async with first.engine.connect() as conn:
         assert TABLES <= await conn.run_sync(_table_names)
-    assert await migrate.current_revision(first.engine) == migrate.head_revision() == "0001"
+    head = migrate.head_revision()
+    assert head is not None and head >= "0001"
+    assert await migrate.current_revision(first.engine) == head
     session = await first.active_session("k", "bot")
     await first.close()
 
     async with db.store() as second:  # a restart: migrations already at head, data kept
         assert (await second.active_session("k", "bot")).id == session.id
-        assert await migrate.current_revision(second.engine) == "0001"
+        assert await migrate.current_revision(second.engine) == head
 
 
 async def test_replicas_starting_together_migrate_once(db: Database) -> None:
     stores = [db.store() for _ in range(3)]
     try:
         await asyncio.gather(*(s.init() for s in stores))
-        assert await migrate.current_revision(stores[0].engine) == "0001"
+        assert await migrate.current_revision(stores[0].engine) == migrate.head_revision()
     finally:
         for s in stores:
             await s.close()
@@ -193,9 +196,11 @@ async def test_replicas_starting_together_migrate_once(db: Database) -> None:
 async def test_models_match_the_migrations(db: Database) -> None:
     async with db.store() as s:
         async with s.engine.connect() as conn:
-            diff = await conn.run_sync(
-                lambda c: compare_metadata(MigrationContext.configure(c, opts={"compare_type": True}),
-                                           Base.metadata))
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*expression-based index.*")
+                diff = await conn.run_sync(lambda c: compare_metadata(
+                    MigrationContext.configure(c, opts={"compare_type": True, "include_object": migrate.include_object}),
+                    Base.metadata))
     assert diff == []
 
 
@@ -206,13 +211,13 @@ async def test_upgrade_for_the_cli_takes_a_plain_url_or_an_engine(db: Database) 
         try:
             await migrate.upgrade(engine)
             await migrate.upgrade(engine)
-            assert await migrate.current_revision(engine) == "0001"
+            assert await migrate.current_revision(engine) == migrate.head_revision()
         finally:
             await engine.dispose()
     else:
         await migrate.upgrade(plain)
         await migrate.upgrade(plain)
-        assert await migrate.current_revision(plain) == "0001"
+        assert await migrate.current_revision(plain) == migrate.head_revision()
 
 
 # ----------------------------------------------------------------------------------------- messages

@@ -1,0 +1,451 @@
+"""The Discord adapter: the real discord.py client against the fake Discord, the real engine behind it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import discord
+import pytest
+from discord.gateway import DiscordWebSocket
+from fakes.fake_discord import FakeDiscord, FakeMessage
+from fakes.fake_llm import FakeLLM, Reply
+
+from adapters import discord as discord_adapter
+from adapters.discord import CONTENT_INTENT_HINT, DiscordAdapter, DiscordOptions, api_base_url
+from engine_harness import Engine, make_profile
+from hermes_engine.commands import Command
+from hermes_engine.config import AccessRules, GoalSettings, load_profile
+from hermes_engine.errors import ConfigError
+from hermes_engine.loops.goals import GoalFeature
+from hermes_engine.pairing import Pairing
+
+EDIT_ROUTE = "/channels/{channel_id}/messages/{message_id}"
+FAST = {"edit_interval_seconds": 0.05, "guild_ready_timeout": 0.05, "ready_timeout": 10}
+
+
+@dataclass
+class Bot:
+    engine: Engine
+    adapter: DiscordAdapter
+    fake: FakeDiscord
+
+    async def idle(self, timeout: float = 15.0) -> None:
+        await self.engine.idle(timeout)
+
+    async def final_in(self, channel_id: str, text: str, timeout: float = 15.0) -> FakeMessage:
+        """The bot message in `channel_id` whose current content is exactly `text` (waits for it)."""
+        def found() -> FakeMessage | None:
+            return next((m for m in self.fake.bot_messages(channel_id) if m.content == text), None)
+        return await self.fake.wait_for(found, timeout, f"the final {text[:40]!r} in {channel_id}")
+
+
+@pytest.fixture
+async def fake_discord():
+    async with FakeDiscord() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def discord_bot(engine, fake_discord: FakeDiscord, monkeypatch: pytest.MonkeyPatch):
+    """`await discord_bot(options=..., profile=..., features=..., env=...)` → a started `Bot`."""
+    # The adapter sets these class attributes (discord.py's own configuration points); restore them after.
+    monkeypatch.setattr(discord.http.Route, "BASE", discord.http.Route.BASE)
+    monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", DiscordWebSocket.DEFAULT_GATEWAY)
+    monkeypatch.setenv("DISCORD_BOT_TOKEN", fake_discord.token)
+    monkeypatch.setenv("DISCORD_API_BASE_URL", fake_discord.url)  # "/api/v10" is appended
+    monkeypatch.setenv("DISCORD_GATEWAY_URL", fake_discord.gateway_url)
+    for name in ("DISCORD_ALLOWED_GUILDS", "DISCORD_ALLOWED_USERS"):
+        monkeypatch.delenv(name, raising=False)
+    bots: list[Bot] = []
+
+    async def make(options: dict[str, Any] | None = None, profile=None, features=None,
+                   env: dict[str, str] | None = None) -> Bot:
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        e = await engine(profile=profile or make_profile(), features=features)
+        adapter = discord_adapter.build(e.gateway, e.settings, {**FAST, **(options or {})}, None)
+        e.gateway.attach(adapter)
+        await adapter.start()
+        bot = Bot(e, adapter, fake_discord)
+        bots.append(bot)
+        return bot
+
+    yield make
+    for bot in bots:
+        await bot.adapter.stop()
+
+
+def worker_requests(fake_llm: FakeLLM) -> list[Any]:
+    return [r for r in fake_llm.requests if "You judge progress toward a goal" not in r.system]
+
+
+def fences_balanced(text: str) -> bool:
+    return len(re.findall(r"^\s*```", text, re.M)) % 2 == 0
+
+
+# -- guild channels and threads ------------------------------------------------------------------------
+
+async def test_mention_in_a_channel_opens_a_thread_and_streams_the_reply_there(discord_bot, fake_discord, fake_llm):
+    bot = await discord_bot()
+    answer = "To reset your password open Settings, then Security, then choose Reset and follow the link we mail you."
+    fake_llm.script(Reply(text=answer, delay=0.02))
+    asked = await fake_discord.user_says(fake_discord.channel_id, "alice", "how do I reset my password?",
+                                         mentions_bot=True)
+    thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(asked), what="a thread on the message")
+    final = await bot.final_in(thread["id"], answer)
+    assert thread["name"] == "how do I reset my password?"
+    assert thread["parent_id"] == fake_discord.channel_id
+    assert fake_discord.bot_messages(fake_discord.channel_id) == []  # nothing posted in the channel itself
+    assert len(fake_discord.bot_messages(thread["id"])) == 1  # one message, edited in place
+    assert final.edits >= 2 and final.history[0] != answer  # interim frames first, then the final
+    assert fake_llm.requests[0].last_user_text.startswith("[alice] how do I reset my password?")
+    assert "<@" not in fake_llm.requests[0].last_user_text  # the bot's mention is not sent to the model
+
+
+async def test_a_follow_up_in_the_thread_is_answered_without_a_mention_from_any_speaker(discord_bot, fake_discord,
+                                                                                          fake_llm):
+    bot = await discord_bot()
+    fake_llm.script("first answer", "second answer", "third answer")
+    asked = await fake_discord.user_says(fake_discord.channel_id, "alice", "hello bot", mentions_bot=True)
+    thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(asked))
+    await bot.final_in(thread["id"], "first answer")
+    await fake_discord.user_says(thread["id"], "alice", "and what about tomorrow?")
+    await bot.final_in(thread["id"], "second answer")
+    await fake_discord.user_says(thread["id"], "bob", "me too, please")
+    await bot.final_in(thread["id"], "third answer")
+    await bot.idle()
+    third = fake_llm.requests[2]
+    assert third.last_user_text.startswith("[bob] me too, please")
+    history = " ".join(str(m.get("content")) for m in third.messages)
+    assert "[alice] and what about tomorrow?" in history  # one session for the whole thread
+    assert len(fake_discord.threads()) == 1
+
+
+async def test_channel_chatter_without_a_mention_is_ignored(discord_bot, fake_discord, fake_llm):
+    bot = await discord_bot()
+    await fake_discord.user_says(fake_discord.channel_id, "alice", "just talking to my friends here")
+    await fake_discord.user_says(fake_discord.channel_id, "bob", "@everyone lunch?")
+    await asyncio.sleep(0.3)
+    await bot.idle()
+    assert fake_llm.requests == []
+    assert fake_discord.threads() == [] and fake_discord.bot_messages(fake_discord.channel_id) == []
+
+
+async def test_without_threads_a_reply_to_the_bot_is_answered_in_the_channel(discord_bot, fake_discord, fake_llm):
+    bot = await discord_bot(options={"threads": False})
+    fake_llm.script("hi alice", "sure thing")
+    asked = await fake_discord.user_says(fake_discord.channel_id, "alice", "hi", mentions_bot=True)
+    first = await bot.final_in(fake_discord.channel_id, "hi alice")
+    assert first.reference and first.reference["message_id"] == asked.id  # a reply to the question
+    await fake_discord.user_says(fake_discord.channel_id, "alice", "can you help?", reply_to=first)
+    await bot.final_in(fake_discord.channel_id, "sure thing")
+    assert fake_discord.threads() == []
+
+
+# -- DMs -----------------------------------------------------------------------------------------------
+
+async def test_a_dm_from_an_allowed_user_is_answered_and_a_stranger_hears_nothing_without_pairing(
+        discord_bot, fake_discord, fake_llm):
+    alice, mallory = fake_discord.user("alice"), fake_discord.user("mallory")
+    profile = make_profile(access=AccessRules(allowed_users=[alice["id"]], pairing=False))
+    bot = await discord_bot(profile=profile)
+    fake_llm.script("hello in private")
+    dm = fake_discord.dm_channel(alice)
+    await fake_discord.user_says(dm["id"], alice, "hello, private question")
+    await bot.final_in(dm["id"], "hello in private")
+    assert fake_llm.requests[0].last_user_text == "hello, private question"  # a DM has one speaker: no label
+
+    other = fake_discord.dm_channel(mallory)
+    await fake_discord.user_says(other["id"], mallory, "let me in")
+    await asyncio.sleep(0.3)
+    await bot.idle()
+    assert fake_discord.bot_messages(other["id"]) == []
+    assert len(fake_llm.requests) == 1
+
+
+async def test_a_stranger_gets_a_pairing_code_and_is_served_once_the_admin_approves_it(discord_bot, fake_discord,
+                                                                                       fake_llm):
+    bot = await discord_bot(options={"approval_check_seconds": 0.05})
+    carol = fake_discord.user("carol")
+    dm = fake_discord.dm_channel(carol)
+    await fake_discord.user_says(dm["id"], carol, "hi, can I use you?")
+    reply = await fake_discord.wait_for(lambda: fake_discord.bot_messages(dm["id"]))
+    code = re.search(r"pairing approve ([A-Z0-9]{8})", reply[0].content).group(1)
+    assert carol["id"] in reply[0].content
+    assert fake_llm.requests == []  # a stranger costs no model call
+
+    Pairing.for_home(bot.engine.settings.home).approve(code)  # what `hermes-gateway pairing approve` does
+    await fake_discord.wait_for(lambda: any("You now have access" in m.content
+                                            for m in fake_discord.bot_messages(dm["id"])))
+    fake_llm.script("welcome, carol")
+    await fake_discord.user_says(dm["id"], carol, "thanks!")
+    await bot.final_in(dm["id"], "welcome, carol")
+
+
+async def test_dm_allowlist_from_the_environment(discord_bot, fake_discord, fake_llm):
+    bob = fake_discord.user("bob")
+    bot = await discord_bot(env={"DISCORD_ALLOWED_USERS": f"123, {bob['id']}"})
+    fake_llm.script("hi bob")
+    dm = fake_discord.dm_channel(bob)
+    await fake_discord.user_says(dm["id"], bob, "hi")
+    await bot.final_in(dm["id"], "hi bob")
+
+
+# -- long replies and rate limits ------------------------------------------------------------------------
+
+async def test_a_ten_thousand_character_reply_is_split_under_2000_with_balanced_fences_and_nothing_lost(
+        discord_bot, fake_discord, fake_llm):
+    bot = await discord_bot()
+    words = [f"w{i:04d}" for i in range(1100)]
+    prose = " ".join(words[:400])
+    code = "\n".join(" ".join(words[i:i + 10]) for i in range(400, 700, 10))
+    tail = " ".join(words[700:])
+    reply = f"{prose}\n\n```python\n{code}\n```\n\n{tail}"
+    assert len(reply) > 6000
+    reply = reply + "\n\n" + " ".join(f"x{i:04d}" for i in range(700))  # over 10,000 characters
+    assert len(reply) >= 10_000
+    fake_llm.script(Reply(text=reply, chunks=[reply[i:i + 500] for i in range(0, len(reply), 500)], delay=0.01))
+    asked = await fake_discord.user_says(fake_discord.channel_id, "alice", "write a lot", mentions_bot=True)
+    thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(asked))
+    await fake_discord.wait_for(lambda: fake_llm.requests)
+    await bot.idle(30)
+    parts = [m.content for m in fake_discord.bot_messages(thread["id"])]
+    assert len(parts) >= 6
+    assert all(len(p) <= 2000 for p in parts)
+    assert all(fences_balanced(p) for p in parts)
+    assert not any(p.endswith("▌") for p in parts)  # no interim frame left behind
+    shown = re.findall(r"[wx]\d{4}", "\n".join(parts))
+    expected = re.findall(r"[wx]\d{4}", reply)
+    assert shown == expected  # every word, once, in order
+    assert not [c for c in fake_discord.requests if c.status == 400]  # never asked Discord for too much
+
+
+async def test_edits_above_the_route_limit_are_paced_by_discord_py_without_a_429_storm(discord_bot, fake_discord,
+                                                                                         fake_llm):
+    bot = await discord_bot(options={"edit_interval_seconds": 0.02})
+    fake_discord.set_rate_limit("PATCH", EDIT_ROUTE, limit=2, window=0.4)
+    fake_discord.rate_limit_next("PATCH", EDIT_ROUTE, retry_after=0.3)
+    answer = " ".join(f"word{i}" for i in range(60))
+    fake_llm.script(Reply(text=answer, delay=0.015))
+    asked = await fake_discord.user_says(fake_discord.channel_id, "alice", "stream fast", mentions_bot=True)
+    thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(asked))
+    final = await bot.final_in(thread["id"], answer)
+    hits = fake_discord.rate_limited
+    assert [h.cued for h in hits] == [True]  # only the cued 429; discord.py waited out every exhausted bucket
+    edits = [c for c in fake_discord.calls("PATCH", EDIT_ROUTE)]
+    assert len([c for c in edits if c.status == 200]) > 4  # more edits than one window allows: limits were hit
+    after = [c for c in edits if c.at > hits[0].at]
+    assert after and after[0].at - hits[0].at >= 0.29  # retried only after retry_after
+    assert final.edits >= 2
+    assert len(fake_discord.bot_messages(thread["id"])) == 1
+
+
+# -- gateway trouble -----------------------------------------------------------------------------------
+
+async def test_a_gateway_drop_mid_stream_resumes_without_losing_or_doubling_a_reply(discord_bot, fake_discord,
+                                                                                      fake_llm):
+    bot = await discord_bot()
+    long_answer = " ".join(f"step{i}" for i in range(40))
+
+    def respond(request):
+        if "are you there" in request.last_user_text:
+            return Reply(text="still here")
+        return Reply(text=long_answer, delay=0.03)
+
+    fake_llm.responder = respond
+    alice = fake_discord.user("alice")
+    asked = await fake_discord.user_says(fake_discord.channel_id, alice, "explain slowly", mentions_bot=True)
+    thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(asked))
+    await fake_discord.wait_for(lambda: fake_discord.bot_messages(thread["id"]), what="streaming to start")
+    assert fake_discord.bot_messages(thread["id"])[0].content != long_answer  # still streaming
+
+    fake_discord.pause_gateway()
+    await fake_discord.drop_connection(code=4000)  # resumable
+    dm = fake_discord.dm_channel(alice)
+    bot.engine.profile.access.allowed_users.append(alice["id"])
+    await fake_discord.user_says(dm["id"], alice, "are you there?")  # sent while the bot is away
+    fake_discord.replay_on_resume(asked)  # Discord may deliver the question again
+    fake_discord.resume_gateway()
+
+    await fake_discord.wait_for(lambda: fake_discord.resumes and fake_discord.connected, what="the resume")
+    await bot.final_in(thread["id"], long_answer)
+    await bot.final_in(dm["id"], "still here")
+    await bot.idle()
+    assert len(fake_discord.identifies) == 1 and len(fake_discord.resumes) == 1
+    assert fake_discord.gateway_paths == ["/gateway/ws", "/resume/ws"]  # reconnected to resume_gateway_url
+    assert len(fake_discord.bot_messages(thread["id"])) == 1  # one reply, not two
+    assert len(fake_discord.bot_messages(dm["id"])) == 1
+    replayed = [(event, data.get("id")) for _, event, data in fake_discord.replayed]
+    assert ("MESSAGE_CREATE", asked.id) in replayed  # the question did arrive twice...
+    assert len(fake_discord.threads()) == 1  # ...but opened one thread (the second try got 160004)
+    assert [r.last_user_text for r in fake_llm.requests].count("[alice] explain slowly") == 1
+    messages_while_away = [d.get("content") for e, d in [(e, d) for _, e, d in fake_discord.replayed]
+                           if e == "MESSAGE_CREATE"]
+    assert "are you there?" in messages_while_away  # sent while disconnected, delivered on RESUME
+
+
+async def test_a_message_without_content_logs_the_message_content_intent_hint_once(discord_bot, fake_discord,
+                                                                                     fake_llm, caplog):
+    bot = await discord_bot()
+    fake_discord.grant_message_content = False
+    caplog.set_level(logging.WARNING, logger="adapters.discord")
+    await fake_discord.user_says(fake_discord.channel_id, "alice", "does anyone know the wifi password?")
+    await fake_discord.user_says(fake_discord.channel_id, "bob", "no idea")
+    await asyncio.sleep(0.3)
+    await bot.idle()
+    hints = [r for r in caplog.records if r.name == "adapters.discord" and r.getMessage() == CONTENT_INTENT_HINT]
+    assert len(hints) == 1
+    assert "Message Content Intent" in hints[0].getMessage() and "developer portal" in hints[0].getMessage()
+    assert fake_llm.requests == []
+
+
+async def test_refused_privileged_intents_are_reported_clearly(discord_bot, fake_discord, caplog):
+    fake_discord.reject_privileged_intents = True
+    caplog.set_level(logging.ERROR, logger="adapters.discord")
+    bot = await discord_bot()
+    await asyncio.wait_for(bot.adapter._task, 10)
+    assert any("4014" in r.getMessage() and "Message Content Intent" in r.getMessage() for r in caplog.records)
+
+
+# -- access ----------------------------------------------------------------------------------------------
+
+async def test_a_guild_not_on_the_allowlist_is_ignored(discord_bot, fake_discord, fake_llm):
+    other = fake_discord.add_guild("Elsewhere", channels=("lobby",))
+    other_channel = other["channels"][0]["id"]
+    bot = await discord_bot(env={"DISCORD_ALLOWED_GUILDS": fake_discord.guild_id})
+    fake_llm.script("allowed answer")
+    await fake_discord.user_says(other_channel, "eve", "hello?", mentions_bot=True)
+    refused = await fake_discord.slash(other_channel, "eve", "status")
+    await fake_discord.wait_for(lambda: refused.callback_type is not None)
+    assert refused.callback_type == 4  # an ephemeral "not enabled here", no deferral
+    asked = await fake_discord.user_says(fake_discord.channel_id, "alice", "hello!", mentions_bot=True)
+    thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(asked))
+    await bot.final_in(thread["id"], "allowed answer")
+    await bot.idle()
+    assert len(fake_llm.requests) == 1
+    assert fake_discord.bot_messages(other_channel) == [] or all(
+        m.interaction_id == refused.id for m in fake_discord.bot_messages(other_channel))
+    assert len(fake_discord.threads()) == 1
+
+
+async def test_members_with_the_admin_role_may_use_admin_commands(discord_bot, fake_discord, fake_llm):
+    bot = await discord_bot(options={"admin_role": "Hermes Admin", "threads": False})
+
+    async def secret(ctx) -> str:
+        return "the admin secret"
+
+    bot.engine.gateway.commands.add(Command("secret", "admins only", secret, admin_only=True))
+    fake_discord.give_role("ada", "Hermes Admin")
+    await fake_discord.user_says(fake_discord.channel_id, "bob", "/secret", mentions_bot=True)
+    await bot.final_in(fake_discord.channel_id, "Only an admin of this bot can use that command.")
+    await fake_discord.user_says(fake_discord.channel_id, "ada", "/secret", mentions_bot=True)
+    await bot.final_in(fake_discord.channel_id, "the admin secret")
+    assert fake_llm.requests == []
+    assert fake_discord.user("ada")["id"] in bot.engine.profile.access.admins
+    assert fake_discord.user("bob")["id"] not in bot.engine.profile.access.admins
+
+
+# -- slash commands ------------------------------------------------------------------------------------
+
+async def test_slash_goal_is_deferred_at_once_and_answered_with_the_engines_reply(discord_bot, fake_discord, fake_llm):
+    bot = await discord_bot(features=[GoalFeature(GoalSettings(max_turns=5))])
+    assert {c["name"] for c in fake_discord.commands} == {"goal", "new", "stop", "status", "help"}
+    goal_command = next(c for c in fake_discord.commands if c["name"] == "goal")
+    assert goal_command["options"][0]["name"] == "text"
+
+    def respond(request):
+        if "You judge progress toward a goal" in request.system:
+            return Reply(text='{"verdict": "done", "reason": "the haiku is written"}')
+        return Reply(text="An old silent pond / a frog jumps in / splash!")
+
+    fake_llm.responder = respond
+    interaction = await fake_discord.slash(fake_discord.channel_id, "alice", "goal", {"text": "write a haiku"})
+    await fake_discord.wait_for(lambda: interaction.original_id and fake_discord.messages[
+        interaction.original_id].content.startswith("🎯 Goal set: write a haiku"), what="the goal answer")
+    assert interaction.callback_type == 5  # deferred ("thinking…")
+    assert interaction.ack_delay is not None and interaction.ack_delay < 3.0
+    await bot.final_in(fake_discord.channel_id, "An old silent pond / a frog jumps in / splash!")
+    await fake_discord.wait_for(lambda: any(m.content.startswith("✅ Goal done: write a haiku")
+                                            for m in fake_discord.bot_messages(fake_discord.channel_id)))
+    await bot.idle()
+    assert worker_requests(fake_llm)[0].last_user_text.endswith("write a haiku")
+
+
+async def test_slash_status_answers_by_editing_the_deferred_response(discord_bot, fake_discord, fake_llm):
+    bot = await discord_bot()
+    interaction = await fake_discord.slash(fake_discord.channel_id, "alice", "status")
+    await fake_discord.wait_for(lambda: interaction.original_id and "Model: openai:gpt-test" in
+                                fake_discord.messages[interaction.original_id].content)
+    original = fake_discord.messages[interaction.original_id]
+    assert interaction.callback_type == 5 and interaction.ack_delay < 3.0
+    assert original.flags & 128 == 0  # no longer "thinking"
+    assert interaction.followup_ids == []
+    await bot.idle()
+    assert fake_llm.requests == []
+
+
+async def test_a_refused_interaction_token_falls_back_to_a_channel_message(discord_bot, fake_discord, fake_llm):
+    bot = await discord_bot()
+    fake_discord.interaction_token_ttl = 0.0  # the follow-up window is over by the time the answer is ready
+    interaction = await fake_discord.slash(fake_discord.channel_id, "alice", "help")
+    message = await fake_discord.wait_for(lambda: next(
+        (m for m in fake_discord.bot_messages(fake_discord.channel_id)
+         if m.interaction_id is None and "Commands:" in m.content), None))
+    assert "/status" in message.content
+    assert interaction.callback_type == 5
+    await bot.idle()
+
+
+# -- configuration ---------------------------------------------------------------------------------------
+
+def test_options_come_from_the_profile_and_the_environment():
+    env = {"DISCORD_BOT_TOKEN": "t", "DISCORD_API_BASE_URL": "http://127.0.0.1:9/", "DISCORD_ALLOWED_GUILDS": "1, 2",
+           "DISCORD_ALLOWED_USERS": "7", "DISCORD_GATEWAY_URL": "ws://127.0.0.1:9/gw"}
+    options = DiscordOptions.load({"threads": False, "admin_role": "Mods", "allowed_guilds": [3]}, env)
+    assert options.api_base_url == "http://127.0.0.1:9/api/v10"
+    assert options.gateway_url == "ws://127.0.0.1:9/gw"
+    assert options.allowed_guilds == {"1", "2", "3"} and options.allowed_users == {"7"}
+    assert options.threads is False and options.admin_role == "Mods"
+    assert DiscordOptions.load({}, {"DISCORD_BOT_TOKEN": "t"}).api_base_url is None  # unset: discord.py's default
+    assert api_base_url("https://proxy.example/api/v9") == "https://proxy.example/api/v9"
+
+
+@pytest.mark.parametrize("options, env, needle", [
+    ({}, {}, "DISCORD_BOT_TOKEN"),
+    ({"thread": True}, {"DISCORD_BOT_TOKEN": "t"}, "platforms.discord.thread"),
+    ({}, {"DISCORD_BOT_TOKEN": "t", "DISCORD_ALLOWED_GUILDS": "my-server"}, "DISCORD_ALLOWED_GUILDS"),
+    ({"thread_auto_archive_minutes": 5}, {"DISCORD_BOT_TOKEN": "t"}, "thread_auto_archive_minutes"),
+])
+def test_a_configuration_mistake_is_one_clear_config_error(options, env, needle):
+    with pytest.raises(ConfigError, match=needle):
+        DiscordOptions.load(options, env)
+
+
+def test_the_ready_made_profile_loads():
+    profile = load_profile(str(Path(__file__).parents[2] / "bots" / "discord-server-helper"))
+    options = DiscordOptions.load(profile.platforms["discord"], {"DISCORD_BOT_TOKEN": "t"})
+    assert options.threads and options.admin_role == "Hermes Admin"
+    assert profile.access.pairing and "Discord server" in profile.soul
+
+
+async def test_a_rejected_token_is_reported_and_the_adapter_stays_off(discord_bot, fake_discord, caplog):
+    caplog.set_level(logging.ERROR, logger="adapters.discord")
+    bot = await discord_bot(env={"DISCORD_BOT_TOKEN": "not-the-token"})
+    assert any("DISCORD_BOT_TOKEN" in r.getMessage() and "401" in r.getMessage() for r in caplog.records)
+    assert bot.adapter._task is None and fake_discord.identifies == []
+
+
+async def test_the_fake_saw_only_routes_it_knows(discord_bot, fake_discord, fake_llm):
+    bot = await discord_bot()
+    fake_llm.script("fine")
+    asked = await fake_discord.user_says(fake_discord.channel_id, "alice", "ping", mentions_bot=True)
+    thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(asked))
+    await bot.final_in(thread["id"], "fine")
+    await bot.idle()
+    assert fake_discord.unknown_routes == []
+    assert fake_discord.calls("POST", "/channels/{channel_id}/typing")  # typing while the model worked
