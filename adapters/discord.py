@@ -396,7 +396,12 @@ class DiscordAdapter(PlatformAdapter):
             text=f"/{name} {args}".strip(), message_id=message_id, mentioned=True,
             raw={"interaction_id": message_id, "guild_id": interaction.guild_id,
                  "channel_id": interaction.channel_id})
-        await self.gateway.handle(msg)
+        try:
+            await self.gateway.handle(msg)
+        except Exception:
+            log.exception("Discord command /%s could not be handed to the engine", name)
+            with contextlib.suppress(Exception):  # do not leave the person looking at "thinking…"
+                await interaction.edit_original_response(content="⚠️ That did not work. Please try again.")
 
     async def _interaction_denied(self, interaction: discord.Interaction) -> str | None:
         """Why this interaction is refused (answered at once, privately), or None."""

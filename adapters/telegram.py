@@ -284,7 +284,7 @@ class TelegramAdapter(PlatformAdapter):
             except Exception as exc:  # noqa: BLE001 - a menu is nice to have, never a reason not to serve
                 log.warning("could not register the Telegram command menu: %s", exc)
 
-    def command_menu(self) -> list[tuple[str, str]]:
+    def command_menu(self) -> list[Any]:
         """The engine's commands for setMyCommands, with /start first."""
         from telegram import BotCommand
 
@@ -294,7 +294,7 @@ class TelegramAdapter(PlatformAdapter):
             if name == "start" or not _COMMAND_NAME.match(name) or command.admin_only:
                 continue
             menu.append(BotCommand(name, (command.summary or name)[:256]))
-        return menu  # type: ignore[return-value]
+        return menu[:100]  # Telegram takes at most 100
 
     async def _with_backoff(self, what: str, action: Any) -> Any:
         """Retry `action` until it succeeds, backing off with jitter; rate limits wait as asked."""

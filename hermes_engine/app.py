@@ -39,6 +39,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.memory.feature import MemoryFeature
     from hermes_engine.memory.store import FileMemoryStore
 
+    from hermes_engine.identity import IdentityFeature
     from hermes_engine.loops.goals import GoalFeature
     from hermes_engine.loops.review import ReviewFeature
     from hermes_engine.search import SearchFeature
@@ -51,6 +52,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
                                     llm_pass=profile.skills.curator_llm_pass,
                                     provider=lambda: make_provider(profile.skills.curator_model
                                                                    or profile.models(settings)[0])),
+        IdentityFeature(),
         GoalFeature(profile.goals),
         ReviewFeature(profile.review),
         SearchFeature(),

@@ -310,9 +310,12 @@ class Gateway:
         if job.replayed and any(m.meta.get("event_id") == msg.event_id for m in session.history[-50:]):
             user = None  # stored before the crash: continue from there instead of saying it twice
 
+        journal = Journal()
+
         async def persist(message: Message, usage: Usage | None, model: str | None) -> None:
-            await self.store.append_message(session.record.id, message, usage=usage, model=model,
-                                            person_id=job.person_id if message.role == "user" else None)
+            journal.write(self.store.append_message(
+                session.record.id, message, usage=usage, model=model,
+                person_id=job.person_id if message.role == "user" else None))
             if usage is not None:
                 session.usage.add(usage)
             if model:
@@ -329,20 +332,24 @@ class Gateway:
                 user=user, ctx=self.tool_context(session, job.person_id), persist=persist, on_delta=on_delta,
                 purpose=job.purpose, context=context)
             await _stop(typing)
+            await journal.flush()  # the answer is stored before anyone sees it: a restart never repeats it
             await stream.finish(result.final_text)
         except asyncio.CancelledError:
             interrupted = True
             await _stop(typing)
+            await asyncio.shield(journal.flush())
             await asyncio.shield(stream.abort("Stopped."))
             raise
         except ProviderError as exc:
             failed = True
             await _stop(typing)
+            await journal.flush()
             log.warning("session %s: model call failed: %s", session.key, exc)
             await stream.finish(f"⚠️ The model is not reachable right now ({_short(exc)}). Please try again shortly.")
         except HermesError as exc:
             failed = True
             await _stop(typing)
+            await journal.flush()
             log.warning("session %s: turn failed: %s", session.key, exc)
             await stream.finish(f"⚠️ Something went wrong with this answer ({_short(exc)}). Please try again.")
         finally:
@@ -395,6 +402,32 @@ class Gateway:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
+
+
+class Journal:
+    """Ordered write-behind for one turn's messages.
+
+    Each write starts at once and lands after the one before it, while the turn goes on: the user message
+    is stored during the model call, a tool call during its tools. `flush` waits for all of them; the
+    gateway flushes before the final answer is shown, so a crash loses at most the step in flight and a
+    delivered answer is always stored."""
+
+    def __init__(self) -> None:
+        self._last: asyncio.Task[Any] | None = None
+
+    def write(self, operation: Any) -> None:
+        previous = self._last
+
+        async def in_order() -> None:
+            if previous is not None:
+                await previous
+            await operation
+
+        self._last = asyncio.ensure_future(in_order())
+
+    async def flush(self) -> None:
+        if self._last is not None:
+            await self._last
 
 
 async def _stop(task: asyncio.Task[Any] | None) -> None:

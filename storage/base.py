@@ -159,5 +159,11 @@ class Store(Protocol):
     async def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
         """Take or renew lease `name` for `ttl_seconds`; False while another holder's lease is live."""
 
+    # /link codes
+    async def create_link_code(self, code: str, person_id: int, ttl_seconds: float) -> None: ...
+
+    async def redeem_link_code(self, code: str) -> int | None:
+        """The person who made a live `code` (used up by this call), else None."""
+
     async def release_lease(self, name: str, holder: str) -> bool:
         """Give up lease `name` if `holder` holds it."""

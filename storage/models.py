@@ -227,3 +227,13 @@ class LeaseRow(Base):
     name: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
     holder: Mapped[str] = mapped_column(sa.String(255), nullable=False)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class LinkCodeRow(Base):
+    """A one-time code joining a person's accounts on two platforms (/link)."""
+
+    __tablename__ = "link_codes"
+
+    code: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    person_id: Mapped[int] = mapped_column(sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

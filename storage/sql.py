@@ -64,6 +64,7 @@ from storage.models import (
     GoalRow,
     InboundEventRow,
     LeaseRow,
+    LinkCodeRow,
     MessageRow,
     PersonRow,
     SessionRow,
@@ -508,7 +509,10 @@ class SqlStore:
     async def append_message(self, session_id: int, message: Message, *, person_id: int | None = None,
                              usage: Usage | None = None, model: str | None = None) -> int:
         data = message.to_dict()
-        row = MessageRow(
+        table = MessageRow.__table__
+        # A Core insert on a bare connection: this is the hottest write (every step of every turn), and
+        # the ORM unit of work costs more than the insert itself.
+        stmt = sa.insert(table).values(
             session_id=session_id,
             person_id=person_id,
             role=data["role"],
@@ -525,11 +529,9 @@ class SqlStore:
             cache_write_tokens=usage.cache_write_tokens if usage else None,
             model=model,
             created_at=self._now(),
-        )
-        async with self._session() as session, session.begin():
-            session.add(row)
-            await session.flush()
-            return row.id
+        ).returning(table.c.id)
+        async with self.engine.begin() as conn:
+            return (await conn.execute(stmt)).scalar_one()
 
     @_whole
     async def load_messages(self, session_id: int) -> list[Message]:
@@ -571,15 +573,15 @@ class SqlStore:
                 .on_conflict_do_nothing(index_elements=["platform", "event_id"])
                 .returning(table.c.id))
         try:
-            async with self._session() as session, session.begin():
-                return (await session.execute(stmt)).first() is not None
+            async with self.engine.begin() as conn:
+                return (await conn.execute(stmt)).first() is not None
         except IntegrityError:  # belt and braces: a unique violation is a duplicate too
             return False
 
     @_whole
     async def complete_inbound(self, platform: str, event_id: str) -> None:
-        async with self._session() as session, session.begin():
-            await session.execute(
+        async with self.engine.begin() as conn:
+            await conn.execute(
                 sa.update(InboundEventRow)
                 .where(InboundEventRow.platform == platform, InboundEventRow.event_id == event_id)
                 .values(status=INBOUND_DONE, completed_at=self._now()))
@@ -722,6 +724,31 @@ class SqlStore:
         ).returning(table.c.name)
         async with self._session() as session, session.begin():
             return (await session.execute(stmt)).first() is not None
+
+    # -- link codes
+
+    @_whole
+    async def create_link_code(self, code: str, person_id: int, ttl_seconds: float) -> None:
+        """Store a one-time /link code for `person_id`; expired codes are swept on the way."""
+        now = self._now()
+        table = LinkCodeRow.__table__
+        async with self.engine.begin() as conn:
+            await conn.execute(sa.delete(table).where(table.c.expires_at <= now))
+            await conn.execute(sa.insert(table).values(code=code, person_id=person_id,
+                                                       expires_at=now + timedelta(seconds=ttl_seconds)))
+
+    @_whole
+    async def redeem_link_code(self, code: str) -> int | None:
+        """The person who made `code`, if it is live; the code is used up either way (one statement, so
+        two redeemers cannot both win)."""
+        table = LinkCodeRow.__table__
+        stmt = sa.delete(table).where(table.c.code == code).returning(table.c.person_id, table.c.expires_at)
+        async with self.engine.begin() as conn:
+            row = (await conn.execute(stmt)).first()
+        if row is None:
+            return None
+        expires_at = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=timezone.utc)
+        return row.person_id if expires_at > self._now() else None
 
     @_whole
     async def release_lease(self, name: str, holder: str) -> bool:

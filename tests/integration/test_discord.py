@@ -22,6 +22,7 @@ from hermes_engine.commands import Command
 from hermes_engine.config import AccessRules, GoalSettings, load_profile
 from hermes_engine.errors import ConfigError
 from hermes_engine.loops.goals import GoalFeature
+from hermes_engine.messages import ReplyTarget
 from hermes_engine.pairing import Pairing
 
 EDIT_ROUTE = "/channels/{channel_id}/messages/{message_id}"
@@ -449,3 +450,18 @@ async def test_the_fake_saw_only_routes_it_knows(discord_bot, fake_discord, fake
     await bot.idle()
     assert fake_discord.unknown_routes == []
     assert fake_discord.calls("POST", "/channels/{channel_id}/typing")  # typing while the model worked
+
+
+async def test_after_the_15_minute_window_an_answer_to_a_slash_command_goes_to_the_channel(discord_bot, fake_discord,
+                                                                                           fake_llm):
+    bot = await discord_bot()
+    interaction = await fake_discord.slash(fake_discord.channel_id, "alice", "status")
+    await fake_discord.wait_for(lambda: interaction.original_id and "Model:" in
+                                fake_discord.messages[interaction.original_id].content)
+    bot.adapter._interactions[interaction.id].created -= 15 * 60  # as if a quarter of an hour went by
+    target = ReplyTarget("discord", bot.adapter.account, fake_discord.channel_id, None, interaction.id)
+    webhook_calls = len(fake_discord.calls("POST", "/webhooks/{application_id}/{token}"))
+    await bot.adapter.send(target, "a late answer")
+    late = await bot.final_in(fake_discord.channel_id, "a late answer")
+    assert late.interaction_id is None and late.reference is None  # a plain channel message
+    assert len(fake_discord.calls("POST", "/webhooks/{application_id}/{token}")) == webhook_calls

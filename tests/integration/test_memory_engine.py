@@ -95,3 +95,17 @@ async def test_the_review_does_not_delay_a_live_turn(engine, fake_llm):
     started = loop.time()
     assert await e.say("second") == "fast answer"
     assert loop.time() - started < 0.5
+
+
+async def test_link_joins_two_platforms_into_one_person_with_one_memory(engine, fake_llm):
+    telegram = await engine(platform="telegram")
+    fake_llm.script(memory_call("User prefers metric units."), Reply(text="noted"))
+    await telegram.say("always use metric", user="tg-42", chat="tg-42")
+    answer = await telegram.say("/link", user="tg-42", chat="tg-42")
+    code = answer.split("code is ")[1].split(".")[0]
+    slack = await engine(platform="slack", home=telegram.home)
+    assert (await slack.say(f"/link {code}", user="U99", chat="D99")).startswith("Linked")
+    assert "unknown or expired" in await slack.say(f"/link {code}", user="U98", chat="D98")  # single use
+    fake_llm.script(Reply(text="20 °C"))
+    await slack.say("what's the temperature like?", user="U99", chat="D99")
+    assert "User prefers metric units." in fake_llm.requests[-1].system
