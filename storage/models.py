@@ -235,5 +235,5 @@ class LinkCodeRow(Base):
     __tablename__ = "link_codes"
 
     code: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
-    person_id: Mapped[int] = mapped_column(sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=False)
+    person_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=False)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

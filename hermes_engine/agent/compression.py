@@ -125,6 +125,7 @@ OVERSIZE_NOTICE = ("⚠️ Your message is too long for me to read in one go (ab
                    "end — {omitted:,} characters in the middle are skipped. Send the part that matters as a "
                    "separate message if I miss it.")
 
+SUMMARY_SYSTEM_TOKENS = estimate_tokens(SUMMARY_SYSTEM + UPDATE_PROMPT)
 TRANSCRIPT_MESSAGE_CHARS = 4000  # a long message in the transcript keeps its beginning and end
 TRANSCRIPT_TOOL_CHARS = 1200
 TRANSCRIPT_ARGS_CHARS = 300
@@ -340,7 +341,8 @@ class Summariser:
         chunk, each chunk updating the summary so far. Raises SummaryFailed."""
         content = messages_tokens(messages) + (estimate_tokens(previous) if previous else 0)
         budget = summary_budget(content, self.config, window)
-        chunk_tokens = max(1_000, int(window * 0.6) - 2 * budget - 600)
+        # Each call must fit: instructions + the summary so far (≤ budget) + a chunk + the answer (≤ budget).
+        chunk_tokens = max(1_000, min(window // 2, window - SUMMARY_SYSTEM_TOKENS - 2 * budget - 500))
         summary = previous
         for chunk in _chunks(transcript_lines(messages), chunk_tokens):
             summary = await self._one(router, summary, chunk, budget, goal, usage)

@@ -605,3 +605,34 @@ def test_the_slack_channel_bot_profile_and_manifest_are_complete():
     assert set(commands) == {"/goal", "/hermes"}
     assert all(c["url"].endswith("/slack/events") for c in commands.values())
     assert manifest["settings"]["event_subscriptions"]["request_url"].endswith("/slack/events")
+
+
+async def test_the_runner_mounts_slack_on_the_gateways_http_server(fake_slack, fake_llm, tmp_path, monkeypatch):
+    import socket
+
+    from adapters.runner import serve
+    from engine_harness import fake_llm_environment
+    from hermes_engine.config import Settings
+
+    for name, value in fake_llm_environment(fake_llm).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+    monkeypatch.setenv("SLACK_API_URL", fake_slack.api_url)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = Settings(home=tmp_path, http_host="127.0.0.1", http_port=port)
+    profile = make_profile(platforms={"slack": {"edit_interval_seconds": 0.02}})
+    ready, stop = asyncio.Event(), asyncio.Event()
+    server = asyncio.create_task(serve(settings, [profile], ready=ready, stop=stop))
+    try:
+        await asyncio.wait_for(ready.wait(), 10)
+        fake_slack.events_url = f"http://127.0.0.1:{port}/slack/events"
+        fake_llm.script("Served by the runner.")
+        await fake_slack.say("UALICE", DM, "hello runner")
+        await fake_slack.wait_for(lambda: any(m.visible == "Served by the runner." and not m.streaming
+                                              for m in fake_slack.bot_messages(DM)))
+    finally:
+        stop.set()
+        await asyncio.wait_for(server, 15)

@@ -21,7 +21,7 @@ def upgrade() -> None:
     op.create_table(
         "link_codes",
         sa.Column("code", sa.String(32), nullable=False),
-        sa.Column("person_id", sa.Integer(), nullable=False),
+        sa.Column("person_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("code", name="pk_link_codes"),
         sa.ForeignKeyConstraint(["person_id"], ["people.id"], name="fk_link_codes_person_id_people",
