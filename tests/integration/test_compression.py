@@ -223,11 +223,11 @@ async def test_oversize_message_is_stored_whole_cut_for_the_model_and_the_person
 async def test_hygiene_compresses_before_the_turn_after_switching_to_a_smaller_model(engine, fake_llm):
     agent = Agent(fake_llm)
     e = await start(engine, model="openai:gpt-4.1-mini", context_window=None)
-    await chat(e, 7)
+    await chat(e, 10)
     assert not agent.summary_requests  # a million tokens of room
     assert (await e.say("/model openai:gpt-4")).startswith("This conversation now uses openai:gpt-4")
     fake_llm.requests.clear()
-    await chat(e, 1, start_at=7)
+    await chat(e, 1, start_at=10)
     kinds = ["summary" if is_summary_request(r) else "turn" for r in fake_llm.requests]
     assert kinds[0] == "summary" and fake_llm.requests[0].model == "gpt-4"
     lineage = await list_compactions(e.store.engine, [session_of(e).record.id])
@@ -237,13 +237,12 @@ async def test_hygiene_compresses_before_the_turn_after_switching_to_a_smaller_m
         assert size(request) < 8_192 // 2 + 800
 
 
-async def test_hygiene_leaves_a_history_below_its_threshold_to_the_agent_compressor(engine, fake_llm, monkeypatch):
+async def test_hygiene_leaves_a_history_below_its_threshold_to_the_agent_compressor(engine, fake_llm):
     agent = Agent(fake_llm)
     e = await start(engine, context_window=None, model="openai:gpt-4.1-mini")
     await chat(e, 6)
     tokens = e.gateway.services["compaction"].context(session_of(e)).estimate(session_of(e).history)
-    monkeypatch.setenv("HERMES_CONTEXT_WINDOW", str(int(tokens / 0.7)))  # now ~70% full
-    e.gateway.settings.context_window = int(tokens / 0.7)
+    e.gateway.settings.context_window = int(tokens / 0.7)  # HERMES_CONTEXT_WINDOW: the history is ~70% full
     await chat(e, 1, start_at=6)
     lineage = await list_compactions(e.store.engine, [session_of(e).record.id])
     assert [c.reason for c in lineage] == ["agent"] and agent.summary_requests

@@ -1,0 +1,64 @@
+"""The command line as a newcomer meets it: one clear sentence for bad configuration, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from engine_harness import fake_llm_environment
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 60):
+    return subprocess.run([sys.executable, "-m", "hermes_engine.cli", *args], input=stdin, capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
+
+
+def test_version_prints_the_version():
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.startswith("hermes-gateway ")
+
+
+def test_missing_api_key_is_one_sentence_naming_it():
+    result = run_cli("chat", stdin="hi\n")
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("hermes-gateway: ANTHROPIC_API_KEY is not set: export it or choose another "
+                                     "model with HERMES_MODEL.")
+
+
+def test_bad_model_spec_and_bad_profile_are_one_sentence_each(tmp_path):
+    result = run_cli("chat", env={"HERMES_MODEL": "nonsense"}, stdin="hi\n")
+    assert result.returncode == 2 and "'nonsense' is not of the form provider:model" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "profile.yaml").write_text("max_iterations: -3\n")
+    result = run_cli("chat", "--bot", str(tmp_path / "bot"), stdin="hi\n")
+    assert result.returncode == 2 and "max_iterations" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    result = run_cli("run", "--bot", "no-such-bot")
+    assert result.returncode == 2 and "no-such-bot" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_doctor_says_what_is_missing():
+    result = run_cli("doctor", "--bot", "bots/telegram-dm-assistant")
+    assert result.returncode == 1
+    assert "FIX   ANTHROPIC_API_KEY is not set" in result.stdout
+    assert "FIX   telegram: set TELEGRAM_BOT_TOKEN" in result.stdout
+
+
+async def test_piped_chat_answers_one_line_at_a_time(fake_llm, tmp_path):
+    from fakes.fake_llm import Reply
+
+    fake_llm.script(Reply(text="first answer"), Reply(text="second answer"))
+    env = {**fake_llm_environment(fake_llm), "HERMES_MODEL": "openai:gpt-test", "HERMES_HOME": str(tmp_path)}
+    import asyncio
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "hermes_engine.cli", "chat", cwd=ROOT, env={**os.environ, **env},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(b"hello\nand again\n"), 60)
+    assert proc.returncode == 0, err.decode()
+    assert out.decode().splitlines() == ["first answer", "second answer"]
