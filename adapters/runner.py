@@ -93,12 +93,18 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
             ready.set()
         await stop.wait()
     finally:
+        # Stop taking messages, let the gateways wind down (cut turns stay in the inbox for the next
+        # start), and only then close the adapters, so a reply in flight can still be delivered.
+        for adapter in adapters:
+            stop_receiving = getattr(adapter, "stop_receiving", None)
+            if stop_receiving is not None:
+                await stop_receiving()
+        for gateway in gateways:
+            await gateway.stop()
         for adapter in adapters:
             try:
                 await adapter.stop()
             except Exception:
                 log.exception("stopping %s failed", getattr(adapter, "platform", adapter))
-        for gateway in gateways:
-            await gateway.stop()
         await runner.cleanup()
         await store.close()

@@ -60,7 +60,7 @@ from adapters.base import TELEGRAM, PlatformAdapter
 from adapters.outbound import OutboundScheduler, default_is_transient
 from adapters.render import Rendered, render_telegram
 from hermes_engine.errors import ConfigError, PlatformError
-from hermes_engine.messages import Attachment, ChatKind, InboundMessage, ReplyTarget, parse_command
+from hermes_engine.messages import Attachment, ChatKind, InboundMessage, ReplyTarget
 from hermes_engine.pairing import Pairing
 
 log = logging.getLogger(__name__)
@@ -233,18 +233,27 @@ class TelegramAdapter(PlatformAdapter):
         self._main = asyncio.create_task(self._run(), name=f"telegram:{self.webhook_path}")
         self._main.add_done_callback(_log_crash)
 
-    async def stop(self) -> None:
-        """Stop receiving (confirming what was recorded), let queued finals go out, close the client."""
+    async def stop_receiving(self) -> None:
+        """Take no more updates (polling ends; the webhook answers 503, so Telegram keeps them) and confirm
+        what was recorded. Replies can still go out: a runner may stop receiving, stop the gateway, then
+        call `stop`. Idempotent."""
+        if self._stopping and self._main is None:
+            return
         self._stopping = True
-        for task in [self._main, *self._tasks]:
-            if task is not None:
-                task.cancel()
-        await asyncio.gather(*[t for t in [self._main, *self._tasks] if t is not None], return_exceptions=True)
+        tasks = [t for t in [self._main, *self._tasks] if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._main = None
         self._tasks.clear()
         if self.options.mode == "polling" and self._offset is not None and self.ready.is_set():
             with contextlib.suppress(Exception):  # tell Telegram what was recorded, so it is not resent
                 await asyncio.wait_for(self.bot.get_updates(offset=self._offset, timeout=0,
                                                             allowed_updates=ALLOWED_UPDATES), 3)
+
+    async def stop(self) -> None:
+        """Stop receiving (confirming what was recorded), let queued finals go out, close the client."""
+        await self.stop_receiving()
         await super().stop()
         if self._initialized:
             self._initialized = False
@@ -308,9 +317,9 @@ class TelegramAdapter(PlatformAdapter):
                 raise
             except RetryAfter as exc:
                 await asyncio.sleep(_retry_after_seconds(exc) + 0.1)
-            except InvalidToken as exc:
+            except InvalidToken:
                 failures += 1
-                log.error("Telegram refused the bot token during %s (%s); retrying slowly", what, exc)
+                log.error("Telegram refused the bot token during %s; retrying slowly", what)
                 await asyncio.sleep(self.options.poll_backoff_max)
             except Exception as exc:  # noqa: BLE001 - keep trying: the Bot API may be down for a while
                 failures += 1
@@ -348,8 +357,8 @@ class TelegramAdapter(PlatformAdapter):
                 continue
             except TimedOut:
                 continue  # a long poll that outlived its read timeout: ask again at once
-            except InvalidToken as exc:
-                log.error("Telegram refused the bot token while polling (%s)", exc)
+            except InvalidToken:
+                log.error("Telegram refused the bot token while polling (check TELEGRAM_BOT_TOKEN)")
                 await asyncio.sleep(self.options.poll_backoff_max)
                 continue
             except Exception as exc:  # noqa: BLE001 - outages, 5xx, transport errors: never stop polling
@@ -409,7 +418,7 @@ class TelegramAdapter(PlatformAdapter):
             return False
         message, kind, user, text, mentioned = prepared
         user_id = str(user.id)
-        if not self.is_allowed(user_id, getattr(user, "username", None)):
+        if not self.is_allowed(user_id):
             if kind is ChatKind.DM:
                 await self._pairing_reply(message, user)
             else:
@@ -492,7 +501,7 @@ class TelegramAdapter(PlatformAdapter):
         return name == "start" or self.gateway.commands.get(name) is not None
 
     # ----------------------------------------------------------------- access and pairing
-    def is_allowed(self, user_id: str, username: str | None = None) -> bool:
+    def is_allowed(self, user_id: str) -> bool:
         access = self.gateway.profile.access
         listed = self.allowed_users | {str(u) for u in access.allowed_users} | {str(u) for u in access.admins}
         if user_id in listed:
@@ -608,8 +617,8 @@ class TelegramAdapter(PlatformAdapter):
         given = request.headers.get(WEBHOOK_SECRET_HEADER, "")
         if not self.webhook_secret or not hmac.compare_digest(given.encode(), self.webhook_secret.encode()):
             return web.Response(status=401, text="wrong secret token")
-        if not self.ready.is_set():
-            return web.Response(status=503, text="starting")
+        if not self.ready.is_set() or self._stopping:
+            return web.Response(status=503, text="not receiving now")
         try:
             data = await request.json()
             update = Update.de_json(data, self.bot)
@@ -736,7 +745,8 @@ class _RedactToken(logging.Filter):
         return True
 
 
-_REDACTED_LOGGERS = ("httpx", "telegram.Bot", "telegram.ext.ExtBot", "telegram.ext.Application", "telegram.ext")
+_REDACTED_LOGGERS = ("httpx", "telegram.Bot", "telegram.ext.ExtBot", "telegram.ext.Application", "telegram.ext",
+                     __name__)
 
 
 def redact_token_in_logs(token: str) -> None:

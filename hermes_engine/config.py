@@ -47,7 +47,7 @@ class Settings(BaseSettings):
 
 
 class AccessRules(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)  # YAML ids may be unquoted
 
     allowed_users: list[str] = Field(default_factory=list)
     pairing: bool = True

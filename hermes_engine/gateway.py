@@ -150,8 +150,8 @@ class Gateway:
         person_id = await self.person_of(msg.platform, msg.account, msg.user_id, msg.user_name)
         session = await self.session_for(msg)
         command = self.commands.get(msg.command) if purpose == "turn" else None
-        if command is not None and command.immediate:
-            await self._run_command(session, msg, person_id)
+        if command is not None and command.immediate:  # answered at once, without holding up the caller
+            self.spawn(self._run_command(session, msg, person_id), f"command:{msg.command}")
             return
         job = TurnJob(msg, person_id, "command" if command else purpose, replayed=replayed)
         await self.enqueue(session, job)
@@ -309,6 +309,11 @@ class Gateway:
         user = Message(**{**user.__dict__, "meta": {**user.meta, "event_id": msg.event_id}})
         if job.replayed and any(m.meta.get("event_id") == msg.event_id for m in session.history[-50:]):
             user = None  # stored before the crash: continue from there instead of saying it twice
+            answered = _stored_answer(session.history, msg.event_id)
+            if answered is not None:  # the answer was stored but never delivered: deliver it, once
+                await stream.finish(answered)
+                await self.store.complete_inbound(msg.platform, msg.event_id)
+                return None
 
         journal = Journal()
 
@@ -323,7 +328,7 @@ class Gateway:
 
         typing = asyncio.create_task(self._keep_typing(outlet, msg.reply_target())) if outlet else None
         on_delta = stream.push if self.profile.streaming else None
-        failed = interrupted = False
+        failed = interrupted = undelivered = False
         result: TurnResult | None = None
         try:
             context = await turn_context(self, session, msg)  # compression: hygiene now, then before each call
@@ -333,12 +338,16 @@ class Gateway:
                 purpose=job.purpose, context=context)
             await _stop(typing)
             await journal.flush()  # the answer is stored before anyone sees it: a restart never repeats it
-            await stream.finish(result.final_text)
+            try:
+                await stream.finish(result.final_text)
+            except Exception:
+                undelivered = True  # stays in the inbox: the stored answer is delivered after a restart
+                raise
         except asyncio.CancelledError:
             interrupted = True
             await _stop(typing)
             await asyncio.shield(journal.flush())
-            await asyncio.shield(stream.abort("Stopped."))
+            await asyncio.shield(stream.abort(None if self._stopping else "Stopped."))
             raise
         except ProviderError as exc:
             failed = True
@@ -353,7 +362,7 @@ class Gateway:
             log.warning("session %s: turn failed: %s", session.key, exc)
             await stream.finish(f"⚠️ Something went wrong with this answer ({_short(exc)}). Please try again.")
         finally:
-            if not (interrupted and self._stopping):
+            if not (interrupted and self._stopping) and not undelivered:
                 await asyncio.shield(self.store.complete_inbound(msg.platform, msg.event_id))
             if not interrupted:
                 outcome = TurnOutcome(
@@ -402,6 +411,17 @@ class Gateway:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
+
+
+def _stored_answer(history: list[Message], event_id: str) -> str | None:
+    """The final answer stored for the user message of `event_id`, if the turn got that far."""
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].role == "user" and history[index].meta.get("event_id") == event_id:
+            after = history[index + 1:]
+            if after and after[-1].role == "assistant" and not after[-1].tool_calls:
+                return after[-1].content
+            return None
+    return None
 
 
 class Journal:

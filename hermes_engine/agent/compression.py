@@ -524,8 +524,8 @@ class SessionContext:
 
     def estimate(self, history: Sequence[Message], window: int | None = None) -> int:
         """Rough size of a request of `history` as the model gets it (system prompt, tool schemas,
-        messages with oversize ones cut; chars/4)."""
-        return self.fixed + messages_tokens(self.view(history, window or self.window()))
+        messages with oversize ones cut; chars/4 scaled by the provider's last count, see `TokenMeter`)."""
+        return self.meter.scaled(self.fixed + messages_tokens(self.view(history, window or self.window())))
 
     def measure(self, history: list[Message], window: int | None = None) -> int:
         """The provider's count for the last request plus an estimate of what is new."""
@@ -576,7 +576,8 @@ class SessionContext:
     def after_call(self, request: ModelRequest, response: ModelResponse) -> None:
         """The provider counted the request: later measurements build on that count."""
         if self._history is not None:
-            self.meter.observe(self._history, len(request.messages), response.usage)
+            self.meter.observe(self._history, len(request.messages), response.usage,
+                               estimated=self.fixed + messages_tokens(request.messages))
 
     async def compress_now(self) -> CompactionReport:
         """`/compress`: compress regardless of size, keeping only the last exchange verbatim."""

@@ -145,10 +145,15 @@ class _Report:
 
 class TokenMeter:
     """The size of the next request of one session: the provider's count for the last request plus an
-    estimate of the messages appended since. Any rewrite of the history (`touch`) invalidates the count."""
+    estimate of the messages appended since. Any rewrite of the history (`touch`) invalidates the count.
+
+    Estimates are calibrated: each provider count is compared with the chars/4 estimate of the same request,
+    and later estimates are scaled by that ratio (within 0.5–2), so a rewritten history is measured on the
+    provider's scale rather than a few percent under it."""
 
     def __init__(self) -> None:
         self.generation = 0
+        self.ratio = 1.0
         self._report: _Report | None = None
 
     def touch(self) -> None:
@@ -156,11 +161,17 @@ class TokenMeter:
         self.generation += 1
         self._report = None
 
-    def observe(self, history: list[Message], count: int, usage: Usage) -> None:
-        """A request of the first `count` messages of `history` was counted as `usage` by the provider."""
+    def observe(self, history: list[Message], count: int, usage: Usage, estimated: int | None = None) -> None:
+        """A request of the first `count` messages of `history` was counted as `usage` by the provider
+        (`estimated`: the chars/4 estimate of that same request, for calibration)."""
         tokens = prompt_tokens(usage)
         if tokens > 0:
             self._report = _Report(id(history), count, tokens, self.generation)
+            if estimated:
+                self.ratio = min(2.0, max(0.5, tokens / estimated))
+
+    def scaled(self, tokens: int) -> int:
+        return int(tokens * self.ratio)
 
     def measure(self, history: list[Message], fixed: int,
                 estimate: Callable[[Sequence[Message]], int] = messages_tokens) -> tuple[int, bool]:
@@ -169,5 +180,5 @@ class TokenMeter:
         r = self._report
         if (r is not None and r.history == id(history) and r.generation == self.generation
                 and len(history) >= r.count):
-            return r.tokens + estimate(history[r.count:]), True
-        return fixed + estimate(history), False
+            return r.tokens + self.scaled(estimate(history[r.count:])), True
+        return self.scaled(fixed + estimate(history)), False

@@ -84,6 +84,7 @@ async def main(turns: int, window: int) -> dict:
         engine = await Engine(home, profile).start()
         engine.gateway.tools.register(lookup)
         times: list[float] = []
+        summary_turns: list[int] = []
         turn_requests: list[tuple[int, int]] = []  # (fake's count, engine estimate)
         try:
             for i in range(turns):
@@ -97,6 +98,8 @@ async def main(turns: int, window: int) -> dict:
                 requests = fake.requests[first:]
                 times.append(wall - sum(r.served_seconds for r in requests))
                 turn_only = [r for r in requests if not is_summary(r)]
+                if len(turn_only) < len(requests):
+                    summary_turns.append(i)
                 for request, estimate in zip(turn_only, estimates[first_estimate:]):
                     turn_requests.append((len(json.dumps(request.body)) // 4, estimate))
                 fake.requests.clear()
@@ -123,8 +126,12 @@ async def main(turns: int, window: int) -> dict:
         "largest_counted": counted, "largest_estimated": estimated, "bound": window // 2 + one_turn,
         "one_turn": one_turn, "compressions": len(compactions),
         "reasons": sorted({c.reason for c in compactions}),
-        "early_ms": statistics.median(times[5:15]) * 1000, "late_ms": statistics.median(times[-10:]) * 1000,
-        "p50_ms": statistics.median(times) * 1000, "max_ms": max(times) * 1000,
+        "early_ms": statistics.median(times[5:25]) * 1000, "late_ms": statistics.median(times[-20:]) * 1000,
+        "slope_ms": statistics.linear_regression(range(5, len(times)), times[5:]).slope * 100_000,
+        "p50_ms": statistics.median(times) * 1000,
+        "max_ms": max(times[5:]) * 1000, "slowest_turn": max(range(5, len(times)), key=times.__getitem__),
+        "plain_p50_ms": statistics.median(t for i, t in enumerate(times) if i not in summary_turns) * 1000,
+        "summary_p50_ms": statistics.median(times[i] for i in summary_turns) * 1000 if summary_turns else 0.0,
         "estimate_error_pct": 100 * statistics.mean(abs(e - c) / c for c, e in turn_requests),
         "fixed": context.fixed,
     }
@@ -148,6 +155,8 @@ if __name__ == "__main__":
     print(f"  engine estimate vs provider count: mean error {r['estimate_error_pct']:.1f}%")
     print(f"  compressions (summaries): {r['compressions']} ({', '.join(r['reasons'])}); "
           f"{r['stored']:,} messages stored, {r['view']} in the live view at the end")
-    print(f"  engine time per turn: turn ~10 {r['early_ms']:.2f} ms, turn ~{r['turns']} {r['late_ms']:.2f} ms "
-          f"(p50 {r['p50_ms']:.2f} ms, max {r['max_ms']:.2f} ms; fake LLM time subtracted)")
+    print(f"  engine time per turn (median of 20, fake LLM time subtracted): turns 6-25 {r['early_ms']:.2f} ms, "
+          f"turns {r['turns'] - 19}-{r['turns']} {r['late_ms']:.2f} ms; trend {r['slope_ms']:+.2f} ms per 100 turns")
+    print(f"  p50 {r['p50_ms']:.2f} ms; turns without a summary p50 {r['plain_p50_ms']:.2f} ms, turns with one "
+          f"p50 {r['summary_p50_ms']:.2f} ms; slowest after warm-up {r['max_ms']:.2f} ms (turn {r['slowest_turn']})")
     print(f"  wall time {time.perf_counter() - started:.1f} s")

@@ -26,7 +26,7 @@ async def test_killed_process_loses_nothing_persisted_and_answers_after_restart(
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     proc.stdin.write(b"what is six times seven?\n")
     await proc.stdin.drain()
-    for _ in range(300):
+    for _ in range(1200):  # up to a minute: the child imports everything first
         if len(fake_llm.requests) >= 2:
             break
         await asyncio.sleep(0.05)

@@ -181,6 +181,7 @@ async def test_a_reply_in_the_bots_thread_is_answered_without_a_mention(slack_bo
     second = fake_llm.requests[1]
     assert "start something" in json.dumps(second.messages)  # one session per thread: history kept
     assert "Bob" in second.last_user_text
+    assert sorted(c.params["user"] for c in fake_slack.calls_to("users.info")) == ["UALICE", "UBOB"]  # cached
 
 
 async def test_thread_membership_survives_a_restart_through_conversations_replies(slack_bot, fake_slack, fake_llm):
@@ -545,6 +546,9 @@ async def test_socket_mode_answers_and_reconnects_after_a_disconnect(slack_bot, 
     assert [m.visible for m in fake_slack.bot_messages(DM)] == [
         "First over the socket.", "Second after a reconnect.", "Third after a refresh."]
     assert fake_slack.connections_opened >= 3  # a fresh URL from apps.connections.open each time
+    # Slash commands come over the socket too, acknowledged with their ephemeral answer as the payload.
+    ack = await fake_slack.post_command("/goal", "status", channel=CHANNEL)
+    assert "no goal in this channel" in ack.body and ack.seconds < 1.0
     assert len(fake_slack.socket_acks) >= 3
 
 

@@ -457,6 +457,10 @@ async def test_webhook_mode_takes_updates_with_the_right_secret_only(tg, telegra
             async with client.post(f"http://127.0.0.1:{port}/telegram/testbot", json={"update_id": 1},
                                    headers={"X-Telegram-Bot-Api-Secret-Token": "wrong"}) as response:
                 assert response.status == 401
+            await adapter.stop_receiving()  # shutting down: Telegram is told to keep the update for later
+            async with client.post(f"http://127.0.0.1:{port}/telegram/testbot", json={"update_id": 1},
+                                   headers={"X-Telegram-Bot-Api-Secret-Token": "s3cret-token"}) as response:
+                assert response.status == 503
     finally:
         await runner.cleanup()
 
