@@ -474,7 +474,7 @@ async def test_goal_subcommand_without_a_goal_thread_answers_ephemerally(slack_b
     assert fake_slack.bot_messages(CHANNEL) == [] and fake_llm.requests == []
 
 
-async def test_goal_in_a_channel_the_bot_cannot_post_to_is_answered_through_response_url(slack_bot, fake_slack, fake_llm):
+async def test_goal_where_the_bot_cannot_post_is_answered_through_response_url(slack_bot, fake_slack, fake_llm):
     bot = await goal_bot(slack_bot)
     fake_slack.fail("chat.postMessage", status=200, error="not_in_channel")
     ack = await fake_slack.post_command("/goal", "something", channel="CPRIVATE")
