@@ -37,12 +37,18 @@ Slash commands (acknowledged within milliseconds, the work runs after the ack)
   else a channel-level session.
 
 Outbound (the shared `PlatformAdapter` machinery does pacing, splitting, rendering and idempotency)
-- In threads, native streaming (`chat.startStream` / `appendStream` / `stopStream`) when the profile
-  allows it (`native_streaming`) and the person to stream to is known; otherwise post-then-`chat.update`,
-  paced per channel (`edit_interval_seconds`, default 1.2 s: `chat.update` is Tier 3, ~50 a minute).
+- In threads, native streaming (`chat.startStream` / `appendStream` / `stopStream`, Markdown that Slack
+  renders itself, `<!…>` special mentions defused) when the profile allows it (`native_streaming`) and the
+  person streamed to is known (Slack wants `recipient_user_id` outside DMs: the last person who spoke in
+  the thread in this process). A reply that outgrows one message falls back to post-then-edit and is
+  split; a Slack that refuses streams (`missing_scope`, `unknown_method`, …) switches them off for the
+  process. Elsewhere post-then-`chat.update`, paced per channel (`edit_interval_seconds`, default 1.2 s:
+  `chat.update` is Tier 3, ~50 a minute).
 - A 429 becomes `PlatformError(retry_after=<Retry-After>)`, which pauses the channel's lane.
-- Finals are rendered to mrkdwn (`adapters.render.render_slack`) and split at 40,000 characters; nothing is
-  cut. Interim frames are plain text with `& < >` escaped, so model output can never ping `<!channel>`.
+- Finals are rendered to mrkdwn (`adapters.render.render_slack`) and split at 40,000 characters (only
+  `text` is sent, no blocks, so the 3,000-character section limit never applies); nothing is cut.
+  Interim frames are plain text with `& < >` escaped, so model output can never ping `<!channel>`.
+  Link unfurling is off for the bot's posts.
 - slack-sdk reads `HTTP(S)_PROXY` but ignores `NO_PROXY`: the adapter resolves the proxy itself with
   `NO_PROXY` honoured for the API host (and uses the same answer for the Socket Mode websocket).
 """
@@ -711,10 +717,11 @@ def _event_id(body: str) -> str | None:
     return data.get("event_id") if isinstance(data, dict) else None
 
 
-def build(gateway: Any, settings: Any, options: dict[str, Any], http_app: web.Application | None) -> SlackAdapter:
+def build(gateway: Any, settings: Any, options: Mapping[str, Any] | None,
+          http_app: web.Application | None = None) -> SlackAdapter:
     """Called by `adapters.runner`: the adapter for `gateway`, its HTTP route mounted on `http_app`."""
     try:
-        opts = SlackOptions.model_validate(options or {})
+        opts = SlackOptions.model_validate(dict(options or {}))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"

@@ -415,11 +415,16 @@ async def load_history(store: "Store", session_id: int) -> list[Message]:
         return item.message
 
     if latest is None:
-        return repair_history([known(s) for s in stored])
-    covered = sum(1 for s in stored if latest.first_message_id <= s.id <= latest.last_message_id)
-    head = [known(s) for s in stored if s.id < latest.first_message_id]
-    tail = [known(s) for s in stored if s.id > latest.last_message_id]
-    return repair_history([*head, summary_message(latest, covered), *tail])
+        messages = [known(s) for s in stored]
+    else:
+        covered = sum(1 for s in stored if latest.first_message_id <= s.id <= latest.last_message_id)
+        head = [known(s) for s in stored if s.id < latest.first_message_id]
+        tail = [known(s) for s in stored if s.id > latest.last_message_id]
+        messages = [*head, summary_message(latest, covered), *tail]
+    repaired = repair_history(messages)
+    for message in repaired:
+        message.meta.setdefault(STORED_ID, None)  # an "interrupted" result made up here is not stored
+    return repaired
 
 
 def _same(message: Message, ref: Any) -> bool:
@@ -437,11 +442,13 @@ async def sync_stored_ids(engine: Any, session_id: int, history: Sequence[Messag
     before appending it, in order), by lining them up with the rows stored after the newest known id."""
     from storage.search import message_refs_after
 
-    unsynced = [m for m in history if STORED_ID not in m.meta]
-    if not unsynced:
+    first = next((i for i, m in enumerate(history) if STORED_ID not in m.meta), None)
+    if first is None:
         return
-    known = [m.meta[STORED_ID] for m in history if m.meta.get(STORED_ID)]
-    known += [m.meta[COMPACTION]["last"] for m in history if is_summary(m)]
+    unsynced = [m for m in history[first:] if STORED_ID not in m.meta]
+    before = history[:first]  # only ids from before the first unsynced message bound the search
+    known = [m.meta[STORED_ID] for m in before if m.meta.get(STORED_ID)]
+    known += [m.meta[COMPACTION]["last"] or 0 for m in before if is_summary(m)]
     refs = await message_refs_after(engine, session_id, max(known, default=0))
     j = 0
     for message in unsynced:
@@ -470,10 +477,14 @@ class CompactionService:
         return SessionContext(self, session, message)
 
     def fixed_tokens(self, session: "SessionHandle") -> int:
+        """System prompt + tool schemas: frozen for the session, so measured once (once it is frozen)."""
         key = session.record.id
-        if key not in self._fixed:
-            self._fixed[key] = fixed_tokens(session.system_prompt or "", self.gateway.tools.schemas())
-        return self._fixed[key]
+        if key in self._fixed:
+            return self._fixed[key]
+        tokens = fixed_tokens(session.system_prompt or "", self.gateway.tools.schemas())
+        if session.system_prompt is not None:
+            self._fixed[key] = tokens
+        return tokens
 
 
 def compaction_service(gateway: "Gateway") -> CompactionService:

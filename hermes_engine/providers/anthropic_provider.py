@@ -25,6 +25,7 @@ from hermes_engine.providers.base import (
     TextDelta,
     ToolSchema,
 )
+from hermes_engine.providers.transport import redact, retry_after_seconds
 
 _CACHE = {"type": "ephemeral"}
 
@@ -107,7 +108,7 @@ class AnthropicProvider:
             detail = err.api_message or err.message
             if status < 400:
                 status = _ERROR_TYPE_STATUS.get(err.type or "", 500)
-            retry_after = _retry_after(err.response.headers)
+            retry_after = retry_after_seconds(err.response.headers)
         elif isinstance(err, anthropic.APIResponseValidationError):
             status = err.status_code
         elif isinstance(err, anthropic.APIConnectionError) and err.__cause__ is not None:
@@ -115,7 +116,7 @@ class AnthropicProvider:
         elif isinstance(err, json.JSONDecodeError):
             detail = "malformed event stream"
         kind = f"HTTP {status}" if status is not None else type(err).__name__
-        message = f"{self.spec} failed ({kind}): {_redact(detail, self._api_key)}"
+        message = f"{self.spec} failed ({kind}): {redact(detail, self._api_key)}"
         return ProviderError(message, status=status, provider=self.spec, retry_after=retry_after)
 
 
@@ -236,24 +237,3 @@ def _tool_input(arguments: str) -> dict[str, Any]:
     except ValueError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
-
-
-def _retry_after(headers: Any) -> float | None:
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is not None:
-            try:
-                return float(value) / scale
-            except ValueError:
-                continue
-    return None
-
-
-_KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-*]{8,}")
-
-
-def _redact(text: str, api_key: str | None) -> str:
-    """Error bodies sometimes echo the key (or a prefix of it); none of it goes into messages or logs."""
-    if api_key and len(api_key) >= 6:
-        text = text.replace(api_key, "***")
-    return _KEY_PATTERN.sub("sk-***", text)

@@ -23,6 +23,7 @@ from hermes_engine.providers.base import (
     TextDelta,
     ToolSchema,
 )
+from hermes_engine.providers.transport import redact, retry_after_seconds
 
 # Finish reasons in the Anthropic vocabulary, so the rest of the engine sees one set of words.
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -111,7 +112,7 @@ class OpenAIProvider:
         if isinstance(err, openai.APIStatusError):
             status = err.status_code
             detail = _body_message(err.body) or err.message
-            retry_after = _retry_after(err.response.headers)
+            retry_after = retry_after_seconds(err.response.headers)
         elif isinstance(err, openai.APIResponseValidationError):
             status = err.status_code
         elif isinstance(err, openai.APIConnectionError):
@@ -122,7 +123,7 @@ class OpenAIProvider:
         elif isinstance(err, json.JSONDecodeError):
             detail = "malformed event stream"
         kind = f"HTTP {status}" if status is not None else type(err).__name__
-        message = f"{self.spec} failed ({kind}): {_redact(detail, self._api_key)}"
+        message = f"{self.spec} failed ({kind}): {redact(detail, self._api_key)}"
         return ProviderError(message, status=status, provider=self.spec, retry_after=retry_after)
 
 
@@ -254,24 +255,3 @@ def _error_kind_status(body: object) -> int | None:
             if status is not None:
                 return status
     return None
-
-
-def _retry_after(headers: Any) -> float | None:
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is not None:
-            try:
-                return float(value) / scale
-            except ValueError:
-                continue
-    return None
-
-
-_KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-*]{8,}")
-
-
-def _redact(text: str, api_key: str | None) -> str:
-    """Error bodies sometimes echo the key (or a masked prefix of it); none of it goes into messages or logs."""
-    if api_key and len(api_key) >= 6:
-        text = text.replace(api_key, "***")
-    return _KEY_PATTERN.sub("sk-***", text)

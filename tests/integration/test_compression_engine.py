@@ -62,7 +62,9 @@ class Agent:
                 return answer(request) if callable(answer) else answer
             return Reply(text=structured(self.summary_count))
         last = request.messages[-1]
-        if last["role"] == "user":
+        blocks = last["content"] if isinstance(last.get("content"), list) else []
+        tool_result = last["role"] == "tool" or any(b.get("type") == "tool_result" for b in blocks)
+        if not tool_result:
             return Reply(tool_calls=[("read_page", {"n": self.summary_count})])
         return Reply(text="Read it.")
 
@@ -131,6 +133,17 @@ async def test_compression_triggers_at_half_the_window_and_keeps_tool_pairs_inta
     last = agent.turn_requests[-1].messages
     assert last[1]["content"].startswith("Turn 0:")  # the protected head: the first exchange
     assert any(PLACEHOLDER in str(m.get("content")) for m in agent.turn_requests[first - 2].messages)
+
+
+async def test_compressed_history_is_valid_on_the_anthropic_wire_format_too(engine, fake_llm):
+    agent = Agent(fake_llm)
+    e = await start(engine, model="anthropic:claude-test")
+    await chat(e, 12)  # the fake rejects invalid role order or orphaned tool results with a 400
+    assert agent.summary_requests and all(r.api == "anthropic" for r in fake_llm.requests)
+    last = agent.turn_requests[-1].body["messages"]
+    assert last[0]["role"] == "user" and LABEL not in json.dumps(last[0])  # the head
+    merged = next(m for m in last if LABEL in json.dumps(m))
+    assert merged["role"] == "user" and len(merged["content"]) == 2  # summary + the tail's first message
 
 
 async def test_summary_is_structured_and_a_second_pass_updates_the_first(engine, fake_llm):

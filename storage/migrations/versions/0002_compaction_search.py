@@ -37,10 +37,11 @@ SQLITE_UP = [
     f"""CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages WHEN old.{SEARCHABLE_ROLES} BEGIN
         INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
     END""",
-    f"""CREATE TRIGGER messages_fts_au_old AFTER UPDATE ON messages WHEN old.{SEARCHABLE_ROLES} BEGIN
+    # Only a change of the indexed text or of the role touches the index (link_accounts updates person_id).
+    f"""CREATE TRIGGER messages_fts_au_old AFTER UPDATE OF content, role ON messages WHEN old.{SEARCHABLE_ROLES} BEGIN
         INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
     END""",
-    f"""CREATE TRIGGER messages_fts_au_new AFTER UPDATE ON messages WHEN new.{SEARCHABLE_ROLES} BEGIN
+    f"""CREATE TRIGGER messages_fts_au_new AFTER UPDATE OF content, role ON messages WHEN new.{SEARCHABLE_ROLES} BEGIN
         INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
     END""",
     f"INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages WHERE {SEARCHABLE_ROLES}",
@@ -53,7 +54,7 @@ SQLITE_UP = [
     """CREATE TRIGGER compactions_fts_ad AFTER DELETE ON compactions BEGIN
         INSERT INTO compactions_fts(compactions_fts, rowid, summary) VALUES ('delete', old.id, old.summary);
     END""",
-    """CREATE TRIGGER compactions_fts_au AFTER UPDATE ON compactions BEGIN
+    """CREATE TRIGGER compactions_fts_au AFTER UPDATE OF summary ON compactions BEGIN
         INSERT INTO compactions_fts(compactions_fts, rowid, summary) VALUES ('delete', old.id, old.summary);
         INSERT INTO compactions_fts(rowid, summary) VALUES (new.id, new.summary);
     END""",
