@@ -81,6 +81,7 @@ async def chat(gateway, stdin: TextIO | None = None, out: TextIO | None = None) 
         else:
             line = await asyncio.to_thread(stdin.readline)
             if not line:
+                await settle(gateway)  # a /goal goes on working after "Goal set": let it finish first
                 break
         line = line.rstrip("\n")
         if not line.strip():
@@ -93,3 +94,15 @@ async def chat(gateway, stdin: TextIO | None = None, out: TextIO | None = None) 
             console.out.flush()
         await gateway.handle(console.message(line))
         await console.replied.wait()
+
+
+async def settle(gateway, poll_seconds: float = 0.05) -> None:
+    """Wait until no session has queued or running work and no background task (a goal's judge and its
+    next turn, a review) is left: piped input usually ends long before a goal does."""
+    def busy() -> bool:
+        return bool(getattr(gateway, "_background", ())) or any(
+            (s.worker is not None and not s.worker.done()) or not s.queue.empty()
+            for s in gateway.sessions.values())
+
+    while busy():
+        await asyncio.sleep(poll_seconds)

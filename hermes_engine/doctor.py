@@ -33,7 +33,10 @@ def diagnose(bot: str | None) -> Iterator[tuple[bool, str]]:
         except HermesError as exc:
             yield False, str(exc)
     for platform in profile.platforms:
-        missing = [name for name in PLATFORM_SECRETS.get(platform, []) if not os.environ.get(name)]
+        needed = PLATFORM_SECRETS.get(platform, [])
+        if platform == "slack" and os.environ.get("SLACK_APP_TOKEN"):
+            needed = ["SLACK_BOT_TOKEN"]  # Socket Mode: no signed HTTP requests to verify
+        missing = [name for name in needed if not os.environ.get(name)]
         if missing:
             yield False, f"{platform}: set {', '.join(missing)} in the environment."
         else:

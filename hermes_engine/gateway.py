@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from hermes_engine.agent.compression import load_history, turn_context
 from hermes_engine.agent.loop import AgentLoop, TurnResult
@@ -318,7 +318,7 @@ class Gateway:
         journal = Journal()
 
         async def persist(message: Message, usage: Usage | None, model: str | None) -> None:
-            journal.write(self.store.append_message(
+            journal.write(lambda: self.store.append_message(
                 session.record.id, message, usage=usage, model=model,
                 person_id=job.person_id if message.role == "user" else None))
             if usage is not None:
@@ -435,13 +435,13 @@ class Journal:
     def __init__(self) -> None:
         self._last: asyncio.Task[Any] | None = None
 
-    def write(self, operation: Any) -> None:
+    def write(self, operation: Callable[[], Awaitable[Any]]) -> None:
         previous = self._last
 
         async def in_order() -> None:
             if previous is not None:
                 await previous
-            await operation
+            await operation()
 
         self._last = asyncio.ensure_future(in_order())
 

@@ -648,7 +648,8 @@ class SessionContext:
         stored_summary = f"{GOAL_LINE}{goal}\n\n{text}" if goal else text
         engine = store_engine(self.gateway.store)
         first_id, last_id, parent_id = await self._covered(engine, history, split)
-        count = len(split.middle) + (split.previous.meta[COMPACTION].get("count") or 0 if split.previous else 0)
+        earlier = (split.previous.meta[COMPACTION].get("count") or 0) if split.previous is not None else 0
+        count = len(split.middle) + earlier
         record = None
         if engine is not None and first_id is not None and last_id is not None:
             from storage.search import record_compaction
@@ -671,7 +672,8 @@ class SessionContext:
         report.compaction_id = record.id if record is not None else None
         report.tokens_after = self.estimate(history, window)
 
-    async def _covered(self, engine: Any, history: list[Message], split: Split) -> tuple[int | None, int | None, int | None]:
+    async def _covered(self, engine: Any, history: list[Message],
+                       split: Split) -> tuple[int | None, int | None, int | None]:
         """(first, last) stored ids the new summary covers — cumulative over earlier compactions — and the
         compaction it updates."""
         if engine is not None:

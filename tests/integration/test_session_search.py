@@ -152,7 +152,8 @@ async def say(store: SqlStore, session_id: int, person_id: int | None, role: str
 
 
 async def find(store: SqlStore, person_id: int, query: str, limit: int = 10) -> list[str]:
-    return [unmarked(h.snippet) for h in await search(store.engine, person_id=person_id, bot="bot", query=query, limit=limit)]
+    hits = await search(store.engine, person_id=person_id, bot="bot", query=query, limit=limit)
+    return [unmarked(h.snippet) for h in hits]
 
 
 async def test_search_scope_rules_hold_on_every_backend(store):
