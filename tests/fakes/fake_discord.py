@@ -39,13 +39,14 @@ import itertools
 import json
 import math
 import secrets
-import socket
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
 from aiohttp import WSMsgType, web
+
+from fakes.loopback import LoopbackServer
 
 API_PREFIX = "/api/v10"
 MAX_CONTENT = 2000
@@ -174,7 +175,7 @@ class DiscordError(Exception):
 
 # -- the server ------------------------------------------------------------------------------------------
 
-class FakeDiscord:
+class FakeDiscord(LoopbackServer):
     """See the module docstring. ``async with FakeDiscord() as fake:`` or `start()` / `stop()`."""
 
     def __init__(self, *, token: str = "test-bot-token", bot_name: str = "Hermes",
@@ -215,16 +216,14 @@ class FakeDiscord:
         self._gateway_open = asyncio.Event()
         self._gateway_open.set()
         self._changed = asyncio.Event()
-        self._runner: web.AppRunner | None = None
         self._sockets: set[web.WebSocketResponse] = set()
-        self.port = 0
         # a default guild with one text channel, an everyone role and an admin role
         guild = self.add_guild("Test Guild", channels=("general",), roles=("Hermes Admin",))
         self.guild_id = guild["id"]
         self.channel_id = next(c for c in guild["channels"])["id"]
 
     # -- lifecycle ---------------------------------------------------------------------------------------
-    async def start(self) -> "FakeDiscord":
+    def build_app(self) -> web.Application:
         app = web.Application(middlewares=[self._json_errors])
         r = app.router
         p = API_PREFIX
@@ -248,32 +247,12 @@ class FakeDiscord:
         r.add_delete(p + "/webhooks/{application_id}/{token}/messages/{message_id}", self._webhook_delete)
         r.add_get("/gateway/ws", self._websocket)
         r.add_get("/resume/ws", self._websocket)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.2)
-        await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
-        return self
+        return app
 
-    async def stop(self) -> None:
+    async def before_stop(self) -> None:
         self._gateway_open.set()
         for ws in list(self._sockets):
             await ws.close(code=1001)
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> "FakeDiscord":
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def api_base(self) -> str:

@@ -23,13 +23,14 @@ import inspect
 import itertools
 import json
 import re
-import socket
 import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal, Sequence, Union
 
 from aiohttp import web
+
+from fakes.loopback import LoopbackServer
 
 Api = Literal["openai", "anthropic"]
 
@@ -130,7 +131,7 @@ def _plain_text(content: Any) -> str:
     return ""
 
 
-class FakeLLM:
+class FakeLLM(LoopbackServer):
     """The server. Use as `async with FakeLLM() as fake:` or call `start()` / `stop()` yourself."""
 
     def __init__(self, *, strict: bool = True) -> None:
@@ -141,38 +142,14 @@ class FakeLLM:
         self.strict = strict
         self._queue: deque[Reply] = deque()
         self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
-        self.port = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
-    async def start(self) -> "FakeLLM":
+    def build_app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
-        await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
-        return self
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> "FakeLLM":
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return app
 
     @property
     def openai_base_url(self) -> str:

@@ -37,7 +37,6 @@ import hashlib
 import hmac
 import itertools
 import json
-import socket
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -46,6 +45,8 @@ from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp import web
+
+from fakes.loopback import LoopbackServer
 
 MAX_TEXT = 40_000
 
@@ -141,7 +142,7 @@ class User:
     bot_id: str | None = None
 
 
-class FakeSlack:
+class FakeSlack(LoopbackServer):
     """The server. `async with FakeSlack() as slack:`; point the adapter at `slack.api_url`."""
 
     def __init__(self, *, signing_secret: str = SIGNING_SECRET, echo_bot_posts: bool = True) -> None:
@@ -173,29 +174,22 @@ class FakeSlack:
         self._base = int(time.time())
         self._tasks: set[asyncio.Task] = set()
         self._changed = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
-        self.port = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
-    async def start(self) -> "FakeSlack":
+    def build_app(self) -> web.Application:
         app = web.Application(client_max_size=16 * 1024 * 1024)
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/response/{id}", self._response_url)
         app.router.add_get("/ws", self._websocket)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
-        await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        return app
+
+    async def after_start(self) -> None:
         # Slack's deliveries never go through a proxy in these tests.
         self._session = aiohttp.ClientSession(trust_env=False)
-        return self
 
-    async def stop(self) -> None:
+    async def before_stop(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
@@ -204,19 +198,6 @@ class FakeSlack:
             await ws.close()
         if self._session is not None:
             await self._session.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> "FakeSlack":
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def api_url(self) -> str:

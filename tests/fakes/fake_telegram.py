@@ -40,6 +40,8 @@ from typing import Any, Callable, Iterable
 
 from aiohttp import ClientSession, web
 
+from fakes.loopback import LoopbackServer
+
 MAX_TEXT = 4096
 MAX_DOWNLOAD = 20 * 1024 * 1024  # the official server's getFile limit
 
@@ -183,7 +185,7 @@ def _bad_request(description: str) -> TelegramApiError:
     return TelegramApiError(400, f"Bad Request: {description}")
 
 
-class FakeTelegram:
+class FakeTelegram(LoopbackServer):
     """The server. ``async with FakeTelegram() as fake:`` or ``start()`` / ``stop()``."""
 
     def __init__(self, *, token: str = "123456789:TEST-token_abcdefghijklmnopqrstuvw",
@@ -209,47 +211,31 @@ class FakeTelegram:
         self._file_ids = itertools.count(1)
         self._new_update = asyncio.Condition()
         self._changed = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
         self._webhook_task: asyncio.Task | None = None
         self._closing = False
-        self.port = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    async def start(self) -> "FakeTelegram":
+    def build_app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._api)
         app.router.add_get("/file/bot{token}/{path:.+}", self._file)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return self
+        return app
 
-    async def stop(self) -> None:
+    async def before_stop(self) -> None:
         self._closing = True
         async with self._new_update:  # release long polls, or the server waits for them to time out
             self._new_update.notify_all()
         if self._webhook_task is not None:
             self._webhook_task.cancel()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> "FakeTelegram":
-        return await self.start()
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.stop()
 
     @property
     def base_url(self) -> str:
         """The value for TELEGRAM_API_BASE_URL (python-telegram-bot's `base_url`)."""
-        return f"http://127.0.0.1:{self.port}/bot"
+        return f"{self.url}/bot"
 
     @property
     def file_base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/file/bot"
+        return f"{self.url}/file/bot"
 
     # -- people ------------------------------------------------------------------------------------
     def chat(self, chat_id: int, chat_type: str | None = None, *, title: str | None = None,
