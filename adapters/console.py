@@ -99,10 +99,5 @@ async def chat(gateway, stdin: TextIO | None = None, out: TextIO | None = None) 
 async def settle(gateway, poll_seconds: float = 0.05) -> None:
     """Wait until no session has queued or running work and no background task (a goal's judge and its
     next turn, a review) is left: piped input usually ends long before a goal does."""
-    def busy() -> bool:
-        return bool(getattr(gateway, "_background", ())) or any(
-            (s.worker is not None and not s.worker.done()) or not s.queue.empty()
-            for s in gateway.sessions.values())
-
-    while busy():
+    while gateway.busy:
         await asyncio.sleep(poll_seconds)

@@ -405,6 +405,12 @@ class Gateway:
             await asyncio.wait({task}, timeout=10)
         return True
 
+    @property
+    def busy(self) -> bool:
+        """Work is queued or running: a turn, a command, a goal's judge or next turn, a review."""
+        return bool(self._background) or any((s.worker is not None and not s.worker.done()) or not s.queue.empty()
+                                             for s in self.sessions.values())
+
     def spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
         """Run background work owned by the gateway (cancelled on stop)."""
         task = asyncio.create_task(coro, name=name)

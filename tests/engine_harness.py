@@ -139,9 +139,7 @@ class Engine:
         assert self.gateway is not None
         deadline = asyncio.get_running_loop().time() + timeout
         while asyncio.get_running_loop().time() < deadline:
-            busy = any((s.worker and not s.worker.done()) or not s.queue.empty()
-                       for s in self.gateway.sessions.values()) or self.gateway._background
-            if not busy:
+            if not self.gateway.busy:
                 return
             await asyncio.sleep(0.01)
         raise TimeoutError("the gateway did not become idle")
