@@ -85,7 +85,7 @@ class AnthropicProvider:
             # transform and per-event model construction are skipped (they grow with the history and
             # dominate the engine's own time); retries, auth and SSE handling stay the SDK's.
             events = await self._client.post("/v1/messages", body={**params, "stream": True}, cast_to=object,
-                                             stream=True, stream_cls=anthropic.AsyncStream[dict[str, Any]])
+                                             stream=True, stream_cls=anthropic.AsyncStream[object])
             async with events:
                 async for event in events:
                     text = state.feed(event)
