@@ -284,6 +284,20 @@ def _whole(method: _F) -> _F:
 # ------------------------------------------------------------------------------------------ store
 
 
+# The per-message statements, built once: constructing a statement costs more than running it on SQLite.
+_INSERT_MESSAGE = sa.insert(MessageRow.__table__).returning(MessageRow.__table__.c.id)
+_RECORD_INBOUND_SQLITE = (sqlite.insert(InboundEventRow.__table__)
+                          .on_conflict_do_nothing(index_elements=["platform", "event_id"])
+                          .returning(InboundEventRow.__table__.c.id))
+_RECORD_INBOUND_PG = (postgresql.insert(InboundEventRow.__table__)
+                      .on_conflict_do_nothing(index_elements=["platform", "event_id"])
+                      .returning(InboundEventRow.__table__.c.id))
+_COMPLETE_INBOUND = (sa.update(InboundEventRow.__table__)
+                     .where(InboundEventRow.__table__.c.platform == sa.bindparam("p"),
+                            InboundEventRow.__table__.c.event_id == sa.bindparam("e"))
+                     .values(status=sa.bindparam("done"), completed_at=sa.bindparam("at")))
+
+
 class SqliteLane:
     """The hot path on SQLite: one statement, one trip to one thread.
 
@@ -298,10 +312,10 @@ class SqliteLane:
         _install_sqlite_pragmas(self.engine, wal=True)
         self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-sqlite")
 
-    async def execute(self, statement: Any, result: Callable[[Any], Any] = lambda r: None) -> Any:
+    async def execute(self, statement: Any, params: dict[str, Any], result: Callable[[Any], Any]) -> Any:
         def run() -> Any:
             with self.engine.begin() as conn:
-                return result(conn.execute(statement))
+                return result(conn.execute(statement, params))
 
         return await asyncio.get_running_loop().run_in_executor(self._thread, run)
 
@@ -405,6 +419,13 @@ class SqlStore:
     async def _advisory_lock(self, session: AsyncSession, namespace: int, subject: str) -> None:
         if self.dialect == "postgresql":
             await session.execute(sa.select(sa.func.pg_advisory_xact_lock(namespace, sa.func.hashtext(subject))))
+
+    async def _hot(self, statement: Any, params: dict[str, Any], result: Callable[[Any], Any]) -> Any:
+        """A per-message write: on the SQLite lane when there is one, else on the async engine."""
+        if self._lane is not None:
+            return await self._lane.execute(statement, params, result)
+        async with self.engine.begin() as conn:
+            return result(await conn.execute(statement, params))
 
     def _insert(self, table: sa.Table) -> Any:
         return postgresql.insert(table) if self.dialect == "postgresql" else sqlite.insert(table)
@@ -550,31 +571,25 @@ class SqlStore:
     async def append_message(self, session_id: int, message: Message, *, person_id: int | None = None,
                              usage: Usage | None = None, model: str | None = None) -> int:
         data = message.to_dict()
-        table = MessageRow.__table__
-        # A Core insert on a bare connection: this is the hottest write (every step of every turn), and
-        # the ORM unit of work costs more than the insert itself.
-        stmt = sa.insert(table).values(
-            session_id=session_id,
-            person_id=person_id,
-            role=data["role"],
-            content=_clean_text(data["content"] or ""),
-            tool_calls=_clean(data["tool_calls"]) or None,
-            tool_call_id=data["tool_call_id"],
-            tool_name=data["tool_name"],
-            is_error=bool(data["is_error"]),
-            images=data["images"] or None,
-            meta=_clean(data["meta"]) or None,
-            input_tokens=usage.input_tokens if usage else None,
-            output_tokens=usage.output_tokens if usage else None,
-            cache_read_tokens=usage.cache_read_tokens if usage else None,
-            cache_write_tokens=usage.cache_write_tokens if usage else None,
-            model=model,
-            created_at=self._now(),
-        ).returning(table.c.id)
-        if self._lane is not None:
-            return await self._lane.execute(stmt, lambda r: r.scalar_one())
-        async with self.engine.begin() as conn:
-            return (await conn.execute(stmt)).scalar_one()
+        row = {
+            "session_id": session_id,
+            "person_id": person_id,
+            "role": data["role"],
+            "content": _clean_text(data["content"] or ""),
+            "tool_calls": _clean(data["tool_calls"]) or None,
+            "tool_call_id": data["tool_call_id"],
+            "tool_name": data["tool_name"],
+            "is_error": bool(data["is_error"]),
+            "images": data["images"] or None,
+            "meta": _clean(data["meta"]) or None,
+            "input_tokens": usage.input_tokens if usage else None,
+            "output_tokens": usage.output_tokens if usage else None,
+            "cache_read_tokens": usage.cache_read_tokens if usage else None,
+            "cache_write_tokens": usage.cache_write_tokens if usage else None,
+            "model": model,
+            "created_at": self._now(),
+        }
+        return await self._hot(_INSERT_MESSAGE, row, lambda r: r.scalar_one())
 
     @_whole
     async def load_messages(self, session_id: int) -> list[Message]:
@@ -609,30 +624,18 @@ class SqlStore:
     async def record_inbound(self, platform: str, event_id: str, payload: dict[str, Any]) -> bool:
         """Insert a received event; False when (platform, event_id) was seen before. One statement,
         `INSERT ... ON CONFLICT DO NOTHING RETURNING id`, so concurrent duplicates cannot both win."""
-        table = InboundEventRow.__table__
-        stmt = (self._insert(table)
-                .values(platform=platform, event_id=event_id, status=INBOUND_RECEIVED,
-                        payload=_clean(dict(payload)), created_at=self._now())
-                .on_conflict_do_nothing(index_elements=["platform", "event_id"])
-                .returning(table.c.id))
+        row = {"platform": platform, "event_id": event_id, "status": INBOUND_RECEIVED,
+               "payload": _clean(dict(payload)), "created_at": self._now()}
+        statement = _RECORD_INBOUND_PG if self.dialect == "postgresql" else _RECORD_INBOUND_SQLITE
         try:
-            if self._lane is not None:
-                return await self._lane.execute(stmt, lambda r: r.first() is not None)
-            async with self.engine.begin() as conn:
-                return (await conn.execute(stmt)).first() is not None
+            return await self._hot(statement, row, lambda r: r.first() is not None)
         except IntegrityError:  # belt and braces: a unique violation is a duplicate too
             return False
 
     @_whole
     async def complete_inbound(self, platform: str, event_id: str) -> None:
-        stmt = (sa.update(InboundEventRow)
-                .where(InboundEventRow.platform == platform, InboundEventRow.event_id == event_id)
-                .values(status=INBOUND_DONE, completed_at=self._now()))
-        if self._lane is not None:
-            await self._lane.execute(stmt)
-            return
-        async with self.engine.begin() as conn:
-            await conn.execute(stmt)
+        await self._hot(_COMPLETE_INBOUND, {"p": platform, "e": event_id, "done": INBOUND_DONE,
+                                            "at": self._now()}, lambda r: None)
 
     @_whole
     async def pending_inbound(self, platform: str | None = None) -> list[InboundEvent]:
