@@ -141,9 +141,8 @@ def make_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
             path = Path(url.database or "").expanduser()
             path.parent.mkdir(parents=True, exist_ok=True)
             url = url.set(database=str(path))
-            kwargs.setdefault("pool_size", 1)
-            kwargs.setdefault("max_overflow", 0)
-            kwargs.setdefault("pool_timeout", 60)
+            if "poolclass" not in kwargs:
+                kwargs.update(pool_size=1, max_overflow=0, pool_timeout=60)
     elif backend == "postgresql":
         kwargs.setdefault("pool_pre_ping", True)
     engine = create_async_engine(url, **kwargs)
