@@ -39,6 +39,14 @@ class TurnJob:
     purpose: str = "turn"  # "turn" | "goal" | "command"
     replayed: bool = False  # re-run after a restart; the user message may already be stored
     done: asyncio.Future[TurnResult | None] | None = None
+    recorded: asyncio.Future[bool] | None = None  # the inbox write under way; False: a duplicate
+
+    async def is_new(self) -> bool:
+        return True if self.recorded is None else await asyncio.shield(self.recorded)
+
+
+class DuplicateEvent(Exception):
+    """The inbox write found the event already recorded: the turn that started meanwhile is dropped."""
 
 
 @dataclass
@@ -140,20 +148,26 @@ class Gateway:
         `purpose="goal"` marks an engine-made goal continuation; it goes through the same durable inbox,
         so a restart neither loses nor repeats it."""
         payload = {"bot": self.bot, "message": message_to_payload(msg), "purpose": purpose}
-        if not await self.store.record_inbound(msg.platform, msg.event_id, payload):
+        # The turn starts while the event is being recorded; nothing of it is stored, shown or done
+        # (tools) before the record says the event is new. The caller hears back once it is durable.
+        recorded = asyncio.ensure_future(self.store.record_inbound(msg.platform, msg.event_id, payload))
+        try:
+            await self._accept(msg, purpose=purpose, recorded=recorded)
+        finally:
+            new = await recorded
+        if not new:
             log.info("duplicate %s event %s ignored", msg.platform, msg.event_id)
-            return False
-        await self._accept(msg, purpose=purpose)
-        return True
+        return new
 
-    async def _accept(self, msg: InboundMessage, replayed: bool = False, purpose: str = "turn") -> None:
+    async def _accept(self, msg: InboundMessage, replayed: bool = False, purpose: str = "turn",
+                      recorded: asyncio.Future[bool] | None = None) -> None:
         person_id = await self.person_of(msg.platform, msg.account, msg.user_id, msg.user_name)
         session = await self.session_for(msg)
         command = self.commands.get(msg.command) if purpose == "turn" else None
+        job = TurnJob(msg, person_id, "command" if command else purpose, replayed=replayed, recorded=recorded)
         if command is not None and command.immediate:  # answered at once, without holding up the caller
-            self.spawn(self._run_command(session, msg, person_id), f"command:{msg.command}")
+            self.spawn(self._run_command(session, job), f"command:{msg.command}")
             return
-        job = TurnJob(msg, person_id, "command" if command else purpose, replayed=replayed)
         await self.enqueue(session, job)
 
     async def person_of(self, platform: str, account: str, user_id: str, display_name: str = "") -> int:
@@ -206,8 +220,10 @@ class Gateway:
         while not session.queue.empty():
             job = session.queue.get_nowait()
             try:
-                if job.purpose == "command":
-                    await self._run_command(session, job.message, job.person_id)
+                if job.recorded is not None and job.recorded.done() and not job.recorded.result():
+                    result = None  # a duplicate, known by now: not even a model call
+                elif job.purpose == "command":
+                    await self._run_command(session, job)
                     result = None
                 elif not await self._accepted(job):
                     await self.store.complete_inbound(job.message.platform, job.message.event_id)
@@ -239,7 +255,10 @@ class Gateway:
                 return False
         return True
 
-    async def _run_command(self, session: SessionHandle, msg: InboundMessage, person_id: int) -> None:
+    async def _run_command(self, session: SessionHandle, job: TurnJob) -> None:
+        if not await job.is_new():
+            return
+        msg, person_id = job.message, job.person_id
         command = self.commands.get(msg.command)
         assert command is not None
         is_admin = msg.user_id in self.profile.access.admins
@@ -317,18 +336,31 @@ class Gateway:
 
         journal = Journal()
 
+        async def ensure_new() -> None:
+            if not await job.is_new():
+                raise DuplicateEvent(msg.event_id)
+
+        async def store_message(message: Message, usage: Usage | None, model: str | None) -> None:
+            await ensure_new()
+            await self.store.append_message(session.record.id, message, usage=usage, model=model,
+                                            person_id=job.person_id if message.role == "user" else None)
+
         async def persist(message: Message, usage: Usage | None, model: str | None) -> None:
-            journal.write(lambda: self.store.append_message(
-                session.record.id, message, usage=usage, model=model,
-                person_id=job.person_id if message.role == "user" else None))
+            if message.role != "user":
+                await ensure_new()  # the user message is written behind; anything after it waits here
+            journal.write(lambda: store_message(message, usage, model))
             if usage is not None:
                 session.usage.add(usage)
             if model:
                 session.last_model = model
 
         typing = asyncio.create_task(self._keep_typing(outlet, msg.reply_target())) if outlet else None
-        on_delta = stream.push if self.profile.streaming else None
-        failed = interrupted = undelivered = False
+        async def push(delta: str) -> None:
+            await ensure_new()
+            await stream.push(delta)
+
+        on_delta = push if self.profile.streaming else None
+        failed = interrupted = undelivered = duplicate = False
         result: TurnResult | None = None
         try:
             context = await turn_context(self, session, msg)  # compression: hygiene now, then before each call
@@ -343,6 +375,11 @@ class Gateway:
             except Exception:
                 undelivered = True  # stays in the inbox: the stored answer is delivered after a restart
                 raise
+        except DuplicateEvent:
+            duplicate = True
+            await _stop(typing)
+            session.history = None  # drop what this turn added in memory; the store has none of it
+            return None
         except asyncio.CancelledError:
             interrupted = True
             await _stop(typing)
@@ -362,9 +399,9 @@ class Gateway:
             log.warning("session %s: turn failed: %s", session.key, exc)
             await stream.finish(f"⚠️ Something went wrong with this answer ({_short(exc)}). Please try again.")
         finally:
-            if not (interrupted and self._stopping) and not undelivered:
+            if not (interrupted and self._stopping) and not undelivered and not duplicate:
                 await asyncio.shield(self.store.complete_inbound(msg.platform, msg.event_id))
-            if not interrupted:
+            if not interrupted and not duplicate:
                 outcome = TurnOutcome(
                     scope=session.scope, person_id=job.person_id,
                     new_messages=list(result.new_messages) if result else [],

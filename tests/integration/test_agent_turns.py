@@ -183,3 +183,27 @@ async def test_sessions_run_concurrently(engine, fake_llm):
 async def test_core_tools_have_compact_schemas():
     for t in CORE_TOOLS:
         assert len(json.dumps(t.parameters)) < 300
+
+
+async def test_concurrent_duplicates_give_one_answer_and_run_tools_once(engine, fake_llm):
+    runs = []
+
+    @tool(toolset="test")
+    def side_effect() -> str:
+        """Something that must happen once."""
+        runs.append(1)
+        return "done"
+
+    e = await engine()
+    e.gateway.tools.register(side_effect)
+    fake_llm.responder = lambda request: (Reply(text="finished") if any(m["role"] == "tool" for m in request.messages)
+                                          else Reply(tool_calls=[("side_effect", "{}")]))
+    msg = e.message("do it once")
+    results = await asyncio.gather(e.gateway.handle(msg), e.gateway.handle(msg))
+    await e.outlet.wait_for(1)
+    await e.idle()
+    assert sorted(results) == [False, True]
+    assert [d.text for d in e.outlet.delivered] == ["finished"] and runs == [1]
+    session = next(iter(e.gateway.sessions.values()))
+    assert [m.role for m in await e.store.load_messages(session.record.id)] == ["user", "assistant", "tool",
+                                                                                "assistant"]
