@@ -1,0 +1,49 @@
+"""`hermes-gateway run` as an operator starts it: a real process, its HTTP server, a platform, a shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+
+from engine_harness import fake_llm_environment
+from fakes.fake_llm import Reply
+from fakes.fake_telegram import FakeTelegram
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_run_serves_a_telegram_dm_answers_health_and_stops_cleanly(fake_llm, tmp_path):
+    fake_llm.responder = lambda request: Reply(text="Hello from the gateway.")
+    port = free_port()
+    async with FakeTelegram() as telegram:
+        env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_HOME": str(tmp_path),
+               "HERMES_MODEL": "openai:gpt-test", "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(port),
+               "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
+               "TELEGRAM_ALLOWED_USERS": "4242"}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "hermes_engine.cli", "run", "--bot", "bots/telegram-dm-assistant", cwd=ROOT,
+            env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            telegram.user_says(4242, 4242, "hi there")
+            reply = await telegram.wait_for_text(4242, "Hello from the gateway.", timeout=60)
+            assert reply.text == "Hello from the gateway."
+            async with aiohttp.ClientSession(trust_env=False) as http:
+                async with http.get(f"http://127.0.0.1:{port}/health") as response:
+                    assert response.status == 200 and (await response.json()) == {"status": "ok"}
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, stderr.decode()[-2000:]
+        assert telegram.chat(4242).bot_texts == ["Hello from the gateway."]
