@@ -103,7 +103,7 @@ def test_file_store_is_private_atomic_and_shared_between_processes(tmp_path):
     # Another process (the CLI) approves while this one keeps its cached view: the change is seen.
     assert not gateway_side.is_approved("telegram", "77")
     env = {**os.environ, "HERMES_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
-    subprocess.run([sys.executable, "-m", "hermes_engine.cli", "pairing", "approve", code], env=env, cwd=REPO,
+    subprocess.run([sys.executable, "-m", "adapters.cli", "pairing", "approve", code], env=env, cwd=REPO,
                    check=True, capture_output=True, timeout=60)
     assert gateway_side.is_approved("telegram", "77")
 

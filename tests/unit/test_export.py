@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hermes_engine.cli import app
+from adapters.cli import app
 from hermes_engine.config import load_settings
 from hermes_engine.conversation import Message, ToolCall, Usage
 from hermes_engine.export import REDACTED, redact

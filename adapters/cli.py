@@ -1,4 +1,6 @@
-"""`hermes-gateway`: chat in the terminal, run the gateway, check the configuration."""
+"""`hermes-gateway`: chat in the terminal, run the gateway, check the configuration.
+
+The composition root: it lives beside the adapters because it wires them to the engine."""
 
 from __future__ import annotations
 
