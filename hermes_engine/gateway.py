@@ -355,6 +355,7 @@ class Gateway:
                 session.last_model = model
 
         typing = asyncio.create_task(self._keep_typing(outlet, msg.reply_target())) if outlet else None
+
         async def push(delta: str) -> None:
             await ensure_new()
             await stream.push(delta)
@@ -386,18 +387,19 @@ class Gateway:
             await asyncio.shield(journal.flush())
             await asyncio.shield(stream.abort(None if self._stopping else "Stopped."))
             raise
-        except ProviderError as exc:
+        except HermesError as exc:  # provider failures and model misbehaviour: one clear sentence
             failed = True
             await _stop(typing)
-            await journal.flush()
-            log.warning("session %s: model call failed: %s", session.key, exc)
-            await stream.finish(f"⚠️ The model is not reachable right now ({_short(exc)}). Please try again shortly.")
-        except HermesError as exc:
-            failed = True
-            await _stop(typing)
+            if not await job.is_new():
+                duplicate = True
+                return None
             await journal.flush()
             log.warning("session %s: turn failed: %s", session.key, exc)
-            await stream.finish(f"⚠️ Something went wrong with this answer ({_short(exc)}). Please try again.")
+            if isinstance(exc, ProviderError):
+                text = f"⚠️ The model is not reachable right now ({_short(exc)}). Please try again shortly."
+            else:
+                text = f"⚠️ Something went wrong with this answer ({_short(exc)}). Please try again."
+            await stream.finish(text)
         finally:
             if not (interrupted and self._stopping) and not undelivered and not duplicate:
                 await asyncio.shield(self.store.complete_inbound(msg.platform, msg.event_id))
