@@ -195,6 +195,7 @@ async def test_dm_allowlist_from_the_environment(discord_bot, fake_discord, fake
     dm = fake_discord.dm_channel(bob)
     await fake_discord.user_says(dm["id"], bob, "hi")
     await bot.final_in(dm["id"], "hi bob")
+    assert len(fake_llm.requests) == 1
 
 
 # -- long replies and rate limits ------------------------------------------------------------------------

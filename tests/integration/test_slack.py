@@ -646,3 +646,4 @@ async def test_the_runner_mounts_slack_on_the_gateways_http_server(fake_slack, f
     finally:
         stop.set()
         await asyncio.wait_for(server, 15)
+    assert [m.visible for m in fake_slack.bot_messages(DM)] == ["Served by the runner."]

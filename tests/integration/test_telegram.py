@@ -287,6 +287,7 @@ async def test_allowed_users_from_the_environment_are_served(tg, telegram, fake_
     e, _ = await tg(allowed=())
     telegram.user_says(77, STRANGER, "hi")
     await final_answer(telegram, e, 77, "Hi Mallory.")
+    assert telegram.chat(77).bot_texts == ["Hi Mallory."] and len(fake_llm.requests) == 1
 
 
 async def test_group_answers_only_when_mentioned_replied_to_or_commanded(tg, telegram, fake_llm):

@@ -145,6 +145,7 @@ async def test_the_background_loop_runs_due_jobs():
         await asyncio.wait_for(done.wait(), timeout=2)
     finally:
         await s.stop()
+    assert done.is_set()
 
 
 async def test_leases_through_the_sql_store(tmp_path: Path, clock):
