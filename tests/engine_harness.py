@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,3 +151,36 @@ def make_profile(**overrides: Any) -> BotProfile:
                                 toolsets=["core", "memory", "skills", "search", "test"])
     base.update(overrides)
     return BotProfile(**base)
+
+
+# -- scripting /goal: the judge and the worker ---------------------------------------------------------
+
+
+def is_judge(request: Any) -> bool:
+    """A judge call of the goal loop (recognised by its system prompt)."""
+    from hermes_engine.loops.goals import JUDGE_SYSTEM
+
+    return request.system.startswith(JUDGE_SYSTEM.splitlines()[0])
+
+
+def verdict(v: str, reason: str = "because") -> str:
+    return json.dumps({"verdict": v, "reason": reason})
+
+
+def goal_script(verdicts: list[str], worker: Any = None) -> tuple[Any, dict[str, int]]:
+    """A fake-LLM responder: judge calls get `verdicts` in order (the last repeats), worker calls `worker`
+    (default: "worked step N"). Returns (responder, counts of judge and worker calls)."""
+    from fakes.fake_llm import Reply
+
+    worker = worker or (lambda request, n: Reply(text=f"worked step {n}"))
+    state = {"judge": 0, "worker": 0}
+
+    def respond(request: Any) -> Any:
+        if is_judge(request):
+            i = min(state["judge"], len(verdicts) - 1)
+            state["judge"] += 1
+            return Reply(text=verdicts[i])
+        state["worker"] += 1
+        return worker(request, state["worker"])
+
+    return respond, state

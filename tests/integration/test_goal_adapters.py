@@ -16,7 +16,7 @@ import pytest
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram, FakeUser
 
-from engine_harness import fake_llm_environment, make_profile
+from engine_harness import fake_llm_environment, is_judge, make_profile
 from adapters.telegram import TelegramAdapter, build
 from hermes_engine.loops.goals import CONTINUE_PREFIX
 
@@ -24,10 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 GOAL = "make a checklist"
 # python-telegram-bot warns about its own RetryAfter.retry_after type change when it builds the error.
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
-
-
-def is_judge(request) -> bool:
-    return "You judge progress toward a goal" in request.system
 
 
 def continue_then_done():

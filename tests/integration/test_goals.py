@@ -3,36 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 from fakes.fake_llm import Reply
 
-from engine_harness import make_profile
+from engine_harness import goal_script as scripted
+from engine_harness import is_judge, make_profile, verdict
 from hermes_engine.config import GoalSettings
 from hermes_engine.loops.goals import CONTINUE_PREFIX, GoalFeature, parse_verdict
-
-
-def is_judge(request) -> bool:
-    return "You judge progress toward a goal" in request.system
-
-
-def scripted(verdicts, worker=lambda request, n: Reply(text=f"worked step {n}")):
-    """Answer judge calls from `verdicts` (strings; the last repeats) and worker calls with `worker`."""
-    state = {"judge": 0, "worker": 0}
-
-    def respond(request):
-        if is_judge(request):
-            i = min(state["judge"], len(verdicts) - 1)
-            state["judge"] += 1
-            return Reply(text=verdicts[i])
-        state["worker"] += 1
-        return worker(request, state["worker"])
-
-    return respond, state
-
-
-def verdict(v: str, reason: str = "because") -> str:
-    return json.dumps({"verdict": v, "reason": reason})
 
 
 async def goal_engine(engine, max_turns: int = 20):

@@ -17,7 +17,7 @@ from aiohttp import web
 from fakes.fake_llm import Reply
 from fakes.fake_slack import APP_TOKEN, BOT_TOKEN, MAX_TEXT, SIGNING_SECRET, FakeSlack
 
-from engine_harness import make_profile
+from engine_harness import goal_script, is_judge, make_profile, verdict
 from hermes_engine.config import GoalSettings
 from hermes_engine.errors import ConfigError
 from hermes_engine.loops.goals import GoalFeature
@@ -95,10 +95,6 @@ async def slack_bot(engine, fake_slack, monkeypatch):
 
 def mention(fake: FakeSlack, text: str) -> str:
     return f"<@{fake.bot_user}> {text}"
-
-
-def is_judge(request) -> bool:
-    return "You judge progress toward a goal" in request.system
 
 
 def worker_requests(fake_llm):
@@ -399,24 +395,6 @@ async def test_a_50k_reply_in_a_thread_falls_back_from_native_streaming_and_spli
 
 
 # -- slash commands and goals ----------------------------------------------------------------------------
-
-
-def goal_script(verdicts, worker=lambda request, n: Reply(text=f"worked step {n}")):
-    state = {"judge": 0, "worker": 0}
-
-    def respond(request):
-        if is_judge(request):
-            i = min(state["judge"], len(verdicts) - 1)
-            state["judge"] += 1
-            return Reply(text=verdicts[i])
-        state["worker"] += 1
-        return worker(request, state["worker"])
-
-    return respond, state
-
-
-def verdict(v: str, reason: str = "because") -> str:
-    return json.dumps({"verdict": v, "reason": reason})
 
 
 async def goal_bot(slack_bot):
