@@ -38,6 +38,17 @@ async def fake_llm() -> AsyncIterator[FakeLLM]:
         yield fake
 
 
+@pytest.fixture
+async def telegram(monkeypatch: pytest.MonkeyPatch):
+    """A fake Telegram Bot API on 127.0.0.1, with the token and base URL set as a deployment would."""
+    from fakes.fake_telegram import FakeTelegram
+
+    async with FakeTelegram() as fake:
+        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", fake.token)
+        monkeypatch.setenv("TELEGRAM_API_BASE_URL", fake.base_url)
+        yield fake
+
+
 # -- the engine ------------------------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
+from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Protocol
 
 from hermes_engine.agent.prompt import for_history, for_this_turn
 from hermes_engine.conversation import Message, ToolCall, Usage
@@ -32,10 +32,9 @@ INTERRUPTED_RESULT = "[interrupted: the turn was stopped before this tool finish
 class Router(Protocol):
     """One turn's view of the provider chain (see `ProviderChain.route`)."""
 
-    def stream(self, request: ModelRequest) -> "AsyncIteratorOfEvents": ...
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
 
 
-AsyncIteratorOfEvents = object  # an async iterator of StreamEvent; kept loose for Protocol matching
 Persist = Callable[[Message, Usage | None, str | None], Awaitable[None]]
 OnDelta = Callable[[str], Awaitable[None]]
 
@@ -129,7 +128,7 @@ class AgentLoop:
         response: ModelResponse | None = None
         stream = router.stream(request)
         try:
-            async for event in stream:  # type: ignore[attr-defined]
+            async for event in stream:
                 if isinstance(event, TextDelta):
                     if on_delta is not None and event.text:
                         await on_delta(event.text)

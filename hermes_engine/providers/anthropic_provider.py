@@ -9,7 +9,6 @@ becomes the cached prefix of the next call. That is three of the four breakpoint
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, AsyncIterator
 
 import anthropic

@@ -7,7 +7,6 @@ uses it rather than the newer Responses API.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, AsyncIterator
 
 import httpx2

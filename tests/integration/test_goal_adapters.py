@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fakes.fake_llm import Reply
-from fakes.fake_telegram import FakeTelegram, FakeUser
+from fakes.fake_telegram import FakeUser
 
 from engine_harness import fake_llm_environment, is_judge, make_profile
 from adapters.telegram import TelegramAdapter, build
@@ -119,14 +119,6 @@ async def test_piped_terminal_chat_finishes_the_goal_before_exiting_at_end_of_in
 FAST = {"edit_interval_seconds": 0.05, "group_interval_seconds": 0.05, "poll_timeout": 1, "poll_backoff": 0.2,
         "poll_backoff_max": 1.0, "send_backoff": 0.1, "send_backoff_max": 0.5, "approval_check_seconds": 0.1}
 ALICE = FakeUser(42, "Alice", "alice")
-
-
-@pytest.fixture
-async def telegram(monkeypatch: pytest.MonkeyPatch):
-    async with FakeTelegram() as fake:
-        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", fake.token)
-        monkeypatch.setenv("TELEGRAM_API_BASE_URL", fake.base_url)
-        yield fake
 
 
 @pytest.fixture

@@ -35,14 +35,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecatio
 
 
 @pytest.fixture
-async def telegram(monkeypatch: pytest.MonkeyPatch):
-    async with FakeTelegram() as fake:
-        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", fake.token)
-        monkeypatch.setenv("TELEGRAM_API_BASE_URL", fake.base_url)
-        yield fake
-
-
-@pytest.fixture
 async def tg(engine, telegram):
     """`await tg(...)` → (engine, adapter): a gateway with a started Telegram adapter. Stopped at teardown,
     adapters first (as the runner does)."""
