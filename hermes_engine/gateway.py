@@ -122,7 +122,9 @@ class Gateway:
             if event.platform not in self.outlets or event.payload.get("bot", self.bot) != self.bot:
                 continue
             msg = message_from_payload(event.payload["message"])
-            log.info("answering %s event %s received before the restart", event.platform, event.event_id)
+            # Adapters start first, so an event taken live a moment ago is pending too; its replay waits
+            # behind it in the session's queue and finds the answer stored and delivered (same key).
+            log.info("answering pending %s event %s", event.platform, event.event_id)
             await self._accept(msg, replayed=True, purpose=event.payload.get("purpose", "turn"))
 
     async def stop(self) -> None:
