@@ -420,9 +420,14 @@ class SqlStore:
             await session.execute(sa.select(sa.func.pg_advisory_xact_lock(namespace, sa.func.hashtext(subject))))
 
     async def _hot(self, statement: Any, params: dict[str, Any], result: Callable[[Any], Any]) -> Any:
-        """A per-message write: on the SQLite lane when there is one, else on the async engine."""
+        """A per-message write: on the SQLite lane when there is one (its thread finishes the write even
+        when the caller is cancelled), else whole on the async engine."""
         if self._lane is not None:
             return await self._lane.execute(statement, params, result)
+        return await self._on_engine(statement, params, result)
+
+    @_whole
+    async def _on_engine(self, statement: Any, params: dict[str, Any], result: Callable[[Any], Any]) -> Any:
         async with self.engine.begin() as conn:
             return result(await conn.execute(statement, params))
 
@@ -566,7 +571,6 @@ class SqlStore:
 
     # -- messages
 
-    @_whole
     async def append_message(self, session_id: int, message: Message, *, person_id: int | None = None,
                              usage: Usage | None = None, model: str | None = None) -> int:
         data = message.to_dict()
@@ -619,7 +623,6 @@ class SqlStore:
 
     # -- inbound events
 
-    @_whole
     async def record_inbound(self, platform: str, event_id: str, payload: dict[str, Any]) -> bool:
         """Insert a received event; False when (platform, event_id) was seen before. One statement,
         `INSERT ... ON CONFLICT DO NOTHING RETURNING id`, so concurrent duplicates cannot both win."""
@@ -631,7 +634,6 @@ class SqlStore:
         except IntegrityError:  # belt and braces: a unique violation is a duplicate too
             return False
 
-    @_whole
     async def complete_inbound(self, platform: str, event_id: str) -> None:
         await self._hot(_COMPLETE_INBOUND, {"p": platform, "e": event_id, "done": INBOUND_DONE,
                                             "at": self._now()}, lambda r: None)
