@@ -1,4 +1,4 @@
-"""`hermes-gateway curator run|report` (the typer app the lead mounts)."""
+"""`hermes-gateway curator run|report`: the typer app mounted as `hermes-gateway curator`."""
 
 from __future__ import annotations
 
