@@ -40,6 +40,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.memory.store import FileMemoryStore
 
     from hermes_engine.identity import IdentityFeature
+    from hermes_engine.loops.delegation import DelegationFeature
     from hermes_engine.loops.goals import GoalFeature
     from hermes_engine.loops.review import ReviewFeature
     from hermes_engine.search import SearchFeature
@@ -56,6 +57,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
         GoalFeature(profile.goals),
         ReviewFeature(profile.review),
         SearchFeature(),
+        DelegationFeature(profile.delegation),
     ]
 
 

@@ -98,6 +98,17 @@ class GoalSettings(BaseModel):
     judge_model: str | None = None
 
 
+class DelegationSettings(BaseModel):
+    """Sub-agents (`delegate_task`, hermes_engine/loops/delegation.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_concurrent: int = Field(3, ge=1)
+    max_depth: int = Field(2, ge=1)
+    max_iterations: int = Field(50, ge=1)
+    model: str | None = None  # None: the parent turn's provider chain
+
+
 class BotProfile(BaseModel):
     """One bot: persona, model, tools and behaviour. Loaded from `bots/<name>/profile.yaml`."""
 
@@ -120,6 +131,7 @@ class BotProfile(BaseModel):
     goals: GoalSettings = Field(default_factory=GoalSettings)
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     skills: SkillSettings = Field(default_factory=SkillSettings)
+    delegation: DelegationSettings = Field(default_factory=DelegationSettings)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
     path: Path | None = Field(default=None, exclude=True)
 
