@@ -12,14 +12,13 @@ import secrets
 from hermes_engine.commands import CommandContext, CommandRegistry
 from hermes_engine.features import Feature
 from hermes_engine.memory.store import MemoryOwner
+from hermes_engine.pairing import ALPHABET, CODE_LENGTH
 
-CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
-CODE_LENGTH = 8
 CODE_TTL_SECONDS = 600
 
 
 def new_code() -> str:
-    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
 
 
 class IdentityFeature(Feature):

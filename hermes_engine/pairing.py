@@ -27,11 +27,12 @@ import json
 import logging
 import os
 import secrets
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, TypeVar
+
+from hermes_engine.atomic import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -164,25 +165,8 @@ class JsonPairingStore:
             raise RuntimeError(f"{self.path} is damaged ({exc}); fix or remove it") from exc
 
     def _write(self, state: PairingState) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(state.to_dict(), handle, indent=1, sort_keys=True)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        with contextlib.suppress(OSError):
-            dir_fd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+        text = json.dumps(state.to_dict(), indent=1, sort_keys=True)
+        atomic_write(self.path, text.encode("utf-8"), mode=0o600)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:

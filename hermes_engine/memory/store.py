@@ -19,12 +19,12 @@ import contextlib
 import hashlib
 import os
 import re
-import tempfile
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncContextManager, AsyncIterator, Iterable, Literal, Protocol, runtime_checkable
 
+from hermes_engine.atomic import atomic_write
 from hermes_engine.config import MemorySettings
 from hermes_engine.security import Finding, explain, scan_text
 
@@ -202,33 +202,11 @@ class FileMemoryStore:
             return []
 
     def _write_file(self, path: Path, text: str) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        tmp = Path(tmp_name)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            self._replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
-        self._fsync_dir(path.parent)
+        atomic_write(path, text.encode("utf-8"), replace=self._replace)
 
     def _replace(self, tmp: Path, final: Path) -> None:
         """The commit point of a write (a seam tests use to simulate a crash)."""
         os.replace(tmp, final)
-
-    @staticmethod
-    def _fsync_dir(folder: Path) -> None:
-        with contextlib.suppress(OSError):
-            dir_fd = os.open(folder, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
 
     async def _acquire_file_lock(self, owner: MemoryOwner) -> int | None:
         if fcntl is None:  # pragma: no cover

@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Literal, Protocol, runtime_checkable
 
+from hermes_engine.atomic import atomic_write
 from hermes_engine.skills.model import (
     DEFAULT_CATEGORY,
     MAX_FILE_BYTES,
@@ -143,23 +144,8 @@ def scan_or_raise(text: str, what: str) -> None:
                            f"Nothing was written; remove that content and try again.", findings)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def atomic_write_text(path: Path, text: str) -> None:
-    _atomic_write(path, text.encode("utf-8"))
+    atomic_write(path, text.encode("utf-8"))
 
 
 def _now_stamp() -> str:
@@ -492,7 +478,7 @@ class FileSkillLibrary:
         scan_or_raise(change.file_content, rel.as_posix())
         if commit:
             assert skill.path is not None
-            _atomic_write(skill.path / rel, data)
+            atomic_write(skill.path / rel, data)
         return ChangeResult("write_file", skill.name, f"Wrote {rel.as_posix()} in skill '{skill.name}'.")
 
     def _do_remove_file(self, change: SkillChange, author: str, commit: bool) -> ChangeResult:

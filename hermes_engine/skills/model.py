@@ -202,34 +202,30 @@ def headings(body: str) -> list[str]:
     return [m.group(2).strip() for m in _HEADING.finditer(body)]
 
 
-def section(body: str, title: str) -> str:
-    """The text under a `## title` heading (case-insensitive) up to the next heading of the same or higher level."""
+def _section_span(body: str, title: str) -> tuple[int, int] | None:
+    """Where the text under a `## title` heading (case-insensitive) starts and ends: up to the next heading
+    of the same or higher level."""
     matches = list(_HEADING.finditer(body))
     for i, m in enumerate(matches):
         if m.group(2).strip().lower() == title.lower():
             level = len(m.group(1))
-            end = len(body)
-            for n in matches[i + 1:]:
-                if len(n.group(1)) <= level:
-                    end = n.start()
-                    break
-            return body[m.end():end].strip()
-    return ""
+            end = next((n.start() for n in matches[i + 1:] if len(n.group(1)) <= level), len(body))
+            return m.end(), end
+    return None
+
+
+def section(body: str, title: str) -> str:
+    """The text under a `## title` heading (case-insensitive) up to the next heading of the same or higher level."""
+    span = _section_span(body, title)
+    return body[span[0]:span[1]].strip() if span else ""
 
 
 def replace_section(body: str, title: str, new_text: str) -> str:
     """Body with the text under `## title` replaced (appended as a new section when missing)."""
-    matches = list(_HEADING.finditer(body))
-    for i, m in enumerate(matches):
-        if m.group(2).strip().lower() == title.lower():
-            level = len(m.group(1))
-            end = len(body)
-            for n in matches[i + 1:]:
-                if len(n.group(1)) <= level:
-                    end = n.start()
-                    break
-            tail = body[end:]
-            return body[:m.end()] + "\n" + new_text.strip() + "\n" + ("\n" + tail if tail else "")
+    span = _section_span(body, title)
+    if span:
+        tail = body[span[1]:]
+        return body[:span[0]] + "\n" + new_text.strip() + "\n" + ("\n" + tail if tail else "")
     return body.rstrip() + f"\n\n## {title}\n{new_text.strip()}\n"
 
 
