@@ -54,7 +54,7 @@ from adapters.render import render_discord
 from hermes_engine.config import Settings
 from hermes_engine.errors import ConfigError, PlatformError
 from hermes_engine.messages import ChatKind, InboundMessage, ReplyTarget
-from hermes_engine.pairing import Pairing
+from hermes_engine.pairing import Pairing, access_granted
 
 log = logging.getLogger(__name__)
 
@@ -420,15 +420,8 @@ class DiscordAdapter(PlatformAdapter):
         return not self.options.allowed_guilds or str(guild_id) in self.options.allowed_guilds
 
     def _dm_allowed(self, user_id: str) -> bool:
-        access = self.gateway.profile.access
-        listed = self.options.allowed_users | {str(u) for u in access.allowed_users} | {str(u) for u in access.admins}
-        if user_id in listed:
-            return True
-        try:
-            return self.pairing.is_approved(self.platform, user_id)
-        except Exception:  # noqa: BLE001 - a damaged pairing file denies, loudly
-            log.exception("could not read the pairing store; denying Discord user %s", user_id)
-            return False
+        return access_granted(self.pairing, self.gateway.profile.access, self.platform, user_id,
+                              self.options.allowed_users)
 
     async def _pairing_code(self, user: Any, channel_id: Any) -> str | None:
         """The stranger's pairing code to tell them, or None (pairing off, or rate-limited: stay silent)."""

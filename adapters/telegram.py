@@ -61,7 +61,7 @@ from adapters.outbound import OutboundScheduler, default_is_transient
 from adapters.render import Rendered, render_telegram
 from hermes_engine.errors import ConfigError, PlatformError
 from hermes_engine.messages import Attachment, ChatKind, InboundMessage, ReplyTarget
-from hermes_engine.pairing import Pairing
+from hermes_engine.pairing import Pairing, access_granted
 
 log = logging.getLogger(__name__)
 
@@ -502,15 +502,8 @@ class TelegramAdapter(PlatformAdapter):
 
     # ----------------------------------------------------------------- access and pairing
     def is_allowed(self, user_id: str) -> bool:
-        access = self.gateway.profile.access
-        listed = self.allowed_users | {str(u) for u in access.allowed_users} | {str(u) for u in access.admins}
-        if user_id in listed:
-            return True
-        try:
-            return self.pairing.is_approved(self.platform, user_id)
-        except Exception:  # noqa: BLE001 - a damaged pairing file denies, loudly
-            log.exception("could not read the pairing store; denying user %s", user_id)
-            return False
+        return access_granted(self.pairing, self.gateway.profile.access, self.platform, user_id,
+                              self.allowed_users)
 
     async def _pairing_reply(self, message: Any, user: Any) -> None:
         if not self.gateway.profile.access.pairing:

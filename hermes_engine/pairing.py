@@ -331,3 +331,18 @@ class Pairing:
                 table[key] = [t for t in table[key] if now - t < WINDOW_SECONDS]
                 if not table[key]:
                     del table[key]
+
+
+def access_granted(pairing: "Pairing", access: Any, platform: str, user_id: str,
+                   also_allowed: set[str] | frozenset[str] = frozenset()) -> bool:
+    """Deny by default: a person may talk to the bot when listed (profile allowlist or admins, or the
+    platform's environment allowlist in `also_allowed`) or approved through pairing. A damaged pairing
+    store denies, loudly."""
+    listed = set(also_allowed) | {str(u) for u in access.allowed_users} | {str(u) for u in access.admins}
+    if user_id in listed:
+        return True
+    try:
+        return pairing.is_approved(platform, user_id)
+    except Exception:  # noqa: BLE001
+        log.exception("could not read the pairing store; denying %s user %s", platform, user_id)
+        return False
