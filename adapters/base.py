@@ -14,7 +14,7 @@ A concrete adapter supplies only the platform half:
 Primitives translate their SDK's rate-limit error into ``PlatformError(..., retry_after=seconds)`` and
 other refusals into `PlatformError`; the engine only ever sees `PlatformError`.
 
-What the engine uses (the `hermes_engine.reply.Outlet` protocol): `open_stream`, `send`, `typing`.
+What the engine uses (the `hermes_engine.ports.reply.Outlet` protocol): `open_stream`, `send`, `typing`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Hashable, Literal, Mapping, Protocol, Sequence
 
 from hermes_engine.errors import PlatformError
-from hermes_engine.messages import ReplyTarget
+from hermes_engine.ports.inbound import ReplyTarget
 from adapters.outbound import DROPPED, OutboundScheduler, default_is_transient
 from adapters.render import Rendered
 from adapters.splitting import measure, split_message

@@ -12,8 +12,8 @@ import sys
 import uuid
 from typing import TextIO
 
-from hermes_engine.messages import ChatKind, InboundMessage, ReplyTarget
-from hermes_engine.reply import ReplyStream
+from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
+from hermes_engine.ports.reply import ReplyStream
 
 
 class ConsoleStream(ReplyStream):

@@ -6,7 +6,7 @@ Where the bot answers
   there; it then follows the thread without further mentions (threads it created, and threads it was
   mentioned in). One session per thread, several speakers (the engine labels them).
 - DMs: one session per person (the DM channel). Who may DM: `access.allowed_users`,
-  ``DISCORD_ALLOWED_USERS``, the bot's admins, and people approved by pairing (`hermes_engine.pairing`:
+  ``DISCORD_ALLOWED_USERS``, the bot's admins, and people approved by pairing (`hermes_engine.policy.pairing`:
   with ``access.pairing`` a stranger's DM is answered only with a code, which the admin approves with
   ``hermes-gateway pairing approve CODE``; the person is told once approved). Anyone else: no model call.
 - Guilds: only those in ``DISCORD_ALLOWED_GUILDS`` / ``platforms.discord.allowed_guilds`` (none listed =
@@ -53,8 +53,8 @@ from adapters.base import DISCORD, Capabilities, PlatformAdapter
 from adapters.render import render_discord
 from hermes_engine.config import Settings
 from hermes_engine.errors import ConfigError, PlatformError
-from hermes_engine.messages import ChatKind, InboundMessage, ReplyTarget
-from hermes_engine.pairing import Pairing, access_granted
+from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
+from hermes_engine.policy.pairing import Pairing, access_granted
 
 log = logging.getLogger(__name__)
 

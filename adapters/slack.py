@@ -85,7 +85,7 @@ from adapters.base import SLACK, PlatformAdapter
 from adapters.outbound import default_is_transient
 from adapters.render import render_slack
 from hermes_engine.errors import ConfigError, PlatformError
-from hermes_engine.messages import ChatKind, InboundMessage, ReplyTarget
+from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 
 __all__ = ["SlackAdapter", "SlackCallError", "SlackOptions", "build", "proxy_for"]
 
@@ -719,7 +719,7 @@ def _event_id(body: str) -> str | None:
 
 def build(gateway: Any, settings: Any, options: Mapping[str, Any] | None,
           http_app: web.Application | None = None) -> SlackAdapter:
-    """Called by `adapters.runner`: the adapter for `gateway`, its HTTP route mounted on `http_app`."""
+    """Called by `hermes_gateway.serve`: the adapter for `gateway`, its HTTP route mounted on `http_app`."""
     try:
         opts = SlackOptions.model_validate(dict(options or {}))
     except ValidationError as exc:

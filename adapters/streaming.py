@@ -1,4 +1,4 @@
-"""`StreamingReply`: one answer streamed into a chat, the adapter side of `hermes_engine.reply.ReplyStream`.
+"""`StreamingReply`: one answer streamed into a chat, the adapter side of `hermes_engine.ports.reply.ReplyStream`.
 
 Post-then-edit (Telegram, Discord, Slack outside threads):
 
@@ -32,8 +32,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from hermes_engine.errors import PlatformError
-from hermes_engine.messages import ReplyTarget
-from hermes_engine.reply import ReplyStream
+from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.reply import ReplyStream
 from adapters.outbound import DROPPED
 from adapters.splitting import split_message
 

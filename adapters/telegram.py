@@ -25,7 +25,7 @@ Inbound
 Access
     Deny by default. Served: ids in ``TELEGRAM_ALLOWED_USERS`` (comma-separated), in the profile's
     ``access.allowed_users`` or ``access.admins``, and people approved by pairing
-    (`hermes_engine.pairing`). Anyone else gets no model call: in a DM only the pairing reply (if
+    (`hermes_engine.policy.pairing`). Anyone else gets no model call: in a DM only the pairing reply (if
     ``access.pairing``), in a group silence.
 
 Outbound
@@ -60,8 +60,8 @@ from adapters.base import TELEGRAM, PlatformAdapter
 from adapters.outbound import OutboundScheduler, default_is_transient
 from adapters.render import Rendered, render_telegram
 from hermes_engine.errors import ConfigError, PlatformError
-from hermes_engine.messages import Attachment, ChatKind, InboundMessage, ReplyTarget
-from hermes_engine.pairing import Pairing, access_granted
+from hermes_engine.ports.inbound import Attachment, ChatKind, InboundMessage, ReplyTarget
+from hermes_engine.policy.pairing import Pairing, access_granted
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def parse_user_ids(value: str | None) -> frozenset[str]:
 
 
 def build(gateway: Any, settings: Any, options: Mapping[str, Any] | None, http_app: Any = None) -> "TelegramAdapter":
-    """Make the adapter for one bot (called by `adapters.runner`). Reads:
+    """Make the adapter for one bot (called by `hermes_gateway.serve`). Reads:
 
     - ``TELEGRAM_BOT_TOKEN`` (required; ConfigError when missing, so the runner skips Telegram);
     - ``TELEGRAM_API_BASE_URL`` (default ``https://api.telegram.org/bot``; the file URL is derived beside

@@ -103,7 +103,7 @@ def _current_on(connection: Connection) -> str | None:
 
 
 async def _with_engine(target: str | URL | AsyncEngine, fn: Any) -> Any:
-    from storage.sql import make_engine  # storage.sql imports this module lazily; keep the cycle lazy
+    from storage.store import make_engine  # storage.store imports this module lazily; keep the cycle lazy
 
     engine = make_engine(target) if isinstance(target, (str, URL)) else target
     try:

@@ -2,7 +2,7 @@
 
 The schema as the database gets it is `storage/migrations/versions/` — the models never create tables
 (`tests/unit/test_storage.py` checks that the two agree). Nothing outside `storage/` imports these
-classes; the store hands out the plain records of `storage.base`.
+classes; the store hands out the plain records of `hermes_engine.ports.storage`.
 
 Portable types:
 - ids are BIGINT on PostgreSQL and INTEGER (the rowid alias, so autoincrement works) on SQLite;
@@ -117,7 +117,7 @@ class SessionRow(Base):
 
 
 class MessageRow(Base):
-    """One `hermes_engine.conversation.Message` (its `to_dict()` fields) plus usage."""
+    """One `hermes_engine.ports.conversation.Message` (its `to_dict()` fields) plus usage."""
 
     __tablename__ = "messages"
     __table_args__ = (

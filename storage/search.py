@@ -1,4 +1,4 @@
-"""Compaction lineage and full-text search, on the engine of a `storage.sql.SqlStore` (migration 0002).
+"""Compaction lineage and full-text search, on the engine of a `storage.store.SqlStore` (migration 0002).
 
     engine = store.engine
     record = await record_compaction(engine, session_id=7, first_message_id=3, last_message_id=40, ...)
@@ -86,7 +86,7 @@ _T = TypeVar("_T")
 
 
 def _whole(fn: Callable[..., Awaitable[_T]]) -> Callable[..., Awaitable[_T]]:
-    """Run the call to completion even if the caller is cancelled (see `storage.sql._whole`)."""
+    """Run the call to completion even if the caller is cancelled (see `storage.store._whole`)."""
 
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> _T:

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_engine.app import build_gateway
+from hermes_gateway.wiring import build_gateway
 from hermes_engine.config import BotProfile, Settings, default_soul
-from hermes_engine.features import Feature
-from hermes_engine.gateway import Gateway
-from hermes_engine.messages import ChatKind, InboundMessage, ReplyTarget
-from hermes_engine.reply import ReplyStream
-from storage.sql import SqlStore
+from hermes_engine.ports.feature import Feature
+from hermes_engine.core.gateway import Gateway
+from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
+from hermes_engine.ports.reply import ReplyStream
+from storage.store import SqlStore
 
 _ids = itertools.count(1)
 

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from hermes_engine.conversation import Message, Usage, estimate_tokens
+from hermes_engine.ports.conversation import Message, Usage, estimate_tokens
 from hermes_engine.providers.base import ToolSchema
 
 # Conservative: an unknown model is often a small local one behind an OpenAI-compatible server, and

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Protocol
 
 from hermes_engine.agent.prompt import for_history, for_this_turn
-from hermes_engine.conversation import Message, ToolCall, Usage
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.errors import EmptyAnswer
 from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse, StreamEvent, TextDelta
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
-    from hermes_engine.agent.compression import SessionContext
+    from hermes_engine.compression.service import SessionContext
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from hermes_engine.conversation import ImagePart, Message
-from hermes_engine.messages import InboundMessage
+from hermes_engine.ports.conversation import ImagePart, Message
+from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.tools.registry import ToolRegistry
 
 TOOL_GUIDANCE = """\

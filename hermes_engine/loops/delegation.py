@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_engine.agent.loop import AgentLoop
 from hermes_engine.config import DelegationSettings
-from hermes_engine.conversation import Message, Usage
+from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.errors import HermesError
-from hermes_engine.features import Feature
+from hermes_engine.ports.feature import Feature
 from hermes_engine.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult, tool
 
 if TYPE_CHECKING:
-    from hermes_engine.gateway import Gateway
+    from hermes_engine.core.gateway import Gateway
 
 log = logging.getLogger(__name__)
 

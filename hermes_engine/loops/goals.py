@@ -15,17 +15,17 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.agent.prompt import SessionScope
-from hermes_engine.commands import CommandContext, CommandRegistry
+from hermes_engine.core.commands import CommandContext, CommandRegistry
 from hermes_engine.config import GoalSettings
-from hermes_engine.conversation import Message, Usage
+from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.errors import HermesError, ProviderError
-from hermes_engine.features import Feature, TurnOutcome
-from hermes_engine.messages import InboundMessage, ReplyTarget, message_from_payload, message_to_payload
+from hermes_engine.ports.feature import Feature, TurnOutcome
+from hermes_engine.ports.inbound import InboundMessage, ReplyTarget, message_from_payload, message_to_payload
 from hermes_engine.providers.base import Completed, ModelRequest
-from storage.base import GoalRecord
+from hermes_engine.ports.storage import GoalRecord
 
 if TYPE_CHECKING:
-    from hermes_engine.gateway import Gateway
+    from hermes_engine.core.gateway import Gateway
 
 log = logging.getLogger(__name__)
 

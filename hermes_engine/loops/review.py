@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 from hermes_engine.agent.loop import AgentLoop, repair_history
 from hermes_engine.agent.prompt import SessionScope
 from hermes_engine.config import ReviewSettings
-from hermes_engine.conversation import Message, ToolCall, Usage
-from hermes_engine.features import Feature, TurnOutcome
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
+from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.tools.registry import ToolContext, ToolRegistry, ToolResult
 
 if TYPE_CHECKING:
-    from hermes_engine.gateway import Gateway
+    from hermes_engine.core.gateway import Gateway
 
 log = logging.getLogger(__name__)
 

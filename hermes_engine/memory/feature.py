@@ -14,9 +14,9 @@ import re
 from typing import Any
 
 from hermes_engine.agent.prompt import PromptContributor, SessionScope
-from hermes_engine.commands import CommandContext, CommandRegistry
+from hermes_engine.core.commands import CommandContext, CommandRegistry
 from hermes_engine.config import MemorySettings
-from hermes_engine.features import Feature
+from hermes_engine.ports.feature import Feature
 from hermes_engine.memory.store import (ENTRY_JOIN, Document, MemoryBook, MemoryOwner, MemoryStore, preview,
                                         usage_text)
 from hermes_engine.memory.tool import memory as memory_tool

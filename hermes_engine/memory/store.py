@@ -26,7 +26,7 @@ from typing import AsyncContextManager, AsyncIterator, Iterable, Literal, Protoc
 
 from hermes_engine.atomic import atomic_write
 from hermes_engine.config import MemorySettings
-from hermes_engine.security import Finding, explain, scan_text
+from hermes_engine.policy.security import Finding, explain, scan_text
 
 try:  # POSIX; elsewhere the in-process lock still serializes writers of one process
     import fcntl

@@ -14,7 +14,7 @@ from typing import Any, AsyncIterator
 import anthropic
 import httpx2
 
-from hermes_engine.conversation import Message, ToolCall, Usage
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.errors import ProviderError
 from hermes_engine.providers.base import (
     Completed,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Protocol, runtime_checkable
 
-from hermes_engine.conversation import Message, ToolCall, Usage
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
 
 
 @dataclass(frozen=True)

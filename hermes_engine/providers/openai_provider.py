@@ -12,7 +12,7 @@ from typing import Any, AsyncIterator
 import httpx2
 import openai
 
-from hermes_engine.conversation import Message, ToolCall, Usage
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.errors import ConfigError, ProviderError
 from hermes_engine.providers.base import (
     Completed,

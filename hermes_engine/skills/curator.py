@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from hermes_engine.conversation import Message
+from hermes_engine.ports.conversation import Message
 from hermes_engine.errors import ProviderError
 from hermes_engine.providers.base import Completed, ModelRequest, Provider, TextDelta
 from hermes_engine.skills.library import (

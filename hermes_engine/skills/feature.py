@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from hermes_engine.agent.prompt import SessionScope
-from hermes_engine.commands import CommandContext, CommandRegistry
-from hermes_engine.features import Feature, TurnOutcome
+from hermes_engine.core.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.providers.base import Provider
-from hermes_engine.scheduler import Scheduler
+from hermes_engine.core.scheduler import Scheduler
 from hermes_engine.skills.curator import Curator, latest_report
 from hermes_engine.skills.index import HintRanker, hint_text, render_index
 from hermes_engine.skills.library import (
@@ -40,7 +40,7 @@ from hermes_engine.skills.usage import UsageLog, utcnow
 from hermes_engine.tools.registry import Tool
 
 if TYPE_CHECKING:
-    from hermes_engine.gateway import Gateway
+    from hermes_engine.core.gateway import Gateway
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from hermes_engine.conversation import estimate_tokens
+from hermes_engine.ports.conversation import estimate_tokens
 from hermes_engine.skills.model import Skill
 
 INDEX_HEADER = ("# Skills\nSaved procedures from past work. Before a task that matches one, load it with "

@@ -135,7 +135,7 @@ class SkillLibrary(Protocol):
 def scan_or_raise(text: str, what: str) -> None:
     """Run the shared security scanner over text the agent wants to save. Fails closed."""
     try:
-        from hermes_engine import security
+        from hermes_engine.policy import security
     except ImportError as exc:  # the scanner is part of the engine; without it nothing is written
         raise SkillError(f"The security scanner is unavailable ({exc}); skill writes are disabled.") from None
     findings = security.scan_text(text, kind="skill")

@@ -15,7 +15,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal, get_args, get_origin
 
-from hermes_engine.conversation import ToolCall
+from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.errors import MalformedToolArguments, UnknownTool
 from hermes_engine.providers.base import ToolSchema
 

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ (fakes, e
 from engine_harness import Engine, fake_llm_environment, make_profile  # noqa: E402
 from fakes.fake_llm import FakeLLM, Reply  # noqa: E402
 
-from hermes_engine.agent.compression import SUMMARY_SYSTEM, SessionContext  # noqa: E402
-from hermes_engine.conversation import estimate_tokens  # noqa: E402
+from hermes_engine.compression.service import SUMMARY_SYSTEM, SessionContext  # noqa: E402
+from hermes_engine.ports.conversation import estimate_tokens  # noqa: E402
 from hermes_engine.tools.registry import tool  # noqa: E402
 
 SUMMARY = ("## Goal\nWork through the inventory, one item per turn.\n## Constraints\n- one lookup per turn\n"

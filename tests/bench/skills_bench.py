@@ -28,7 +28,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from hermes_engine.conversation import estimate_tokens  # noqa: E402
+from hermes_engine.ports.conversation import estimate_tokens  # noqa: E402
 from hermes_engine.skills.index import HintRanker, render_index  # noqa: E402
 from hermes_engine.skills.library import FileSkillLibrary, SkillChange  # noqa: E402
 from hermes_engine.skills.model import Skill, render  # noqa: E402

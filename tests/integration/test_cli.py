@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 60):
-    return subprocess.run([sys.executable, "-m", "adapters.cli", *args], input=stdin, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hermes_gateway.cli.main", *args], input=stdin, capture_output=True,
                           text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
 
 
@@ -57,7 +57,7 @@ async def test_piped_chat_answers_one_line_at_a_time(fake_llm, tmp_path):
     import asyncio
 
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "chat", cwd=ROOT, env={**os.environ, **env},
+        sys.executable, "-m", "hermes_gateway.cli.main", "chat", cwd=ROOT, env={**os.environ, **env},
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(b"hello\nand again\n"), 60)
     assert proc.returncode == 0, err.decode()

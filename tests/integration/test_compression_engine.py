@@ -12,7 +12,7 @@ import re
 from fakes.fake_llm import Reply
 
 from engine_harness import make_profile
-from hermes_engine.agent.compression import GOAL_LINE, SUMMARY_SECTIONS, SUMMARY_SYSTEM
+from hermes_engine.compression.service import GOAL_LINE, SUMMARY_SECTIONS, SUMMARY_SYSTEM
 from hermes_engine.tools.registry import tool
 from storage.search import list_compactions
 

@@ -22,7 +22,7 @@ async def test_killed_process_loses_nothing_persisted_and_answers_after_restart(
     env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_HOME": str(tmp_path),
            "HERMES_MODEL": "openai:gpt-test"}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "chat", env=env,
+        sys.executable, "-m", "hermes_gateway.cli.main", "chat", env=env,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     proc.stdin.write(b"what is six times seven?\n")
     await proc.stdin.drain()

@@ -18,12 +18,12 @@ from fakes.fake_llm import FakeLLM, Reply
 from adapters import discord as discord_adapter
 from adapters.discord import CONTENT_INTENT_HINT, DiscordAdapter, DiscordOptions, api_base_url
 from engine_harness import Engine, make_profile
-from hermes_engine.commands import Command
+from hermes_engine.core.commands import Command
 from hermes_engine.config import AccessRules, GoalSettings, load_profile
 from hermes_engine.errors import ConfigError
 from hermes_engine.loops.goals import GoalFeature
-from hermes_engine.messages import ReplyTarget
-from hermes_engine.pairing import Pairing
+from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.policy.pairing import Pairing
 
 EDIT_ROUTE = "/channels/{channel_id}/messages/{message_id}"
 FAST = {"edit_interval_seconds": 0.05, "guild_ready_timeout": 0.05, "ready_timeout": 10}

@@ -33,7 +33,7 @@ async def test_run_serves_a_telegram_dm_answers_health_and_stops_cleanly(fake_ll
                "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
                "TELEGRAM_ALLOWED_USERS": "4242"}
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "adapters.cli", "run", "--bot", "bots/telegram-dm-assistant", cwd=ROOT,
+            sys.executable, "-m", "hermes_gateway.cli.main", "run", "--bot", "bots/telegram-dm-assistant", cwd=ROOT,
             env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
             telegram.user_says(4242, 4242, "hi there")

@@ -50,7 +50,7 @@ async def _console(fake_llm, home: Path) -> asyncio.subprocess.Process:
     env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_MODEL": "openai:gpt-test",
            "HERMES_HOME": str(home)}
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "chat", cwd=ROOT, env=env, stdin=asyncio.subprocess.PIPE,
+        sys.executable, "-m", "hermes_gateway.cli.main", "chat", cwd=ROOT, env=env, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fakes.fake_llm import Reply
 
 from engine_harness import make_profile
-from hermes_engine.messages import ChatKind
+from hermes_engine.ports.inbound import ChatKind
 
 
 def memory_call(content: str, target: str = "user"):

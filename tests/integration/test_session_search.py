@@ -17,12 +17,12 @@ from fakes.fake_llm import Reply
 from sqlalchemy.pool import NullPool
 
 from engine_harness import make_profile
-from hermes_engine.agent.compression import SUMMARY_SYSTEM
-from hermes_engine.conversation import Message, ToolCall
-from hermes_engine.messages import ChatKind
+from hermes_engine.compression.service import SUMMARY_SYSTEM
+from hermes_engine.ports.conversation import Message, ToolCall
+from hermes_engine.ports.inbound import ChatKind
 from storage import migrate
 from storage.search import latest_compaction, list_compactions, record_compaction, search
-from storage.sql import SqlStore, make_engine
+from storage.store import SqlStore, make_engine
 
 PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
 BACKENDS = [

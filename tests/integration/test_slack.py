@@ -598,7 +598,7 @@ def test_the_slack_channel_bot_profile_and_manifest_are_complete():
 async def test_the_runner_mounts_slack_on_the_gateways_http_server(fake_slack, fake_llm, tmp_path, monkeypatch):
     import socket
 
-    from adapters.runner import serve
+    from hermes_gateway.serve import serve
     from engine_harness import fake_llm_environment
     from hermes_engine.config import Settings
 

@@ -19,7 +19,7 @@ from engine_harness import Engine, make_profile
 from adapters.render import render_telegram
 from adapters.telegram import TelegramAdapter, build
 from hermes_engine.errors import ConfigError
-from hermes_engine.pairing import ALPHABET, Pairing
+from hermes_engine.policy.pairing import ALPHABET, Pairing
 
 # Small intervals keep the suite fast where the behaviour does not depend on the real pacing
 # (test_replies_respect_one_call_a_second_per_chat keeps the real 1 s).
@@ -255,7 +255,7 @@ async def test_stranger_gets_only_a_pairing_code_and_no_model_call(tg, telegram,
 async def test_approved_pairing_code_lets_the_person_in(tg, telegram, fake_llm, tmp_path):
     from typer.testing import CliRunner
 
-    from hermes_engine.pairing_cli import app as pairing_app
+    from hermes_gateway.cli.pairing import app as pairing_app
 
     fake_llm.script(Reply(text="Welcome aboard."))
     e, _ = await tg()
@@ -319,8 +319,8 @@ async def test_forum_topic_is_its_own_session_and_replies_land_in_the_topic(tg, 
 
 async def _life(home: Path, profile: Any, options: dict[str, Any]) -> tuple[Engine, TelegramAdapter]:
     """A gateway process as the runner assembles it: adapter attached before the gateway starts."""
-    from hermes_engine.app import build_gateway
-    from storage.sql import SqlStore
+    from hermes_gateway.wiring import build_gateway
+    from storage.store import SqlStore
 
     e = Engine(home, profile)
     e.store = SqlStore(e.settings.db_url)

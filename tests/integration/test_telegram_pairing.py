@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hermes_engine.pairing import ALPHABET, CODE_LENGTH, JsonPairingStore, MemoryPairingStore, Pairing
-from hermes_engine.pairing_cli import app
+from hermes_engine.policy.pairing import ALPHABET, CODE_LENGTH, JsonPairingStore, MemoryPairingStore, Pairing
+from hermes_gateway.cli.pairing import app
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -103,12 +103,12 @@ def test_file_store_is_private_atomic_and_shared_between_processes(tmp_path):
     # Another process (the CLI) approves while this one keeps its cached view: the change is seen.
     assert not gateway_side.is_approved("telegram", "77")
     env = {**os.environ, "HERMES_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
-    subprocess.run([sys.executable, "-m", "adapters.cli", "pairing", "approve", code], env=env, cwd=REPO,
+    subprocess.run([sys.executable, "-m", "hermes_gateway.cli.main", "pairing", "approve", code], env=env, cwd=REPO,
                    check=True, capture_output=True, timeout=60)
     assert gateway_side.is_approved("telegram", "77")
 
     # Concurrent writers from several processes lose nothing (the fcntl lock serialises read-modify-write).
-    script = ("import sys; from pathlib import Path; from hermes_engine.pairing import Pairing\n"
+    script = ("import sys; from pathlib import Path; from hermes_engine.policy.pairing import Pairing\n"
               "p = Pairing.for_home(Path(sys.argv[1]))\n"
               "for i in range(25): p.approve_user('telegram', f'{sys.argv[2]}-{i}')\n")
     procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), f"w{w}"], env=env, cwd=REPO)

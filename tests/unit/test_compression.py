@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_engine.agent.compression import (COMPACTION, CompressionConfig, Summariser, SummaryFailed,
+from hermes_engine.compression.service import (COMPACTION, CompressionConfig, Summariser, SummaryFailed,
                                              plan_split, prune_tool_results, rejection, strip_goal,
                                              summary_budget, transcript_lines, truncate_for_model)
 from hermes_engine.agent.context_window import (DEFAULT_CONTEXT_WINDOW, TokenMeter, context_window,
                                                 known_window, messages_tokens, window_for)
 from hermes_engine.config import BotProfile, Settings
-from hermes_engine.conversation import Message, ToolCall, Usage
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.errors import ProviderError
 from hermes_engine.providers.base import Completed, ModelResponse
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from adapters.cli import app
+from hermes_gateway.cli.main import app
 from hermes_engine.config import load_settings
-from hermes_engine.conversation import Message, ToolCall, Usage
-from hermes_engine.export import REDACTED, redact
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
+from hermes_engine.history.export import REDACTED, redact
 from storage.search import record_compaction
-from storage.sql import SqlStore
+from storage.store import SqlStore
 
 OPENAI_KEY = "sk-proj-" + "a1B2c3D4" * 5
 SLACK_TOKEN = "xoxb-123456789012-abcdefghijkl"

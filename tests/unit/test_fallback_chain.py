@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from fakes.fake_llm import FakeLLM, RecordedRequest, Reply
 
-from hermes_engine.conversation import Message
+from hermes_engine.ports.conversation import Message
 from hermes_engine.errors import ProviderError
 from hermes_engine.providers import (
     AnthropicProvider,

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from hermes_engine.agent.prompt import SessionScope
-from hermes_engine.commands import CommandContext, CommandRegistry
+from hermes_engine.core.commands import CommandContext, CommandRegistry
 from hermes_engine.config import MemorySettings
-from hermes_engine.conversation import ToolCall
+from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryFeature, MemoryOwner, memory_tool
 from hermes_engine.memory.store import InMemoryStore, MemoryStore, format_entries, parse_entries, safe_scope_name
-from hermes_engine.messages import ChatKind, InboundMessage
+from hermes_engine.ports.inbound import ChatKind, InboundMessage
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
 
 ALICE, BOB = 1, 2
@@ -394,7 +394,7 @@ async def test_memory_command_in_a_group_reveals_nothing(store):
 def test_cli_show_export_and_edit(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from hermes_engine.memory.cli import app
+    from hermes_gateway.cli.memory import app
 
     home = tmp_path / "home"
     monkeypatch.setenv("HERMES_HOME", str(home))

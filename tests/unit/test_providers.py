@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from fakes.fake_llm import FakeLLM, Reply
 
-from hermes_engine.conversation import ImagePart, Message, ToolCall, Usage
+from hermes_engine.ports.conversation import ImagePart, Message, ToolCall, Usage
 from hermes_engine.errors import ConfigError, ProviderError
 from hermes_engine.providers import (
     AnthropicProvider,

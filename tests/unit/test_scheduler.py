@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_engine.scheduler import Scheduler
+from hermes_engine.core.scheduler import Scheduler
 
 
 class LeaseStore:
@@ -149,7 +149,7 @@ async def test_the_background_loop_runs_due_jobs():
 
 
 async def test_leases_through_the_sql_store(tmp_path: Path, clock):
-    from storage.sql import SqlStore
+    from storage.store import SqlStore
 
     now = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
     store = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'h.db'}", clock=lambda: now[0])

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from hermes_engine.security import BlockedContent, Finding, explain, scan_text
+from hermes_engine.policy.security import BlockedContent, Finding, explain, scan_text
 
 
 def rules(text: str, kind: str = "memory") -> set[str]:

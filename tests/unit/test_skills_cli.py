@@ -7,7 +7,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from hermes_engine.errors import ConfigError
-from hermes_engine.skills.cli import app
+from hermes_gateway.cli.curator import app
 from hermes_engine.skills.library import FileSkillLibrary, SkillChange
 
 SKILL = "---\nname: {n}\ndescription: Do {n}.\n---\n\n## When to use\nx\n\n## Steps\n1. y\n\n## Pitfalls\n- z\n"

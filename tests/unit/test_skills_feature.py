@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from hermes_engine.agent.prompt import SessionScope
-from hermes_engine.commands import CommandContext, CommandRegistry
-from hermes_engine.conversation import Message, ToolCall
-from hermes_engine.features import TurnOutcome
+from hermes_engine.core.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.conversation import Message, ToolCall
+from hermes_engine.ports.feature import TurnOutcome
 from hermes_engine.skills.feature import SkillsFeature
 from hermes_engine.skills.library import SkillChange
 from hermes_engine.tools.registry import ToolContext, ToolRegistry

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_engine.conversation import estimate_tokens
+from hermes_engine.ports.conversation import estimate_tokens
 from hermes_engine.skills.index import EMPTY_INDEX, HintRanker, hint_text, render_index, token_budget
 from hermes_engine.skills.model import Skill, parse_skill, render
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_engine.conversation import ToolCall
+from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.skills.library import FileSkillLibrary, GatedLibrary, PendingQueue, SkillChange
 from hermes_engine.skills.model import MAX_SKILL_BYTES, parse_skill
 from hermes_engine.skills.tools import TOOLS

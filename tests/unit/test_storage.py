@@ -25,11 +25,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
 
-from hermes_engine.conversation import ImagePart, Message, ToolCall, Usage
+from hermes_engine.ports.conversation import ImagePart, Message, ToolCall, Usage
 from storage import migrate
-from storage.base import GoalRecord, Store
+from hermes_engine.ports.storage import GoalRecord, Store
 from storage.models import Base
-from storage.sql import SqlStore, make_engine, normalize_url
+from storage.store import SqlStore, make_engine, normalize_url
 
 PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
 

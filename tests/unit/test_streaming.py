@@ -16,8 +16,8 @@ from adapters.base import Capabilities, PlatformAdapter
 from adapters.render import Rendered
 from adapters.splitting import find_fences
 from hermes_engine.errors import PlatformError
-from hermes_engine.messages import ReplyTarget
-from hermes_engine.reply import Outlet
+from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.reply import Outlet
 
 INTERVAL = 0.05
 EPS = 0.002

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Protocol, runtime_checkable
 
-from hermes_engine.messages import ReplyTarget
+from hermes_engine.ports.inbound import ReplyTarget
 
 
 class ReplyStream(ABC):

@@ -1,4 +1,4 @@
-"""The store contract the engine depends on. `storage.sql.SqlStore` implements it for SQLite and PostgreSQL.
+"""The store contract the engine depends on. `storage.store.SqlStore` implements it for SQLite and PostgreSQL.
 
 Records are plain dataclasses so nothing outside `storage/` touches an ORM session.
 """
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from hermes_engine.conversation import Message, Usage
+from hermes_engine.ports.conversation import Message, Usage
 
 
 @dataclass(frozen=True)

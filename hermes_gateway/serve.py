@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes_engine.app import build_gateway, check_models, open_store
+from hermes_gateway.wiring import build_gateway, check_models, open_store
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.errors import ConfigError
 

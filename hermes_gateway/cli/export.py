@@ -3,7 +3,7 @@
     hermes-gateway export trajectories --since 2025-03-01 --person 7 --out trajectories.jsonl
 
 The database is the gateway's own (`HERMES_DATABASE_URL`, else SQLite under `HERMES_HOME`); the format is
-described in `hermes_engine.export`.
+described in `hermes_engine.history.export`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def trajectories(
 ) -> None:
     """Write every conversation as one JSON line (OpenAI chat format with tool calls, plus usage and
     compaction summaries), secrets redacted."""
-    from hermes_engine.export import export_trajectories, parse_since
+    from hermes_engine.history.export import export_trajectories, parse_since
 
     try:
         settings = load_settings()
@@ -49,7 +49,7 @@ def trajectories(
         raise typer.Exit(2) from None
 
     async def run() -> tuple[int, int]:
-        from storage.sql import SqlStore
+        from storage.store import SqlStore
 
         store = SqlStore(settings.db_url)
         await store.init()

@@ -41,14 +41,14 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 from hermes_engine.agent.context_window import (TokenMeter, fixed_tokens, message_tokens, messages_tokens,
                                                 window_for)
 from hermes_engine.agent.loop import repair_history
-from hermes_engine.conversation import Message, Usage, estimate_tokens
+from hermes_engine.ports.conversation import Message, Usage, estimate_tokens
 from hermes_engine.errors import HermesError
 from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
-    from hermes_engine.gateway import Gateway, SessionHandle
-    from hermes_engine.messages import InboundMessage
-    from storage.base import Store
+    from hermes_engine.core.gateway import Gateway, SessionHandle
+    from hermes_engine.ports.inbound import InboundMessage
+    from hermes_engine.ports.storage import Store
     from storage.search import CompactionRecord
 
 log = logging.getLogger(__name__)

@@ -13,19 +13,19 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable
 
-from hermes_engine.agent.compression import load_history, turn_context
+from hermes_engine.compression.service import load_history, turn_context
 from hermes_engine.agent.loop import AgentLoop, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder, SessionScope, load_images
-from hermes_engine.commands import CommandContext, CommandRegistry
+from hermes_engine.core.commands import CommandContext, CommandRegistry
 from hermes_engine.config import BotProfile, Settings
-from hermes_engine.conversation import Message, Usage
+from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.errors import HermesError, ProviderError
-from hermes_engine.features import Feature, TurnOutcome
-from hermes_engine.messages import (ChatKind, InboundMessage, ReplyTarget, message_from_payload,
+from hermes_engine.ports.feature import Feature, TurnOutcome
+from hermes_engine.ports.inbound import (ChatKind, InboundMessage, ReplyTarget, message_from_payload,
                                     message_to_payload)
-from hermes_engine.reply import BufferedStream, Outlet, ReplyStream
+from hermes_engine.ports.reply import BufferedStream, Outlet, ReplyStream
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
-from storage.base import SessionRecord, Store
+from hermes_engine.ports.storage import SessionRecord, Store
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class Gateway:
         self.agent = AgentLoop(self.tools, max_iterations=profile.max_iterations,
                                max_output_tokens=profile.max_output_tokens)
         self.commands = CommandRegistry()
-        from hermes_engine.builtin_commands import register_builtin_commands
+        from hermes_engine.core.builtin_commands import register_builtin_commands
 
         register_builtin_commands(self.commands)
         for feature in self.features:

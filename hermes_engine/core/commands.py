@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from hermes_engine.messages import InboundMessage
+from hermes_engine.ports.inbound import InboundMessage
 
 if TYPE_CHECKING:
-    from hermes_engine.gateway import Gateway, SessionHandle
+    from hermes_engine.core.gateway import Gateway, SessionHandle
 
 
 @dataclass

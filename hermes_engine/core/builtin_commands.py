@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hermes_engine.commands import CommandContext, CommandRegistry
+from hermes_engine.core.commands import CommandContext, CommandRegistry
 from hermes_engine.providers.factory import parse_model_spec
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from hermes_engine.config import BotProfile, Settings
-from hermes_engine.features import Feature
-from hermes_engine.gateway import Gateway
+from hermes_engine.ports.feature import Feature
+from hermes_engine.core.gateway import Gateway
 from hermes_engine.providers.chain import ProviderChain
 from hermes_engine.providers.factory import make_provider, parse_model_spec
 from hermes_engine.tools.core import CORE_TOOLS
 from hermes_engine.tools.registry import ToolRegistry
-from storage.base import Store
+from hermes_engine.ports.storage import Store
 
 
 def make_chain(models: list[str]) -> ProviderChain:
@@ -29,7 +29,7 @@ def check_models(profile: BotProfile, settings: Settings) -> None:
 
 
 def open_store(settings: Settings) -> Store:
-    from storage.sql import SqlStore
+    from storage.store import SqlStore
 
     settings.home.mkdir(parents=True, exist_ok=True)
     return SqlStore(settings.db_url)
@@ -39,11 +39,11 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.memory.feature import MemoryFeature
     from hermes_engine.memory.store import FileMemoryStore
 
-    from hermes_engine.identity import IdentityFeature
+    from hermes_engine.policy.identity import IdentityFeature
     from hermes_engine.loops.delegation import DelegationFeature
     from hermes_engine.loops.goals import GoalFeature
     from hermes_engine.loops.review import ReviewFeature
-    from hermes_engine.search import SearchFeature
+    from hermes_engine.history.search import SearchFeature
     from hermes_engine.skills.feature import SkillsFeature
 
     return [

@@ -13,7 +13,7 @@ import typer
 
 from hermes_engine.config import load_settings
 from hermes_engine.errors import ConfigError
-from hermes_engine.pairing import Pairing
+from hermes_engine.policy.pairing import Pairing
 
 app = typer.Typer(help="Approve people who asked for access with a pairing code.", no_args_is_help=True)
 

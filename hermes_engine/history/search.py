@@ -13,14 +13,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from hermes_engine.agent.compression import compaction_service, is_summary, store_engine
+from hermes_engine.compression.service import compaction_service, is_summary, store_engine
 from hermes_engine.agent.prompt import SessionScope
-from hermes_engine.commands import CommandContext, CommandRegistry
-from hermes_engine.features import Feature
+from hermes_engine.core.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.feature import Feature
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
 
 if TYPE_CHECKING:
-    from hermes_engine.gateway import Gateway
+    from hermes_engine.core.gateway import Gateway
 
 log = logging.getLogger(__name__)
 

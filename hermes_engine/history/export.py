@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from hermes_engine.conversation import Message
-from storage.base import StoredMessage
+from hermes_engine.ports.conversation import Message
+from hermes_engine.ports.storage import StoredMessage
 
 REDACTED = "[REDACTED]"
 OTHER_PERSON = "[message from another participant omitted]"
 
-# Secret shapes (a small, export-only set; `hermes_engine.security` keeps its scanner patterns private).
+# Secret shapes (a small, export-only set; `hermes_engine.policy.security` keeps its scanner patterns private).
 _SECRET_PATTERNS = [
     r"-----BEGIN[A-Z ]{0,30}PRIVATE KEY-----.*?-----END[A-Z ]{0,30}PRIVATE KEY-----",  # PEM blocks
     r"\bsk-(?:proj-|ant-(?:api\d\d-)?|live-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}",  # OpenAI / Anthropic
@@ -143,7 +143,7 @@ def trajectory(session: Any, stored: list[StoredMessage], compactions: list[Any]
 async def export_trajectories(store: Any, out: TextIO, *, since: datetime | None = None,
                               person_id: int | None = None) -> ExportStats:
     """Write one JSON line per session with a message at or after `since` (and, with `person_id`, in which
-    that person took part). `store` is an initialised `storage.sql.SqlStore`."""
+    that person took part). `store` is an initialised `storage.store.SqlStore`."""
     from storage.search import export_session_ids, list_compactions
 
     stats = ExportStats()

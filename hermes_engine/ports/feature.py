@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.agent.prompt import PromptContributor, SessionScope
-from hermes_engine.commands import CommandRegistry
-from hermes_engine.conversation import Message, Usage
+from hermes_engine.core.commands import CommandRegistry
+from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.tools.registry import Tool
 
 if TYPE_CHECKING:
-    from hermes_engine.gateway import Gateway
-    from hermes_engine.messages import InboundMessage
+    from hermes_engine.core.gateway import Gateway
+    from hermes_engine.ports.inbound import InboundMessage
 
 
 @dataclass

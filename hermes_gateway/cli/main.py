@@ -46,7 +46,7 @@ def _setup_logging(level: str, to_stderr: bool = True) -> None:
 def chat(bot: Optional[str] = typer.Option(None, "--bot", help="Bot profile folder or name under ./bots.")) -> None:
     """Chat with the agent in the terminal (streamed). Reads one message per line when piped."""
     from adapters.console import chat as console_chat
-    from hermes_engine.app import build_gateway, check_models, open_store
+    from hermes_gateway.wiring import build_gateway, check_models, open_store
 
     async def main() -> None:
         settings = load_settings()
@@ -73,7 +73,7 @@ def chat(bot: Optional[str] = typer.Option(None, "--bot", help="Bot profile fold
 @app.command()
 def run(bot: list[str] = typer.Option(None, "--bot", help="Bot profile(s) to serve; repeatable.")) -> None:
     """Start the gateway: every configured platform adapter, the HTTP server and the scheduler."""
-    from adapters.runner import serve
+    from hermes_gateway.serve import serve
 
     try:
         settings = load_settings()
@@ -88,7 +88,7 @@ def run(bot: list[str] = typer.Option(None, "--bot", help="Bot profile(s) to ser
 @app.command()
 def doctor(bot: Optional[str] = typer.Option(None, "--bot")) -> None:
     """Check the configuration and say what is missing."""
-    from hermes_engine.doctor import diagnose
+    from hermes_gateway.cli.doctor import diagnose
 
     problems = 0
     for ok, line in diagnose(bot):
@@ -105,10 +105,10 @@ def _mount(name: str, module: str, help_text: str) -> None:
     app.add_typer(sub, name=name, help=help_text)
 
 
-_mount("memory", "hermes_engine.memory.cli", "Show, edit or export what the agent remembers about a person.")
-_mount("curator", "hermes_engine.skills.cli", "Run the skill curator or read its report.")
-_mount("pairing", "hermes_engine.pairing_cli", "Approve people who asked for access with a pairing code.")
-_mount("export", "hermes_engine.export_cli", "Export conversations.")
+_mount("memory", "hermes_gateway.cli.memory", "Show, edit or export what the agent remembers about a person.")
+_mount("curator", "hermes_gateway.cli.curator", "Run the skill curator or read its report.")
+_mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code.")
+_mount("export", "hermes_gateway.cli.export", "Export conversations.")
 
 
 def main() -> None:

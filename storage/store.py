@@ -1,4 +1,4 @@
-"""`SqlStore`: the `storage.base.Store` on SQLAlchemy 2.0 async, for SQLite (aiosqlite) and PostgreSQL (asyncpg).
+"""`SqlStore`: the `hermes_engine.ports.storage.Store` on SQLAlchemy 2.0 async, for SQLite (aiosqlite) and PostgreSQL (asyncpg).
 
     store = SqlStore("sqlite+aiosqlite:////var/lib/hermes/hermes.db")   # or postgresql+asyncpg://...
     await store.init()      # applies the Alembic migrations; idempotent
@@ -47,8 +47,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import StaticPool
 
-from hermes_engine.conversation import Message, Usage
-from storage.base import (
+from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.storage import (
     AccountRecord,
     GoalRecord,
     InboundEvent,
@@ -324,7 +324,7 @@ class SqliteLane:
 
 
 class SqlStore:
-    """`storage.base.Store` for SQLite and PostgreSQL. See the module docstring for the guarantees.
+    """`hermes_engine.ports.storage.Store` for SQLite and PostgreSQL. See the module docstring for the guarantees.
 
     `clock` returns the current time (timezone-aware); tests pass a fake one to expire leases without
     sleeping. Lease expiry compares against this clock, so replicas should keep their clocks in sync (NTP).
