@@ -25,13 +25,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from hermes_engine.ports.storage import CompactionRecord, MessageRef, SearchHit
 from storage.models import CompactionRow, MessageRow, SessionRow
 
 __all__ = ["CompactionRecord", "MessageRef", "SearchHit", "compactions", "export_session_ids",
@@ -44,42 +44,6 @@ sessions = SessionRow.__table__
 MAX_QUERY_WORDS = 12
 SNIPPET_WORDS = 16
 _WORD = re.compile(r"\w+", re.UNICODE)
-
-
-@dataclass(frozen=True)
-class CompactionRecord:
-    id: int
-    session_id: int
-    parent_id: int | None
-    first_message_id: int  # first stored message the summary covers (inclusive)
-    last_message_id: int  # last stored message it covers (inclusive)
-    summary: str
-    reason: str  # "agent" | "hygiene" | "command"
-    tokens_before: int
-    tokens_after: int
-    created_at: datetime
-
-
-@dataclass(frozen=True)
-class MessageRef:
-    """Enough of a stored message to line it up with the in-memory history."""
-
-    id: int
-    role: str
-    content: str
-    tool_call_id: str | None
-    event_id: str | None
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    kind: str  # "message" | "summary"
-    id: int  # message id or compaction id
-    session_id: int
-    role: str  # "user" | "assistant" | "summary"
-    snippet: str
-    created_at: datetime
-    score: float  # higher is better (comparable within one search)
 
 
 _T = TypeVar("_T")

@@ -33,7 +33,7 @@ import functools
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -50,12 +50,16 @@ from sqlalchemy.pool import StaticPool
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.storage import (
     AccountRecord,
+    CompactionRecord,
     GoalRecord,
     InboundEvent,
+    MessageRef,
     PersonRecord,
+    SearchHit,
     SessionRecord,
     StoredMessage,
 )
+from storage import search
 from storage.models import (
     GOAL_STATUSES,
     INBOUND_DONE,
@@ -810,3 +814,29 @@ class SqlStore:
                 sa.delete(LeaseRow).where(LeaseRow.name == name, LeaseRow.holder == holder)
                 .returning(LeaseRow.name))
             return result.first() is not None
+
+    # ------------------------------------------------------------------ search index and compaction lineage
+
+    async def search_messages(self, *, person_id: int, bot: str, query: str, limit: int = 5) -> list[SearchHit]:
+        return await search.search(self.engine, person_id=person_id, bot=bot, query=query, limit=limit)
+
+    async def export_session_ids(self, *, since: datetime | None = None,
+                                 person_id: int | None = None) -> list[int]:
+        return await search.export_session_ids(self.engine, since=since, person_id=person_id)
+
+    async def record_compaction(self, *, session_id: int, first_message_id: int, last_message_id: int,
+                                summary: str, tokens_before: int, tokens_after: int,
+                                parent_id: int | None = None, reason: str = "agent") -> CompactionRecord:
+        return await search.record_compaction(
+            self.engine, session_id=session_id, first_message_id=first_message_id,
+            last_message_id=last_message_id, summary=summary, tokens_before=tokens_before,
+            tokens_after=tokens_after, parent_id=parent_id, reason=reason, now=self._now())
+
+    async def latest_compaction(self, session_id: int) -> CompactionRecord | None:
+        return await search.latest_compaction(self.engine, session_id)
+
+    async def list_compactions(self, session_ids: Sequence[int] | None = None) -> list[CompactionRecord]:
+        return await search.list_compactions(self.engine, session_ids)
+
+    async def message_refs_after(self, session_id: int, after_id: int) -> list[MessageRef]:
+        return await search.message_refs_after(self.engine, session_id, after_id)

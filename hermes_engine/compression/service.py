@@ -19,7 +19,7 @@ measured (`TokenMeter`: the provider's count for the last request + chars/4 for 
 4. the view becomes head + one user message labelled as a summary of the earlier conversation + tail.
    The open /goal, if any, is pinned verbatim at the top of the summary; the system prompt is never touched.
 
-Each summary is recorded (`storage.search.record_compaction`: session, first/last stored message id
+Each summary is recorded (`CompactionLineage.record_compaction`: session, first/last stored message id
 covered, summary, tokens before/after, parent) so a restart rebuilds the same view (`load_history`), and
 search and export still see every stored message.
 
@@ -48,8 +48,7 @@ from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse
 if TYPE_CHECKING:
     from hermes_engine.core.gateway import Gateway, SessionHandle
     from hermes_engine.ports.inbound import InboundMessage
-    from hermes_engine.ports.storage import Store
-    from storage.search import CompactionRecord
+    from hermes_engine.ports.storage import CompactionLineage, CompactionRecord, HistoryStore
 
 log = logging.getLogger(__name__)
 
@@ -390,25 +389,12 @@ def _chunks(lines: list[str], limit_tokens: int) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ lineage
 
-def store_engine(store: Any) -> Any:
-    """The SQLAlchemy engine behind a `SqlStore` (None for other stores: lineage and search are off)."""
-    try:
-        return getattr(store, "engine", None)
-    except RuntimeError:  # not initialised
-        return None
-
-
-async def load_history(store: "Store", session_id: int) -> list[Message]:
+async def load_history(store: "HistoryStore", session_id: int) -> list[Message]:
     """The session's history as the model should see it: without compactions, every stored message; with
     them, the head before the covered range + the latest summary + everything after it. Each message knows
     its stored id; a crash-cut tool call gets its "interrupted" result (`repair_history`)."""
     stored = await store.load_stored_messages(session_id)
-    engine = store_engine(store)
-    latest = None
-    if engine is not None:
-        from storage.search import latest_compaction
-
-        latest = await latest_compaction(engine, session_id)
+    latest = await store.latest_compaction(session_id)
 
     def known(item: Any) -> Message:
         item.message.meta[STORED_ID] = item.id
@@ -437,11 +423,9 @@ def _same(message: Message, ref: Any) -> bool:
     return message.content == ref.content
 
 
-async def sync_stored_ids(engine: Any, session_id: int, history: Sequence[Message]) -> None:
+async def sync_stored_ids(lineage: "CompactionLineage", session_id: int, history: Sequence[Message]) -> None:
     """Give messages appended during this process their stored ids (the loop persists every message
     before appending it, in order), by lining them up with the rows stored after the newest known id."""
-    from storage.search import message_refs_after
-
     first = next((i for i, m in enumerate(history) if STORED_ID not in m.meta), None)
     if first is None:
         return
@@ -449,7 +433,7 @@ async def sync_stored_ids(engine: Any, session_id: int, history: Sequence[Messag
     before = history[:first]  # only ids from before the first unsynced message bound the search
     known = [m.meta[STORED_ID] for m in before if m.meta.get(STORED_ID)]
     known += [m.meta[COMPACTION]["last"] or 0 for m in before if is_summary(m)]
-    refs = await message_refs_after(engine, session_id, max(known, default=0))
+    refs = await lineage.message_refs_after(session_id, max(known, default=0))
     j = 0
     for message in unsynced:
         k = next((k for k in range(j, len(refs)) if _same(message, refs[k])), None)
@@ -646,17 +630,14 @@ class SessionContext:
             report.failed = str(exc)
             return
         stored_summary = f"{GOAL_LINE}{goal}\n\n{text}" if goal else text
-        engine = store_engine(self.gateway.store)
-        first_id, last_id, parent_id = await self._covered(engine, history, split)
+        first_id, last_id, parent_id = await self._covered(history, split)
         earlier = (split.previous.meta[COMPACTION].get("count") or 0) if split.previous is not None else 0
         count = len(split.middle) + earlier
         record = None
-        if engine is not None and first_id is not None and last_id is not None:
-            from storage.search import record_compaction
-
+        if first_id is not None and last_id is not None:
             provisional = [*split.head, _provisional_summary(stored_summary, count), *split.tail]
-            record = await record_compaction(
-                engine, session_id=self.session.record.id, parent_id=parent_id, first_message_id=first_id,
+            record = await self.gateway.store.record_compaction(
+                session_id=self.session.record.id, parent_id=parent_id, first_message_id=first_id,
                 last_message_id=last_id, summary=stored_summary, reason=report.reason,
                 tokens_before=report.tokens_before, tokens_after=self.estimate(provisional, window))
         else:
@@ -672,12 +653,11 @@ class SessionContext:
         report.compaction_id = record.id if record is not None else None
         report.tokens_after = self.estimate(history, window)
 
-    async def _covered(self, engine: Any, history: list[Message],
+    async def _covered(self, history: list[Message],
                        split: Split) -> tuple[int | None, int | None, int | None]:
         """(first, last) stored ids the new summary covers — cumulative over earlier compactions — and the
         compaction it updates."""
-        if engine is not None:
-            await sync_stored_ids(engine, self.session.record.id, history)
+        await sync_stored_ids(self.gateway.store, self.session.record.id, history)
         ids = [m.meta.get(STORED_ID) for m in split.middle if m.meta.get(STORED_ID)]
         previous = split.previous.meta[COMPACTION] if split.previous is not None else None
         first = previous["first"] if previous and previous["first"] is not None else (min(ids) if ids else None)

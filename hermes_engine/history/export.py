@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from hermes_engine.ports.conversation import Message
-from hermes_engine.ports.storage import StoredMessage
+from hermes_engine.ports.storage import Store, StoredMessage
 
 REDACTED = "[REDACTED]"
 OTHER_PERSON = "[message from another participant omitted]"
@@ -140,19 +140,17 @@ def trajectory(session: Any, stored: list[StoredMessage], compactions: list[Any]
     }
 
 
-async def export_trajectories(store: Any, out: TextIO, *, since: datetime | None = None,
+async def export_trajectories(store: "Store", out: TextIO, *, since: datetime | None = None,
                               person_id: int | None = None) -> ExportStats:
     """Write one JSON line per session with a message at or after `since` (and, with `person_id`, in which
-    that person took part). `store` is an initialised `storage.store.SqlStore`."""
-    from storage.search import export_session_ids, list_compactions
-
+    that person took part)."""
     stats = ExportStats()
-    for session_id in await export_session_ids(store.engine, since=since, person_id=person_id):
+    for session_id in await store.export_session_ids(since=since, person_id=person_id):
         session = await store.get_session(session_id)
         if session is None:
             continue
         stored = await store.load_stored_messages(session_id)
-        compactions = await list_compactions(store.engine, [session_id])
+        compactions = await store.list_compactions([session_id])
         record = trajectory(session, stored, compactions, person_id=person_id)
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
         stats.sessions += 1

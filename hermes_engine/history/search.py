@@ -2,7 +2,7 @@
 
 - `session_search(query, limit)` (toolset "search"): full-text search over the person's own past messages,
   the assistant's answers in sessions they took part in, and compaction summaries — so what compression
-  took out of the context is still one tool call away. The scope rules live in SQL (`storage.search`):
+  took out of the context is still one tool call away. The scope rules are the `SearchIndex` port's:
   never another person's messages, never a group's conversation to someone who was not in it.
 - `/compress`: compress this conversation now and say how many tokens it took before and after.
 - `/status` gets a line with the context size and the number of compressions.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from hermes_engine.compression.service import compaction_service, is_summary, store_engine
+from hermes_engine.compression.service import compaction_service, is_summary
 from hermes_engine.agent.prompt import SessionScope
 from hermes_engine.core.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
@@ -34,17 +34,14 @@ class SessionSearch:
         self.gateway: "Gateway | None" = None
 
     async def search(self, ctx: ToolContext, query: str, limit: int) -> str | ToolResult:
-        from storage.search import search
-
-        engine = store_engine(self.gateway.store) if self.gateway is not None else None
-        if engine is None:
-            return ToolResult("Error: session search needs the SQL store; it is not available here.", is_error=True)
+        if self.gateway is None:
+            return ToolResult("Error: session search is not available here (no gateway).", is_error=True)
         if ctx.person_id is None:
             return ToolResult("Error: there is no person to search for in this context.", is_error=True)
         if not query.strip():
             return ToolResult("Error: give some words to search for.", is_error=True)
         limit = max(1, min(MAX_LIMIT, int(limit)))
-        hits = await search(engine, person_id=ctx.person_id, bot=ctx.bot, query=query, limit=limit)
+        hits = await self.gateway.store.search_messages(person_id=ctx.person_id, bot=ctx.bot, query=query, limit=limit)
         if not hits:
             return f"No past messages match {query!r}."
         lines = [f"{len(hits)} match{'es' if len(hits) != 1 else ''} for {query!r} (best first):"]

@@ -1,12 +1,16 @@
-"""The store contract the engine depends on. `storage.store.SqlStore` implements it for SQLite and PostgreSQL.
+"""The storage roles the engine needs, owned by the engine; `storage/` implements them.
 
-Records are plain dataclasses so nothing outside `storage/` touches an ORM session.
+Each part of the engine asks for the narrowest role it uses (the scheduler a `LeaseStore`, search a
+`SearchIndex`), so a new backend can be written role by role. `Store` is all of them together: what the
+composition root opens and hands to the gateway. Records are plain frozen dataclasses, so nothing outside
+`storage/` touches an ORM session or a database handle.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 from hermes_engine.ports.conversation import Message, Usage
@@ -81,13 +85,48 @@ class GoalRecord:
     updated_at: datetime
 
 
-class Store(Protocol):
-    async def init(self) -> None:
-        """Apply migrations and open the pool. Idempotent."""
 
-    async def close(self) -> None: ...
+@dataclass(frozen=True)
+class CompactionRecord:
+    """One summary of a stretch of a session's stored messages (compression lineage)."""
 
-    # people and their platform accounts
+    id: int
+    session_id: int
+    parent_id: int | None
+    first_message_id: int  # first stored message the summary covers (inclusive)
+    last_message_id: int  # last stored message it covers (inclusive)
+    summary: str
+    reason: str  # "agent" | "hygiene" | "command"
+    tokens_before: int
+    tokens_after: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class MessageRef:
+    """Enough of a stored message to line it up with the in-memory history."""
+
+    id: int
+    role: str
+    content: str
+    tool_call_id: str | None
+    event_id: str | None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    kind: str  # "message" | "summary"
+    id: int  # message id or compaction id
+    session_id: int
+    role: str  # "user" | "assistant" | "summary"
+    snippet: str
+    created_at: datetime
+    score: float  # higher is better (comparable within one search)
+
+
+class PeopleStore(Protocol):
+    """People and their platform accounts (one person, many accounts once linked)."""
+
     async def resolve_account(self, platform: str, account: str, user_id: str,
                               display_name: str = "") -> AccountRecord:
         """Get or create the account (and a new person for a first-seen account)."""
@@ -99,7 +138,10 @@ class Store(Protocol):
 
     async def list_accounts(self, person_id: int) -> list[AccountRecord]: ...
 
-    # sessions
+
+class SessionStore(Protocol):
+    """Sessions and their messages (append-only: compression changes the view, never the rows)."""
+
     async def active_session(self, key: str, bot: str) -> SessionRecord:
         """The newest session for `key` (created on first use)."""
 
@@ -111,7 +153,6 @@ class Store(Protocol):
     async def update_session(self, session_id: int, *, model: str | None = ...,  # type: ignore[assignment]
                              state: dict[str, Any] | None = None) -> None: ...
 
-    # messages
     async def append_message(self, session_id: int, message: Message, *, person_id: int | None = None,
                              usage: Usage | None = None, model: str | None = None) -> int: ...
 
@@ -122,7 +163,10 @@ class Store(Protocol):
 
     async def session_usage(self, session_id: int) -> Usage: ...
 
-    # inbound de-duplication: a durable inbox
+
+class Inbox(Protocol):
+    """The durable inbox: every inbound event once, until its answer is delivered."""
+
     async def record_inbound(self, platform: str, event_id: str, payload: dict[str, Any]) -> bool:
         """Insert a received event; False when it was seen before (a duplicate)."""
 
@@ -134,7 +178,10 @@ class Store(Protocol):
     async def prune_inbound(self, older_than: datetime) -> int:
         """Delete completed events received before `older_than`; returns how many."""
 
-    # goals (/goal)
+
+class GoalStore(Protocol):
+    """Standing goals (/goal)."""
+
     async def create_goal(self, session_key: str, bot: str, text: str, *, session_id: int | None = None,
                           target: dict[str, Any] | None = None) -> GoalRecord:
         """Start an active goal; an open goal for the same key and bot is marked "cleared"."""
@@ -155,15 +202,64 @@ class Store(Protocol):
     async def list_goals(self, status: GoalStatus | None = None, *, bot: str | None = None,
                          session_key: str | None = None) -> list[GoalRecord]: ...
 
-    # leases: single-replica scheduled jobs
+
+class LeaseStore(Protocol):
+    """Named leases: a scheduled job runs on one process at a time."""
+
     async def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
         """Take or renew lease `name` for `ttl_seconds`; False while another holder's lease is live."""
 
-    # /link codes
+    async def release_lease(self, name: str, holder: str) -> bool:
+        """Give up lease `name` if `holder` holds it."""
+
+
+class LinkCodeStore(Protocol):
+    """Short-lived codes that link a person's accounts across platforms (/link)."""
+
     async def create_link_code(self, code: str, person_id: int, ttl_seconds: float) -> None: ...
 
     async def redeem_link_code(self, code: str) -> int | None:
         """The person who made a live `code` (used up by this call), else None."""
 
-    async def release_lease(self, name: str, holder: str) -> bool:
-        """Give up lease `name` if `holder` holds it."""
+
+class SearchIndex(Protocol):
+    """Full-text search over stored conversations, scoped to what a person may see."""
+
+    async def search_messages(self, *, person_id: int, bot: str, query: str, limit: int = 5) -> list[SearchHit]:
+        """Ranked hits: the person's own user messages, and assistant messages and summaries of sessions
+        the person took part in, within one bot. Tool output is not searchable."""
+
+    async def export_session_ids(self, *, since: datetime | None = None,
+                                 person_id: int | None = None) -> list[int]:
+        """Sessions with a message at or after `since` (and, with `person_id`, in which that person wrote);
+        oldest first."""
+
+
+class CompactionLineage(Protocol):
+    """The record of what compression summarised, so a restart rebuilds the same view."""
+
+    async def record_compaction(self, *, session_id: int, first_message_id: int, last_message_id: int,
+                                summary: str, tokens_before: int, tokens_after: int,
+                                parent_id: int | None = None, reason: str = "agent") -> CompactionRecord: ...
+
+    async def latest_compaction(self, session_id: int) -> CompactionRecord | None: ...
+
+    async def list_compactions(self, session_ids: Sequence[int] | None = None) -> list[CompactionRecord]:
+        """Compactions, oldest first (all, or of the given sessions)."""
+
+    async def message_refs_after(self, session_id: int, after_id: int) -> list[MessageRef]:
+        """The session's stored messages with an id above `after_id`, in order."""
+
+
+class HistoryStore(SessionStore, CompactionLineage, Protocol):
+    """What rebuilding a session's view (stored messages + the latest summary) needs."""
+
+
+class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
+            CompactionLineage, Protocol):
+    """Every role at once, with a lifecycle: what the composition root opens."""
+
+    async def init(self) -> None:
+        """Apply migrations and open the pool. Idempotent."""
+
+    async def close(self) -> None: ...

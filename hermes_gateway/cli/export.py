@@ -49,9 +49,9 @@ def trajectories(
         raise typer.Exit(2) from None
 
     async def run() -> tuple[int, int]:
-        from storage.store import SqlStore
+        from hermes_gateway.wiring import open_store
 
-        store = SqlStore(settings.db_url)
+        store = open_store(settings)
         await store.init()
         try:
             if out is None:
