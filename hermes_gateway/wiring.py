@@ -7,25 +7,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hermes_engine.compression.feature import CompressionFeature
 from hermes_engine.config import BotProfile, Settings
+from hermes_engine.policy.access import AccessGate
+from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.feature import Feature
 from hermes_engine.core.gateway import Gateway
-from hermes_engine.providers.chain import ProviderChain
-from hermes_engine.providers.factory import make_provider, parse_model_spec
+from hermes_engine.providers.chain import build_chain
+from hermes_engine.providers.registry import make_provider, parse_model_spec
 from hermes_engine.tools.core import CORE_TOOLS
 from hermes_engine.tools.registry import ToolRegistry
 from hermes_engine.ports.storage import Store
-
-
-def make_chain(models: list[str]) -> ProviderChain:
-    return ProviderChain([make_provider(spec) for spec in models])
 
 
 def check_models(profile: BotProfile, settings: Settings) -> None:
     """Fail early with one sentence when a model spec or its key is wrong."""
     for spec in profile.models(settings):
         parse_model_spec(spec)
-    make_chain(profile.models(settings)[:1])
+    build_chain(profile.models(settings)[:1])
 
 
 def open_store(settings: Settings) -> Store:
@@ -56,6 +55,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
         IdentityFeature(),
         GoalFeature(profile.goals),
         ReviewFeature(profile.review),
+        CompressionFeature(),
         SearchFeature(),
         DelegationFeature(profile.delegation),
     ]
@@ -63,6 +63,12 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
                   features: list[Feature] | None = None) -> Gateway:
-    return Gateway(settings=settings, profile=profile, store=store, chain_factory=make_chain,
-                   tools=ToolRegistry(list(CORE_TOOLS)),
-                   features=build_features(settings, profile) if features is None else features)
+    """The gateway for one bot profile. Compression is part of every engine (its settings are in the
+    profile): a hand-picked feature list gets it too."""
+    if features is None:
+        features = build_features(settings, profile)
+    elif not any(isinstance(f, CompressionFeature) for f in features):
+        features = [*features, CompressionFeature()]
+    return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
+                   tools=ToolRegistry(list(CORE_TOOLS)), access=AccessGate(profile.access, Pairing.for_home(settings.home)),
+                   features=features)

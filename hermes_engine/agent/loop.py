@@ -12,16 +12,13 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Protocol
+from typing import Awaitable, Callable, Protocol
 
 from hermes_engine.agent.prompt import for_history, for_this_turn
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.errors import EmptyAnswer
-from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse, StreamEvent, TextDelta
+from hermes_engine.providers.base import Completed, EventStream, ModelRequest, ModelResponse, TextDelta
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
-
-if TYPE_CHECKING:
-    from hermes_engine.compression.service import SessionContext
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +29,16 @@ INTERRUPTED_RESULT = "[interrupted: the turn was stopped before this tool finish
 class Router(Protocol):
     """One turn's view of the provider chain (see `ProviderChain.route`)."""
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+    def stream(self, request: ModelRequest) -> EventStream: ...
+
+
+class CallHook(Protocol):
+    """Around each model call of a turn (compression): may give the model a different view of the
+    history, and learns what the call cost."""
+
+    async def before_call(self, history: list[Message], router: Router) -> list[Message]: ...
+
+    def after_call(self, request: ModelRequest, response: ModelResponse) -> None: ...
 
 
 Persist = Callable[[Message, Usage | None, str | None], Awaitable[None]]
@@ -61,7 +67,7 @@ class AgentLoop:
 
     async def run(self, *, router: Router, system: str, history: list[Message], user: Message | None,
                   ctx: ToolContext, persist: Persist, on_delta: OnDelta | None = None,
-                  purpose: str = "turn", context: "SessionContext | None" = None) -> TurnResult:
+                  purpose: str = "turn", context: CallHook | None = None) -> TurnResult:
         """Run one turn. `history` is extended in place with everything the turn appends; `context`
         (compression) may rewrite it before each model call."""
         result = TurnResult(final_text="")
@@ -85,7 +91,7 @@ class AgentLoop:
 
     async def _iterate(self, router: Router, system: str, history: list[Message], ctx: ToolContext,
                        persist: Persist, on_delta: OnDelta | None, purpose: str, result: TurnResult,
-                       context: "SessionContext | None" = None) -> None:
+                       context: CallHook | None = None) -> None:
         schemas = self.tools.schemas()
         empty_retries = 0
         for iteration in range(1, self.max_iterations + 1):
@@ -135,9 +141,7 @@ class AgentLoop:
                 elif isinstance(event, Completed):
                     response = event.response
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await stream.aclose()
         if response is None:
             raise EmptyAnswer("the model stream ended without a completed response")
         return response

@@ -9,12 +9,13 @@ No clock, host name, path or PID ever enters it.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import ClassVar
 
 from hermes_engine.ports.conversation import ImagePart, Message
 from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.session import SessionScope
 from hermes_engine.tools.registry import ToolRegistry
 
 TOOL_GUIDANCE = """\
@@ -24,37 +25,23 @@ TOOL_GUIDANCE = """\
 - Do not repeat a tool call that already succeeded with the same arguments."""
 
 
-@dataclass(frozen=True)
-class SessionScope:
-    """Who and where a session is, as prompt contributors need it."""
-
-    bot: str
-    session_id: int
-    session_key: str
-    chat_kind: str
-    person_id: int | None = None  # the owner in a DM; None in a multi-speaker session
-    shared_scope: str | None = None  # the group/channel/server, for shared memory
-
-    @property
-    def multi_speaker(self) -> bool:
-        return self.chat_kind != "dm"
-
-
-@runtime_checkable
-class PromptContributor(Protocol):
-    """An extension point: memory, skills and goals add to the prompt through this.
+class PromptContributor:
+    """An extension point: memory, skills and goals add to the prompt through this. Both hooks default
+    to adding nothing.
 
     A contributor whose turn notes are private to the speaker (their profile) sets `private_notes = True`:
     such a note reaches the model only in the turn it belongs to and is never stored in the shared
     history, so in a group nobody else's turn carries it."""
 
+    private_notes: ClassVar[bool] = False
+
     async def frozen_section(self, scope: SessionScope) -> str | None:
         """Text for the system prompt, taken once at session start and never changed during it."""
-        ...
+        return None
 
     async def turn_note(self, scope: SessionScope, speaker_person_id: int | None, text: str) -> str | None:
         """Text attached to this user message only (per-turn hints; the speaker's profile in groups)."""
-        ...
+        return None
 
 
 class PromptBuilder:
@@ -87,7 +74,7 @@ class PromptBuilder:
         for contributor in self.contributors:
             note = await contributor.turn_note(scope, speaker_person_id, msg.text)
             if note:
-                (private if getattr(contributor, "private_notes", False) else notes).append(note.strip())
+                (private if contributor.private_notes else notes).append(note.strip())
         if notes:
             text = text + "\n\n" + "\n\n".join(notes)
         meta = {"speaker": msg.user_id, "person_id": speaker_person_id, "platform": msg.platform}

@@ -46,7 +46,8 @@ from hermes_engine.errors import HermesError
 from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
-    from hermes_engine.core.gateway import Gateway, SessionHandle
+    from hermes_engine.ports.host import Host
+    from hermes_engine.ports.session import SessionHandle
     from hermes_engine.ports.inbound import InboundMessage
     from hermes_engine.ports.storage import CompactionLineage, CompactionRecord, HistoryStore
 
@@ -445,11 +446,11 @@ async def sync_stored_ids(lineage: "CompactionLineage", session_id: int, history
 # ---------------------------------------------------------------------------------------- per session
 
 class CompactionService:
-    """One per gateway: compression settings, the summariser and each session's token meter."""
+    """One per bot: compression settings, the summariser and each session's token meter."""
 
-    def __init__(self, gateway: "Gateway") -> None:
-        self.gateway = gateway
-        self.config = CompressionConfig.from_profile(gateway.profile)
+    def __init__(self, host: "Host") -> None:
+        self.host = host
+        self.config = CompressionConfig.from_profile(host.profile)
         self.summariser = Summariser(self.config)
         self._meters: dict[int, TokenMeter] = {}
         self._fixed: dict[int, int] = {}
@@ -465,26 +466,10 @@ class CompactionService:
         key = session.record.id
         if key in self._fixed:
             return self._fixed[key]
-        tokens = fixed_tokens(session.system_prompt or "", self.gateway.tools.schemas())
+        tokens = fixed_tokens(session.system_prompt or "", self.host.tools.schemas())
         if session.system_prompt is not None:
             self._fixed[key] = tokens
         return tokens
-
-
-def compaction_service(gateway: "Gateway") -> CompactionService:
-    """The gateway's compaction service (created on first use and kept in `gateway.services`)."""
-    service = gateway.services.get("compaction")
-    if not isinstance(service, CompactionService):
-        service = gateway.services["compaction"] = CompactionService(gateway)
-    return service
-
-
-async def turn_context(gateway: "Gateway", session: "SessionHandle",
-                       message: "InboundMessage | None" = None) -> "SessionContext":
-    """For `Gateway._run_turn`: run the hygiene check now and return the per-call hook for `AgentLoop.run`."""
-    context = compaction_service(gateway).context(session, message)
-    await context.hygiene()
-    return context
 
 
 class SessionContext:
@@ -493,7 +478,7 @@ class SessionContext:
     def __init__(self, service: CompactionService, session: "SessionHandle",
                  message: "InboundMessage | None" = None) -> None:
         self.service = service
-        self.gateway = service.gateway
+        self.host = service.host
         self.config = service.config
         self.session = session
         self.message = message
@@ -507,11 +492,11 @@ class SessionContext:
     # -- sizes
 
     def primary_model(self) -> str:
-        return self.session.record.model or self.gateway.profile.models(self.gateway.settings)[0]
+        return self.session.record.model or self.host.profile.models(self.host.settings)[0]
 
     def window(self, router: Any = None) -> int:
         spec = getattr(router, "spec", None) or self.primary_model()
-        return window_for(spec, self.gateway.profile, self.gateway.settings)
+        return window_for(spec, self.host.profile, self.host.settings)
 
     @property
     def fixed(self) -> int:
@@ -554,7 +539,7 @@ class SessionContext:
             return None
         log.info("session %s: history of ~%d tokens is above %.0f%% of the %d-token window; compressing first",
                  self.session.key, tokens, self.config.hygiene_threshold * 100, window)
-        return await self.compress(history, self.gateway.chain_for(self.session).route(), reason="hygiene",
+        return await self.compress(history, self.host.chain_for(self.session).route(), reason="hygiene",
                                    window=window)
 
     async def before_call(self, history: list[Message], router: Any) -> list[Message]:
@@ -578,7 +563,7 @@ class SessionContext:
         """`/compress`: compress regardless of size, keeping only the last exchange verbatim."""
         history = self.session.history
         assert history is not None, "ensure_loaded first"
-        return await self.compress(history, self.gateway.chain_for(self.session).route(), reason="command",
+        return await self.compress(history, self.host.chain_for(self.session).route(), reason="command",
                                    force=True)
 
     # -- the pass
@@ -636,7 +621,7 @@ class SessionContext:
         record = None
         if first_id is not None and last_id is not None:
             provisional = [*split.head, _provisional_summary(stored_summary, count), *split.tail]
-            record = await self.gateway.store.record_compaction(
+            record = await self.host.store.record_compaction(
                 session_id=self.session.record.id, parent_id=parent_id, first_message_id=first_id,
                 last_message_id=last_id, summary=stored_summary, reason=report.reason,
                 tokens_before=report.tokens_before, tokens_after=self.estimate(provisional, window))
@@ -657,7 +642,7 @@ class SessionContext:
                        split: Split) -> tuple[int | None, int | None, int | None]:
         """(first, last) stored ids the new summary covers — cumulative over earlier compactions — and the
         compaction it updates."""
-        await sync_stored_ids(self.gateway.store, self.session.record.id, history)
+        await sync_stored_ids(self.host.store, self.session.record.id, history)
         ids = [m.meta.get(STORED_ID) for m in split.middle if m.meta.get(STORED_ID)]
         previous = split.previous.meta[COMPACTION] if split.previous is not None else None
         first = previous["first"] if previous and previous["first"] is not None else (min(ids) if ids else None)
@@ -666,7 +651,7 @@ class SessionContext:
 
     async def _open_goal(self) -> str | None:
         try:
-            goal = await self.gateway.store.active_goal(self.session.key, self.gateway.bot)
+            goal = await self.host.store.active_goal(self.session.key, self.host.bot)
         except Exception:  # a store without goals
             return None
         return goal.text if goal is not None and goal.status in ("active", "paused") else None
@@ -696,9 +681,7 @@ class SessionContext:
     async def _send_notice(self, text: str) -> None:
         message = self.message
         assert message is not None
-        outlet = self.gateway.outlets.get(message.platform)
-        if outlet is not None:
-            await outlet.send(message.reply_target(), text, idempotency_key=f"{message.event_id}:too-long")
+        await self.host.notify(message.reply_target(), text, idempotency_key=f"{message.event_id}:too-long")
 
 
 def _provisional_summary(summary: str, count: int, first: int | None = None, last: int | None = None) -> Message:

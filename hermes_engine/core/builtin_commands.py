@@ -2,34 +2,39 @@
 
 from __future__ import annotations
 
-from hermes_engine.core.commands import CommandContext, CommandRegistry
-from hermes_engine.providers.factory import parse_model_spec
+from collections.abc import Sequence
+from dataclasses import replace
+
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.host import Host
+from hermes_engine.providers.registry import parse_model_spec
 
 
-def register_builtin_commands(registry: CommandRegistry) -> None:
+def register_builtin_commands(registry: CommandRegistry, gateway: Host, features: Sequence[Feature]) -> None:
+    """The built-ins belong to the gateway: unlike a feature's commands they reach every feature's hooks."""
 
     @registry.command("new", "start a fresh conversation (memory and skills stay)", aliases=("reset",))
     async def new(ctx: CommandContext) -> str:
-        await ctx.gateway.interrupt(ctx.session)
-        await ctx.gateway.new_session(ctx.session)
+        await gateway.interrupt(ctx.session)
+        await gateway.new_session(ctx.session)
         return "Started a new conversation."
 
     @registry.command("stop", "stop the answer in progress", immediate=True)
     async def stop(ctx: CommandContext) -> str:
-        stopped = await ctx.gateway.interrupt(ctx.session)
-        for feature in ctx.gateway.features:
+        stopped = await gateway.interrupt(ctx.session)
+        for feature in features:
             await feature.on_stop(ctx.session.scope)
         return "Stopped." if stopped else "Nothing is running."
 
     @registry.command("help", "what I can do and the commands", aliases=("start",))
     async def help_(ctx: CommandContext) -> str:
-        intro = ctx.gateway.profile.description or "I am an assistant that remembers you and learns with use."
+        intro = gateway.profile.description or "I am an assistant that remembers you and learns with use."
         return f"{intro}\n\nCommands:\n{registry.help_text()}"
 
     @registry.command("status", "model, session and token use")
     async def status(ctx: CommandContext) -> str:
         session = ctx.session
-        gateway = ctx.gateway
         await gateway.ensure_loaded(session, ctx.person_id)
         models = session.record.model or gateway.profile.models(gateway.settings)[0]
         usage = session.usage
@@ -41,22 +46,18 @@ def register_builtin_commands(registry: CommandRegistry) -> None:
             f"Tokens: {usage.input_tokens} in, {usage.output_tokens} out, "
             f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write",
         ]
-        for feature in gateway.features:
-            extra = getattr(feature, "status_lines", None)
-            if extra is not None:
-                lines.extend(await extra(session.scope, ctx.person_id))
+        for feature in features:
+            lines.extend(await feature.status_lines(session.scope, ctx.person_id))
         return "\n".join(lines)
 
     @registry.command("model", "show or switch the model for this conversation: /model provider:model")
     async def model(ctx: CommandContext) -> str:
         session = ctx.session
         if not ctx.args:
-            current = session.record.model or ctx.gateway.profile.models(ctx.gateway.settings)[0]
+            current = session.record.model or gateway.profile.models(gateway.settings)[0]
             return f"Model: {current}. Switch with /model provider:model (e.g. openai:gpt-4.1-mini)."
         spec = ctx.args.split()[0]
         parse_model_spec(spec)  # raises ConfigError with a clear sentence
-        await ctx.gateway.store.update_session(session.record.id, model=spec)
-        from dataclasses import replace
-
+        await gateway.store.update_session(session.record.id, model=spec)
         session.record = replace(session.record, model=spec)
         return f"This conversation now uses {spec}."

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
+from hermes_engine.ports.storage import LeaseStore
+
 log = logging.getLogger(__name__)
 
 JobFunc = Callable[[], Awaitable[Any]]
@@ -48,7 +50,7 @@ def default_holder() -> str:
 
 
 class Scheduler:
-    def __init__(self, store: Any = None, *, holder: str | None = None,
+    def __init__(self, store: LeaseStore | None = None, *, holder: str | None = None,
                  clock: Callable[[], float] = time.monotonic, poll_seconds: float = 60.0) -> None:
         self.store = store
         self.holder = holder or default_holder()
@@ -61,7 +63,7 @@ class Scheduler:
 
     @property
     def leases_supported(self) -> bool:
-        return callable(getattr(self.store, "acquire_lease", None))
+        return self.store is not None
 
     def every(self, name: str, interval_seconds: float, job: JobFunc, *, lease: bool = True,
               first_delay: float | None = None) -> Job:
@@ -93,13 +95,14 @@ class Scheduler:
             return True
         if not self.leases_supported:
             if not self._warned:
-                log.info("scheduler: the store has no leases; running jobs on this replica only")
+                log.info("scheduler: no lease store; running jobs on this replica only")
                 self._warned = True
             return True
+        assert self.store is not None
         return bool(await self.store.acquire_lease(job.name, self.holder, job.interval))
 
     async def _release(self, job: Job) -> None:
-        if job.lease and callable(getattr(self.store, "release_lease", None)):
+        if job.lease and self.store is not None:
             try:
                 await self.store.release_lease(job.name, self.holder)
             except Exception:  # best effort: the lease expires anyway
@@ -109,7 +112,7 @@ class Scheduler:
         """Renew the lease while a run outlasts half its interval, so no other replica starts it twice."""
         while True:
             await asyncio.sleep(max(1.0, job.interval / 2))
-            if self.leases_supported:
+            if self.store is not None:
                 await self.store.acquire_lease(job.name, self.holder, job.interval)
 
     async def _run(self, job: Job) -> None:

@@ -27,7 +27,7 @@ from hermes_engine.ports.feature import Feature
 from hermes_engine.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult, tool
 
 if TYPE_CHECKING:
-    from hermes_engine.core.gateway import Gateway
+    from hermes_engine.ports.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class DelegationFeature(Feature):
 
     def __init__(self, settings: DelegationSettings | None = None) -> None:
         self.settings = settings or DelegationSettings()
-        self.gateway: Gateway | None = None
+        self.host: Host | None = None
         self._slots: dict[int, asyncio.Semaphore] = {}  # depth → in-flight sub-agents at that depth
         self.usage = Usage()  # all sub-agents of this gateway
         self.runs = 0
@@ -78,8 +78,8 @@ class DelegationFeature(Feature):
     def services(self) -> dict[str, Any]:
         return {SERVICE: self}
 
-    async def start(self, gateway: "Gateway") -> None:
-        self.gateway = gateway
+    async def start(self, host: "Host") -> None:
+        self.host = host
 
     def _slot(self, depth: int) -> asyncio.Semaphore:
         slot = self._slots.get(depth)
@@ -90,8 +90,8 @@ class DelegationFeature(Feature):
     def allowed_toolsets(self, requested: list[str] | None, depth: int) -> list[str]:
         """The sub-agent's toolsets: requested ∩ the parent's, never memory/skills, `delegate` only below
         the depth limit."""
-        assert self.gateway is not None
-        parent = {t.toolset for t in self.gateway.tools}
+        assert self.host is not None
+        parent = {t.toolset for t in self.host.tools}
         chosen = parent if requested is None else parent & set(requested)
         chosen -= NEVER_DELEGATED
         if depth >= self.settings.max_depth:
@@ -99,18 +99,18 @@ class DelegationFeature(Feature):
         return sorted(chosen)
 
     def _router(self, ctx: ToolContext) -> Any:
-        gateway = self.gateway
-        assert gateway is not None
+        host = self.host
+        assert host is not None
         if self.settings.model:
-            return gateway.chain([self.settings.model]).route()
-        session = gateway.sessions.get(ctx.session_key)
+            return host.chain([self.settings.model]).route()
+        session = host.session(ctx.session_key)
         if session is not None and session.record.id == ctx.session_id:
-            return gateway.chain_for(session).route()
-        return gateway.chain(gateway.profile.models(gateway.settings)).route()
+            return host.chain_for(session).route()
+        return host.chain(host.profile.models(host.settings)).route()
 
     async def delegate(self, goal: str, context: str | None, toolsets: list[str] | None,
                        ctx: ToolContext) -> ToolResult:
-        if self.gateway is None:
+        if self.host is None:
             return ToolResult("Error: delegation is not available in this session.", is_error=True)
         if not goal or not goal.strip():
             return ToolResult("Error: delegate_task needs a goal.", is_error=True)
@@ -119,12 +119,12 @@ class DelegationFeature(Feature):
             return ToolResult(f"Error: delegation depth limit reached ({self.settings.max_depth}); "
                               "do this task yourself.", is_error=True)
         names = self.allowed_toolsets(toolsets, depth)
-        registry = ToolRegistry(list(self.gateway.tools)).select(names)
+        registry = ToolRegistry(list(self.host.tools)).select(names)
         services = {k: v for k, v in ctx.services.items() if k not in NEVER_DELEGATED}
         services[DEPTH_KEY] = depth
         sub_ctx = replace(ctx, services=services)
         agent = AgentLoop(registry, max_iterations=self.settings.max_iterations,
-                          max_output_tokens=self.gateway.profile.max_output_tokens)
+                          max_output_tokens=self.host.profile.max_output_tokens)
         text = f"Goal:\n{goal.strip()}"
         if context and context.strip():
             text += f"\n\nContext:\n{context.strip()}"

@@ -14,8 +14,8 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from hermes_engine.agent.prompt import SessionScope
-from hermes_engine.core.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.session import SessionScope
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.config import GoalSettings
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.errors import HermesError, ProviderError
@@ -25,7 +25,7 @@ from hermes_engine.providers.base import Completed, ModelRequest
 from hermes_engine.ports.storage import GoalRecord
 
 if TYPE_CHECKING:
-    from hermes_engine.core.gateway import Gateway
+    from hermes_engine.ports.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +71,15 @@ class GoalFeature(Feature):
 
     def __init__(self, settings: GoalSettings) -> None:
         self.settings = settings
-        self.gateway: Gateway | None = None
+        self.host: Host | None = None
         self._garbage: dict[int, int] = {}
         self._transport: dict[int, int] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self, gateway: "Gateway") -> None:
-        self.gateway = gateway
-        for goal in await gateway.store.list_goals("active", bot=gateway.bot):
+    async def start(self, host: "Host") -> None:
+        self.host = host
+        for goal in await host.store.list_goals("active", bot=host.bot):
             await self._submit_turn(goal)  # a turn that was in flight is replayed by the inbox instead
 
     def register_commands(self, registry: CommandRegistry) -> None:
@@ -87,15 +87,15 @@ class GoalFeature(Feature):
                          immediate=True)(self._command)
 
     async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
-        assert self.gateway is not None
-        goal = await self.gateway.store.active_goal(scope.session_key, self.gateway.bot)
+        assert self.host is not None
+        goal = await self.host.store.active_goal(scope.session_key, self.host.bot)
         return [f"Goal: {goal.text} ({goal.status}, {goal.turns_used} turns)"] if goal else []
 
     # ------------------------------------------------------------------ commands
 
     async def _command(self, ctx: CommandContext) -> str | None:
-        store = ctx.gateway.store
-        key, bot = ctx.session.key, ctx.gateway.bot
+        store = ctx.host.store
+        key, bot = ctx.session.key, ctx.host.bot
         word, _, rest = ctx.args.partition(" ")
         sub = word.lower()
         goal = await store.active_goal(key, bot)
@@ -154,40 +154,40 @@ class GoalFeature(Feature):
                        command=None, args="", attachments=(), reply_to_id=None)
 
     async def _submit_turn(self, goal: GoalRecord) -> None:
-        assert self.gateway is not None
-        await self.gateway.handle(self._turn_message(goal), purpose="goal")
+        assert self.host is not None
+        await self.host.handle(self._turn_message(goal), purpose="goal")
 
     async def accept_turn(self, message: InboundMessage, purpose: str) -> bool:
-        if purpose != "goal" or self.gateway is None:
+        if purpose != "goal" or self.host is None:
             return True
         goal = await self._goal_of(message)
         return goal is not None and goal.status == "active"
 
     async def _goal_of(self, message: InboundMessage) -> GoalRecord | None:
         match = re.fullmatch(r"goal-(\d+)-\d+", message.message_id)
-        return await self.gateway.store.get_goal(int(match.group(1))) if match and self.gateway else None
+        return await self.host.store.get_goal(int(match.group(1))) if match and self.host else None
 
     async def on_stop(self, scope: SessionScope) -> None:
-        assert self.gateway is not None
-        goal = await self.gateway.store.active_goal(scope.session_key, self.gateway.bot)
+        assert self.host is not None
+        goal = await self.host.store.active_goal(scope.session_key, self.host.bot)
         if goal is not None and goal.status == "active":
-            await self.gateway.store.update_goal(goal.id, status="paused")
+            await self.host.store.update_goal(goal.id, status="paused")
 
     async def on_turn_end(self, outcome: TurnOutcome) -> None:
-        if outcome.purpose != "goal" or self.gateway is None:
+        if outcome.purpose != "goal" or self.host is None:
             return
-        goal = await self.gateway.store.active_goal(outcome.scope.session_key, self.gateway.bot)
+        goal = await self.host.store.active_goal(outcome.scope.session_key, self.host.bot)
         if goal is None:
             return
         # Count the turn before judging it: whatever happens next (a pause, a restart), the next
         # continuation has a new number and this turn is never run again.
-        goal = await self.gateway.store.update_goal(goal.id, add_turns=1,
+        goal = await self.host.store.update_goal(goal.id, add_turns=1,
                                                     add_tokens=outcome.usage.total)
         if goal is not None and goal.status == "active":
-            self.gateway.spawn(self._after_turn(goal, outcome), f"goal-judge:{goal.id}")
+            self.host.spawn(self._after_turn(goal, outcome), f"goal-judge:{goal.id}")
 
     async def _after_turn(self, goal: GoalRecord, outcome: TurnOutcome) -> None:
-        store = self.gateway.store  # type: ignore[union-attr]
+        store = self.host.store  # type: ignore[union-attr]
         answer = outcome.final_text
         verdict, judge_usage, transport_failed = await self._judge(goal, answer)
         if transport_failed:
@@ -223,7 +223,7 @@ class GoalFeature(Feature):
             await self._submit_turn(goal)
 
     async def _pause(self, goal: GoalRecord, why: str, summary: bool = False) -> None:
-        await self.gateway.store.update_goal(goal.id, status="paused")  # type: ignore[union-attr]
+        await self.host.store.update_goal(goal.id, status="paused")  # type: ignore[union-attr]
         text = f"⏸ Goal paused: {why}.\nGoal: {goal.text}\nTurns used: {goal.turns_used}"
         if summary:
             reasons = [v.get("reason", "") for v in goal.verdicts if v.get("reason")]
@@ -232,27 +232,25 @@ class GoalFeature(Feature):
         await self._post(goal, text + "\n/goal resume to go on, /goal clear to drop it.")
 
     async def _post(self, goal: GoalRecord, text: str) -> None:
-        gateway = self.gateway
-        assert gateway is not None
+        host = self.host
+        assert host is not None
         target = ReplyTarget.from_dict(goal.target["reply"])
         target = replace(target, reply_to_id=None)
-        outlet = gateway.outlets.get(target.platform)
-        if outlet is None:
+        key = f"goal-{goal.id}-{goal.turns_used}-{goal.status}"
+        if not await host.notify(target, text, idempotency_key=key):
             log.warning("goal %s: no %s outlet to post to", goal.id, target.platform)
-            return
-        await outlet.send(target, text, idempotency_key=f"goal-{goal.id}-{goal.turns_used}-{goal.status}")
 
     async def _judge(self, goal: GoalRecord, answer: str) -> tuple[dict[str, str] | None, Usage, bool]:
         """Ask the judge; retry once on garbage. Returns (verdict or None, usage, transport failed)."""
-        gateway = self.gateway
-        assert gateway is not None
-        session = gateway.sessions.get(goal.session_key)
+        host = self.host
+        assert host is not None
+        session = host.session(goal.session_key)
         if self.settings.judge_model:
-            chain = gateway.chain([self.settings.judge_model])
+            chain = host.chain([self.settings.judge_model])
         elif session is not None:
-            chain = gateway.chain_for(session)  # the session's own model (a /model switch included)
+            chain = host.chain_for(session)  # the session's own model (a /model switch included)
         else:
-            chain = gateway.chain(gateway.profile.models(gateway.settings))
+            chain = host.chain(host.profile.models(host.settings))
         request = ModelRequest(
             system=JUDGE_SYSTEM, max_tokens=200, purpose="judge",
             messages=(Message(role="user", content=f"Goal: {goal.text}\n\nLatest answer (last "

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.agent.loop import AgentLoop, repair_history
-from hermes_engine.agent.prompt import SessionScope
+from hermes_engine.ports.session import SessionScope
 from hermes_engine.config import ReviewSettings
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.tools.registry import ToolContext, ToolRegistry, ToolResult
 
 if TYPE_CHECKING:
-    from hermes_engine.core.gateway import Gateway
+    from hermes_engine.ports.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +73,12 @@ class ReviewFeature(Feature):
 
     def __init__(self, settings: ReviewSettings) -> None:
         self.settings = settings
-        self.gateway: Gateway | None = None
+        self.host: Host | None = None
         self.counters: dict[int, _Counters] = {}
         self.running: dict[int, asyncio.Task[Any]] = {}
 
-    async def start(self, gateway: "Gateway") -> None:
-        self.gateway = gateway
+    async def start(self, host: "Host") -> None:
+        self.host = host
 
     async def stop(self) -> None:
         for task in list(self.running.values()):
@@ -102,22 +102,22 @@ class ReviewFeature(Feature):
             counters.tool_iterations = 0
             prompts.append(SKILL_PROMPT)
         session_id = outcome.scope.session_id
-        if prompts and self.gateway is not None and session_id not in self.running:
+        if prompts and self.host is not None and session_id not in self.running:
             prompt = "\n\n".join(prompts) + "\n\n" + CLOSING
-            task = self.gateway.spawn(self.review(outcome.scope, outcome.person_id, prompt), f"review:{session_id}")
+            task = self.host.spawn(self.review(outcome.scope, outcome.person_id, prompt), f"review:{session_id}")
             self.running[session_id] = task
             task.add_done_callback(lambda _t, sid=session_id: self.running.pop(sid, None))
 
     async def review(self, scope: SessionScope, person_id: int | None, prompt: str) -> str:
         """Run one review on a snapshot of the session; returns the reviewer's last words."""
-        gateway = self.gateway
-        assert gateway is not None
-        session = next((s for s in gateway.sessions.values() if s.record.id == scope.session_id), None)
+        host = self.host
+        assert host is not None
+        session = host.session_by_id(scope.session_id)
         if session is None or session.history is None or session.system_prompt is None:
             return ""
         snapshot = _snapshot(session.history)
-        chain = gateway.chain([self.settings.model]) if self.settings.model else gateway.chain_for(session)
-        agent = AgentLoop(_ReviewTools(gateway.tools), max_iterations=self.settings.max_iterations,
+        chain = host.chain([self.settings.model]) if self.settings.model else host.chain_for(session)
+        agent = AgentLoop(_ReviewTools(host.tools), max_iterations=self.settings.max_iterations,
                           max_output_tokens=1024)
         counters = self.counters.setdefault(scope.session_id, _Counters())
 
@@ -127,7 +127,7 @@ class ReviewFeature(Feature):
 
         result = await agent.run(router=chain.route(), system=session.system_prompt, history=snapshot,
                                  user=Message(role="user", content=prompt),
-                                 ctx=gateway.tool_context(session, person_id, in_review=True),
+                                 ctx=host.tool_context(session, person_id, in_review=True),
                                  persist=persist, purpose="review")
         counters.reviews += 1
         counters.last_outcome = result.final_text.strip()[:200]

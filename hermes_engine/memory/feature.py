@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hermes_engine.agent.prompt import PromptContributor, SessionScope
-from hermes_engine.core.commands import CommandContext, CommandRegistry
+from hermes_engine.agent.prompt import PromptContributor
+from hermes_engine.ports.session import SessionScope
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.config import MemorySettings
 from hermes_engine.ports.feature import Feature
 from hermes_engine.memory.store import (ENTRY_JOIN, Document, MemoryBook, MemoryOwner, MemoryStore, preview,

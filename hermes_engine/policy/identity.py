@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 
-from hermes_engine.core.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.memory.store import MemoryOwner
 from hermes_engine.policy.pairing import ALPHABET, CODE_LENGTH
@@ -29,7 +29,7 @@ class IdentityFeature(Feature):
                          immediate=True)(self._link)
 
     async def _link(self, ctx: CommandContext) -> str:
-        store = ctx.gateway.store
+        store = ctx.host.store
         code = ctx.args.strip().upper()
         if not code:
             code = new_code()
@@ -43,15 +43,15 @@ class IdentityFeature(Feature):
             return "These accounts are already linked."
         moved = await merge_memory(ctx, keep, ctx.person_id)
         await store.link_accounts(keep, ctx.person_id)
-        ctx.gateway.forget_people()
-        await ctx.gateway.new_session(ctx.session)  # the next message sees the joined memory
+        ctx.host.forget_people()
+        await ctx.host.new_session(ctx.session)  # the next message sees the joined memory
         note = f" {moved}" if moved else ""
         return f"Linked: this account and your other one are now one person with one memory.{note}"
 
 
 async def merge_memory(ctx: CommandContext, keep: int, merge: int) -> str:
     """Copy the merged person's memory entries into the kept person's documents, as far as they fit."""
-    book = ctx.gateway.services.get("memory")
+    book = ctx.host.services.get("memory")
     if book is None:
         return ""
     left_out = 0

@@ -1,22 +1,28 @@
-"""The extension point for everything that wraps the core loop (memory, skills, goals, reviews, curator).
+"""The extension point for everything that wraps the core loop (memory, skills, goals, reviews,
+compression, search).
 
-A feature contributes tools, prompt sections, chat commands and turn hooks. The base class is all no-ops,
-so a feature overrides only what it uses.
+A feature contributes tools, prompt sections, chat commands and turn hooks. Every hook a feature may
+implement is declared here with a no-op default, so the gateway calls hooks, never looks for them, and a
+feature overrides only what it uses. Features reach the engine through the `Host` they get in `start`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes_engine.agent.prompt import PromptContributor, SessionScope
-from hermes_engine.core.commands import CommandRegistry
+from hermes_engine.agent.prompt import PromptContributor
+from hermes_engine.ports.commands import CommandRegistry
 from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.session import SessionScope
 from hermes_engine.tools.registry import Tool
 
 if TYPE_CHECKING:
-    from hermes_engine.core.gateway import Gateway
+    from hermes_engine.agent.loop import CallHook
+    from hermes_engine.ports.host import Host
     from hermes_engine.ports.inbound import InboundMessage
+    from hermes_engine.ports.session import SessionHandle
 
 
 @dataclass
@@ -45,13 +51,13 @@ class Feature:
         """Objects tools reach through `ToolContext.services` (e.g. {"memory": store})."""
         return {}
 
-    def contributors(self) -> list[PromptContributor]:
+    def contributors(self) -> Sequence[PromptContributor]:
         return []
 
     def register_commands(self, registry: CommandRegistry) -> None:
         return None
 
-    async def start(self, gateway: "Gateway") -> None:
+    async def start(self, host: Host) -> None:
         return None
 
     async def stop(self) -> None:
@@ -61,12 +67,17 @@ class Feature:
         """Text to run as a user message for a command no one registered (e.g. `/<skill-name>`)."""
         return None
 
-    async def accept_turn(self, message: "InboundMessage", purpose: str) -> bool:
+    async def accept_turn(self, message: InboundMessage, purpose: str) -> bool:
         """Last word before a queued turn runs; False skips it (e.g. a goal paused while it waited)."""
         return True
 
     async def on_turn_start(self, scope: SessionScope) -> None:
         """A live turn is about to start in this session (e.g. cancel a background review)."""
+        return None
+
+    async def call_hook(self, session: SessionHandle, message: InboundMessage | None) -> CallHook | None:
+        """A hook around each model call of this turn (compression); the first feature to give one wins.
+        Runs before the turn's first model call, so it may also prepare the history (hygiene)."""
         return None
 
     async def on_stop(self, scope: SessionScope) -> None:
@@ -76,3 +87,8 @@ class Feature:
     async def on_turn_end(self, outcome: TurnOutcome) -> None:
         """Called after the reply was delivered; must not block (spawn background work)."""
         return None
+
+    async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
+        """Lines this feature adds to /status."""
+        return []
+

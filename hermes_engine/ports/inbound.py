@@ -81,6 +81,7 @@ class InboundMessage:
     command: str | None = None
     args: str = ""
     synthetic: bool = False  # made by the engine (a goal continuation), not sent by a person
+    platform_admin: bool = False  # the platform names the sender an admin of the bot (e.g. a Discord role)
 
     def __post_init__(self) -> None:
         if self.command is None:
@@ -122,6 +123,7 @@ def message_to_payload(msg: InboundMessage) -> dict[str, Any]:
         "user_name": msg.user_name, "thread_id": msg.thread_id, "mentioned": msg.mentioned,
         "attachments": [a.__dict__ for a in msg.attachments], "reply_to_id": msg.reply_to_id,
         "received_at": msg.received_at.isoformat(), "synthetic": msg.synthetic,
+        "platform_admin": msg.platform_admin,
     }
 
 
@@ -134,5 +136,5 @@ def message_from_payload(data: dict[str, Any]) -> InboundMessage:
         attachments=tuple(Attachment(**a) for a in data.get("attachments") or ()),
         reply_to_id=data.get("reply_to_id"),
         received_at=datetime.fromisoformat(data["received_at"]) if data.get("received_at") else datetime.now(timezone.utc),
-        synthetic=bool(data.get("synthetic")),
+        synthetic=bool(data.get("synthetic")), platform_admin=bool(data.get("platform_admin")),
     )

@@ -20,8 +20,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from hermes_engine.agent.prompt import SessionScope
-from hermes_engine.core.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.session import SessionScope
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.agent.prompt import PromptContributor
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.providers.base import Provider
 from hermes_engine.core.scheduler import Scheduler
@@ -40,7 +41,7 @@ from hermes_engine.skills.usage import UsageLog, utcnow
 from hermes_engine.tools.registry import Tool
 
 if TYPE_CHECKING:
-    from hermes_engine.core.gateway import Gateway
+    from hermes_engine.ports.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ CORRECTION = re.compile(
 _CACHE_SESSIONS = 2048
 
 
-class SkillsFeature(Feature):
+class SkillsFeature(Feature, PromptContributor):
     """Skills for one or more bot profiles, each with its library at `<skills_root>/<bot>/`."""
 
     name = "skills"
@@ -152,11 +153,11 @@ class SkillsFeature(Feature):
     def contributors(self) -> list[Any]:
         return [self]
 
-    async def start(self, gateway: "Gateway") -> None:
+    async def start(self, host: "Host") -> None:
         if not self.curator_interval:
             return
         if self.scheduler is None:
-            self.scheduler = Scheduler(getattr(gateway, "store", None))
+            self.scheduler = Scheduler(host.store)
         self.scheduler.every(f"skills-curator:{self.bot}", self.curator_interval, self.run_curators)
         if self._own_scheduler:
             await self.scheduler.start()
@@ -266,7 +267,7 @@ class SkillsFeature(Feature):
 
     # ------------------------------------------------------------------ commands
     def _bot_of(self, ctx: CommandContext) -> str:
-        for getter in (lambda: ctx.session.scope.bot, lambda: ctx.gateway.bot):
+        for getter in (lambda: ctx.session.scope.bot, lambda: ctx.host.bot):
             try:
                 value = getter()
             except AttributeError:

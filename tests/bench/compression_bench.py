@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ (fakes, e
 from engine_harness import Engine, fake_llm_environment, make_profile  # noqa: E402
 from fakes.fake_llm import FakeLLM, Reply  # noqa: E402
 
+from hermes_engine.compression.feature import CompressionFeature  # noqa: E402
 from hermes_engine.compression.service import SUMMARY_SYSTEM, SessionContext  # noqa: E402
 from hermes_engine.ports.conversation import estimate_tokens  # noqa: E402
 from hermes_engine.tools.registry import tool  # noqa: E402
@@ -110,7 +111,7 @@ async def main(turns: int, window: int) -> dict:
             from storage.search import list_compactions
 
             compactions = await list_compactions(engine.store.engine, [session.record.id])
-            context = engine.gateway.services["compaction"].context(session)
+            context = next(f for f in engine.gateway.features if isinstance(f, CompressionFeature)).service.context(session)
             final_view = len(session.history)
         finally:
             await engine.stop()

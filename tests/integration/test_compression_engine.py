@@ -12,7 +12,8 @@ import re
 from fakes.fake_llm import Reply
 
 from engine_harness import make_profile
-from hermes_engine.compression.service import GOAL_LINE, SUMMARY_SECTIONS, SUMMARY_SYSTEM
+from hermes_engine.compression.feature import CompressionFeature
+from hermes_engine.compression.service import GOAL_LINE, SUMMARY_SECTIONS, SUMMARY_SYSTEM, CompactionService
 from hermes_engine.tools.registry import tool
 from storage.search import list_compactions
 
@@ -99,6 +100,10 @@ def size(request) -> int:
 
 def session_of(e):
     return next(iter(e.gateway.sessions.values()))
+
+
+def compression_of(e) -> CompactionService:
+    return next(f for f in e.gateway.features if isinstance(f, CompressionFeature)).service
 
 
 def assert_pairs_intact(request) -> None:
@@ -254,7 +259,7 @@ async def test_hygiene_leaves_a_history_below_its_threshold_to_the_agent_compres
     agent = Agent(fake_llm)
     e = await start(engine, context_window=None, model="openai:gpt-4.1-mini")
     await chat(e, 6)
-    tokens = e.gateway.services["compaction"].context(session_of(e)).estimate(session_of(e).history)
+    tokens = compression_of(e).context(session_of(e)).estimate(session_of(e).history)
     e.gateway.settings.context_window = int(tokens / 0.7)  # HERMES_CONTEXT_WINDOW: the history is ~70% full
     await chat(e, 1, start_at=6)
     lineage = await list_compactions(e.store.engine, [session_of(e).record.id])

@@ -18,7 +18,7 @@ from fakes.fake_llm import FakeLLM, Reply
 from adapters import discord as discord_adapter
 from adapters.discord import CONTENT_INTENT_HINT, DiscordAdapter, DiscordOptions, api_base_url
 from engine_harness import Engine, make_profile
-from hermes_engine.core.commands import Command
+from hermes_engine.ports.commands import Command
 from hermes_engine.config import AccessRules, GoalSettings, load_profile
 from hermes_engine.errors import ConfigError
 from hermes_engine.loops.goals import GoalFeature

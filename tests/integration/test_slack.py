@@ -46,8 +46,7 @@ class SlackBot:
         deadline = loop.time() + timeout
         quiet = 0
         while quiet < 3:
-            busy = bool(self.adapter._tasks) or bool(self.gateway._background) or any(
-                (s.worker and not s.worker.done()) or not s.queue.empty() for s in self.gateway.sessions.values())
+            busy = bool(self.adapter._tasks) or self.gateway.busy
             quiet = 0 if busy else quiet + 1
             if loop.time() > deadline:
                 raise TimeoutError("the Slack bot did not settle")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_engine.agent.prompt import SessionScope
-from hermes_engine.core.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.session import SessionScope
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.config import MemorySettings
 from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryFeature, MemoryOwner, memory_tool
@@ -350,7 +350,7 @@ async def test_memory_tool_in_a_group_does_not_echo_private_entries(store):
 def command_ctx(args: str, chat_kind: ChatKind = ChatKind.DM, person_id: int = ALICE) -> CommandContext:
     msg = InboundMessage(platform="console", account="t", chat_kind=chat_kind, chat_id="c", user_id="u",
                          text=f"/memory {args}".strip(), message_id="m1")
-    return CommandContext(gateway=None, session=None,  # type: ignore[arg-type]
+    return CommandContext(host=None, session=None,  # type: ignore[arg-type]
                           message=msg, person_id=person_id, args=msg.args)
 
 

@@ -86,9 +86,9 @@ async def test_a_restarted_replica_does_not_rerun_a_job_that_just_ran(clock):
     assert runs == ["old"]
 
 
-async def test_without_lease_support_jobs_run_locally(clock):
+async def test_without_a_lease_store_jobs_run_locally(clock):
     runs: list[str] = []
-    s = Scheduler(object(), clock=clock)
+    s = Scheduler(None, clock=clock)
     s.every("leased", 10, lambda: _record(runs, "leased"))
     s.every("local", 10, lambda: _record(runs, "local"), lease=False)
     assert await s.tick(wait=True) == ["leased"]  # an unleased job first waits one interval

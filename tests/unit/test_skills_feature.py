@@ -10,12 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from hermes_engine.agent.prompt import SessionScope
-from hermes_engine.core.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.session import SessionScope
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Message, ToolCall
 from hermes_engine.ports.feature import TurnOutcome
+from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.feature import SkillsFeature
-from hermes_engine.skills.library import SkillChange
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
 
 
@@ -48,7 +48,7 @@ def view_call(name: str) -> Message:
 
 
 def command_ctx(feature: SkillsFeature, args: str, *, admin: bool) -> CommandContext:
-    return CommandContext(gateway=SimpleNamespace(bot="helper"), session=SimpleNamespace(scope=scope()),
+    return CommandContext(host=SimpleNamespace(bot="helper"), session=SimpleNamespace(scope=scope()),
                           message=None, person_id=7, args=args, is_admin=admin)  # type: ignore[arg-type]
 
 

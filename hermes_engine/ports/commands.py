@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from hermes_engine.ports.inbound import InboundMessage
 
 if TYPE_CHECKING:
-    from hermes_engine.core.gateway import Gateway, SessionHandle
+    from hermes_engine.ports.host import Host
+    from hermes_engine.ports.session import SessionHandle
 
 
 @dataclass
 class CommandContext:
-    gateway: "Gateway"
+    host: "Host"
     session: "SessionHandle"
     message: InboundMessage
     person_id: int

@@ -1,0 +1,262 @@
+"""One agent turn as a pipeline of named phases: prepare → load or replay → run → deliver → complete → hooks.
+
+Each phase is a small method; crash replay is a phase, not a special case in the others. The guarantees
+the phases keep together:
+- nothing of a turn is stored, shown or run (tools) before the inbox says its event is new, so a
+  duplicate costs at most a model call and leaves no trace;
+- every step is written behind, in order, while the turn goes on, and the journal is flushed before the
+  final answer is shown: a delivered answer is always stored, and a restart never repeats it;
+- after a crash, an answer that was stored but not delivered is delivered once, without a model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from hermes_engine.agent.loop import AgentLoop, CallHook, TurnResult
+from hermes_engine.agent.prompt import PromptBuilder, load_images
+from hermes_engine.core.jobs import TurnJob
+from hermes_engine.core.journal import Journal
+from hermes_engine.errors import HermesError, ProviderError
+from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.feature import Feature, TurnOutcome
+from hermes_engine.ports.host import Host
+from hermes_engine.ports.inbound import InboundMessage, ReplyTarget
+from hermes_engine.ports.reply import BufferedStream, Outlet, ReplyStream
+from hermes_engine.ports.session import SessionHandle
+from hermes_engine.ports.storage import Inbox, SessionStore
+
+log = logging.getLogger(__name__)
+
+TYPING_EVERY_SECONDS = 4.0
+REPLAY_WINDOW = 50  # stored messages searched for a replayed event's user message
+
+
+class DuplicateEvent(Exception):
+    """The inbox write found the event already recorded: the turn that started meanwhile is dropped."""
+
+
+class TurnStore(SessionStore, Inbox):
+    """What a turn writes: its messages and the completion of its inbox event."""
+
+
+@dataclass
+class Turn:
+    """The state of one turn in flight."""
+
+    session: SessionHandle
+    job: TurnJob
+    message: InboundMessage
+    stream: ReplyStream
+    outlet: Outlet | None
+    user: Message | None = None
+    journal: Journal = field(default_factory=Journal)
+    result: TurnResult | None = None
+    failed: bool = False
+    interrupted: bool = False
+    undelivered: bool = False
+    duplicate: bool = False
+
+
+class TurnRunner:
+    def __init__(self, *, host: Host, store: TurnStore, prompts: PromptBuilder, agent: AgentLoop,
+                 features: Sequence[Feature], streaming: bool, outlet_for: Callable[[str], Outlet | None],
+                 stopping: Callable[[], bool]) -> None:
+        self.host = host
+        self.store = store
+        self.prompts = prompts
+        self.agent = agent
+        self.features = features
+        self.streaming = streaming
+        self.outlet_for = outlet_for
+        self.stopping = stopping
+
+    async def run(self, session: SessionHandle, job: TurnJob) -> TurnResult | None:
+        turn = await self.prepare(session, job)
+        if await self.replay(turn):
+            return None
+        typing = asyncio.create_task(self._keep_typing(turn.outlet, job.message.reply_target())) \
+            if turn.outlet else None
+        try:
+            await self.run_agent(turn)
+            await _stop(typing)
+            await self.deliver(turn)
+        except DuplicateEvent:
+            turn.duplicate = True
+            await _stop(typing)
+            session.history = None  # drop what this turn added in memory; the store has none of it
+        except asyncio.CancelledError:
+            turn.interrupted = True
+            await _stop(typing)
+            await asyncio.shield(turn.journal.flush())
+            await asyncio.shield(turn.stream.abort(None if self.stopping() else "Stopped."))
+            raise
+        except HermesError as exc:
+            await _stop(typing)
+            await self.fail(turn, exc)
+        finally:
+            await self.complete(turn)
+            await self.hooks(turn)
+        return turn.result
+
+    # ----------------------------------------------------------------- phases
+
+    async def prepare(self, session: SessionHandle, job: TurnJob) -> Turn:
+        """Open the reply, tell features a turn starts, load the session and build the user message."""
+        msg = job.message
+        outlet = self.outlet_for(msg.platform)
+        stream: ReplyStream = (outlet.open_stream(msg.reply_target(), idempotency_key=f"{msg.event_id}:reply")
+                               if outlet is not None else BufferedStream())
+        for feature in self.features:
+            await feature.on_turn_start(session.scope)
+        msg = await self._expand_command(msg)
+        await self.host.ensure_loaded(session, job.person_id)
+        user = await self.prompts.user_message(session.scope, msg, job.person_id, images=load_images(msg))
+        user = Message(**{**user.__dict__, "meta": {**user.meta, "event_id": msg.event_id}})
+        return Turn(session, job, msg, stream, outlet, user)
+
+    async def replay(self, turn: Turn) -> bool:
+        """After a crash: a user message already stored is not said twice, and an answer already stored is
+        delivered (once) instead of generated again. True when the turn is thereby done."""
+        history = turn.session.history or []
+        event_id = turn.message.event_id
+        if not turn.job.replayed or not any(m.meta.get("event_id") == event_id for m in history[-REPLAY_WINDOW:]):
+            return False
+        turn.user = None  # stored before the crash: continue from there
+        answered = _stored_answer(history, event_id)
+        if answered is None:
+            return False
+        await turn.stream.finish(answered)
+        await self.store.complete_inbound(turn.message.platform, event_id)
+        return True
+
+    async def run_agent(self, turn: Turn) -> None:
+        session, job = turn.session, turn.job
+        assert session.history is not None and session.system_prompt is not None
+
+        async def ensure_new() -> None:
+            if not await job.is_new():
+                raise DuplicateEvent(turn.message.event_id)
+
+        async def store_message(message: Message, usage: Usage | None, model: str | None) -> None:
+            await ensure_new()
+            await self.store.append_message(session.record.id, message, usage=usage, model=model,
+                                            person_id=job.person_id if message.role == "user" else None)
+
+        async def persist(message: Message, usage: Usage | None, model: str | None) -> None:
+            if message.role != "user":
+                await ensure_new()  # the user message is written behind; anything after it waits here
+            turn.journal.write(lambda: store_message(message, usage, model))
+            if usage is not None:
+                session.usage.add(usage)
+            if model:
+                session.last_model = model
+
+        async def push(delta: str) -> None:
+            await ensure_new()
+            await turn.stream.push(delta)
+
+        hook = await self._call_hook(session, turn.message)
+        turn.result = await self.agent.run(
+            router=self.host.chain_for(session).route(), system=session.system_prompt, history=session.history,
+            user=turn.user, ctx=self.host.tool_context(session, job.person_id), persist=persist,
+            on_delta=push if self.streaming else None, purpose=job.purpose, context=hook)
+
+    async def deliver(self, turn: Turn) -> None:
+        assert turn.result is not None
+        await turn.journal.flush()  # the answer is stored before anyone sees it: a restart never repeats it
+        try:
+            await turn.stream.finish(turn.result.final_text)
+        except Exception:
+            turn.undelivered = True  # stays in the inbox: the stored answer is delivered after a restart
+            raise
+
+    async def fail(self, turn: Turn, exc: HermesError) -> None:
+        """Provider failures and model misbehaviour: one clear sentence instead of an answer."""
+        turn.failed = True
+        if not await turn.job.is_new():
+            turn.duplicate = True
+            return
+        await turn.journal.flush()
+        log.warning("session %s: turn failed: %s", turn.session.key, exc)
+        if isinstance(exc, ProviderError):
+            text = f"⚠️ The model is not reachable right now ({_short(exc)}). Please try again shortly."
+        else:
+            text = f"⚠️ Something went wrong with this answer ({_short(exc)}). Please try again."
+        await turn.stream.finish(text)
+
+    async def complete(self, turn: Turn) -> None:
+        """Mark the inbox event answered, unless the answer must still be given after a restart."""
+        if (turn.interrupted and self.stopping()) or turn.undelivered or turn.duplicate:
+            return
+        await asyncio.shield(self.store.complete_inbound(turn.message.platform, turn.message.event_id))
+
+    async def hooks(self, turn: Turn) -> None:
+        if turn.interrupted or turn.duplicate:
+            return
+        result = turn.result
+        outcome = TurnOutcome(
+            scope=turn.session.scope, person_id=turn.job.person_id,
+            new_messages=list(result.new_messages) if result else [],
+            tool_calls=result.tool_calls if result else 0,
+            tool_iterations=result.tool_iterations if result else 0,
+            usage=result.usage if result else Usage(), final_text=result.final_text if result else "",
+            failed=turn.failed, purpose=turn.job.purpose)
+        for feature in self.features:
+            try:
+                await feature.on_turn_end(outcome)
+            except Exception:
+                log.exception("feature %s failed after a turn", feature.name)
+
+    # ----------------------------------------------------------------- helpers
+
+    async def _call_hook(self, session: SessionHandle, msg: InboundMessage) -> CallHook | None:
+        for feature in self.features:
+            hook = await feature.call_hook(session, msg)
+            if hook is not None:
+                return hook
+        return None
+
+    async def _expand_command(self, msg: InboundMessage) -> InboundMessage:
+        """An unregistered `/name args` that a feature knows (a skill) becomes the text it stands for."""
+        if msg.command is None or msg.synthetic:
+            return msg
+        for feature in self.features:
+            text = await feature.expand_command(msg.command, msg.args, self.host.bot)
+            if text:
+                return replace(msg, text=text, command=None, args="")
+        return msg
+
+    async def _keep_typing(self, outlet: Outlet, target: ReplyTarget) -> None:
+        while True:
+            with contextlib.suppress(Exception):
+                await outlet.typing(target)
+            await asyncio.sleep(TYPING_EVERY_SECONDS)
+
+
+def _stored_answer(history: list[Message], event_id: str) -> str | None:
+    """The final answer stored for the user message of `event_id`, if the turn got that far."""
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].role == "user" and history[index].meta.get("event_id") == event_id:
+            after = history[index + 1:]
+            if after and after[-1].role == "assistant" and not after[-1].tool_calls:
+                return after[-1].content
+            return None
+    return None
+
+
+async def _stop(task: asyncio.Task[Any] | None) -> None:
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:160]

@@ -1,0 +1,106 @@
+"""Who may talk to a bot, decided once for every platform.
+
+Deny by default: a person is served when listed (the profile's `access.allowed_users` or `access.admins`,
+or a platform's own allowlist from its environment) or approved through pairing. A stranger gets no model
+call: in a direct message, when the profile allows pairing, they get their own pairing code (rate-limited,
+see `policy.pairing`), anywhere else silence. Where the platform itself is a membership boundary (a Slack
+workspace), an empty allowlist lets every member in and pairing does not apply.
+
+Adapters report facts (who wrote, where, whether the platform says they administer the bot); the
+decision, the text a stranger reads and the "you now have access" notice are made here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Collection
+
+from hermes_engine.config import AccessRules
+from hermes_engine.policy.pairing import Pairing
+from hermes_engine.ports.engine import AccessDecision
+
+log = logging.getLogger(__name__)
+
+APPROVED_NOTICE = "You now have access. Say hello!"
+APPROVAL_CHECK_SECONDS = 5.0
+
+
+def pairing_text(platform: str, code: str, user_id: str) -> str:
+    """The only thing a stranger hears: their own code and id."""
+    return (
+        "Hi! I only talk with people my admin has approved.\n\n"
+        f"To ask for access, send this code to the admin: `{code}`\n"
+        f"They approve it on the server with `hermes-gateway pairing approve {code}`.\n\n"
+        f"The code is valid for one hour. Your {platform.capitalize()} user id is `{user_id}`."
+    )
+
+
+class AccessGate:
+    def __init__(self, rules: AccessRules, pairing: Pairing) -> None:
+        self.rules = rules
+        self.pairing = pairing
+
+    def is_admin(self, user_id: str, *, platform_admin: bool = False) -> bool:
+        """Listed in `access.admins`, or named admin by the platform itself (e.g. a Discord admin role)."""
+        return platform_admin or user_id in {str(u) for u in self.rules.admins}
+
+    def allows_bot(self) -> bool:
+        return self.rules.allow_bots
+
+    def listed(self, user_id: str, also_allowed: Collection[str] = ()) -> bool:
+        listed = set(also_allowed) | {str(u) for u in self.rules.allowed_users} | {str(u) for u in self.rules.admins}
+        return user_id in listed
+
+    def granted(self, platform: str, user_id: str, also_allowed: Collection[str] = ()) -> bool:
+        """Listed or approved through pairing. A damaged pairing store denies, loudly."""
+        if self.listed(user_id, also_allowed):
+            return True
+        try:
+            return self.pairing.is_approved(platform, user_id)
+        except Exception:  # noqa: BLE001 - any failure to read approvals must deny, not crash the adapter
+            log.exception("could not read the pairing store; denying %s user %s", platform, user_id)
+            return False
+
+    async def admit(self, platform: str, user_id: str, *, user_name: str = "", chat_id: str | None = None,
+                    direct: bool, also_allowed: Collection[str] = (),
+                    membership_boundary: bool = False) -> AccessDecision:
+        """May this person be answered here? `direct`: a direct message (where pairing is offered)."""
+        if membership_boundary:
+            allowed = not self.rules.allowed_users or self.listed(user_id, also_allowed)
+            if not allowed:
+                log.info("%s user %s is not in access.allowed_users; ignored", platform, user_id)
+            return AccessDecision(allowed)
+        if await asyncio.to_thread(self.granted, platform, user_id, also_allowed):
+            return AccessDecision(True)
+        if not direct:
+            return AccessDecision(False)
+        if not self.rules.pairing:
+            log.info("ignoring %s user %s: not allowed and pairing is off", platform, user_id)
+            return AccessDecision(False)
+        try:
+            answer = await asyncio.to_thread(self.pairing.request, platform, user_id, user_name, chat_id=chat_id)
+        except Exception:  # noqa: BLE001 - a broken pairing store leaves the stranger unanswered, never served
+            log.exception("pairing request for %s user %s failed", platform, user_id)
+            return AccessDecision(False)
+        if answer.approved:
+            return AccessDecision(True)
+        if not answer.should_reply:
+            log.info("pairing: not answering %s user %s again (rate limit)", platform, user_id)
+            return AccessDecision(False)
+        return AccessDecision(False, pairing_text(platform, answer.code or "", user_id))
+
+    async def watch_approvals(self, platform: str, notify: Callable[[str, str], Awaitable[object]], *,
+                              every: float = APPROVAL_CHECK_SECONDS) -> None:
+        """Tell people approved with `hermes-gateway pairing approve` that they are in: `notify(chat_id,
+        text)` for each, once. Runs until cancelled."""
+        while True:
+            try:
+                for approval in await asyncio.to_thread(self.pairing.claim_unnotified, platform):
+                    if approval.chat_id:
+                        await notify(approval.chat_id, APPROVED_NOTICE)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - keep watching; the next round retries
+                log.exception("checking %s pairing approvals failed", platform)
+            await asyncio.sleep(every)

@@ -1,0 +1,73 @@
+"""What a feature, a loop or a chat command may ask of the engine that hosts it.
+
+The gateway implements this; features never see the gateway itself, its queues or its adapters. Whatever
+a feature needs and this does not offer is a change to this contract, made on purpose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from hermes_engine.config import BotProfile, Settings
+    from hermes_engine.ports.inbound import InboundMessage, ReplyTarget
+    from hermes_engine.ports.session import SessionHandle
+    from hermes_engine.ports.storage import Store
+    from hermes_engine.providers.chain import ProviderChain
+    from hermes_engine.tools.registry import ToolContext, ToolRegistry
+
+
+class Host(Protocol):
+    bot: str
+    settings: Settings
+    profile: BotProfile
+    store: Store
+    tools: ToolRegistry  # the bot's tools, as the model sees them
+    services: Mapping[str, Any]  # objects tools reach through `ToolContext.services` (memory, skills, ...)
+
+    async def handle(self, msg: InboundMessage, *, purpose: str = "turn") -> bool:
+        """Accept a message as if it had arrived (a goal's continuation); False for a duplicate."""
+        ...
+
+    async def notify(self, target: ReplyTarget, text: str, *, idempotency_key: str | None = None) -> bool:
+        """Post a complete message (Markdown) outside any turn; False when that platform is not attached."""
+        ...
+
+    def chain(self, models: Sequence[str]) -> ProviderChain:
+        """The provider chain for these models (shared, built once)."""
+        ...
+
+    def chain_for(self, session: SessionHandle) -> ProviderChain:
+        """The chain a turn of this session uses (its /model choice first)."""
+        ...
+
+    def tool_context(self, session: SessionHandle, person_id: int | None, *,
+                     in_review: bool = False) -> ToolContext: ...
+
+    def session(self, key: str) -> SessionHandle | None:
+        """The session loaded in this process for `key`, if any."""
+        ...
+
+    def session_by_id(self, session_id: int) -> SessionHandle | None: ...
+
+    async def ensure_loaded(self, session: SessionHandle, person_id: int | None) -> None:
+        """Load the history and freeze the system prompt, once per session."""
+        ...
+
+    async def new_session(self, session: SessionHandle) -> SessionHandle:
+        """A fresh session for the same key, linked to the old one."""
+        ...
+
+    async def interrupt(self, session: SessionHandle) -> bool:
+        """Cancel the turn in flight, if any (queued messages stay queued)."""
+        ...
+
+    def forget_people(self) -> None:
+        """Drop cached account → person lookups (after accounts were linked)."""
+        ...
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """Run background work owned by the engine (cancelled when it stops)."""
+        ...

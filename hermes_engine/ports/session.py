@@ -1,0 +1,44 @@
+"""A live session as the engine's parts see it: who and where it is, its record and its frozen prompt.
+
+The gateway owns the queue and the running turn of each session; features, commands and loops see this
+view only, through the `Host`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.storage import SessionRecord
+
+
+@dataclass(frozen=True)
+class SessionScope:
+    """Who and where a session is, as prompt contributors need it."""
+
+    bot: str
+    session_id: int
+    session_key: str
+    chat_kind: str
+    person_id: int | None = None  # the owner in a DM; None in a multi-speaker session
+    shared_scope: str | None = None  # the group/channel/server, for shared memory
+
+    @property
+    def multi_speaker(self) -> bool:
+        return self.chat_kind != "dm"
+
+
+@dataclass
+class SessionHandle:
+    """A session loaded in this process: its record, frozen system prompt and cached history (a view:
+    compression may fold it; the stored messages never change)."""
+
+    key: str
+    record: SessionRecord
+    scope: SessionScope
+    target: ReplyTarget
+    history: list[Message] | None = None
+    system_prompt: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    last_model: str | None = None
