@@ -29,16 +29,56 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from typing import Any, Protocol
 
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.reply import ReplyStream
-from adapters.outbound import DROPPED
+from adapters.outbound import DROPPED, OutboundScheduler
+from adapters.parts import Capabilities, OutPart, SentMessage
 from adapters.splitting import split_message
 
-if TYPE_CHECKING:
-    from adapters.base import PlatformAdapter, SentMessage
+
+
+class StreamingAdapter(Protocol):
+    """What a streaming reply needs of its adapter (`adapters.base.PlatformAdapter` provides it)."""
+
+    capabilities: Capabilities
+    stream_cursor: str
+    scheduler: OutboundScheduler
+
+    async def call(self, target: ReplyTarget, fn: Callable[[], Awaitable[Any]], *, interim: bool = False,
+                   merge_key: Hashable | None = None, tag: Hashable | None = None, paced: bool = True) -> Any: ...
+
+    def measure(self, text: str) -> int: ...
+
+    def render_parts(self, markdown: str) -> list[OutPart]: ...
+
+    def uses_native_stream(self, target: ReplyTarget) -> bool: ...
+
+    async def send(self, target: ReplyTarget, text: str, *, idempotency_key: str | None = None) -> None: ...
+
+    async def edit_part(self, target: ReplyTarget, message: SentMessage, part: OutPart) -> SentMessage: ...
+
+    async def deliver_parts(self, target: ReplyTarget, parts: Sequence[OutPart],
+                            existing: list[SentMessage]) -> list[SentMessage]: ...
+
+    async def deliver_once(self, key: str | None, deliver: Callable[[], Awaitable[Sequence[str]]]) -> bool: ...
+
+    async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool,
+                        extras: Mapping[str, Any]) -> str: ...
+
+    async def _edit_raw(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
+                        extras: Mapping[str, Any]) -> None: ...
+
+    async def _delete_quietly(self, target: ReplyTarget, message: SentMessage) -> None: ...
+
+    async def _native_stream_start(self, target: ReplyTarget, markdown: str) -> str: ...
+
+    async def _native_stream_append(self, target: ReplyTarget, stream_id: str, markdown: str) -> None: ...
+
+    async def _native_stream_stop(self, target: ReplyTarget, stream_id: str, markdown: str) -> None: ...
 
 __all__ = ["StreamingReply"]
 
@@ -50,7 +90,7 @@ _OPEN, _CLOSING, _FINISHED, _ABORTED = "open", "closing", "finished", "aborted"
 class StreamingReply(ReplyStream):
     """See the module docstring. Created by `PlatformAdapter.open_stream`."""
 
-    def __init__(self, adapter: "PlatformAdapter", target: ReplyTarget, *, idempotency_key: str) -> None:
+    def __init__(self, adapter: StreamingAdapter, target: ReplyTarget, *, idempotency_key: str) -> None:
         self.adapter = adapter
         self.target = target
         self.idempotency_key = idempotency_key
@@ -140,14 +180,10 @@ class StreamingReply(ReplyStream):
         await adapter.call(target, lambda: adapter._native_stream_stop(target, stream_id, tail))
         self._native = False
         if continuation:
-            from adapters.base import SentMessage
-
             self.messages[:] = [SentMessage(stream_id, text, True)]
             self._delivered = True
             self._state = _FINISHED
         else:
-            from adapters.base import SentMessage
-
             # The stream's message now holds what was streamed; treat it as an interim message.
             self.messages[:] = [SentMessage(stream_id, self._native_sent, True)]
 
@@ -163,8 +199,6 @@ class StreamingReply(ReplyStream):
             if last.text.endswith(self._cursor):
                 bare = last.text[: -len(self._cursor)]
                 if bare.strip():
-                    from adapters.base import OutPart
-
                     self.messages[-1] = await adapter.edit_part(target, last, OutPart(bare, None))
                 else:
                     await adapter._delete_quietly(target, last)
@@ -211,7 +245,6 @@ class StreamingReply(ReplyStream):
 
     async def _edit_step(self) -> bool:
         """Bring the first out-of-date message up to date; True if something was done."""
-        from adapters.base import SentMessage
 
         adapter, target = self.adapter, self.target
         for index, frame in enumerate(self._frames()):
@@ -272,7 +305,6 @@ class StreamingReply(ReplyStream):
         return bool(chunk)
 
     async def _fall_back_from_native(self) -> None:
-        from adapters.base import SentMessage
 
         self._native = False
         self._interim = self.adapter.capabilities.can_edit
