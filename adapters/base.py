@@ -71,6 +71,11 @@ class PlatformAdapter(ABC):
         """Connect and start receiving updates."""
 
     @abstractmethod
+    async def stop_receiving(self) -> None:
+        """Stop taking new messages while replies in flight may still go out (shutdown, first step).
+        Adapters whose platform pushes to the gateway's HTTP server need do nothing."""
+        return None
+
     async def stop(self) -> None:
         """Disconnect. Subclasses call ``await super().stop()`` first: it drains queued finals."""
         await self.scheduler.stop()
