@@ -30,6 +30,8 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from storage.engine import make_engine
+
 __all__ = ["ALEMBIC_INI", "MIGRATIONS_DIR", "alembic_config", "current_revision", "head_revision",
            "include_object", "lock_for_migration", "upgrade", "upgrade_sync"]
 
@@ -103,8 +105,6 @@ def _current_on(connection: Connection) -> str | None:
 
 
 async def _with_engine(target: str | URL | AsyncEngine, fn: Any) -> Any:
-    from storage.store import make_engine  # storage.store imports this module lazily; keep the cycle lazy
-
     engine = make_engine(target) if isinstance(target, (str, URL)) else target
     try:
         return await fn(engine)

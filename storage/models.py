@@ -12,7 +12,7 @@ Portable types:
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -30,7 +30,7 @@ NAMING_CONVENTION = {
 # Goal statuses. "active" and "paused" are open (at most one open goal per session key and bot).
 GOAL_STATUSES = ("active", "paused", "done", "blocked", "cleared")
 OPEN_GOAL_STATUSES = ("active", "paused")
-_OPEN_GOAL_SQL = "status IN (%s)" % ", ".join(f"'{s}'" for s in OPEN_GOAL_STATUSES)
+_OPEN_GOAL_SQL = f"status IN ({', '.join(repr(s) for s in OPEN_GOAL_STATUSES)})"
 
 # Inbound event statuses.
 INBOUND_RECEIVED = "received"
@@ -50,8 +50,8 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
         if value is None:
             return None
         if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        value = value.astimezone(timezone.utc)
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
         if dialect.name == "sqlite":  # stored as text; keep one format so comparisons stay lexical
             value = value.replace(tzinfo=None)
         return value
@@ -60,8 +60,8 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
         if value is None:
             return None
         if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
 
 
 class Base(DeclarativeBase):
@@ -194,7 +194,7 @@ class GoalRow(Base):
 
     __tablename__ = "goals"
     __table_args__ = (
-        sa.CheckConstraint("status IN (%s)" % ", ".join(f"'{s}'" for s in GOAL_STATUSES), name="status"),
+        sa.CheckConstraint(f"status IN ({', '.join(repr(s) for s in GOAL_STATUSES)})", name="status"),
         sa.Index(None, "session_key", "bot", "id"),
         sa.Index(None, "status"),
         # At most one open goal per session key and bot.

@@ -54,8 +54,8 @@ def _cli_url() -> str:
 
 
 async def _run_cli_online(url: str) -> None:
+    from storage.engine import make_engine
     from storage.migrate import lock_for_migration
-    from storage.store import make_engine
 
     engine = make_engine(url, poolclass=NullPool)
     try:
@@ -68,7 +68,7 @@ async def _run_cli_online(url: str) -> None:
 
 
 def _run_cli_offline(url: str) -> None:
-    from storage.store import normalize_url
+    from storage.engine import normalize_url
 
     _configure(url=normalize_url(url), literal_binds=True, dialect_opts={"paramstyle": "named"})
     with context.begin_transaction():

@@ -21,8 +21,10 @@ from hermes_engine.compression.service import SUMMARY_SYSTEM
 from hermes_engine.ports.conversation import Message, ToolCall
 from hermes_engine.ports.inbound import ChatKind
 from storage import migrate
-from storage.search import latest_compaction, list_compactions, record_compaction, search
-from storage.store import SqlStore, make_engine
+from storage.engine import make_engine
+from storage.repos.lineage import latest_compaction, list_compactions, record_compaction
+from storage.repos.search import search
+from storage.store import SqlStore
 
 PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
 BACKENDS = [

@@ -29,7 +29,8 @@ from hermes_engine.ports.conversation import ImagePart, Message, ToolCall, Usage
 from storage import migrate
 from hermes_engine.ports.storage import GoalRecord, Store
 from storage.models import Base
-from storage.store import SqlStore, make_engine, normalize_url
+from storage.engine import make_engine, normalize_url
+from storage.store import SqlStore
 
 PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
 

@@ -13,15 +13,15 @@ Revision ID: 0002
 Revises: 0001
 """
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0002"
-down_revision: Union[str, Sequence[str], None] = "0001"
-branch_labels: Union[str, Sequence[str], None] = None
-depends_on: Union[str, Sequence[str], None] = None
+down_revision: str | Sequence[str] | None = "0001"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
@@ -72,7 +72,7 @@ SQLITE_DOWN = [
     "DROP TABLE IF EXISTS messages_fts",
 ]
 
-# The expressions must stay identical to the ones `storage.search` queries with, or the planner cannot use
+# The expressions must stay identical to the ones `storage.repos.search` queries with, or the planner cannot use
 # the indexes. Building them is online-safe enough for a migration run at start-up on moderate tables.
 POSTGRES_UP = [
     "CREATE INDEX ix_messages_content_fts ON messages "

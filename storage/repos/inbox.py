@@ -1,0 +1,77 @@
+"""The durable inbox: the `Inbox` role. Every inbound event is recorded once, until its answer is delivered.
+
+`record_inbound` and `complete_inbound` are per-message writes and go through `SqlRepository._hot` (one
+trip to the SQLite lane, or one statement on the async engine).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+
+from hermes_engine.ports.storage import InboundEvent
+from storage.models import INBOUND_DONE, INBOUND_RECEIVED, InboundEventRow
+from storage.repos.base import SqlRepository, whole
+from storage.values import clean
+
+__all__ = ["InboxRepository"]
+
+# The per-message statements, built once: constructing a statement costs more than running it on SQLite.
+_RECORD_INBOUND_SQLITE = (sqlite.insert(InboundEventRow.__table__)
+                          .on_conflict_do_nothing(index_elements=["platform", "event_id"])
+                          .returning(InboundEventRow.__table__.c.id))
+_RECORD_INBOUND_PG = (postgresql.insert(InboundEventRow.__table__)
+                      .on_conflict_do_nothing(index_elements=["platform", "event_id"])
+                      .returning(InboundEventRow.__table__.c.id))
+_COMPLETE_INBOUND = (sa.update(InboundEventRow.__table__)
+                     .where(InboundEventRow.__table__.c.platform == sa.bindparam("p"),
+                            InboundEventRow.__table__.c.event_id == sa.bindparam("e"))
+                     .values(status=sa.bindparam("done"), completed_at=sa.bindparam("at")))
+
+
+def _inbound(row: InboundEventRow) -> InboundEvent:
+    return InboundEvent(platform=row.platform, event_id=row.event_id, status=row.status,
+                        payload=dict(row.payload or {}), created_at=row.created_at)
+
+
+class InboxRepository(SqlRepository):
+    """`hermes_engine.ports.storage.Inbox`: inbound events, received and done."""
+
+    async def record_inbound(self, platform: str, event_id: str, payload: dict[str, Any]) -> bool:
+        """Insert a received event; False when (platform, event_id) was seen before. One statement,
+        `INSERT ... ON CONFLICT DO NOTHING RETURNING id`, so concurrent duplicates cannot both win."""
+        row = {"platform": platform, "event_id": event_id, "status": INBOUND_RECEIVED,
+               "payload": clean(dict(payload)), "created_at": self._now()}
+        statement = _RECORD_INBOUND_PG if self.dialect == "postgresql" else _RECORD_INBOUND_SQLITE
+        try:
+            return await self._hot(statement, row, lambda r: r.first() is not None)
+        except IntegrityError:  # belt and braces: a unique violation is a duplicate too
+            return False
+
+    async def complete_inbound(self, platform: str, event_id: str) -> None:
+        await self._hot(_COMPLETE_INBOUND, {"p": platform, "e": event_id, "done": INBOUND_DONE,
+                                            "at": self._now()}, lambda r: None)
+
+    @whole
+    async def pending_inbound(self, platform: str | None = None) -> list[InboundEvent]:
+        """Events received but not completed, oldest first."""
+        stmt = sa.select(InboundEventRow).where(InboundEventRow.status == INBOUND_RECEIVED)
+        if platform is not None:
+            stmt = stmt.where(InboundEventRow.platform == platform)
+        async with self._session() as session:
+            rows = await session.scalars(stmt.order_by(InboundEventRow.id))
+            return [_inbound(row) for row in rows]
+
+    @whole
+    async def prune_inbound(self, older_than: datetime) -> int:
+        """Delete completed events received before `older_than`. Pending ones are kept."""
+        async with self._session() as session, session.begin():
+            result = await session.execute(
+                sa.delete(InboundEventRow)
+                .where(InboundEventRow.status == INBOUND_DONE, InboundEventRow.created_at < older_than)
+                .returning(InboundEventRow.id))
+            return len(result.all())

@@ -1,0 +1,72 @@
+"""Named leases (the `LeaseStore` role: a scheduled job runs on one process at a time) and one-time /link
+codes (the `LinkCodeStore` role). Both are short-lived rows with an expiry, judged against the store's clock.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, timedelta
+
+import sqlalchemy as sa
+
+from storage.models import LeaseRow, LinkCodeRow
+from storage.repos.base import SqlRepository, whole
+
+__all__ = ["LeaseRepository", "LinkCodeRepository"]
+
+
+class LeaseRepository(SqlRepository):
+    """`hermes_engine.ports.storage.LeaseStore`: named leases with a time to live."""
+
+    @whole
+    async def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Take lease `name` for `ttl_seconds`, or renew it when `holder` already has it. False while
+        another holder's lease has not expired. One upsert: concurrent callers cannot both win."""
+        if ttl_seconds <= 0:
+            raise ValueError("ttl_seconds must be positive")
+        now = self._now()
+        table = LeaseRow.__table__
+        stmt = self._insert(table).values(name=name, holder=holder,
+                                          expires_at=now + timedelta(seconds=ttl_seconds))
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["name"],
+            set_={"holder": stmt.excluded.holder, "expires_at": stmt.excluded.expires_at},
+            where=sa.or_(table.c.expires_at <= now, table.c.holder == stmt.excluded.holder),
+        ).returning(table.c.name)
+        async with self._session() as session, session.begin():
+            return (await session.execute(stmt)).first() is not None
+
+    @whole
+    async def release_lease(self, name: str, holder: str) -> bool:
+        """Give up lease `name` if `holder` holds it; True when it did."""
+        async with self._session() as session, session.begin():
+            result = await session.execute(
+                sa.delete(LeaseRow).where(LeaseRow.name == name, LeaseRow.holder == holder)
+                .returning(LeaseRow.name))
+            return result.first() is not None
+
+
+class LinkCodeRepository(SqlRepository):
+    """`hermes_engine.ports.storage.LinkCodeStore`: one-time codes that link a person's accounts."""
+
+    @whole
+    async def create_link_code(self, code: str, person_id: int, ttl_seconds: float) -> None:
+        """Store a one-time /link code for `person_id`; expired codes are swept on the way."""
+        now = self._now()
+        table = LinkCodeRow.__table__
+        async with self.engine.begin() as conn:
+            await conn.execute(sa.delete(table).where(table.c.expires_at <= now))
+            await conn.execute(sa.insert(table).values(code=code, person_id=person_id,
+                                                       expires_at=now + timedelta(seconds=ttl_seconds)))
+
+    @whole
+    async def redeem_link_code(self, code: str) -> int | None:
+        """The person who made `code`, if it is live; the code is used up either way (one statement, so
+        two redeemers cannot both win)."""
+        table = LinkCodeRow.__table__
+        stmt = sa.delete(table).where(table.c.code == code).returning(table.c.person_id, table.c.expires_at)
+        async with self.engine.begin() as conn:
+            row = (await conn.execute(stmt)).first()
+        if row is None:
+            return None
+        expires_at = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=UTC)
+        return row.person_id if expires_at > self._now() else None
