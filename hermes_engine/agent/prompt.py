@@ -70,7 +70,8 @@ class PromptBuilder:
             text = (text + "\n\n" if text else "") + describe_attachments(msg)
         if scope.multi_speaker:
             text = f"[{msg.user_name or msg.user_id}] {text}"
-        notes, private = [], []
+        notes: list[str] = []
+        private: list[str] = []
         for contributor in self.contributors:
             note = await contributor.turn_note(scope, speaker_person_id, msg.text)
             if note:

@@ -16,8 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from hermes_engine.agent.loop import AgentLoop, TurnResult
-from hermes_engine.agent.prompt import PromptBuilder
-from hermes_engine.compression.service import load_history
+from hermes_engine.agent.prompt import PromptBuilder, PromptContributor
+from hermes_engine.compression.lineage import load_history
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob
@@ -53,7 +53,7 @@ class Gateway:
         self._chains: dict[tuple[str, ...], ProviderChain] = {}
         self.features = list(features or [])
         self.services: dict[str, Any] = {}
-        contributors = []
+        contributors: list[PromptContributor] = []
         for feature in self.features:
             for t in feature.tools():
                 tools.register(t)
@@ -324,9 +324,9 @@ class Gateway:
         if not await self._accepted(job):
             await self.store.complete_inbound(job.message.platform, job.message.event_id)
             return None
-        lane.turn = asyncio.create_task(self.turns.run(session, job))
+        turn = lane.turn = asyncio.create_task(self.turns.run(session, job))
         try:
-            return await lane.turn
+            return await turn
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():

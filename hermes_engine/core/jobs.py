@@ -33,7 +33,7 @@ class Lane:
 
     queue: asyncio.Queue[TurnJob] = field(default_factory=asyncio.Queue)
     worker: asyncio.Task[None] | None = None
-    turn: asyncio.Task[Any] | None = None
+    turn: asyncio.Task[TurnResult | None] | None = None
 
     @property
     def busy(self) -> bool:

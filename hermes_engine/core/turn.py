@@ -16,7 +16,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from hermes_engine.agent.loop import AgentLoop, CallHook, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder, load_images
@@ -41,7 +41,7 @@ class DuplicateEvent(Exception):
     """The inbox write found the event already recorded: the turn that started meanwhile is dropped."""
 
 
-class TurnStore(SessionStore, Inbox):
+class TurnStore(SessionStore, Inbox, Protocol):
     """What a turn writes: its messages and the completion of its inbox event."""
 
 

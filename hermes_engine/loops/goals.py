@@ -116,6 +116,8 @@ class GoalFeature(Feature):
             if goal.status == "active":
                 return "The goal is already running."
             goal = await store.update_goal(goal.id, status="active", session_id=ctx.session.record.id)
+            if goal is None:  # cleared meanwhile
+                return "No open goal to resume. " + USAGE
             self._garbage.pop(goal.id, None)
             self._transport.pop(goal.id, None)
             await self._submit_turn(goal)
@@ -187,7 +189,8 @@ class GoalFeature(Feature):
             self.host.spawn(self._after_turn(goal, outcome), f"goal-judge:{goal.id}")
 
     async def _after_turn(self, goal: GoalRecord, outcome: TurnOutcome) -> None:
-        store = self.host.store  # type: ignore[union-attr]
+        assert self.host is not None
+        store = self.host.store
         answer = outcome.final_text
         verdict, judge_usage, transport_failed = await self._judge(goal, answer)
         if transport_failed:
@@ -199,9 +202,10 @@ class GoalFeature(Feature):
         streak = self._garbage[goal.id] = (self._garbage.get(goal.id, 0) + 1) if garbage else 0
         entry = verdict or {"verdict": "continue", "reason": "the judge gave no usable answer"}
         entry = {**entry, "answer": _fingerprint(answer)}
-        goal = await store.update_goal(goal.id, add_tokens=judge_usage.total, verdict=entry)
-        if goal is None or goal.status != "active":
+        updated = await store.update_goal(goal.id, add_tokens=judge_usage.total, verdict=entry)
+        if updated is None or updated.status != "active":
             return
+        goal = updated
         recent = [v.get("answer") for v in goal.verdicts[-REPEATS_TO_PAUSE:]]
         if entry["verdict"] == "done":
             await store.update_goal(goal.id, status="done")

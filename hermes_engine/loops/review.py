@@ -9,6 +9,7 @@ is never delayed by it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -106,7 +107,10 @@ class ReviewFeature(Feature):
             prompt = "\n\n".join(prompts) + "\n\n" + CLOSING
             task = self.host.spawn(self.review(outcome.scope, outcome.person_id, prompt), f"review:{session_id}")
             self.running[session_id] = task
-            task.add_done_callback(lambda _t, sid=session_id: self.running.pop(sid, None))
+            task.add_done_callback(functools.partial(self._finished, session_id))
+
+    def _finished(self, session_id: int, _task: asyncio.Task[Any]) -> None:
+        self.running.pop(session_id, None)
 
     async def review(self, scope: SessionScope, person_id: int | None, prompt: str) -> str:
         """Run one review on a snapshot of the session; returns the reviewer's last words."""

@@ -30,7 +30,10 @@ class AccessDecision:
 
 
 class EnginePort(Protocol):
-    bot: str  # the bot profile's name (routes, log lines)
+    @property
+    def bot(self) -> str:
+        """The bot profile's name (routes, log lines)."""
+        ...
 
     def attach(self, outlet: Outlet) -> None:
         """Answers for this outlet's platform go out through it."""

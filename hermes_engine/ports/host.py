@@ -20,12 +20,27 @@ if TYPE_CHECKING:
 
 
 class Host(Protocol):
-    bot: str
-    settings: Settings
-    profile: BotProfile
-    store: Store
-    tools: ToolRegistry  # the bot's tools, as the model sees them
-    services: Mapping[str, Any]  # objects tools reach through `ToolContext.services` (memory, skills, ...)
+    @property
+    def bot(self) -> str: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def profile(self) -> BotProfile: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def tools(self) -> ToolRegistry:
+        """The bot's tools, as the model sees them."""
+        ...
+
+    @property
+    def services(self) -> Mapping[str, Any]:
+        """Objects tools reach through `ToolContext.services` (memory, skills, ...)."""
+        ...
 
     async def handle(self, msg: InboundMessage, *, purpose: str = "turn") -> bool:
         """Accept a message as if it had arrived (a goal's continuation); False for a duplicate."""

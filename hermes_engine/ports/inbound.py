@@ -59,7 +59,8 @@ class ReplyTarget:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ReplyTarget":
-        return cls(**{k: data.get(k) for k in ("platform", "account", "chat_id", "thread_id", "reply_to_id")})
+        return cls(str(data.get("platform") or ""), str(data.get("account") or ""), str(data.get("chat_id") or ""),
+                   data.get("thread_id"), data.get("reply_to_id"))
 
 
 @dataclass(frozen=True)

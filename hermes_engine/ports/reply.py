@@ -35,7 +35,8 @@ class ReplyStream(ABC):
 class Outlet(Protocol):
     """What the gateway needs of an adapter to answer."""
 
-    platform: str
+    @property
+    def platform(self) -> str: ...
 
     def open_stream(self, target: ReplyTarget, *, idempotency_key: str) -> ReplyStream: ...
 

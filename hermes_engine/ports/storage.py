@@ -150,7 +150,7 @@ class SessionStore(Protocol):
 
     async def get_session(self, session_id: int) -> SessionRecord | None: ...
 
-    async def update_session(self, session_id: int, *, model: str | None = ...,  # type: ignore[assignment]
+    async def update_session(self, session_id: int, *, model: str | None = ...,
                              state: dict[str, Any] | None = None) -> None: ...
 
     async def append_message(self, session_id: int, message: Message, *, person_id: int | None = None,

@@ -13,7 +13,8 @@ import re
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, get_args, get_origin
+from collections.abc import Iterator
+from typing import Any, Awaitable, Callable, Literal, get_args, get_origin, overload
 
 from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.errors import MalformedToolArguments, UnknownTool
@@ -111,7 +112,17 @@ def _json_type(annotation: Any) -> tuple[dict[str, Any], bool]:
     return {}, False
 
 
-def tool(func: Callable[..., Any] | None = None, *, name: str | None = None, toolset: str = "core") -> Any:
+@overload
+def tool(func: Callable[..., Any], *, name: str | None = None, toolset: str = "core") -> Tool: ...
+
+
+@overload
+def tool(func: None = None, *, name: str | None = None,
+         toolset: str = "core") -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(func: Callable[..., Any] | None = None, *, name: str | None = None,
+         toolset: str = "core") -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a `Tool`. Use as `@tool` or `@tool(toolset="memory")`."""
 
     def build(fn: Callable[..., Any]) -> Tool:
@@ -166,7 +177,7 @@ class ToolRegistry:
     def schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(t.schema for t in sorted(self._tools.values(), key=lambda t: t.name))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:
