@@ -4,26 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import discord
 import pytest
 from discord.gateway import DiscordWebSocket
+from engine_harness import Engine, fake_llm_environment, make_profile
 from fakes.fake_discord import FakeDiscord, FakeMessage
 from fakes.fake_llm import FakeLLM, Reply
 
-from adapters import discord as discord_adapter
-from adapters.discord import CONTENT_INTENT_HINT, DiscordAdapter, DiscordOptions, api_base_url
-from engine_harness import Engine, make_profile
-from hermes_engine.ports.commands import Command
+from adapters.discord import CONTENT_INTENT_HINT, PLATFORM, DiscordAdapter, api_base_url
 from hermes_engine.config import AccessRules, GoalSettings, load_profile
 from hermes_engine.errors import ConfigError
 from hermes_engine.loops.goals import GoalFeature
-from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.policy.pairing import Pairing
+from hermes_engine.ports.commands import Command
+from hermes_engine.ports.engine import EnginePort
+from hermes_engine.ports.inbound import ReplyTarget
+from hermes_gateway.wiring import build_gateway
+from storage.store import SqlStore
 
 EDIT_ROUTE = "/channels/{channel_id}/messages/{message_id}"
 FAST = {"edit_interval_seconds": 0.05, "guild_ready_timeout": 0.05, "ready_timeout": 10}
@@ -52,8 +55,12 @@ async def fake_discord():
 
 
 @pytest.fixture
-async def discord_bot(engine, fake_discord: FakeDiscord, monkeypatch: pytest.MonkeyPatch):
-    """`await discord_bot(options=..., profile=..., features=..., env=...)` → a started `Bot`."""
+async def discord_bot(fake_llm: FakeLLM, fake_discord: FakeDiscord, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """`await discord_bot(options=..., profile=..., features=..., env=...)` → a started `Bot`.
+
+    Started in the order `hermes-gateway run` uses: the platform builds its adapter from the profile block
+    and the environment, the adapter starts, then the gateway (which then watches pairing approvals for
+    every attached platform). Stopped in that order reversed."""
     # The adapter sets these class attributes (discord.py's own configuration points); restore them after.
     monkeypatch.setattr(discord.http.Route, "BASE", discord.http.Route.BASE)
     monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", DiscordWebSocket.DEFAULT_GATEWAY)
@@ -62,22 +69,31 @@ async def discord_bot(engine, fake_discord: FakeDiscord, monkeypatch: pytest.Mon
     monkeypatch.setenv("DISCORD_GATEWAY_URL", fake_discord.gateway_url)
     for name in ("DISCORD_ALLOWED_GUILDS", "DISCORD_ALLOWED_USERS"):
         monkeypatch.delenv(name, raising=False)
+    for name, value in fake_llm_environment(fake_llm).items():
+        monkeypatch.setenv(name, value)
     bots: list[Bot] = []
 
     async def make(options: dict[str, Any] | None = None, profile=None, features=None,
                    env: dict[str, str] | None = None) -> Bot:
         for name, value in (env or {}).items():
             monkeypatch.setenv(name, value)
-        e = await engine(profile=profile or make_profile(), features=features)
-        adapter = discord_adapter.build(e.gateway, e.settings, {**FAST, **(options or {})}, None)
+        e = Engine(tmp_path, profile or make_profile(), features)
+        e.store = SqlStore(e.settings.db_url)
+        await e.store.init()
+        e.gateway = build_gateway(e.settings, e.profile, e.store, features=features)
+        adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options({**FAST, **(options or {})}), None,
+                                 os.environ)
         e.gateway.attach(adapter)
-        await adapter.start()
         bot = Bot(e, adapter, fake_discord)
         bots.append(bot)
+        await adapter.start()
+        await e.gateway.start()
         return bot
 
     yield make
     for bot in bots:
+        await bot.adapter.stop_receiving()
+        await bot.engine.stop()
         await bot.adapter.stop()
 
 
@@ -171,7 +187,7 @@ async def test_a_dm_from_an_allowed_user_is_answered_and_a_stranger_hears_nothin
 
 async def test_a_stranger_gets_a_pairing_code_and_is_served_once_the_admin_approves_it(discord_bot, fake_discord,
                                                                                        fake_llm):
-    bot = await discord_bot(options={"approval_check_seconds": 0.05})
+    bot = await discord_bot()
     carol = fake_discord.user("carol")
     dm = fake_discord.dm_channel(carol)
     await fake_discord.user_says(dm["id"], carol, "hi, can I use you?")
@@ -181,8 +197,8 @@ async def test_a_stranger_gets_a_pairing_code_and_is_served_once_the_admin_appro
     assert fake_llm.requests == []  # a stranger costs no model call
 
     Pairing.for_home(bot.engine.settings.home).approve(code)  # what `hermes-gateway pairing approve` does
-    await fake_discord.wait_for(lambda: any("You now have access" in m.content
-                                            for m in fake_discord.bot_messages(dm["id"])))
+    await fake_discord.wait_for(lambda: any("You now have access" in m.content  # the engine looks every 5 s
+                                            for m in fake_discord.bot_messages(dm["id"])), timeout=15)
     fake_llm.script("welcome, carol")
     await fake_discord.user_says(dm["id"], carol, "thanks!")
     await bot.final_in(dm["id"], "welcome, carol")
@@ -300,7 +316,8 @@ async def test_a_message_without_content_logs_the_message_content_intent_hint_on
     await fake_discord.user_says(fake_discord.channel_id, "bob", "no idea")
     await asyncio.sleep(0.3)
     await bot.idle()
-    hints = [r for r in caplog.records if r.name == "adapters.discord" and r.getMessage() == CONTENT_INTENT_HINT]
+    hints = [r for r in caplog.records
+             if r.name.startswith("adapters.discord") and r.getMessage() == CONTENT_INTENT_HINT]
     assert len(hints) == 1
     assert "Message Content Intent" in hints[0].getMessage() and "developer portal" in hints[0].getMessage()
     assert fake_llm.requests == []
@@ -347,9 +364,15 @@ async def test_members_with_the_admin_role_may_use_admin_commands(discord_bot, f
     await bot.final_in(fake_discord.channel_id, "Only an admin of this bot can use that command.")
     await fake_discord.user_says(fake_discord.channel_id, "ada", "/secret", mentions_bot=True)
     await bot.final_in(fake_discord.channel_id, "the admin secret")
+
+    # The role is read from every message: taken away, it no longer counts.
+    fake_discord.member_roles[(fake_discord.guild_id, fake_discord.user("ada")["id"])].clear()
+    await fake_discord.user_says(fake_discord.channel_id, "ada", "/secret", mentions_bot=True)
+    await fake_discord.wait_for(lambda: [m.content for m in fake_discord.bot_messages(fake_discord.channel_id)].count(
+        "Only an admin of this bot can use that command.") == 2, what="the refusal for ada without the role")
+    await bot.idle()
     assert fake_llm.requests == []
-    assert fake_discord.user("ada")["id"] in bot.engine.profile.access.admins
-    assert fake_discord.user("bob")["id"] not in bot.engine.profile.access.admins
+    assert bot.engine.profile.access.admins == []  # the platform reports admins; the profile is left as written
 
 
 # -- slash commands ------------------------------------------------------------------------------------
@@ -405,16 +428,24 @@ async def test_a_refused_interaction_token_falls_back_to_a_channel_message(disco
 
 # -- configuration ---------------------------------------------------------------------------------------
 
+def configure(options: dict[str, Any], env: dict[str, str]) -> DiscordAdapter:
+    """What `hermes-gateway run` builds from a profile block and an environment (nothing connects yet)."""
+    return PLATFORM.build(cast(EnginePort, None), None, PLATFORM.parse_options(options), None, env)
+
+
 def test_options_come_from_the_profile_and_the_environment():
     env = {"DISCORD_BOT_TOKEN": "t", "DISCORD_API_BASE_URL": "http://127.0.0.1:9/", "DISCORD_ALLOWED_GUILDS": "1, 2",
            "DISCORD_ALLOWED_USERS": "7", "DISCORD_GATEWAY_URL": "ws://127.0.0.1:9/gw"}
-    options = DiscordOptions.load({"threads": False, "admin_role": "Mods", "allowed_guilds": [3]}, env)
-    assert options.api_base_url == "http://127.0.0.1:9/api/v10"
-    assert options.gateway_url == "ws://127.0.0.1:9/gw"
+    adapter = configure({"threads": False, "admin_role": "Mods", "allowed_guilds": [3]}, env)
+    options, connection = adapter.options, adapter.connection
+    assert connection.api_base_url == "http://127.0.0.1:9/api/v10"
+    assert connection.gateway_url == "ws://127.0.0.1:9/gw"
     assert options.allowed_guilds == {"1", "2", "3"} and options.allowed_users == {"7"}
     assert options.threads is False and options.admin_role == "Mods"
-    assert DiscordOptions.load({}, {"DISCORD_BOT_TOKEN": "t"}).api_base_url is None  # unset: discord.py's default
+    assert configure({}, {"DISCORD_BOT_TOKEN": "t"}).connection.api_base_url is None  # unset: discord.py's default
     assert api_base_url("https://proxy.example/api/v9") == "https://proxy.example/api/v9"
+    names = {v.name: v.required for v in PLATFORM.environment(options, env)}
+    assert names["DISCORD_BOT_TOKEN"] and not names["DISCORD_API_BASE_URL"] and not names["DISCORD_GATEWAY_URL"]
 
 
 @pytest.mark.parametrize("options, env, needle", [
@@ -425,12 +456,20 @@ def test_options_come_from_the_profile_and_the_environment():
 ])
 def test_a_configuration_mistake_is_one_clear_config_error(options, env, needle):
     with pytest.raises(ConfigError, match=needle):
-        DiscordOptions.load(options, env)
+        configure(options, env)
+
+
+def test_doctor_names_a_missing_token_and_a_malformed_allowlist():
+    options = PLATFORM.parse_options({})
+    assert [p for p in PLATFORM.problems(options, {}) if "DISCORD_BOT_TOKEN" in p]
+    assert PLATFORM.problems(options, {"DISCORD_BOT_TOKEN": "t"}) == []
+    bad = PLATFORM.problems(options, {"DISCORD_BOT_TOKEN": "t", "DISCORD_ALLOWED_USERS": "alice"})
+    assert len(bad) == 1 and "DISCORD_ALLOWED_USERS" in bad[0] and "alice" in bad[0]
 
 
 def test_the_ready_made_profile_loads():
     profile = load_profile(str(Path(__file__).parents[2] / "bots" / "discord-server-helper"))
-    options = DiscordOptions.load(profile.platforms["discord"], {"DISCORD_BOT_TOKEN": "t"})
+    options = configure(profile.platforms["discord"], {"DISCORD_BOT_TOKEN": "t"}).options
     assert options.threads and options.admin_role == "Hermes Admin"
     assert profile.access.pairing and "Discord server" in profile.soul
 
@@ -459,7 +498,7 @@ async def test_after_the_15_minute_window_an_answer_to_a_slash_command_goes_to_t
     interaction = await fake_discord.slash(fake_discord.channel_id, "alice", "status")
     await fake_discord.wait_for(lambda: interaction.original_id and "Model:" in
                                 fake_discord.messages[interaction.original_id].content)
-    bot.adapter._interactions[interaction.id].created -= 15 * 60  # as if a quarter of an hour went by
+    bot.adapter.outbound.interactions[interaction.id].created -= 15 * 60  # as if a quarter of an hour went by
     target = ReplyTarget("discord", bot.adapter.account, fake_discord.channel_id, None, interaction.id)
     webhook_calls = len(fake_discord.calls("POST", "/webhooks/{application_id}/{token}"))
     await bot.adapter.send(target, "a late answer")

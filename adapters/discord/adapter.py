@@ -1,0 +1,232 @@
+"""The Discord adapter's lifecycle: discord.py 2.x on the gateway, answers streamed by editing one message.
+
+The engine is reached only through its port (`EnginePort`): the adapter reports who wrote where, asks
+whether to answer, and hands messages over; who may talk to the bot, who administers it and what a
+stranger is told are the engine's decisions.
+
+Endpoints come from the environment and are applied where discord.py reads them, class attributes
+(``discord.http.Route.BASE`` and ``DiscordWebSocket.DEFAULT_GATEWAY``), before login and only when set, so
+a proxy or a test server needs no patched SDK. The client is not sharded, so it never asks
+``GET /gateway/bot``.
+
+Failing to start (a rejected token, refused intents) leaves this adapter off with one clear log line
+rather than stopping the process, so the bot's other platforms keep serving. Discord being unreachable is
+retried in the background: the outage may be Discord's, not a configuration mistake.
+
+Rate limits: every call goes through the shared per-channel scheduler (a thread is a channel of its own);
+discord.py itself reads the ``X-RateLimit-*`` headers, waits for an exhausted bucket and sleeps on a 429.
+A 429 longer than `max_ratelimit_timeout` comes back as `PlatformError(retry_after=...)`, so the
+scheduler pauses that channel instead of the whole adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Hashable, Mapping
+from typing import Any, ClassVar
+
+import discord
+import yarl
+from discord import app_commands
+
+from adapters.base import DISCORD, Capabilities, PlatformAdapter
+from adapters.discord.commands import SlashCommands
+from adapters.discord.inbound import MessageReceiver
+from adapters.discord.options import TOKEN_ENV, DiscordConnection, DiscordOptions
+from adapters.discord.outbound import UNREACHABLE, DiscordOutbound, is_transient
+from adapters.render import render_discord
+from hermes_engine.ports.engine import AccessDecision, EnginePort
+from hermes_engine.ports.inbound import ReplyTarget
+
+log = logging.getLogger(__name__)
+
+BAD_TOKEN_HINT = (
+    f"Discord rejected {TOKEN_ENV} (401 Unauthorized): copy the bot token again from the developer portal "
+    "(Applications → your app → Bot → Reset Token). The Discord adapter is off.")
+PRIVILEGED_INTENT_HINT = (
+    "Discord refused the connection (close code 4014, disallowed intents): enable 'Message Content Intent' "
+    "in the Discord developer portal (Applications → your app → Bot → Privileged Gateway Intents) and "
+    "restart. The Discord adapter is off until then.")
+MAX_LOGIN_DELAY = 60.0
+
+
+class _Client(discord.Client):
+    """The discord.py client; every event is handed to the adapter's halves."""
+
+    def __init__(self, adapter: DiscordAdapter, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.adapter = adapter
+        self.tree: app_commands.CommandTree[Any] = app_commands.CommandTree(self)
+
+    async def setup_hook(self) -> None:
+        await self.adapter.commands.setup(self.tree)
+
+    async def on_ready(self) -> None:
+        self.adapter._on_ready()
+
+    async def on_resumed(self) -> None:
+        log.info("Discord gateway session resumed")
+
+    async def on_message(self, message: discord.Message) -> None:
+        try:
+            await self.adapter.receiver.on_message(message)
+        except Exception:
+            log.exception("Discord message %s could not be handled", message.id)
+
+
+def intents() -> discord.Intents:
+    """Only what the adapter reads; message content is privileged and must be enabled in the portal."""
+    wanted = discord.Intents.none()
+    wanted.guilds = True
+    wanted.guild_messages = True
+    wanted.dm_messages = True
+    wanted.message_content = True
+    return wanted
+
+
+class DiscordAdapter(PlatformAdapter):
+    platform: ClassVar[str] = "discord"
+    capabilities: ClassVar[Capabilities] = DISCORD
+    stream_cursor: ClassVar[str] = " ▌"
+
+    def __init__(self, engine: EnginePort, options: DiscordOptions, connection: DiscordConnection,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.engine = engine
+        self.options = options
+        self.connection = connection
+        self.client: _Client | None = None
+        self.account = ""  # the bot's user id once logged in
+        self.receiving = True  # False from `stop_receiving` on: new messages are no longer handed over
+        self.receiver = MessageReceiver(self)
+        self.commands = SlashCommands(self)
+        self.outbound = DiscordOutbound(lambda: self.client)
+        self._ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def _configure_endpoints(self) -> None:
+        if self.connection.api_base_url:
+            discord.http.Route.BASE = self.connection.api_base_url
+        if self.connection.gateway_url:
+            discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.connection.gateway_url)
+
+    async def start(self) -> None:
+        """Log in and connect; returns once READY or after `ready_timeout` (still connecting then)."""
+        self._configure_endpoints()
+        self.client = _Client(self, intents=intents(), guild_ready_timeout=self.options.guild_ready_timeout,
+                              max_ratelimit_timeout=self.options.max_ratelimit_timeout,
+                              allowed_mentions=discord.AllowedMentions.none())
+        try:
+            logged_in = await self._login()
+        except discord.LoginFailure:
+            log.error(BAD_TOKEN_HINT)
+            await self.client.close()
+            return
+        except UNREACHABLE as exc:
+            log.warning("Discord is not reachable at start (%r); retrying in the background", exc)
+            logged_in = False
+        except discord.HTTPException as exc:
+            log.error("Discord refused the login (%s); the Discord adapter is off", exc)
+            await self.client.close()
+            return
+        self._task = asyncio.create_task(self._run(logged_in), name="discord-gateway")
+        ready = asyncio.create_task(self._ready.wait())
+        done, _ = await asyncio.wait({ready, self._task}, timeout=self.options.ready_timeout,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        if not done:
+            log.warning("Discord gateway not ready after %.0fs; still trying in the background",
+                        self.options.ready_timeout)
+
+    async def _login(self) -> bool:
+        assert self.client is not None
+        await self.client.login(self.connection.token)  # GET users/@me, the application, then setup_hook
+        self.account = str(self.client.user.id) if self.client.user else ""
+        return True
+
+    async def _run(self, logged_in: bool) -> None:
+        """Log in (retrying while Discord is unreachable), then hold the gateway connection; discord.py
+        reconnects and resumes by itself."""
+        assert self.client is not None
+        delay = 1.0
+        try:
+            while not logged_in:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, MAX_LOGIN_DELAY)
+                try:
+                    logged_in = await self._login()
+                except UNREACHABLE as exc:
+                    log.warning("Discord still not reachable (%r); next try in %.0fs", exc, delay)
+            await self.client.connect(reconnect=True)
+        except discord.LoginFailure:
+            log.error(BAD_TOKEN_HINT)
+        except discord.PrivilegedIntentsRequired:
+            log.error(PRIVILEGED_INTENT_HINT)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("Discord gateway connection ended")
+
+    def _on_ready(self) -> None:
+        if self.client is not None and self.client.user is not None:
+            self.account = str(self.client.user.id)
+            log.info("Discord connected as %s (%s) in %d guild(s)", self.client.user, self.account,
+                     len(self.client.guilds))
+        self._ready.set()
+
+    async def stop_receiving(self) -> None:
+        """Ignore new messages and commands; the connection stays, so replies in flight still go out."""
+        self.receiving = False
+
+    async def stop(self) -> None:
+        self.receiving = False
+        await super().stop()
+        if self.client is not None:
+            await self.client.close()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    # -- what both inbound halves need -------------------------------------------------------------------
+    def me(self) -> discord.ClientUser:
+        assert self.client is not None and self.client.user is not None
+        return self.client.user
+
+    async def admit(self, user: discord.User | discord.Member, channel_id: int | None, *,
+                    direct: bool) -> AccessDecision:
+        """Ask the engine whether to answer `user`. A guild is a membership boundary: only its members
+        can write there, and which guilds to serve was settled before this (`allowed_guilds`)."""
+        return await self.engine.admit(
+            self.platform, str(user.id), user_name=getattr(user, "display_name", "") or str(user),
+            chat_id=str(channel_id), direct=direct, is_bot=user.bot, also_allowed=self.options.allowed_users,
+            membership_boundary=not direct)
+
+    # -- outbound primitives (see adapters.discord.outbound) ------------------------------------------------
+    def scheduler_key(self, target: ReplyTarget) -> Hashable:
+        return (target.account, target.thread_id or target.chat_id)  # a thread is a channel of its own
+
+    def pacing_interval(self, target: ReplyTarget) -> float:
+        return self.options.edit_interval_seconds
+
+    def render(self, markdown: str) -> str:
+        return render_discord(markdown)
+
+    def is_transient_error(self, exc: BaseException) -> bool:
+        return is_transient(exc)
+
+    async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool, extras: Mapping[str, Any]) -> str:
+        return await self.outbound.send(target, text)
+
+    async def _edit_raw(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
+                        extras: Mapping[str, Any]) -> None:
+        await self.outbound.edit(target, message_id, text)
+
+    async def _delete_raw(self, target: ReplyTarget, message_id: str) -> None:
+        await self.outbound.delete(target, message_id)
+
+    async def _typing_raw(self, target: ReplyTarget) -> None:
+        await self.outbound.typing(target)
