@@ -1,11 +1,13 @@
 """Compression as a feature: the hook around every model call, hygiene before a turn, `/compress`, and the
-context line in `/status`. The mechanics live in `compression.service`; this wires them to the host."""
+context line in `/status`. The mechanics live in the package's other modules (`service` for the per-session
+hook); this wires them to the host."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hermes_engine.compression.service import CompactionService, SessionContext, is_summary
+from hermes_engine.compression.planning import is_summary
+from hermes_engine.compression.service import CompactionService, SessionContext
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.session import SessionScope

@@ -31,7 +31,8 @@ from engine_harness import Engine, fake_llm_environment, make_profile  # noqa: E
 from fakes.fake_llm import FakeLLM, Reply  # noqa: E402
 
 from hermes_engine.compression.feature import CompressionFeature  # noqa: E402
-from hermes_engine.compression.service import SUMMARY_SYSTEM, SessionContext  # noqa: E402
+from hermes_engine.compression.service import SessionContext  # noqa: E402
+from hermes_engine.compression.summariser import SUMMARY_SYSTEM  # noqa: E402
 from hermes_engine.ports.conversation import estimate_tokens  # noqa: E402
 from hermes_engine.tools.registry import tool  # noqa: E402
 

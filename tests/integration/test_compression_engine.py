@@ -13,7 +13,8 @@ from fakes.fake_llm import Reply
 
 from engine_harness import make_profile
 from hermes_engine.compression.feature import CompressionFeature
-from hermes_engine.compression.service import GOAL_LINE, SUMMARY_SECTIONS, SUMMARY_SYSTEM, CompactionService
+from hermes_engine.compression.service import CompactionService
+from hermes_engine.compression.summariser import GOAL_LINE, SUMMARY_SECTIONS, SUMMARY_SYSTEM
 from hermes_engine.tools.registry import tool
 from storage.search import list_compactions
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_engine.compression.service import (COMPACTION, CompressionConfig, Summariser, SummaryFailed,
-                                             plan_split, prune_tool_results, rejection, strip_goal,
-                                             summary_budget, transcript_lines, truncate_for_model)
+from hermes_engine.compression.planning import (COMPACTION, CompressionConfig, plan_split, prune_tool_results,
+                                              summary_budget, truncate_for_model)
+from hermes_engine.compression.summariser import Summariser, SummaryFailed, rejection, strip_goal, transcript_lines
 from hermes_engine.agent.context_window import (DEFAULT_CONTEXT_WINDOW, TokenMeter, context_window,
                                                 known_window, messages_tokens, window_for)
 from hermes_engine.config import BotProfile, Settings
