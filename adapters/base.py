@@ -63,14 +63,13 @@ class PlatformAdapter(ABC):
         self.scheduler = scheduler if scheduler is not None else OutboundScheduler(
             caps.edit_interval_seconds, global_rate=caps.global_rate_per_second,
             is_transient=self.is_transient_error)
-        self._inflight: dict[str, asyncio.Future] = {}
+        self._inflight: dict[str, asyncio.Future[Any]] = {}
 
     # -- lifecycle (platform half) ------------------------------------------------------------------
     @abstractmethod
     async def start(self) -> None:
         """Connect and start receiving updates."""
 
-    @abstractmethod
     async def stop_receiving(self) -> None:
         """Stop taking new messages while replies in flight may still go out (shutdown, first step).
         Adapters whose platform pushes to the gateway's HTTP server need do nothing."""
@@ -313,7 +312,7 @@ class PlatformAdapter(ABC):
                 return False
             except Exception:  # noqa: BLE001 - the other attempt failed: try ourselves
                 continue
-        mine: asyncio.Future = asyncio.get_running_loop().create_future()
+        mine: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         mine.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._inflight[key] = mine
         try:

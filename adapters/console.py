@@ -10,8 +10,9 @@ import asyncio
 import getpass
 import sys
 import uuid
-from typing import TextIO
+from typing import Protocol, TextIO
 
+from hermes_engine.ports.engine import EnginePort
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 from hermes_engine.ports.reply import ReplyStream
 
@@ -64,7 +65,16 @@ class ConsoleOutlet:
                               user_id=self.user, user_name=self.user, text=text, message_id=uuid.uuid4().hex)
 
 
-async def chat(gateway, stdin: TextIO | None = None, out: TextIO | None = None) -> None:
+class ConsoleEngine(EnginePort, Protocol):
+    """The console drives the engine itself (no server around it): it also starts it and waits for it."""
+
+    async def start(self) -> None: ...
+
+    @property
+    def busy(self) -> bool: ...
+
+
+async def chat(gateway: ConsoleEngine, stdin: TextIO | None = None, out: TextIO | None = None) -> None:
     """Run a terminal conversation until end of input (or /quit)."""
     stdin = stdin or sys.stdin
     console = ConsoleOutlet(out=out, interactive=stdin.isatty())
@@ -96,7 +106,7 @@ async def chat(gateway, stdin: TextIO | None = None, out: TextIO | None = None) 
         await console.replied.wait()
 
 
-async def settle(gateway, poll_seconds: float = 0.05) -> None:
+async def settle(gateway: ConsoleEngine, poll_seconds: float = 0.05) -> None:
     """Wait until no session has queued or running work and no background task (a goal's judge and its
     next turn, a review) is left: piped input usually ends long before a goal does."""
     while gateway.busy:

@@ -92,7 +92,7 @@ class TokenBucket:
 @dataclass(eq=False)
 class _Op:
     fn: Callable[[], Awaitable[Any]]
-    future: asyncio.Future
+    future: asyncio.Future[Any]
     interim: bool
     merge_key: Hashable | None
     tag: Hashable | None
@@ -110,7 +110,7 @@ class _Lane:
     next_allowed: float = 0.0
     paused_until: float = 0.0
     running: _Op | None = None
-    task: asyncio.Task | None = None
+    task: asyncio.Task[Any] | None = None
 
 
 class OutboundScheduler:
@@ -139,7 +139,7 @@ class OutboundScheduler:
     # -- submitting ---------------------------------------------------------------------------------
     def enqueue(self, key: Hashable, fn: Callable[[], Awaitable[Any]], *, interim: bool = False,
                 merge_key: Hashable | None = None, tag: Hashable | None = None, paced: bool = True,
-                interval: float | None = None) -> asyncio.Future:
+                interval: float | None = None) -> asyncio.Future[Any]:
         """Queue `fn` on lane `key`; the future resolves to its result, or `DROPPED` for a dropped
         interim op. `interval` (if given) sets that lane's pacing from now on."""
         if self._closed:
@@ -147,7 +147,7 @@ class OutboundScheduler:
         lane = self._lane(key)
         if interval is not None:
             lane.interval = interval
-        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         future.add_done_callback(_consume_exception)
         op = _Op(fn, future, interim, merge_key, tag, paced)
         placed = False
@@ -304,17 +304,17 @@ class OutboundScheduler:
         _fail(op.future, exc)
 
 
-def _resolve(future: asyncio.Future, value: Any) -> None:
+def _resolve(future: asyncio.Future[Any], value: Any) -> None:
     if not future.done():
         future.set_result(value)
 
 
-def _fail(future: asyncio.Future, exc: BaseException) -> None:
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
     if not future.done():
         future.set_exception(exc)
 
 
-def _consume_exception(future: asyncio.Future) -> None:
+def _consume_exception(future: asyncio.Future[Any]) -> None:
     """Mark a failed op's exception as retrieved: fire-and-forget ops (typing) must not warn."""
     if not future.cancelled():
         future.exception()

@@ -58,7 +58,7 @@ class Rendered(NamedTuple):
 _telegram_config = None
 
 
-def _telegram_render_config():
+def _telegram_render_config() -> Any:
     """An isolated telegramify config, so nothing else in the process that mutates the library's
     global config changes our output."""
     global _telegram_config
@@ -117,7 +117,7 @@ def render_slack(markdown: str) -> str:
     from markdown_to_mrkdwn import SlackMarkdownConverter
 
     # The converter keeps per-call state, so one per call (it is cheap).
-    return SlackMarkdownConverter().convert(escape_slack(markdown))
+    return str(SlackMarkdownConverter().convert(escape_slack(markdown)))
 
 
 # --- Discord -----------------------------------------------------------------------------------------

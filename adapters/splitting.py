@@ -133,7 +133,7 @@ class _Splitter:
         self.limit = limit
         self.unit = unit
         if unit == "utf16" and not text.isascii():
-            self.widths = [0, *accumulate(2 if ord(c) > 0xFFFF else 1 for c in text)]
+            self.widths: list[int] | None = [0, *accumulate(2 if ord(c) > 0xFFFF else 1 for c in text)]
         else:
             self.widths = None  # width == index
         self.fences = find_fences(text)
@@ -199,7 +199,8 @@ class _Splitter:
     # -- the loop -------------------------------------------------------------------------------------
     def run(self) -> list[Part]:
         text = self.text
-        start = _LEADING_BLANK_LINES.match(text).end()
+        leading = _LEADING_BLANK_LINES.match(text)
+        start = leading.end() if leading else 0
         end = len(text.rstrip())
         parts: list[Part] = []
         while start < end:

@@ -44,9 +44,14 @@ from adapters.splitting import split_message
 class StreamingAdapter(Protocol):
     """What a streaming reply needs of its adapter (`adapters.base.PlatformAdapter` provides it)."""
 
-    capabilities: Capabilities
-    stream_cursor: str
-    scheduler: OutboundScheduler
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    @property
+    def stream_cursor(self) -> str: ...
+
+    @property
+    def scheduler(self) -> OutboundScheduler: ...
 
     async def call(self, target: ReplyTarget, fn: Callable[[], Awaitable[Any]], *, interim: bool = False,
                    merge_key: Hashable | None = None, tag: Hashable | None = None, paced: bool = True) -> Any: ...
@@ -99,7 +104,7 @@ class StreamingReply(ReplyStream):
         self._state = _OPEN
         self._delivered = False
         self._dirty = asyncio.Event()
-        self._pump_task: asyncio.Task | None = None
+        self._pump_task: asyncio.Task[Any] | None = None
         self._lock = asyncio.Lock()  # serialises finish/abort on this stream
         self._tag = ("stream", id(self), idempotency_key)
         caps = adapter.capabilities
