@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 
 import pytest
 from aiohttp import web
-
+from engine_harness import goal_script, is_judge, make_profile, verdict
 from fakes.fake_llm import Reply
 from fakes.fake_slack import APP_TOKEN, BOT_TOKEN, MAX_TEXT, SIGNING_SECRET, FakeSlack
 
-from engine_harness import goal_script, is_judge, make_profile, verdict
 from hermes_engine.config import GoalSettings
 from hermes_engine.errors import ConfigError
 from hermes_engine.loops.goals import GoalFeature
@@ -55,7 +55,7 @@ class SlackBot:
 
 @pytest.fixture
 async def slack_bot(engine, fake_slack, monkeypatch):
-    from adapters import slack as slack_adapter
+    from adapters.slack import PLATFORM
 
     made: list[SlackBot] = []
 
@@ -70,8 +70,9 @@ async def slack_bot(engine, fake_slack, monkeypatch):
             monkeypatch.setenv("SLACK_APP_TOKEN", APP_TOKEN)
         e = await engine(profile=profile, features=features, platform="slack")
         http = web.Application()
-        adapter = slack_adapter.build(e.gateway, e.settings, {"edit_interval_seconds": 0.02, **(options or {})},
-                                      http)
+        adapter = PLATFORM.build(e.gateway, e.settings,
+                                 PLATFORM.parse_options({"edit_interval_seconds": 0.02, **(options or {})}),
+                                 http, os.environ)
         e.gateway.attach(adapter)
         runner = web.AppRunner(http, access_log=None)
         await runner.setup()
@@ -190,7 +191,7 @@ async def test_thread_membership_survives_a_restart_through_conversations_replie
     fake_llm.script("Answer one.", "Answer two.")
     asked = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "remember this thread"))
     await bot.settle()
-    bot.adapter._threads.clear()  # what a restart forgets
+    bot.adapter.threads.forget()  # what a restart forgets
     await fake_slack.say("UALICE", CHANNEL, "still there?", thread_ts=asked.ts)
     await bot.settle()
     assert [m.visible for m in fake_slack.bot_messages(CHANNEL, asked.ts)] == ["Answer one.", "Answer two."]
@@ -318,7 +319,7 @@ async def test_url_verification_is_answered_with_the_challenge(slack_bot, fake_s
 
 
 def _gaps(calls) -> list[float]:
-    return [b.at - a.at for a, b in zip(calls, calls[1:])]
+    return [b.at - a.at for a, b in zip(calls, calls[1:], strict=False)]
 
 
 async def test_a_429_on_chat_update_pauses_the_channel_and_the_reply_completes(slack_bot, fake_slack, fake_llm):
@@ -538,24 +539,44 @@ async def test_socket_mode_answers_and_reconnects_after_a_disconnect(slack_bot, 
 # -- configuration -----------------------------------------------------------------------------------------
 
 
-async def test_missing_credentials_are_a_config_error_naming_the_setting(engine, monkeypatch):
-    from adapters import slack as slack_adapter
+async def test_missing_credentials_are_a_config_error_naming_the_setting(engine):
+    from adapters.slack import PLATFORM
 
     e = await engine(platform="slack")
-    for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
+
+    def build(options, env):
+        return PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(options), web.Application(), env)
+
     with pytest.raises(ConfigError, match="SLACK_BOT_TOKEN"):
-        slack_adapter.build(e.gateway, e.settings, {}, web.Application())
-    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+        build({}, {})
+    env = {"SLACK_BOT_TOKEN": BOT_TOKEN}
     with pytest.raises(ConfigError, match="SLACK_SIGNING_SECRET"):
-        slack_adapter.build(e.gateway, e.settings, {}, web.Application())
+        build({}, env)
     with pytest.raises(ConfigError, match="platforms.slack.edit_interval"):
-        slack_adapter.build(e.gateway, e.settings, {"edit_interval": 1}, web.Application())
-    monkeypatch.setenv("SLACK_APP_TOKEN", APP_TOKEN)  # Socket Mode needs no signing secret
+        build({"edit_interval": 1}, env)
+    with pytest.raises(ConfigError, match="platforms.slack.max_message_length"):
+        build({"max_message_length": 50_000}, env)
+    env["SLACK_APP_TOKEN"] = APP_TOKEN  # Socket Mode needs no signing secret
     http = web.Application()
-    adapter = slack_adapter.build(e.gateway, e.settings, {}, http)
+    adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options({}), http, env)
     assert adapter.app_token == APP_TOKEN
     assert not [r for r in http.router.routes() if r.resource.canonical == "/slack/events"]
+
+
+def test_the_platform_names_what_it_needs_from_the_environment():
+    from adapters.platform import load
+    from adapters.slack import PLATFORM
+
+    assert load("slack") is PLATFORM
+    options = PLATFORM.parse_options({})
+    assert [(v.name, v.required) for v in PLATFORM.environment(options, {})] == [
+        ("SLACK_BOT_TOKEN", True), ("SLACK_SIGNING_SECRET", True), ("SLACK_APP_TOKEN", False),
+        ("SLACK_API_URL", False)]
+    problems = PLATFORM.problems(options, {})
+    assert len(problems) == 2 and "SLACK_BOT_TOKEN" in problems[0] and "SLACK_SIGNING_SECRET" in problems[1]
+    socket_mode = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_APP_TOKEN": APP_TOKEN}
+    assert "SLACK_SIGNING_SECRET" not in [v.name for v in PLATFORM.environment(options, socket_mode)]
+    assert PLATFORM.problems(options, socket_mode) == []
 
 
 def test_proxy_is_honoured_except_for_hosts_in_no_proxy(monkeypatch):
@@ -597,9 +618,10 @@ def test_the_slack_channel_bot_profile_and_manifest_are_complete():
 async def test_the_runner_mounts_slack_on_the_gateways_http_server(fake_slack, fake_llm, tmp_path, monkeypatch):
     import socket
 
-    from hermes_gateway.serve import serve
     from engine_harness import fake_llm_environment
+
     from hermes_engine.config import Settings
+    from hermes_gateway.serve import serve
 
     for name, value in fake_llm_environment(fake_llm).items():
         monkeypatch.setenv(name, value)

@@ -1,0 +1,191 @@
+"""The Slack adapter: the `PlatformAdapter` primitives over the Web API, and the lifecycle that connects
+Slack's events to the engine (Events API on the gateway's HTTP server, or Socket Mode when an app-level
+token is given; slack-sdk's Socket Mode client reconnects by itself).
+
+The adapter translates and the engine decides: whom to answer, which session a message belongs to and
+which thread holds a channel's goal are asked of `EnginePort`; what stays here is Slack's side (which
+events are meant for the bot, threads, display names, markup).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Hashable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from adapters.base import SLACK, PlatformAdapter
+from adapters.render import render_slack
+from adapters.slack.commands import SlashCommands
+from adapters.slack.events import EventsEndpoint, bolt_app
+from adapters.slack.inbound import MessageReader, UserNames
+from adapters.slack.options import SlackOptions
+from adapters.slack.outbound import NativeStreams, SlackMessages, escape
+from adapters.slack.threads import ThreadBook
+from adapters.slack.web_api import REFUSED_TOKEN, SlackCallError, SlackWebApi, is_transient
+from hermes_engine.errors import ConfigError
+from hermes_engine.ports.engine import EnginePort
+from hermes_engine.ports.inbound import ReplyTarget
+
+log = logging.getLogger(__name__)
+
+
+class SlackAdapter(PlatformAdapter):
+    platform = "slack"
+    capabilities = SLACK
+
+    def __init__(self, engine: EnginePort, *, bot_token: str, signing_secret: str | None = None,
+                 app_token: str | None = None, api_url: str | None = None,
+                 options: SlackOptions | None = None) -> None:
+        self.options = opts = options or SlackOptions()
+        self.capabilities = replace(SLACK,  # type: ignore[misc]  # per bot, from its options
+                                    edit_interval_seconds=opts.edit_interval_seconds,
+                                    native_streaming=opts.native_streaming,
+                                    max_message_length=opts.max_message_length)
+        super().__init__()
+        self.engine = engine
+        self.app_token = app_token
+        self.signing_secret = signing_secret or ""
+        self.api = SlackWebApi(bot_token, api_url)
+        self.threads = ThreadBook(self.api, negative_ttl=opts.thread_check_ttl_seconds)
+        self.names = UserNames(self.api, ttl=opts.user_cache_seconds)
+        self.messages = SlackMessages(self.api)
+        self.streams = NativeStreams(self.api, self.capabilities.max_message_length)
+        self.reader = MessageReader(engine, self.api, self.threads, self.names, tell=self.send)
+        self.commands = SlashCommands(engine, self.api, self.threads, self.names,
+                                      hermes_command=opts.hermes_command, post_anchor=self._post_anchor,
+                                      spawn=self._spawn)
+        self.app = bolt_app(self.api, name=f"hermes-{engine.bot}", signing_secret=self.signing_secret,
+                            on_message=self._on_message,
+                            commands={opts.goal_command: self.commands.on_goal,
+                                      opts.hermes_command: self.commands.on_hermes})
+        self.endpoint = EventsEndpoint(self.app, self.signing_secret)
+        self._socket: Any = None
+        self._socket_connect: asyncio.Task[Any] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.api.open()
+        try:
+            await self.api.identify()
+        except SlackCallError as exc:
+            if exc.error in REFUSED_TOKEN:
+                raise ConfigError(f"Slack refused {self.options.bot_token_env} ({exc.error}).") from None
+            log.warning("Slack auth.test failed (%s); retrying on the first event", exc)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            log.warning("Slack is not reachable yet (%s); retrying on the first event", exc)
+        if self.app_token:
+            from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+
+            self._socket = AsyncSocketModeHandler(self.app, self.app_token, web_client=self.api.client,
+                                                  proxy=self.api.proxy,
+                                                  ping_interval=self.options.socket_ping_interval)
+            self._socket.client.proxy = self.api.proxy
+            self._socket_connect = asyncio.get_running_loop().create_task(
+                self._socket.connect_async(), name="slack-socket-connect")
+            log.info("Slack adapter for %s: Socket Mode", self.engine.bot)
+        else:
+            log.info("Slack adapter for %s: Events API at %s", self.engine.bot, self.options.events_path)
+
+    async def stop_receiving(self) -> None:
+        """Socket Mode: close the connection, so Slack stops sending here. The Events API route belongs to
+        the gateway's server, which stops taking requests itself."""
+        if self._socket is None:
+            return
+        socket, self._socket = self._socket, None
+        if self._socket_connect is not None and not self._socket_connect.done():
+            self._socket_connect.cancel()
+        try:
+            await socket.close_async()
+        except Exception:  # noqa: BLE001 - closing a broken connection
+            log.debug("closing the Socket Mode connection failed", exc_info=True)
+
+    async def stop(self) -> None:
+        await self.stop_receiving()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await super().stop()
+        await self.api.close()
+
+    async def handle_http(self, request: web.Request) -> web.Response:
+        """POST `events_path`: Events API and slash commands (see `adapters.slack.events`)."""
+        return await self.endpoint.handle(request)
+
+    def _spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[None]:
+        """Slack has been acknowledged already; the work runs on, and the adapter's stop cancels it."""
+        task = asyncio.get_running_loop().create_task(self._guard(coro, name), name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    @staticmethod
+    async def _guard(coro: Awaitable[Any], name: str) -> None:
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - one bad event must not take the adapter down
+            log.exception("Slack %s failed", name)
+
+    async def _on_message(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+        self._spawn(self.reader.read(body, event), f"event {event.get('type')}")
+
+    async def _post_anchor(self, target: ReplyTarget, text: str) -> str:
+        return str(await self.call(target, lambda: self._post(target, text, mrkdwn=True)))
+
+    # -- primitives ---------------------------------------------------------------------------------------
+    async def _post(self, target: ReplyTarget, text: str, *, mrkdwn: bool) -> str:
+        ts = await self.messages.post(target, text, mrkdwn=mrkdwn)
+        if target.thread_id:
+            self.threads.join(target.chat_id, target.thread_id)
+        return ts
+
+    def is_transient_error(self, exc: BaseException) -> bool:
+        return is_transient(exc)
+
+    def scheduler_key(self, target: ReplyTarget) -> Hashable:
+        return (target.account, target.chat_id)
+
+    def render(self, markdown: str) -> str:
+        return render_slack(markdown)
+
+    async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool,
+                        extras: Mapping[str, Any]) -> str:
+        return await self._post(target, text if rendered else escape(text), mrkdwn=rendered)
+
+    async def _edit_raw(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
+                        extras: Mapping[str, Any]) -> None:
+        await self.messages.update(target, message_id, text if rendered else escape(text), mrkdwn=rendered)
+
+    async def _delete_raw(self, target: ReplyTarget, message_id: str) -> None:
+        await self.messages.delete(target, message_id)
+
+    async def _typing_raw(self, target: ReplyTarget) -> None:
+        return None  # bots have no typing indicator in Slack (capabilities.typing_indicator is False)
+
+    # -- native streaming -----------------------------------------------------------------------------------
+    def uses_native_stream(self, target: ReplyTarget) -> bool:
+        """Slack's streams need a thread and, outside DMs, the person streamed to (known once they spoke)."""
+        if self.streams.off is not None or not super().uses_native_stream(target):
+            return False
+        return target.chat_id.startswith("D") or self.threads.recipient(target.chat_id, target.thread_id) is not None
+
+    async def _native_stream_start(self, target: ReplyTarget, markdown: str) -> str:
+        recipient = self.threads.recipient(target.chat_id, target.thread_id)
+        stream_id = await self.streams.start(target, markdown, recipient)
+        if target.thread_id:
+            self.threads.join(target.chat_id, target.thread_id)
+        return stream_id
+
+    async def _native_stream_append(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
+        await self.streams.append(target, stream_id, markdown)
+
+    async def _native_stream_stop(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
+        await self.streams.stop(target, stream_id, markdown)

@@ -1,0 +1,126 @@
+"""What the bot posts: one Web API call per primitive; pacing, splitting, rendering and idempotency are
+the shared `PlatformAdapter` machinery's.
+
+- Post-then-edit (`chat.postMessage` / `chat.update`) everywhere, paced per channel by the shared layer
+  (`edit_interval_seconds`, 1.2 s: `chat.update` is Tier 3, ~50 a minute).
+- Finals are mrkdwn (`adapters.render.render_slack`) split at 40,000 characters; only `text` is sent, no
+  blocks, so the 3,000-character section limit never applies and nothing is cut. Interim frames are plain
+  text with `& < >` escaped, so model output can never ping `<!channel>`. Link unfurling is off.
+- In threads, native streams (`chat.startStream` / `appendStream` / `stopStream`) carry Markdown that
+  Slack renders itself, with `<!…>` special mentions defused. A stream holds one message's worth: a reply
+  that outgrows it is refused here before Slack refuses it, and the shared layer falls back to
+  post-then-edit and splits. A Slack that refuses streams (`missing_scope`, `unknown_method`, …) switches
+  them off for the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from adapters.slack.recent import Recent
+from adapters.slack.web_api import SlackCallError, SlackWebApi
+from hermes_engine.ports.inbound import ReplyTarget
+
+log = logging.getLogger(__name__)
+
+NATIVE_CHUNK = 12_000  # markdown_text per chat.startStream/appendStream/stopStream call
+NATIVE_UNAVAILABLE = {"unknown_method", "missing_scope", "not_allowed_token_type", "method_deprecated",
+                      "feature_not_enabled", "not_supported", "team_not_allowed"}
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters, escaped as Slack requires in any `text`."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def defuse(markdown: str) -> str:
+    """Stream Markdown is not escaped (Slack renders it), so a special mention (``<!channel>``, ``<!here>``,
+    ``<!subteam^…>``) in model output would ping people; a zero-width space keeps it from forming."""
+    return markdown.replace("<!", "<\u200b!")
+
+
+class SlackMessages:
+    def __init__(self, api: SlackWebApi) -> None:
+        self.api = api
+
+    async def post(self, target: ReplyTarget, text: str, *, mrkdwn: bool) -> str:
+        data = await self.api.call("chat.postMessage", channel=target.chat_id, text=text,
+                                   thread_ts=target.thread_id, mrkdwn=mrkdwn, unfurl_links=False,
+                                   unfurl_media=False)
+        return str(data["ts"])
+
+    async def update(self, target: ReplyTarget, ts: str, text: str, *, mrkdwn: bool) -> None:
+        await self.api.call("chat.update", channel=target.chat_id, ts=ts, text=text, mrkdwn=mrkdwn)
+
+    async def delete(self, target: ReplyTarget, ts: str) -> None:
+        """A message someone already deleted is as good as deleted."""
+        try:
+            await self.api.call("chat.delete", channel=target.chat_id, ts=ts)
+        except SlackCallError as exc:
+            if exc.error != "message_not_found":
+                raise
+
+
+class NativeStreams:
+    def __init__(self, api: SlackWebApi, max_length: int) -> None:
+        self.api = api
+        self.max_length = max_length
+        self.off: str | None = None  # why Slack refused streams, once it did: no stream is tried again
+        self._sizes: Recent[str, int] = Recent(limit=1000)  # open stream → characters streamed so far
+
+    async def start(self, target: ReplyTarget, markdown: str, recipient: str | None) -> str:
+        """Open a stream in `target`'s thread; `recipient` is the person streamed to (Slack wants one
+        outside DMs). Returns the stream's message ts."""
+        self._check_size(0, markdown)
+        markdown = defuse(markdown)
+        first, rest = markdown[:NATIVE_CHUNK], markdown[NATIVE_CHUNK:]
+        kwargs: dict[str, Any] = {"channel": target.chat_id, "thread_ts": target.thread_id, "markdown_text": first}
+        if recipient:
+            kwargs.update(recipient_user_id=recipient, recipient_team_id=target.account)
+        try:
+            data = await self.api.call("chat.startStream", **kwargs)
+        except SlackCallError as exc:
+            if exc.error in NATIVE_UNAVAILABLE or exc.status == 404:
+                self.off = exc.error or str(exc.status)
+                log.warning("Slack refused chat.startStream (%s): streaming by chat.update from now on", self.off)
+            raise
+        stream_id = str(data["ts"])
+        self._sizes.remember(stream_id, len(first))
+        if rest:
+            try:
+                await self.append(target, stream_id, rest)
+            except BaseException:
+                # The caller never learns this stream's id: take the half-filled message away again.
+                with contextlib.suppress(Exception):
+                    await self.api.call("chat.delete", channel=target.chat_id, ts=stream_id)
+                raise
+        return stream_id
+
+    async def append(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
+        self._check_size(self._sizes.get(stream_id, 0), markdown)
+        markdown = defuse(markdown)
+        for start in range(0, len(markdown), NATIVE_CHUNK):
+            piece = markdown[start:start + NATIVE_CHUNK]
+            await self.api.call("chat.appendStream", channel=target.chat_id, ts=stream_id, markdown_text=piece)
+            self._sizes[stream_id] = self._sizes.get(stream_id, 0) + len(piece)
+
+    async def stop(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
+        """Close the stream with `markdown` appended. If that would overflow, it is closed with what it
+        shows and the overflow raised, so the shared layer re-sends the whole reply split."""
+        try:
+            self._check_size(self._sizes.get(stream_id, 0), markdown)
+        except SlackCallError:
+            await self.stop(target, stream_id, "")
+            raise
+        markdown = defuse(markdown)
+        head, tail = markdown[:-NATIVE_CHUNK] if len(markdown) > NATIVE_CHUNK else "", markdown[-NATIVE_CHUNK:]
+        if head:
+            await self.append(target, stream_id, head)
+        await self.api.call("chat.stopStream", channel=target.chat_id, ts=stream_id, markdown_text=tail or None)
+        self._sizes.pop(stream_id, None)
+
+    def _check_size(self, streamed: int, more: str) -> None:
+        if streamed + len(more) > self.max_length:
+            raise SlackCallError("the streamed reply outgrew one Slack message", error="msg_too_long")
