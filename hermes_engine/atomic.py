@@ -1,6 +1,8 @@
 """Atomic file replacement for everything the engine keeps as files (memory, skills, pairing).
 
 A reader sees the old content or the new, never half of either; a crash mid-write leaves the old file.
+Atomic replacement alone does not make a read-modify-write safe: writers that must not lose each other's
+changes also hold a `hermes_engine.filelock` lock.
 """
 
 from __future__ import annotations
@@ -8,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None,
@@ -37,3 +39,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None,
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """`atomic_write` for UTF-8 text: skill files, reports and usage are all text."""
+    atomic_write(path, text.encode("utf-8"))

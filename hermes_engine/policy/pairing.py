@@ -13,16 +13,14 @@ neutral: adapters (Telegram, Discord) call `Pairing.is_approved` and `Pairing.re
 - A reply tells the person their own code and id, nothing about anyone else.
 
 The state lives behind the small `PairingStore` protocol. `JsonPairingStore` keeps it in
-``<HERMES_HOME>/pairing.json``: every change is a read-modify-write under an exclusive `fcntl` lock on a
-sibling ``pairing.json.lock`` and lands with an atomic replace, so the gateway process and the CLI process
-see each other's changes and a crash never leaves half a file. Reads take no lock (the replace is atomic)
-and are cached by the file's identity (inode, size, mtime).
+``<HERMES_HOME>/pairing.json``: every change is a read-modify-write under an exclusive lock on a sibling
+``pairing.json.lock`` (`hermes_engine.filelock`) and lands with an atomic replace, so the gateway process
+and the CLI process see each other's changes and a crash never leaves half a file. Reads take no lock (the
+replace is atomic) and are cached by the file's identity (inode, size, mtime).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -30,9 +28,10 @@ import secrets
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, TypeVar
+from typing import Any, Callable, Protocol, TypeVar
 
 from hermes_engine.atomic import atomic_write
+from hermes_engine.filelock import FileLock
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +127,12 @@ class MemoryPairingStore:
 
 
 class JsonPairingStore:
-    """`pairing.json` with an fcntl lock file beside it and atomic replaces (see the module docstring)."""
+    """`pairing.json` with a lock file beside it and atomic replaces (see the module docstring)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self._lock = FileLock(self.lock_path)
         self._cache: tuple[tuple[int, int, int], PairingState] | None = None
 
     def read(self) -> PairingState:
@@ -146,7 +146,7 @@ class JsonPairingStore:
         return PairingState.from_dict(self._cache[1].to_dict())  # a copy: callers may mutate it
 
     def update(self, change: Callable[[PairingState], T]) -> T:
-        with self._locked():
+        with self._lock.hold():
             state = self._load()
             result = change(state)
             self._write(state)
@@ -167,18 +167,6 @@ class JsonPairingStore:
     def _write(self, state: PairingState) -> None:
         text = json.dumps(state.to_dict(), indent=1, sort_keys=True)
         atomic_write(self.path, text.encode("utf-8"), mode=0o600)
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
 
 
 @dataclass(frozen=True)

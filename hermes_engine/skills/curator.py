@@ -2,7 +2,7 @@
 
 One run: back up the whole library → deterministic pass (age and outcomes from the usage file) → optional
 LLM pass (find overlapping agent-written skills, merge each group into one umbrella skill that keeps every
-distinct pitfall) → a report (JSON + Markdown) under `<library>/.reports/`.
+distinct pitfall) → a report (JSON + Markdown) under `<library>/.reports/` (`skills.report`).
 
 Nothing is ever deleted: archiving moves a folder to `<library>/.archive/`. A user-written skill
 (`created_by: user`) is never archived or edited without approval — the curator queues the archive in
@@ -17,21 +17,17 @@ import json
 import logging
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from hermes_engine.ports.conversation import Message
 from hermes_engine.errors import ProviderError
+from hermes_engine.ports.conversation import Message
 from hermes_engine.providers.base import Completed, ModelRequest, Provider, TextDelta
-from hermes_engine.skills.library import (
-    REPORT_DIR,
-    FileSkillLibrary,
-    PendingQueue,
-    SkillChange,
-    atomic_write_text,
-)
+from hermes_engine.skills.approvals import GatedLibrary, PendingQueue
+from hermes_engine.skills.contract import SkillChange
+from hermes_engine.skills.files import FileSkillLibrary
 from hermes_engine.skills.model import (
     Skill,
     SkillError,
@@ -42,11 +38,10 @@ from hermes_engine.skills.model import (
     section,
     validate_name,
 )
+from hermes_engine.skills.report import KEEP_REPORTS, CuratorReport, latest_report, save_report
 from hermes_engine.skills.usage import SkillUsage, UsageLog, utcnow
 
 log = logging.getLogger(__name__)
-
-KEEP_REPORTS = 30
 
 CURATOR_SYSTEM = ("You curate a library of skills: short procedures an AI agent wrote for itself. "
                   "Reply with one JSON object only, no prose and no code fences.")
@@ -73,72 +68,6 @@ Reply exactly in this shape:
 {texts}"""
 
 
-@dataclass
-class CuratorReport:
-    bot: str = ""
-    started_at: str = ""
-    finished_at: str | None = None
-    dry_run: bool = False
-    status: str = "running"  # "ok" | "failed"
-    backup: str | None = None
-    skills: int = 0
-    stale: list[dict[str, Any]] = field(default_factory=list)  # {"name", "idle_days", "user"}
-    reactivated: list[str] = field(default_factory=list)
-    archived: list[dict[str, Any]] = field(default_factory=list)  # {"name", "idle_days", "to"}
-    needs_approval: list[dict[str, Any]] = field(default_factory=list)  # {"name", "action", "reason", "pending_id"}
-    flagged: list[dict[str, Any]] = field(default_factory=list)  # {"name", "bad", "uses"}
-    merges: list[dict[str, Any]] = field(default_factory=list)  # {"into", "sources", "archived", "restored_pitfalls"}
-    skipped: list[dict[str, Any]] = field(default_factory=list)  # {"what", "reason"}
-    llm: str = "off"
-    problems: dict[str, str] = field(default_factory=dict)  # unreadable skills
-    error: str | None = None
-    files: dict[str, str] = field(default_factory=dict)  # where this report was written
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CuratorReport":
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
-
-    def summary(self) -> str:
-        mode = "dry run" if self.dry_run else "run"
-        return (f"Curator {mode} ({self.status}): {self.skills} skills; {len(self.archived)} archived, "
-                f"{len(self.stale)} stale, {len(self.merges)} merged, {len(self.flagged)} flagged for review, "
-                f"{len(self.needs_approval)} awaiting approval, {len(self.skipped)} skipped.")
-
-    def to_markdown(self) -> str:
-        out = [f"# Skill curator report{' — ' + self.bot if self.bot else ''}",
-               "", f"- Started: {self.started_at}", f"- Finished: {self.finished_at or '—'}",
-               f"- Mode: {'dry run (nothing changed)' if self.dry_run else 'applied'}",
-               f"- Status: {self.status}" + (f" — {self.error}" if self.error else ""),
-               f"- Backup: {self.backup or 'none'}", f"- Skills: {self.skills}", f"- LLM pass: {self.llm}", "",
-               self.summary()]
-
-        def block(title: str, rows: list[str]) -> None:
-            if rows:
-                out.extend(["", f"## {title} ({len(rows)})", *rows])
-
-        verb = "Would archive" if self.dry_run else "Archived"
-        block(verb, [f"- `{a['name']}` — unused {a['idle_days']} days → {a.get('to', '')}" for a in self.archived])
-        block("Stale", [f"- `{s['name']}` — unused {s['idle_days']} days" + (" (user-written)" if s.get("user") else "")
-                        for s in self.stale])
-        block("Active again", [f"- `{n}`" for n in self.reactivated])
-        block("Needs approval (user-written)",
-              [f"- `{a['name']}`: {a['action']} — {a['reason']}" + (f" (pending `{a['pending_id']}`)"
-                                                                   if a.get("pending_id") else "")
-               for a in self.needs_approval])
-        block("Flagged for review", [f"- `{f['name']}` — {f['bad']} of the last {f['uses']} uses ended in an error "
-                                     f"or a correction" for f in self.flagged])
-        block("Merged" if not self.dry_run else "Would merge",
-              [f"- {', '.join('`' + s + '`' for s in m['sources'])} → `{m['into']}`"
-               + (f" ({m['restored_pitfalls']} pitfall(s) restored)" if m.get("restored_pitfalls") else "")
-               for m in self.merges])
-        block("Skipped", [f"- {s['what']}: {s['reason']}" for s in self.skipped])
-        block("Unreadable skills", [f"- {path}: {why}" for path, why in sorted(self.problems.items())])
-        return "\n".join(out) + "\n"
-
-
 def _days(seconds: float) -> int:
     return int(seconds // 86400)
 
@@ -160,12 +89,16 @@ def parse_json_object(text: str) -> dict[str, Any]:
 
 
 class Curator:
-    def __init__(self, library: FileSkillLibrary, usage: UsageLog | None = None, provider: Provider | None = None,
+    """One bot's curator. It works on the ungated library: its own changes are housekeeping the admin asked
+    for, and the ones that need a person's consent (user-written skills) go to the approval queue itself."""
+
+    def __init__(self, library: FileSkillLibrary | GatedLibrary, usage: UsageLog | None = None,
+                 provider: Provider | None = None,
                  *, stale_days: int = 14, archive_days: int = 30, llm_pass: bool = True,
                  clock: Callable[[], datetime] = utcnow, keep_backups: int = 5, review_window: int = 10,
                  review_min_uses: int = 3, max_merges: int = 5, pending: PendingQueue | None = None,
                  bot: str = "") -> None:
-        self.library: FileSkillLibrary = getattr(library, "inner", library)  # never through the approval gate
+        self.library = library.inner if isinstance(library, GatedLibrary) else library
         self.root = Path(self.library.root)
         self.usage = usage or UsageLog.for_library(self.root)
         self.provider = provider
@@ -212,14 +145,14 @@ class Curator:
 
     def _now(self) -> datetime:
         now = self.clock()
-        return now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+        return now if now.tzinfo else now.replace(tzinfo=UTC)
 
     def _stamp(self) -> str:
         return self._now().isoformat(timespec="seconds")
 
     # ------------------------------------------------------------------ deterministic pass
     def _idle_seconds(self, skill: Skill, usage: SkillUsage, now: datetime) -> float:
-        last = datetime.fromtimestamp(skill.updated_at, timezone.utc) if skill.updated_at else None
+        last = datetime.fromtimestamp(skill.updated_at, UTC) if skill.updated_at else None
         used = usage.last_used_at
         if used and (last is None or used > last):
             last = used
@@ -393,32 +326,10 @@ class Curator:
 
     # ------------------------------------------------------------------ reports
     def _save(self, report: CuratorReport) -> None:
-        folder = self.root / REPORT_DIR
-        folder.mkdir(parents=True, exist_ok=True)
-        seq = 1 + max((int(p.name.split("-", 1)[0]) for p in folder.glob("*.json")
-                       if p.name.split("-", 1)[0].isdigit()), default=0)
-        stem = f"{seq:06d}-{self._now().strftime('%Y%m%dT%H%M%SZ')}"
-        report.files = {"json": f"{REPORT_DIR}/{stem}.json", "markdown": f"{REPORT_DIR}/{stem}.md"}
-        atomic_write_text(folder / f"{stem}.md", report.to_markdown())
-        atomic_write_text(folder / f"{stem}.json", json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
-        jsons = sorted(folder.glob("*.json"))
-        for old in jsons[:-KEEP_REPORTS]:
-            old.unlink(missing_ok=True)
-            old.with_suffix(".md").unlink(missing_ok=True)
+        save_report(self.root, report, self._now())
 
     def latest_report(self) -> CuratorReport | None:
         return latest_report(self.root)
 
 
-def latest_report(library_root: Path | str) -> CuratorReport | None:
-    folder = Path(library_root) / REPORT_DIR
-    reports = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    for path in reversed(reports):
-        try:
-            return CuratorReport.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, TypeError) as exc:
-            log.warning("unreadable curator report %s: %s", path, exc)
-    return None
-
-
-__all__ = ["Curator", "CuratorReport", "latest_report", "parse_json_object"]
+__all__ = ["CURATOR_SYSTEM", "KEEP_REPORTS", "Curator", "CuratorReport", "latest_report", "parse_json_object"]

@@ -1,25 +1,37 @@
 """The "skills" toolset, with Hermes Agent's names and argument shapes: skill_view, skills_list, skill_manage.
 
-Tools find the library through `ctx.services["skills"]`: either a `SkillLibrary` or an object with
-`library_for(bot)` (the `SkillsFeature`, which serves one library per bot profile).
-Docstrings are the schemas the model pays for on every request: keep them short.
+Tools find the library through `ctx.services["skills"]`: a `SkillLibraries` (the `SkillsFeature`, which
+serves one library per bot profile) or a single `SkillLibrary` (one bot, tests). Both are declared
+Protocols, so a service that fits neither is reported as "not enabled" instead of failing mid-call.
+Tool docstrings are the schemas the model pays for on every request: keep them short.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from hermes_engine.skills.library import ACTIONS, SkillChange, SkillLibrary
+from hermes_engine.skills.contract import ACTIONS, SkillChange, SkillLibrary
 from hermes_engine.skills.model import SkillError
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
 
 
+@runtime_checkable
+class SkillLibraries(Protocol):
+    """What the tools need from a skills service that serves several bots: the library of one bot.
+
+    The tools own this contract; the skills feature implements it."""
+
+    def library_for(self, bot: str | None = None) -> SkillLibrary:
+        """The library `bot`'s agent reads and writes (possibly behind an approval gate)."""
+
+
 def library_of(ctx: ToolContext) -> SkillLibrary:
-    service = ctx.services.get("skills")
-    if service is None:
-        raise SkillError("Skills are not enabled for this bot.")
-    resolve = getattr(service, "library_for", None)
-    return resolve(ctx.bot) if callable(resolve) else service
+    service: object = ctx.services.get("skills")
+    if isinstance(service, SkillLibraries):
+        return service.library_for(ctx.bot)
+    if isinstance(service, SkillLibrary):
+        return service
+    raise SkillError("Skills are not enabled for this bot.")
 
 
 @tool(toolset="skills")
@@ -107,4 +119,4 @@ async def skill_manage(
 
 TOOLS: list[Tool] = [skill_view, skills_list, skill_manage]
 
-__all__ = ["TOOLS", "library_of", "skill_manage", "skill_view", "skills_list"]
+__all__ = ["TOOLS", "SkillLibraries", "library_of", "skill_manage", "skill_view", "skills_list"]

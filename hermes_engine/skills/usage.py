@@ -1,4 +1,4 @@
-"""Per-skill usage, kept in `<library>/.usage.json` (atomic writes, one writer at a time).
+"""Per-skill usage, kept in `<library>/.usage.json` (atomic writes, one writer at a time across processes).
 
 For each skill: how often it was viewed, in how many turns, how those turns ended (ok / error / the
 person corrected the agent next), when it was last used, and the curator's status (active / stale).
@@ -9,18 +9,15 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
-from hermes_engine.skills.library import USAGE_FILE, atomic_write_text
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+from hermes_engine.atomic import atomic_write_text
+from hermes_engine.filelock import FileLock
+from hermes_engine.skills.contract import USAGE_FILE
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +25,13 @@ RECENT = 20  # outcomes kept per skill
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _iso(at: datetime) -> str:
     if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
-    return at.astimezone(timezone.utc).isoformat(timespec="seconds")
+        at = at.replace(tzinfo=UTC)
+    return at.astimezone(UTC).isoformat(timespec="seconds")
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -44,7 +41,7 @@ def parse_time(value: str | None) -> datetime | None:
         at = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -59,7 +56,7 @@ class SkillUsage:
     recent: list[dict[str, Any]] = field(default_factory=list)  # [{"at": iso, "outcome": ok|error|correction}]
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SkillUsage":
+    def from_dict(cls, data: dict[str, Any]) -> SkillUsage:
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         return cls(**known)
 
@@ -74,12 +71,15 @@ class SkillUsage:
 
 
 class UsageLog:
+    """One library's usage file. Turns (gateway) and curator runs (CLI or scheduler) update it concurrently,
+    so every update is a read-modify-write under a lock on `<file>.lock`."""
+
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
+        self._lock = FileLock(self.path.with_name(self.path.name + ".lock"))
 
     @classmethod
-    def for_library(cls, root: Path | str) -> "UsageLog":
+    def for_library(cls, root: Path | str) -> UsageLog:
         return cls(Path(root) / USAGE_FILE)
 
     # ------------------------------------------------------------------ io
@@ -97,20 +97,10 @@ class UsageLog:
 
     @contextlib.contextmanager
     def _update(self) -> Iterator[dict[str, Any]]:
-        with self._lock:
-            fh = None
-            if fcntl is not None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fh = open(self.path.with_name(self.path.name + ".lock"), "a+")
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            try:
-                data = self._read()
-                yield data
-                atomic_write_text(self.path, json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True))
-            finally:
-                if fh is not None:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-                    fh.close()
+        with self._lock.hold():
+            data = self._read()
+            yield data
+            atomic_write_text(self.path, json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True))
 
     @staticmethod
     def _entry(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -163,7 +153,8 @@ class UsageLog:
                 if entry["recent"] and entry["recent"][-1].get("outcome") == "ok":
                     entry["recent"][-1]["outcome"] = "correction"
                 else:
-                    entry["recent"] = (entry["recent"] + [{"at": _iso(at or utcnow()), "outcome": "correction"}])[-RECENT:]
+                    corrected = {"at": _iso(at or utcnow()), "outcome": "correction"}
+                    entry["recent"] = (entry["recent"] + [corrected])[-RECENT:]
 
     def set_status(self, name: str, status: str, at: datetime | None = None) -> None:
         with self._update() as data:

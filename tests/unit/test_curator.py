@@ -13,8 +13,10 @@ import pytest
 
 from hermes_engine.errors import ProviderError
 from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse, Provider, StreamEvent, TextDelta
+from hermes_engine.skills.approvals import PendingQueue
+from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.curator import Curator, latest_report
-from hermes_engine.skills.library import FileSkillLibrary, PendingQueue, SkillChange
+from hermes_engine.skills.files import FileSkillLibrary
 from hermes_engine.skills.usage import UsageLog
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)

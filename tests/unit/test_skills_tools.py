@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from hermes_engine.ports.conversation import ToolCall
-from hermes_engine.skills.library import FileSkillLibrary, GatedLibrary, PendingQueue, SkillChange
+from hermes_engine.skills.approvals import GatedLibrary, PendingQueue
+from hermes_engine.skills.contract import SkillChange
+from hermes_engine.skills.files import FileSkillLibrary
 from hermes_engine.skills.model import MAX_SKILL_BYTES, parse_skill
 from hermes_engine.skills.tools import TOOLS
 from hermes_engine.tools.registry import ToolContext, ToolRegistry, ToolResult
@@ -271,7 +273,8 @@ def test_parse_skill_reads_sections_and_fields():
 
 def _patch_lines(root: str, numbers: list[int]) -> list[str]:
     """Child process: patch some lines of the shared skill."""
-    from hermes_engine.skills.library import FileSkillLibrary, SkillChange
+    from hermes_engine.skills.contract import SkillChange
+    from hermes_engine.skills.files import FileSkillLibrary
     from hermes_engine.skills.model import SkillError
 
     lib = FileSkillLibrary(root)

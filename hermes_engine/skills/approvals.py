@@ -1,0 +1,159 @@
+"""The approval queue: agent writes that wait for an admin, for bots shared by people who do not trust each other.
+
+A queued change is validated and scanned when the agent asks (so the agent learns at once about a bad
+write, and the queue never holds one), and applied only when an admin approves it. Each waiting change is
+one JSON file under `<library>/.pending/`, so the gateway and the CLI see one queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hermes_engine.atomic import atomic_write_text
+from hermes_engine.skills.contract import PENDING_DIR, ChangeResult, SkillChange, SkillLibrary
+from hermes_engine.skills.files import FileSkillLibrary
+from hermes_engine.skills.model import Skill, SkillError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PendingChange:
+    """A waiting change with who asked for it: the admin judges the request, the approval applies it as its author."""
+
+    id: str
+    change: SkillChange
+    author: str
+    requested_by: dict[str, Any]
+    created_at: str
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "change": self.change.to_dict(), "author": self.author,
+                "requested_by": self.requested_by, "created_at": self.created_at, "note": self.note}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PendingChange:
+        return cls(id=data["id"], change=SkillChange.from_dict(data["change"]), author=data.get("author", "agent"),
+                   requested_by=dict(data.get("requested_by") or {}), created_at=data.get("created_at", ""),
+                   note=data.get("note", ""))
+
+    def describe(self) -> str:
+        who = self.requested_by.get("by") or self.requested_by.get("session_key") or self.author
+        extra = f" — {self.note}" if self.note else ""
+        return f"`{self.id}` {self.change.summary()} (from {who}, {self.created_at[:16]}){extra}"
+
+
+class PendingQueue:
+    """Writes waiting for an admin: one JSON file per change under `<library>/.pending/`."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.dir = Path(root) / PENDING_DIR
+
+    def submit(self, change: SkillChange, *, author: str = "agent", requested_by: dict[str, Any] | None = None,
+               note: str = "") -> PendingChange:
+        entry = PendingChange(id="p-" + secrets.token_hex(3), change=change, author=author,
+                              requested_by=dict(requested_by or {}),
+                              created_at=datetime.now(UTC).isoformat(timespec="seconds"), note=note)
+        atomic_write_text(self.dir / f"{entry.id}.json", json.dumps(entry.to_dict(), ensure_ascii=False, indent=1))
+        return entry
+
+    def list(self) -> list[PendingChange]:
+        if not self.dir.is_dir():
+            return []
+        entries = []
+        for path in self.dir.glob("p-*.json"):
+            try:
+                entries.append(PendingChange.from_dict(json.loads(path.read_text(encoding="utf-8"))))
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("unreadable pending change %s: %s", path, exc)
+        return sorted(entries, key=lambda e: (e.created_at, e.id))
+
+    def get(self, pending_id: str) -> PendingChange | None:
+        if not pending_id or not pending_id.startswith("p-") or not pending_id[2:].isalnum():
+            return None
+        path = self.dir / f"{pending_id}.json"
+        if not path.is_file():
+            return None
+        return PendingChange.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+    def find(self, action: str, name: str) -> PendingChange | None:
+        return next((e for e in self.list() if e.change.action == action and e.change.name == name), None)
+
+    def remove(self, pending_id: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.dir / f"{pending_id}.json").unlink()
+
+    async def approve(self, pending_id: str, library: SkillLibrary) -> ChangeResult:
+        entry = self.get(pending_id)
+        if entry is None:
+            raise SkillError(f"No pending change {pending_id!r}.")
+        result = await library.apply(entry.change, author=entry.author)
+        self.remove(pending_id)
+        return result
+
+    def reject(self, pending_id: str) -> PendingChange:
+        entry = self.get(pending_id)
+        if entry is None:
+            raise SkillError(f"No pending change {pending_id!r}.")
+        self.remove(pending_id)
+        return entry
+
+
+class GatedLibrary:
+    """A `SkillLibrary` whose agent writes wait for an admin: validated and scanned now, applied on approval.
+
+    Only `apply` differs from the library it wraps; everything else in the contract goes straight through.
+    Code that needs more than the contract (the curator, the CLI) works on `inner`, the ungated library.
+    """
+
+    def __init__(self, inner: FileSkillLibrary, queue: PendingQueue | None = None) -> None:
+        self.inner = inner
+        self.queue = queue or PendingQueue(inner.root)
+
+    def __repr__(self) -> str:
+        return f"GatedLibrary({self.inner!r})"
+
+    @property
+    def root(self) -> Path:
+        """The folder of the wrapped library (and of its queue)."""
+        return self.inner.root
+
+    async def list_skills(self, category: str | None = None) -> list[Skill]:
+        return await self.inner.list_skills(category)
+
+    async def get(self, name: str) -> Skill | None:
+        return await self.inner.get(name)
+
+    async def read_file(self, name: str, file_path: str) -> str:
+        return await self.inner.read_file(name, file_path)
+
+    async def revision(self) -> str:
+        return await self.inner.revision()
+
+    async def check(self, change: SkillChange, *, author: str = "agent") -> ChangeResult:
+        return await self.inner.check(change, author=author)
+
+    async def apply(self, change: SkillChange, *, author: str = "agent",
+                    requested_by: dict[str, Any] | None = None) -> ChangeResult:
+        checked = await self.inner.check(change, author=author)
+        entry = self.queue.submit(change, author=author, requested_by=requested_by)
+        return ChangeResult(change.action, change.name,
+                            f"Queued for admin approval as {entry.id} ({change.summary()}); it takes effect "
+                            f"once an admin approves it. Do not retry.", checked.warnings, pending_id=entry.id)
+
+    async def archive(self, name: str) -> str:
+        return await self.inner.archive(name)
+
+    async def backup(self, keep: int = 5) -> str | None:
+        return await self.inner.backup(keep)
+
+
+__all__ = ["GatedLibrary", "PendingChange", "PendingQueue"]
