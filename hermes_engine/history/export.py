@@ -14,69 +14,27 @@ One line per session, in the OpenAI chat format:
      "compactions": [{"id": 3, "first_message_id": 5, "last_message_id": 40, "summary": "...", ...}]}
 
 The messages are the stored ones — all of them, whatever compression did to the live context; the
-summaries come along under "compactions". Secrets and tokens are redacted everywhere (`redact`). Session
-keys (which hold platform chat and user ids) are left out. With `person_id`, sessions that person took part
-in are exported, and what other people said in them is replaced by a placeholder.
+summaries come along under "compactions". Secrets and tokens are redacted everywhere (`redact` from
+`hermes_engine.policy.secrets`: the shapes the security scan refuses). Session keys (which hold platform chat
+and user ids) are left out. With `person_id`, sessions that person took part in are exported, and what other
+people said in them is replaced by a placeholder.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from hermes_engine.policy.secrets import REDACTED, redact
 from hermes_engine.ports.conversation import Message
 from hermes_engine.ports.storage import Store, StoredMessage
 
-REDACTED = "[REDACTED]"
+__all__ = ["OTHER_PERSON", "REDACTED", "ExportStats", "export_trajectories", "openai_message", "parse_since", "redact",
+           "trajectory"]
+
 OTHER_PERSON = "[message from another participant omitted]"
-
-# Secret shapes (a small, export-only set; `hermes_engine.policy.security` keeps its scanner patterns private).
-_SECRET_PATTERNS = [
-    r"-----BEGIN[A-Z ]{0,30}PRIVATE KEY-----.*?-----END[A-Z ]{0,30}PRIVATE KEY-----",  # PEM blocks
-    r"\bsk-(?:proj-|ant-(?:api\d\d-)?|live-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}",  # OpenAI / Anthropic
-    r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
-    r"\bxox[abposre]-[A-Za-z0-9-]{10,}",  # Slack tokens
-    r"\bxapp-\d-[A-Za-z0-9-]{10,}",  # Slack app token
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key id
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub
-    r"\bgithub_pat_[A-Za-z0-9_]{22,}",
-    r"\bglpat-[A-Za-z0-9_-]{20,}",  # GitLab
-    r"\bAIza[0-9A-Za-z_-]{35}\b",  # Google API key
-    r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b",  # Telegram bot token
-    r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",  # JWT
-    r"(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{16,}",  # Authorization headers
-    r"(?i)\b(?:api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|password|passwd|client[_-]?secret)"
-    r"(\s*[=:]\s*[\"']?)[^\s\"',;]{8,}",  # key=value assignments (the name stays)
-    r"\b[0-9a-fA-F]{32,}\b",  # long hex (API keys, session tokens)
-]
-_SECRETS = [re.compile(p, re.S) for p in _SECRET_PATTERNS]
-# Long base64-like runs; only redacted when they look random (see `_random`), so paths and slugs survive.
-_TOKEN_LIKE = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{40,}={0,2}")
-
-
-def _replace(match: re.Match[str]) -> str:
-    if match.re.groups:  # an assignment: keep the name and the separator
-        return match.group(0)[: match.start(1) - match.start(0)] + match.group(1) + REDACTED
-    return REDACTED
-
-
-def _random(token: str) -> bool:
-    """Mixed case with digits and few separators: a key, not a path, slug or word."""
-    return (any(c.isdigit() for c in token) and any(c.islower() for c in token)
-            and any(c.isupper() for c in token) and token.count("/") <= 2
-            and token.count("-") + token.count("_") <= len(token) // 8)
-
-
-def redact(text: str) -> str:
-    """`text` with every secret-looking token replaced by [REDACTED]."""
-    if not text:
-        return text
-    for pattern in _SECRETS:
-        text = pattern.sub(_replace, text)
-    return _TOKEN_LIKE.sub(lambda m: REDACTED if _random(m.group(0)) else m.group(0), text)
 
 
 def openai_message(message: Message) -> dict[str, Any]:
@@ -102,7 +60,7 @@ def parse_since(text: str | None) -> datetime | None:
     if not text:
         return None
     value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def trajectory(session: Any, stored: list[StoredMessage], compactions: list[Any], *,
@@ -140,7 +98,7 @@ def trajectory(session: Any, stored: list[StoredMessage], compactions: list[Any]
     }
 
 
-async def export_trajectories(store: "Store", out: TextIO, *, since: datetime | None = None,
+async def export_trajectories(store: Store, out: TextIO, *, since: datetime | None = None,
                               person_id: int | None = None) -> ExportStats:
     """Write one JSON line per session with a message at or after `since` (and, with `person_id`, in which
     that person took part)."""

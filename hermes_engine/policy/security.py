@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
+
+from hermes_engine.policy.secrets import find_secrets, mask
 
 __all__ = ["Finding", "scan_text", "BlockedContent", "explain", "INVISIBLE_RANGES", "RULES"]
 
@@ -147,25 +149,7 @@ _EXFIL_SHELL: list[str] = [
     rf"\bcat\s+{_SECRET_FILE}[^\n|]{{0,100}}\|\s*(?:[\w-]+\s*\|\s*)?{_NET_TOOL}",
 ]
 
-# --- secrets in clear ----------------------------------------------------------------------------------
-
-_SECRETS: list[str] = [
-    r"\bsk-(?:proj-|ant-(?:api\d\d-)?|live-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",  # OpenAI / Anthropic
-    r"\b[rs]k_live_[A-Za-z0-9]{16,}",  # Stripe
-    r"\bxox[abposre]-[A-Za-z0-9-]{10,}",  # Slack
-    r"\bxapp-\d-[A-Za-z0-9-]{10,}",  # Slack app token
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key id
-    r"-----BEGIN[A-Z ]{0,30}PRIVATE KEY(?: BLOCK)?-----",  # PEM / OpenSSH / PGP
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub
-    r"\bgithub_pat_[A-Za-z0-9_]{22,}",
-    r"\bglpat-[A-Za-z0-9_-]{20,}",  # GitLab
-    r"\bAIza[0-9A-Za-z_-]{35}\b",  # Google API key
-    r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b",  # Telegram bot token
-    r"\b[MNO][A-Za-z\d_-]{23,25}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,}\b",  # Discord bot token
-    r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",  # JWT
-    r"\b(?:api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|password|passwd|client[_-]?secret)"
-    r"\s*[=:]\s*[\"']?(?=[A-Za-z0-9+/_=]*\d)(?=[A-Za-z0-9+/_=]*[A-Za-z])[A-Za-z0-9+/_=]{20,}",
-]
+# Secrets in clear: `hermes_engine.policy.secrets.find_secrets`, the very spans its `redact` replaces.
 
 # --- destructive shell (skills only) -------------------------------------------------------------------
 
@@ -198,8 +182,6 @@ def _compile(rules: list[tuple[str, str]]) -> list[tuple[str, re.Pattern[str]]]:
 _COMPILED: dict[str, list[tuple[str, re.Pattern[str]]]] = {
     "injection": _compile(_INJECTION),
     "exfil": _compile([("exfiltration", p) for p in _EXFIL_PROSE + _EXFIL_SHELL]),
-    # Secret shapes are case-sensitive (AKIA…, -----BEGIN…); only the assignment form is not.
-    "secret": [("secret", re.compile(p, re.M if i < len(_SECRETS) - 1 else _FLAGS)) for i, p in enumerate(_SECRETS)],
     "destructive": _compile(_DESTRUCTIVE),
 }
 
@@ -229,11 +211,6 @@ def _excerpt(text: str) -> str:
     return text if len(text) <= _EXCERPT_CHARS else text[: _EXCERPT_CHARS - 1] + "…"
 
 
-def _redact(secret: str) -> str:
-    secret = secret.strip()
-    return f"{secret[:4]}…(redacted, {len(secret)} chars)"
-
-
 def _codepoints(chars: str) -> str:
     seen = sorted({ord(c) for c in chars})
     listed = ", ".join(f"U+{c:04X}" for c in seen[:5])
@@ -261,16 +238,22 @@ def scan_text(text: str, *, kind: str = "memory") -> list[Finding]:
     # NFKC applied (full-width "ｉｇｎｏｒｅ" → "ignore").
     folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
 
-    groups = ["injection", "exfil", "secret"] + (["destructive"] if kind == "skill" else [])
+    # Secrets are found once; they become findings of their own and are masked in every other excerpt.
+    found = find_secrets(folded)
+
+    def excerpt(match: re.Match[str]) -> str:
+        return _excerpt(mask(folded, found, match.start(), match.end()))
+
+    hits.extend((secret.start, Finding("secret", secret.describe())) for secret in found)
+    groups = ["injection", "exfil"] + (["destructive"] if kind == "skill" else [])
     for group in groups:
         for rule, pattern in _COMPILED[group]:
             for match in pattern.finditer(folded):
-                excerpt = _redact(match.group(0)) if rule == "secret" else _excerpt(match.group(0))
-                hits.append((match.start(), Finding(rule, excerpt)))
+                hits.append((match.start(), Finding(rule, excerpt(match))))
 
     for match in _HIDDEN_COMMENT.finditer(folded):
         if _COMMENT_INSTRUCTION.search(match.group(1)):
-            hits.append((match.start(), Finding("hidden_comment", _excerpt(match.group(0)))))
+            hits.append((match.start(), Finding("hidden_comment", excerpt(match))))
 
     hits.sort(key=lambda h: h[0])
     seen: set[Finding] = set()
@@ -279,16 +262,7 @@ def scan_text(text: str, *, kind: str = "memory") -> list[Finding]:
         if finding not in seen:
             seen.add(finding)
             findings.append(finding)
-    # A secret inside an exfiltration excerpt would leak through the excerpt: redact those excerpts too.
-    if any(f.rule == "secret" for f in findings):
-        findings = [Finding(f.rule, _redact_secrets(f.excerpt)) if f.rule != "secret" else f for f in findings]
     return findings
-
-
-def _redact_secrets(excerpt: str) -> str:
-    for _, pattern in _COMPILED["secret"]:
-        excerpt = pattern.sub(lambda m: _redact(m.group(0)), excerpt)
-    return excerpt
 
 
 def explain(findings: Iterable[Finding]) -> str:

@@ -1,7 +1,8 @@
-"""Model providers: the contract (`base`), one module per wire format, fallback (`chain`), and `factory`.
+"""Model providers: the contract (`base`), the kinds a spec may name (`registry`, with the built-ins in
+`builtin`), one module per wire format, and fallback (`chain`, whose `build_chain` turns specs into a chain).
 
 The SDK-backed classes load lazily, so code that only needs the contract (every `import ...providers.base`
-runs this file first) does not pay for importing both vendor SDKs.
+runs this file first) does not pay for importing the vendor SDKs.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_engine.providers.base import (
     Completed,
+    EventStream,
     ModelRequest,
     ModelResponse,
     Provider,
@@ -17,8 +19,18 @@ from hermes_engine.providers.base import (
     TextDelta,
     ToolSchema,
 )
-from hermes_engine.providers.chain import ProviderChain, TurnRouter
-from hermes_engine.providers.factory import make_chain, make_provider, parse_model_list, parse_model_spec
+from hermes_engine.providers.chain import ProviderChain, TurnRouter, build_chain
+from hermes_engine.providers.registry import (
+    EnvVar,
+    ProviderKind,
+    ProviderOptions,
+    check_provider,
+    known_providers,
+    make_provider,
+    parse_model_list,
+    parse_model_spec,
+    register_provider,
+)
 
 if TYPE_CHECKING:
     from hermes_engine.providers.anthropic_provider import AnthropicProvider
@@ -27,19 +39,26 @@ if TYPE_CHECKING:
 __all__ = [
     "AnthropicProvider",
     "Completed",
+    "EnvVar",
+    "EventStream",
     "ModelRequest",
     "ModelResponse",
     "OpenAIProvider",
     "Provider",
     "ProviderChain",
+    "ProviderKind",
+    "ProviderOptions",
     "StreamEvent",
     "TextDelta",
     "ToolSchema",
     "TurnRouter",
-    "make_chain",
+    "build_chain",
+    "check_provider",
+    "known_providers",
     "make_provider",
     "parse_model_list",
     "parse_model_spec",
+    "register_provider",
 ]
 
 

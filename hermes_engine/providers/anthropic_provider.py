@@ -9,13 +9,15 @@ becomes the cached prefix of the next call. That is three of the four breakpoint
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator
+from collections.abc import AsyncGenerator
+from typing import Any
 
 import anthropic
 import httpx2
 
-from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.errors import ProviderError
+from hermes_engine.policy.secrets import redact
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.providers.base import (
     Completed,
     ModelRequest,
@@ -24,7 +26,7 @@ from hermes_engine.providers.base import (
     TextDelta,
     ToolSchema,
 )
-from hermes_engine.providers.transport import redact, retry_after_seconds
+from hermes_engine.providers.transport import retry_after_seconds
 
 _CACHE = {"type": "ephemeral"}
 
@@ -76,7 +78,7 @@ class AnthropicProvider:
             params["temperature"] = request.temperature
         return params
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         params = self.build_params(request)
         state = _StreamState()
         try:
@@ -87,7 +89,7 @@ class AnthropicProvider:
                                              stream=True, stream_cls=anthropic.AsyncStream[object])
             async with events:
                 async for event in events:
-                    text = state.feed(event)
+                    text = state.feed(event if isinstance(event, dict) else {})
                     if text:
                         yield TextDelta(text)
         except (anthropic.AnthropicError, httpx2.HTTPError, httpx2.StreamError, json.JSONDecodeError) as err:
@@ -115,7 +117,7 @@ class AnthropicProvider:
         elif isinstance(err, json.JSONDecodeError):
             detail = "malformed event stream"
         kind = f"HTTP {status}" if status is not None else type(err).__name__
-        message = f"{self.spec} failed ({kind}): {redact(detail, self._api_key)}"
+        message = f"{self.spec} failed ({kind}): {redact(detail, extra=(self._api_key,))}"
         return ProviderError(message, status=status, provider=self.spec, retry_after=retry_after)
 
 
@@ -134,15 +136,17 @@ class _StreamState:
         if kind == "content_block_delta":
             delta = event.get("delta") or {}
             if delta.get("type") == "text_delta":
-                self.text.append(delta.get("text", ""))
-                return delta.get("text", "")
+                text = str(delta.get("text") or "")
+                self.text.append(text)
+                return text
             if delta.get("type") == "input_json_delta" and event.get("index") in self.tools:
                 self.tools[event["index"]]["parts"].append(delta.get("partial_json", ""))
         elif kind == "content_block_start":
             block = event.get("content_block") or {}
-            if block.get("type") == "tool_use":
-                self.tools[event.get("index")] = {"id": block.get("id", ""), "name": block.get("name", ""),
-                                                  "parts": [], "input": block.get("input")}
+            index = event.get("index")
+            if block.get("type") == "tool_use" and isinstance(index, int):
+                self.tools[index] = {"id": block.get("id", ""), "name": block.get("name", ""),
+                                     "parts": [], "input": block.get("input")}
         elif kind == "message_start":
             self._take_usage((event.get("message") or {}).get("usage") or {})
         elif kind == "message_delta":

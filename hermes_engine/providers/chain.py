@@ -5,16 +5,19 @@ error, the rest of that turn stays on the provider that worked, instead of payin
 again on every call; the next turn starts at the primary, so a short outage costs one turn, not the session.
 Fallback happens only before anything was streamed: a user who already saw half an answer must not see a
 second, different answer glued to it, so a failure after output is the agent's to handle.
+
+`build_chain` is the one way from model specs (primary first, then fallbacks) to a chain.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from typing import AsyncIterator, Sequence
 
 from hermes_engine.errors import ProviderError
-from hermes_engine.providers.base import ModelRequest, Provider, StreamEvent
+from hermes_engine.providers.base import EventStream, ModelRequest, Provider, StreamEvent
+from hermes_engine.providers.registry import check_provider, make_provider
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +41,7 @@ class TurnRouter:
     def fell_back(self) -> bool:
         return self._index > 0
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         while True:
             provider = self.current
             started = False
@@ -80,7 +83,7 @@ class ProviderChain:
         """A fresh router for a new turn: it starts at the primary again."""
         return TurnRouter(self.providers)
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> EventStream:
         """A one-off call with fallback (judge, summary): makes the chain itself usable as a Provider."""
         return self.route().stream(request)
 
@@ -90,3 +93,11 @@ class ProviderChain:
                 await provider.aclose()
             except Exception:  # closing must not stop the others from closing
                 log.exception("closing model %s failed", provider.spec)
+
+
+def build_chain(models: Sequence[str], *, max_retries: int = 3) -> ProviderChain:
+    """The chain for `models` ("provider:model" specs, primary first). Every spec and every key is checked
+    before any provider is built, so a bad fallback is a `ConfigError` now, not during an outage."""
+    for spec in models:
+        check_provider(spec)
+    return ProviderChain([make_provider(spec, max_retries=max_retries) for spec in models])

@@ -7,13 +7,15 @@ uses it rather than the newer Responses API.
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator
+from collections.abc import AsyncGenerator
+from typing import Any
 
 import httpx2
 import openai
 
-from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.errors import ConfigError, ProviderError
+from hermes_engine.policy.secrets import redact
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.providers.base import (
     Completed,
     ModelRequest,
@@ -22,7 +24,7 @@ from hermes_engine.providers.base import (
     TextDelta,
     ToolSchema,
 )
-from hermes_engine.providers.transport import redact, retry_after_seconds
+from hermes_engine.providers.transport import retry_after_seconds
 
 # Finish reasons in the Anthropic vocabulary, so the rest of the engine sees one set of words.
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -79,7 +81,7 @@ class OpenAIProvider:
             params["temperature"] = request.temperature
         return params
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         params = self.build_params(request)
         state = _StreamState()
         try:
@@ -90,7 +92,7 @@ class OpenAIProvider:
                                              stream_cls=openai.AsyncStream[object])
             async with chunks:
                 async for chunk in chunks:
-                    text = state.feed(chunk)
+                    text = state.feed(chunk if isinstance(chunk, dict) else {})
                     if text:
                         yield TextDelta(text)
         except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, json.JSONDecodeError) as err:
@@ -122,7 +124,7 @@ class OpenAIProvider:
         elif isinstance(err, json.JSONDecodeError):
             detail = "malformed event stream"
         kind = f"HTTP {status}" if status is not None else type(err).__name__
-        message = f"{self.spec} failed ({kind}): {redact(detail, self._api_key)}"
+        message = f"{self.spec} failed ({kind}): {redact(detail, extra=(self._api_key,))}"
         return ProviderError(message, status=status, provider=self.spec, retry_after=retry_after)
 
 
@@ -239,11 +241,12 @@ def _image(image: Any) -> dict[str, Any]:
 
 def _body_message(body: object) -> str:
     if isinstance(body, dict):
-        if isinstance(body.get("message"), str):
-            return body["message"]
+        message = body.get("message")
+        if isinstance(message, str):
+            return message
         error = body.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
+            return str(error["message"])
     return ""
 
 

@@ -1,12 +1,9 @@
-"""What both SDK-backed providers need when a call fails: the wait the server asked for, and error text
-with no trace of the API key."""
+"""What both SDK-backed providers need when a call fails: the wait the server asked for. (Error text loses
+its secrets through `hermes_engine.policy.secrets.redact`, with the provider's key as a known value.)"""
 
 from __future__ import annotations
 
-import re
 from typing import Any
-
-_KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-*]{8,}")
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -20,9 +17,3 @@ def retry_after_seconds(headers: Any) -> float | None:
                 continue
     return None
 
-
-def redact(text: str, api_key: str | None) -> str:
-    """Error bodies sometimes echo the key (or a prefix of it); none of it goes into messages or logs."""
-    if api_key and len(api_key) >= 6:
-        text = text.replace(api_key, "***")
-    return _KEY_PATTERN.sub("sk-***", text)

@@ -34,7 +34,7 @@ def _provider(bot: str | None, no_llm: bool):  # type: ignore[no-untyped-def]
     if no_llm:
         return None
     from hermes_engine.config import load_profile
-    from hermes_engine.providers.factory import make_provider
+    from hermes_engine.providers.registry import make_provider
 
     try:
         try:

@@ -24,11 +24,11 @@ def diagnose(bot: str | None) -> Iterator[tuple[bool, str]]:
         return
     yield True, f"bot profile '{profile.name}' loaded"
     yield True, f"data folder {settings.home}"
-    from hermes_engine.providers.factory import make_provider
+    from hermes_engine.providers.registry import check_provider
 
     for spec in profile.models(settings):
         try:
-            make_provider(spec)
+            check_provider(spec)
             yield True, f"model {spec} configured"
         except HermesError as exc:
             yield False, str(exc)

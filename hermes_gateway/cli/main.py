@@ -37,9 +37,13 @@ def _fail(exc: Exception) -> None:
 
 
 def _setup_logging(level: str, to_stderr: bool = True) -> None:
+    """Log lines to stderr (or stdout), with secrets (tokens, keys, passwords) redacted from every record."""
+    from hermes_engine.policy.secrets import install_log_redaction
+
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr if to_stderr else sys.stdout)
+    install_log_redaction()
 
 
 @app.command()

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hermes_gateway.cli.main import app
 from hermes_engine.config import load_settings
-from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.history.export import REDACTED, redact
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
+from hermes_gateway.cli.main import app
 from storage.search import record_compaction
 from storage.store import SqlStore
 

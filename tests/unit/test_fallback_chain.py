@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from fakes.fake_llm import FakeLLM, RecordedRequest, Reply
 
+from hermes_engine.errors import ConfigError, ProviderError
 from hermes_engine.ports.conversation import Message
-from hermes_engine.errors import ProviderError
 from hermes_engine.providers import (
     AnthropicProvider,
     Completed,
@@ -17,8 +17,12 @@ from hermes_engine.providers import (
     OpenAIProvider,
     Provider,
     ProviderChain,
+    ProviderOptions,
     TextDelta,
+    build_chain,
+    register_provider,
 )
+from hermes_engine.providers.registry import REGISTRY
 
 REQUEST = ModelRequest(system="You are Hermes.", messages=(Message("user", "hi"),))
 
@@ -131,3 +135,51 @@ def test_router_and_chain_satisfy_the_provider_protocol(chain: ProviderChain) ->
 def test_chain_needs_at_least_one_provider() -> None:
     with pytest.raises(ValueError):
         ProviderChain([])
+
+
+# -- build_chain: the one way from specs to a chain -------------------------------------------------------
+
+
+async def test_build_chain_puts_the_primary_first_and_serves_from_the_environment(
+        fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake_llm.anthropic_base_url,
+                        "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": fake_llm.openai_base_url}.items():
+        monkeypatch.setenv(name, value)
+    fake_llm.responder = primary_down(503)
+
+    chain = build_chain(["anthropic:claude-test", "openai:gpt-test"], max_retries=0)
+    try:
+        assert [p.spec for p in chain.providers] == ["anthropic:claude-test", "openai:gpt-test"]
+        assert await text_of(chain.route()) == "fallback here"
+    finally:
+        await chain.aclose()
+
+
+@pytest.fixture
+def counted_builds() -> Iterator[list[str]]:
+    """A registered kind that records every provider it builds."""
+    built: list[str] = []
+
+    def factory(model: str, options: ProviderOptions) -> Provider:
+        built.append(model)
+        return OpenAIProvider(model, api_key="k", base_url="http://127.0.0.1:9/v1", max_retries=options.max_retries)
+
+    register_provider("counted", factory)
+    yield built
+    REGISTRY.unregister("counted")
+
+
+@pytest.mark.parametrize(("fallback", "sentence"), [
+    ("openai:gpt-4.1", "^OPENAI_API_KEY is not set"),
+    ("gemini:pro", "^Model provider 'gemini' in 'gemini:pro' is unknown; use one of "),
+    ("gpt-4.1", "is not of the form provider:model"),
+])
+def test_build_chain_checks_every_spec_and_key_before_building_any(
+        counted_builds: list[str], monkeypatch: pytest.MonkeyPatch, fallback: str, sentence: str) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    with pytest.raises(ConfigError, match=sentence):
+        build_chain(["counted:primary", fallback])
+
+    assert counted_builds == []
+

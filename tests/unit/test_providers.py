@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from fakes.fake_llm import FakeLLM, Reply
 
-from hermes_engine.ports.conversation import ImagePart, Message, ToolCall, Usage
 from hermes_engine.errors import ConfigError, ProviderError
+from hermes_engine.ports.conversation import ImagePart, Message, ToolCall, Usage
 from hermes_engine.providers import (
     AnthropicProvider,
     Completed,
@@ -17,11 +21,17 @@ from hermes_engine.providers import (
     ModelResponse,
     OpenAIProvider,
     Provider,
+    ProviderKind,
+    ProviderOptions,
+    StreamEvent,
     TextDelta,
     ToolSchema,
+    known_providers,
     make_provider,
     parse_model_spec,
+    register_provider,
 )
+from hermes_engine.providers.registry import ENTRY_POINT_GROUP, REGISTRY, ProviderRegistry
 
 API_KEY = "sk-test-0123456789abcdef"
 PROVIDER_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
@@ -295,6 +305,16 @@ async def test_api_key_echoed_by_the_server_never_reaches_the_error_message(prov
     assert API_KEY[:12] not in str(caught.value)
 
 
+async def test_other_secrets_in_error_text_are_redacted_too(provider: Provider, fake_llm: FakeLLM) -> None:
+    token = "xoxb-123456789012-abcdefghijkl"
+    fake_llm.script(Reply(error=400, error_message=f"bad request: header Authorization: Bearer {token}"))
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, ask())
+
+    assert token not in str(caught.value) and "[REDACTED]" in str(caught.value)
+
+
 # -- configuration ---------------------------------------------------------------------------------------
 
 
@@ -309,6 +329,14 @@ def test_missing_api_key_is_a_config_error_naming_the_variable(spec: str, variab
 def test_bad_model_spec_is_a_config_error(spec: str) -> None:
     with pytest.raises(ConfigError):
         parse_model_spec(spec)
+
+
+def test_unknown_provider_is_one_sentence_listing_the_known_kinds() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_model_spec("gemini:pro")
+
+    assert str(caught.value) == ("Model provider 'gemini' in 'gemini:pro' is unknown; use one of anthropic, openai, "
+                                 "openai-compatible.")
 
 
 def test_model_spec_splits_at_the_first_colon_only() -> None:
@@ -381,3 +409,104 @@ async def test_error_event_inside_a_stream_becomes_provider_error_with_its_statu
     assert "".join(deltas) == "Half an"
     assert caught.value.status is not None and caught.value.status >= 500  # openai's kind has no 529
     assert caught.value.fallback_eligible and "Overloaded" in str(caught.value)
+
+
+# -- the registry: kinds come from entry points, load on use ---------------------------------------------
+
+BUILTIN_KINDS = {"anthropic", "openai", "openai-compatible"}
+
+
+def test_builtin_kinds_are_declared_as_entry_points() -> None:
+    from importlib.metadata import entry_points
+
+    declared = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    assert set(declared) >= BUILTIN_KINDS
+    for name in BUILTIN_KINDS:
+        kind = declared[name].load()
+        assert isinstance(kind, ProviderKind) and kind.name == name
+
+
+def test_specs_are_checked_without_importing_any_sdk() -> None:
+    """Validating HERMES_MODEL and its key (start-up, doctor) costs no vendor SDK import."""
+    code = ("import os, sys; os.environ['ANTHROPIC_API_KEY'] = 'k'; "
+            "from hermes_engine.providers import check_provider, parse_model_spec; "
+            "parse_model_spec('openai:gpt-4.1'); check_provider('anthropic:claude-sonnet-4-5'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('anthropic', 'openai')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            env={k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+class _Echo:
+    """A provider of a kind this project does not ship."""
+
+    def __init__(self, spec: str, options: ProviderOptions) -> None:
+        self.spec = spec
+        self.options = options
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+        text = request.messages[-1].content
+        yield TextDelta(text)
+        yield Completed(ModelResponse(text=text, model=self.spec))
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _echo_factory(model: str, options: ProviderOptions) -> Provider:
+    return _Echo(f"echo:{model}", options)
+
+
+@pytest.fixture
+def echo_kind() -> Iterator[None]:
+    register_provider("echo", _echo_factory, env=["ECHO_TOKEN"])
+    yield
+    REGISTRY.unregister("echo")
+
+
+def test_a_registered_kind_is_listed_checked_and_built(echo_kind: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "echo" in known_providers()
+    with pytest.raises(ConfigError, match="^ECHO_TOKEN is not set: export it or choose another model"):
+        make_provider("echo:loud")
+
+    monkeypatch.setenv("ECHO_TOKEN", "t")
+    provider = make_provider("echo:loud", max_retries=7)
+
+    assert provider.spec == "echo:loud" and isinstance(provider, Provider)
+    assert isinstance(provider, _Echo) and provider.options.max_retries == 7
+    with pytest.raises(ValueError, match="already registered"):
+        register_provider("echo", _echo_factory)
+    with pytest.raises(ValueError, match="already registered"):
+        register_provider("anthropic", _echo_factory)
+
+
+def _write_plugin(root: Path, module: str, body: str, entry_points: str) -> None:
+    """An installed distribution as importlib.metadata sees it: a module and a dist-info with entry points."""
+    (root / f"{module}.py").write_text(body)
+    info = root / f"{module}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{entry_points}\n")
+
+
+def test_an_installed_package_adds_a_kind_by_entry_point_loaded_only_when_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write_plugin(tmp_path, "hermes_echo_plugin", (
+        "from hermes_engine.providers.registry import ProviderKind\n"
+        "KIND = ProviderKind('echo', lambda model, options: None, env=['ECHO_BASE_URL'])\n"),
+        "echo = hermes_echo_plugin:KIND\nbroken = hermes_no_such_module:KIND")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = ProviderRegistry()
+
+    assert BUILTIN_KINDS | {"echo", "broken"} <= set(registry.names())
+    assert registry.parse("echo:llama3") == ("echo", "llama3")
+    assert "hermes_echo_plugin" not in sys.modules  # listed and validated by name alone
+
+    with pytest.raises(ConfigError, match="^ECHO_BASE_URL is not set"):
+        registry.check("echo:llama3")
+    assert "hermes_echo_plugin" in sys.modules
+    with pytest.raises(ConfigError, match="^Model provider 'broken' .* could not be loaded"):
+        registry.build("broken:x")
+    sys.modules.pop("hermes_echo_plugin", None)
+

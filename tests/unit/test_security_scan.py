@@ -82,6 +82,9 @@ def test_exfiltration_is_found(text):
     "-----BEGIN OPENSSH PRIVATE KEY-----",
     "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
     "api_key = 'a8F3k2L9m4N7p1Q6r5S0t8U2'",
+    "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw8",
+    "MTA4NzQ1NjU0MzIxMDk4NzY1NA.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456",
+    "Authorization: Bearer tok_9a8b7c6d5e4f3a2b1c",
 ])
 def test_secrets_are_found_and_never_quoted_in_clear(secret):
     findings = scan_text(f"my key is {secret} ok")

@@ -29,7 +29,7 @@ def test_curator_cli_runs_and_reports(tmp_path: Path, monkeypatch) -> None:
     def no_key(spec: str, **_: object) -> None:
         raise ConfigError("ANTHROPIC_API_KEY is not set: export it or choose another model with HERMES_MODEL.")
 
-    monkeypatch.setattr("hermes_engine.providers.factory.make_provider", no_key)
+    monkeypatch.setattr("hermes_engine.providers.registry.make_provider", no_key)
     real = runner.invoke(app, ["run"])  # no API key: the LLM pass is skipped, the run still happens
     assert real.exit_code == 0, real.output
     assert "LLM pass skipped: ANTHROPIC_API_KEY is not set" in real.output
