@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
 import re
 import time
 from pathlib import Path
@@ -17,14 +19,14 @@ from fakes.fake_telegram import FakeFile, FakeTelegram, FakeUser, utf16_len
 
 from engine_harness import Engine, make_profile
 from adapters.render import render_telegram
-from adapters.telegram import TelegramAdapter, build
+from adapters.telegram import PLATFORM, TelegramAdapter
 from hermes_engine.errors import ConfigError
 from hermes_engine.policy.pairing import ALPHABET, Pairing
 
 # Small intervals keep the suite fast where the behaviour does not depend on the real pacing
 # (test_replies_respect_one_call_a_second_per_chat keeps the real 1 s).
 FAST = {"edit_interval_seconds": 0.05, "group_interval_seconds": 0.05, "poll_timeout": 1, "poll_backoff": 0.2,
-        "poll_backoff_max": 1.0, "send_backoff": 0.1, "send_backoff_max": 0.5, "approval_check_seconds": 0.1}
+        "poll_backoff_max": 1.0, "send_backoff": 0.1, "send_backoff_max": 0.5}
 ALICE = FakeUser(42, "Alice", "alice")
 BOB = FakeUser(43, "Bob", "bob")
 STRANGER = FakeUser(77, "Mallory", "mallory")
@@ -45,7 +47,7 @@ async def tg(engine, telegram):
         options = {**FAST, **(options or {})}
         prof = make_profile(access={"allowed_users": list(allowed)}, platforms={"telegram": options}, **profile)
         e = await engine(profile=prof)
-        adapter = build(e.gateway, e.settings, options, http_app)
+        adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(options), http_app, os.environ)
         e.gateway.attach(adapter)
         await adapter.start()
         await asyncio.wait_for(adapter.ready.wait(), 5)
@@ -252,25 +254,32 @@ async def test_stranger_gets_only_a_pairing_code_and_no_model_call(tg, telegram,
     assert await e.store.pending_inbound() == []
 
 
-async def test_approved_pairing_code_lets_the_person_in(tg, telegram, fake_llm, tmp_path):
+async def test_approved_pairing_code_lets_the_person_in(telegram, fake_llm, tmp_path, monkeypatch):
+    from engine_harness import fake_llm_environment
     from typer.testing import CliRunner
 
     from hermes_gateway.cli.pairing import app as pairing_app
 
+    for name, value in fake_llm_environment(fake_llm).items():
+        monkeypatch.setenv(name, value)
     fake_llm.script(Reply(text="Welcome aboard."))
-    e, _ = await tg()
-    telegram.user_says(77, STRANGER, "let me in")
-    [reply] = await telegram.wait_for_messages(77, 1)
-    code = CODE.search(reply.text).group()
+    # Assembled as the runner does, so the gateway watches Telegram's approvals (and says "you now have access").
+    e, adapter = await _life(tmp_path, make_profile(access={"allowed_users": ["42"]}), FAST, approvals_every=0.1)
+    try:
+        telegram.user_says(77, STRANGER, "let me in")
+        [reply] = await telegram.wait_for_messages(77, 1)
+        code = CODE.search(reply.text).group()
 
-    result = await asyncio.to_thread(CliRunner().invoke, pairing_app, ["approve", code.lower()])
-    assert result.exit_code == 0, result.output
-    assert "77" in result.output
-    await telegram.wait_for_text(77, "You now have access. Say hello!")
-    telegram.user_says(77, STRANGER, "hello")
-    await final_answer(telegram, e, 77, "Welcome aboard.")
-    assert fake_llm.requests[0].last_user_text == "hello"
-    assert Pairing.for_home(tmp_path).is_approved("telegram", "77")
+        result = await asyncio.to_thread(CliRunner().invoke, pairing_app, ["approve", code.lower()])
+        assert result.exit_code == 0, result.output
+        assert "77" in result.output
+        await telegram.wait_for_text(77, "You now have access. Say hello!")
+        telegram.user_says(77, STRANGER, "hello")
+        await final_answer(telegram, e, 77, "Welcome aboard.")
+        assert fake_llm.requests[0].last_user_text == "hello"
+        assert Pairing.for_home(tmp_path).is_approved("telegram", "77")
+    finally:
+        await _end(e, adapter)
 
 
 async def test_allowed_users_from_the_environment_are_served(tg, telegram, fake_llm, monkeypatch):
@@ -317,8 +326,10 @@ async def test_forum_topic_is_its_own_session_and_replies_land_in_the_topic(tg, 
 # ----------------------------------------------------------------------------- restarts
 
 
-async def _life(home: Path, profile: Any, options: dict[str, Any]) -> tuple[Engine, TelegramAdapter]:
-    """A gateway process as the runner assembles it: adapter attached before the gateway starts."""
+async def _life(home: Path, profile: Any, options: dict[str, Any],
+                approvals_every: float | None = None) -> tuple[Engine, TelegramAdapter]:
+    """A gateway process as the runner assembles it: adapter attached before the gateway starts.
+    `approvals_every`: look for pairing approvals this often instead of the engine's few seconds."""
     from hermes_gateway.wiring import build_gateway
     from storage.store import SqlStore
 
@@ -326,7 +337,10 @@ async def _life(home: Path, profile: Any, options: dict[str, Any]) -> tuple[Engi
     e.store = SqlStore(e.settings.db_url)
     await e.store.init()
     e.gateway = build_gateway(e.settings, profile, e.store)
-    adapter = build(e.gateway, e.settings, options, None)
+    if approvals_every is not None:  # no setting for it: the gateway's own watcher, polling faster
+        gate = e.gateway.access
+        gate.watch_approvals = functools.partial(gate.watch_approvals, every=approvals_every)
+    adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(options), None, os.environ)
     e.gateway.attach(adapter)
     await adapter.start()
     await e.gateway.start()
@@ -458,21 +472,26 @@ async def test_webhook_mode_takes_updates_with_the_right_secret_only(tg, telegra
         await runner.cleanup()
 
 
-def test_build_needs_a_token_and_a_webhook_secret(monkeypatch):
-    class Gateway:
+def test_build_needs_a_token_and_a_webhook_secret():
+    class Engine:
         bot = "b"
 
     class Settings:
         home = Path("/tmp")
 
-    monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
     with pytest.raises(ConfigError, match="TELEGRAM_BOT_TOKEN"):
-        build(Gateway(), Settings(), {}, None)
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:abc")
+        PLATFORM.build(Engine(), Settings(), PLATFORM.parse_options({}), None, {})
+    env = {"TELEGRAM_BOT_TOKEN": "123:abc"}
+    webhook = PLATFORM.parse_options({"mode": "webhook"})
     with pytest.raises(ConfigError, match="TELEGRAM_WEBHOOK_SECRET"):
-        build(Gateway(), Settings(), {"mode": "webhook"}, web.Application())
+        PLATFORM.build(Engine(), Settings(), webhook, web.Application(), env)
     with pytest.raises(ConfigError, match="platforms.telegram.max_file_mb"):
-        build(Gateway(), Settings(), {"max_file_mb": "lots"}, None)
+        PLATFORM.parse_options({"max_file_mb": "lots"})
+    with pytest.raises(ConfigError, match="platforms.telegram.approval_check_seconds"):
+        PLATFORM.parse_options({"approval_check_seconds": 1})  # the engine watches approvals now
+    assert PLATFORM.problems(PLATFORM.parse_options({}), {}) == [
+        "telegram: set TELEGRAM_BOT_TOKEN (the bot's token from @BotFather)."]
+    assert any("TELEGRAM_WEBHOOK_SECRET" in p for p in PLATFORM.problems(webhook, env))
 
 
 async def test_bot_token_never_reaches_the_logs(tg, telegram, fake_llm, caplog):

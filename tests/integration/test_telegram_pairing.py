@@ -1,4 +1,5 @@
-"""Pairing (platform-neutral, used by the Telegram adapter): codes, limits, approval across processes."""
+"""Pairing (platform-neutral; the engine's access gate uses it for every platform): codes, limits, approval
+across processes."""
 
 from __future__ import annotations
 

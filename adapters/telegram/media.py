@@ -1,0 +1,113 @@
+"""Files people send (photos, voice notes, audio, video, documents), fetched so the model can be told
+about them: saved under ``<HERMES_HOME>/attachments/<session>/`` and described in the message.
+
+A file over ``max_file_mb`` is not downloaded but still described, with the reason, so the model can
+answer "that is too big" instead of acting as if nothing was sent. A failed download is described the
+same way and never loses the message it came with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import mimetypes
+import re
+from pathlib import Path
+from typing import Any
+
+from adapters.telegram.options import TelegramOptions
+from hermes_engine.ports.inbound import Attachment
+
+log = logging.getLogger(__package__)
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def has_media(message: Any) -> bool:
+    return bool(message.photo or message.document or message.voice or message.audio or message.video
+                or message.video_note)
+
+
+def safe_name(name: str) -> str:
+    """A file or folder name that cannot climb out of the attachments folder or upset a file system."""
+    return _UNSAFE.sub("_", name).strip("._")[:120]
+
+
+class AttachmentFetcher:
+    def __init__(self, bot: Any, home: Path, options: TelegramOptions) -> None:
+        self.bot = bot
+        self.root = Path(home) / "attachments"
+        self.options = options
+
+    @property
+    def limit_bytes(self) -> int:
+        return int(self.options.max_file_mb * 1024 * 1024)
+
+    def _too_big(self) -> str:
+        return f"larger than the {self.options.max_file_mb:g} MB limit for files"
+
+    async def fetch(self, message: Any, session_key: str, message_id: str) -> tuple[Attachment, ...]:
+        """The message's files, downloaded into the session's folder as ``<message_id>-<name>``."""
+        found = self._found(message)
+        if not found:
+            return ()
+        folder = self.root / safe_name(session_key)
+        out = []
+        for kind, obj, name, mime in found:
+            size = int(obj.file_size or 0)
+            name = safe_name(Path(name).name) or kind
+            if size > self.limit_bytes:
+                out.append(Attachment(kind, name, mime, size, None, self._too_big()))
+                continue
+            path = folder / f"{message_id}-{name}"
+            try:
+                size = await self._download(obj.file_id, path)
+            except Exception as exc:  # noqa: BLE001 - describe the failure to the model, keep the message
+                text = str(exc)
+                log.warning("could not download a Telegram %s (%s): %s", kind, name, text)
+                reason = self._too_big() if "too big" in text.lower() else "could not be downloaded"
+                out.append(Attachment(kind, name, mime, size, None, reason))
+                continue
+            out.append(Attachment(kind, name, mime, size, str(path)))
+        return tuple(out)
+
+    def _found(self, message: Any) -> list[tuple[str, Any, str, str]]:
+        """(kind, file object, file name, mime type) for each file in the message."""
+        found: list[tuple[str, Any, str, str]] = []
+        if message.photo:  # several sizes of one photo: the largest that may be downloaded
+            fitting = [p for p in message.photo if (p.file_size or 0) <= self.limit_bytes]
+            photo = fitting[-1] if fitting else message.photo[-1]
+            found.append(("photo", photo, f"photo_{photo.file_unique_id}.jpg", "image/jpeg"))
+        for kind, obj, default_mime in (("document", message.document, "application/octet-stream"),
+                                        ("voice", message.voice, "audio/ogg"),
+                                        ("audio", message.audio, "audio/mpeg"),
+                                        ("video", message.video, "video/mp4"),
+                                        ("video", message.video_note, "video/mp4")):
+            if obj is None:
+                continue
+            mime = getattr(obj, "mime_type", None) or default_mime
+            name = getattr(obj, "file_name", None) or f"{kind}_{obj.file_unique_id}{_extension(mime)}"
+            found.append((kind, obj, name, mime))
+        return found
+
+    async def _download(self, file_id: str, path: Path) -> int:
+        from telegram.error import BadRequest, NetworkError
+
+        await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
+        for attempt in range(3):
+            try:
+                file = await self.bot.get_file(file_id)
+                await file.download_to_drive(custom_path=path)
+                return (await asyncio.to_thread(path.stat)).st_size
+            except BadRequest:
+                raise  # e.g. "file is too big": asking again will not help
+            except NetworkError:
+                if attempt == 2:
+                    raise
+                await asyncio.sleep(0.5 * 2 ** attempt)
+        raise AssertionError("unreachable")
+
+
+def _extension(mime: str) -> str:
+    return {"audio/ogg": ".ogg", "video/mp4": ".mp4", "audio/mpeg": ".mp3", "image/jpeg": ".jpg"}.get(
+        mime, mimetypes.guess_extension(mime) or "")

@@ -1,0 +1,73 @@
+"""The four outbound primitives as Bot API calls: one call each, no retry and no pacing (the shared
+scheduler in `adapters.base` does both, per chat).
+
+Finals are sent as text plus entities with no parse mode (`adapters.render.render_telegram`), so model text
+never needs escaping; interim frames and the plain fallback carry neither. Answers in groups quote the
+person's message unless ``reply_to`` says otherwise, and land in the forum topic they came from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.telegram.botapi import TelegramCallError, call_api, is_group_chat
+from adapters.telegram.options import TelegramOptions
+from hermes_engine.ports.inbound import ReplyTarget
+
+
+class TelegramSender:
+    def __init__(self, bot: Any, options: TelegramOptions) -> None:
+        self.bot = bot
+        self.options = options
+
+    async def send(self, target: ReplyTarget, text: str, *, rendered: bool, extras: Mapping[str, Any]) -> str:
+        message = await call_api(self.bot.send_message(text=text, entities=self._entities(extras, rendered),
+                                                       parse_mode=None, **self._target_kwargs(target)))
+        return str(message.message_id)
+
+    async def edit(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
+                   extras: Mapping[str, Any]) -> None:
+        try:
+            await call_api(self.bot.edit_message_text(text=text, chat_id=int(target.chat_id),
+                                                      message_id=int(message_id),
+                                                      entities=self._entities(extras, rendered), parse_mode=None))
+        except TelegramCallError as exc:
+            if "message is not modified" in str(exc).lower():
+                return  # the chat already shows it: the goal of the edit is met
+            raise
+
+    async def delete(self, target: ReplyTarget, message_id: str) -> None:
+        try:
+            await call_api(self.bot.delete_message(chat_id=int(target.chat_id), message_id=int(message_id)))
+        except TelegramCallError as exc:
+            if "not found" in str(exc).lower():
+                return  # already gone
+            raise
+
+    async def typing(self, target: ReplyTarget) -> None:
+        kwargs: dict[str, Any] = {"chat_id": int(target.chat_id), "action": "typing"}
+        if target.thread_id:
+            kwargs["message_thread_id"] = int(target.thread_id)
+        await call_api(self.bot.send_chat_action(**kwargs))
+
+    def _target_kwargs(self, target: ReplyTarget) -> dict[str, Any]:
+        from telegram import ReplyParameters
+
+        kwargs: dict[str, Any] = {"chat_id": int(target.chat_id)}
+        if target.thread_id:
+            kwargs["message_thread_id"] = int(target.thread_id)
+        mode = self.options.reply_to
+        if target.reply_to_id and (mode == "always" or (mode == "groups" and is_group_chat(target.chat_id))):
+            with contextlib.suppress(ValueError):  # the message id part of "<message id>:<update id>"
+                kwargs["reply_parameters"] = ReplyParameters(
+                    message_id=int(str(target.reply_to_id).split(":", 1)[0]), allow_sending_without_reply=True)
+        return kwargs
+
+    def _entities(self, extras: Mapping[str, Any], rendered: bool) -> Any:
+        from telegram import MessageEntity
+
+        if not rendered or not extras.get("entities"):
+            return None
+        return MessageEntity.de_list([dict(e) for e in extras["entities"]], self.bot) or None
