@@ -20,21 +20,29 @@ What the engine uses (the `hermes_engine.ports.reply.Outlet` protocol): `open_st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from abc import ABC, abstractmethod
-from collections import OrderedDict
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Hashable, Literal, Mapping, Protocol, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from typing import Any, ClassVar
 
-from hermes_engine.errors import PlatformError
-from hermes_engine.ports.inbound import ReplyTarget
 from adapters.outbound import DROPPED, OutboundScheduler, default_is_transient
-from adapters.parts import (DISCORD, NO_EXTRAS, SLACK, TELEGRAM, Capabilities, DeliveryLedger,
-                            InMemoryDeliveryLedger, OutPart, SentMessage)
+from adapters.parts import (
+    DISCORD,
+    NO_EXTRAS,
+    SLACK,
+    TELEGRAM,
+    Capabilities,
+    DeliveryLedger,
+    InMemoryDeliveryLedger,
+    OutPart,
+    SentMessage,
+)
 from adapters.render import Rendered
 from adapters.splitting import measure, split_message
 from adapters.streaming import StreamingReply
+from hermes_engine.errors import PlatformError
+from hermes_engine.ports.inbound import ReplyTarget
 
 __all__ = [
     "Capabilities", "DeliveryLedger", "DISCORD", "InMemoryDeliveryLedger", "OutPart", "PlatformAdapter",
@@ -51,7 +59,7 @@ class PlatformAdapter(ABC):
     """Base of the Telegram, Slack, Discord and console adapters. Implements the engine's `Outlet`."""
 
     platform: ClassVar[str] = ""
-    capabilities: ClassVar[Capabilities]
+    capabilities: Capabilities  # a class attribute; an adapter configured per bot may set its own
     stream_cursor: ClassVar[str] = ""  # appended to interim frames, e.g. " ▌"
 
     def __init__(self, *, ledger: DeliveryLedger | None = None,
@@ -174,10 +182,8 @@ class PlatformAdapter(ABC):
                     raise  # let the scheduler pause the chat
                 log.debug("typing indicator failed in %s: %s", target.chat_id, exc)
 
-        try:
+        with contextlib.suppress(PlatformError):  # the scheduler stopped
             self.scheduler.enqueue(key, typing_call, interim=True, merge_key=("typing",), paced=False)
-        except PlatformError:
-            pass  # stopped
 
     # -- building blocks (used by StreamingReply and `send`) ------------------------------------------
     def measure(self, text: str) -> int:

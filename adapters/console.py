@@ -18,7 +18,7 @@ from hermes_engine.ports.reply import ReplyStream
 
 
 class ConsoleStream(ReplyStream):
-    def __init__(self, console: "ConsoleOutlet") -> None:
+    def __init__(self, console: ConsoleOutlet) -> None:
         self.console = console
         self.streamed = False
 
@@ -109,5 +109,5 @@ async def chat(gateway: ConsoleEngine, stdin: TextIO | None = None, out: TextIO 
 async def settle(gateway: ConsoleEngine, poll_seconds: float = 0.05) -> None:
     """Wait until no session has queued or running work and no background task (a goal's judge and its
     next turn, a review) is left: piped input usually ends long before a goal does."""
-    while gateway.busy:
+    while gateway.busy:  # noqa: ASYNC110 - the engine raises no idle event; a 50 ms poll is enough here
         await asyncio.sleep(poll_seconds)

@@ -24,8 +24,9 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Hashable
+from typing import Any
 
 from hermes_engine.errors import PlatformError
 
@@ -40,9 +41,9 @@ Sleep = Callable[[float], Awaitable[Any]]
 class _Dropped:
     """Result of an interim op that was superseded or dropped before it ran."""
 
-    _instance: "_Dropped | None" = None
+    _instance: _Dropped | None = None
 
-    def __new__(cls) -> "_Dropped":
+    def __new__(cls) -> _Dropped:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -236,7 +237,7 @@ class OutboundScheduler:
                     lane.wakeup.clear()
                     try:
                         await asyncio.wait_for(lane.wakeup.wait(), self.idle_timeout)
-                    except (asyncio.TimeoutError, TimeoutError):
+                    except TimeoutError:
                         now = self.clock()
                         if not lane.queue and now >= lane.paused_until and now >= lane.next_allowed:
                             return

@@ -32,8 +32,9 @@ Discord — Markdown is native: `render_discord` passes it through, only closing
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from adapters.splitting import find_fences
 
@@ -49,7 +50,7 @@ class Rendered(NamedTuple):
     extras: Mapping[str, Any] = _NO_EXTRAS
 
     @classmethod
-    def of(cls, value: "str | Rendered") -> "Rendered":
+    def of(cls, value: str | Rendered) -> Rendered:
         return value if isinstance(value, Rendered) else cls(str(value))
 
 

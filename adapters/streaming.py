@@ -32,13 +32,12 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
-from hermes_engine.errors import PlatformError
-from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.reply import ReplyStream
 from adapters.outbound import DROPPED, OutboundScheduler
 from adapters.parts import Capabilities, OutPart, SentMessage
 from adapters.splitting import split_message
-
+from hermes_engine.errors import PlatformError
+from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.reply import ReplyStream
 
 
 class StreamingAdapter(Protocol):

@@ -8,24 +8,22 @@ server carries the health endpoint, Slack events and the Telegram webhook.
 from __future__ import annotations
 
 import asyncio
-import importlib
+import contextlib
 import logging
+import os
 import signal
-from typing import Any
 
 from aiohttp import web
 
-from hermes_gateway.wiring import build_gateway, check_models, open_store
+from adapters.base import PlatformAdapter
+from adapters.platform import load as load_platform
 from hermes_engine.config import BotProfile, Settings
+from hermes_engine.core.gateway import Gateway
 from hermes_engine.errors import ConfigError
+from hermes_engine.ports.storage import Store
+from hermes_gateway.wiring import build_gateway, check_models, open_store
 
 log = logging.getLogger(__name__)
-
-ADAPTER_MODULES = {
-    "telegram": "adapters.telegram",
-    "slack": "adapters.slack",
-    "discord": "adapters.discord",
-}
 
 
 def health_app() -> web.Application:
@@ -39,23 +37,24 @@ def health_app() -> web.Application:
 
 
 async def start_gateways(settings: Settings, profiles: list[BotProfile], http: web.Application,
-                         store: Any) -> tuple[list[Any], list[Any]]:
-    """Build a gateway per profile and its adapters; return (gateways, adapters). Adapters that cannot
-    start for want of configuration are skipped with a warning."""
+                         store: Store) -> tuple[list[Gateway], list[PlatformAdapter]]:
+    """Build a gateway per profile and its adapters; return (gateways, adapters). A platform the profile
+    does not know, or options it cannot parse, stop the start with one sentence; a platform whose
+    credentials are missing is skipped with a warning, so a partly configured deployment serves the rest."""
     gateways, adapters = [], []
     for profile in profiles:
         check_models(profile, settings)
         gateway = build_gateway(settings, profile, store)
-        for platform, options in profile.platforms.items():
-            module_name = ADAPTER_MODULES.get(platform)
-            if module_name is None:
-                raise ConfigError(f"Bot profile '{profile.name}' names unknown platform '{platform}' "
-                                  f"(known: {', '.join(ADAPTER_MODULES)}).")
-            module = importlib.import_module(module_name)
+        for name, raw_options in profile.platforms.items():
             try:
-                adapter = module.build(gateway, settings, options or {}, http)
+                platform = load_platform(name)
             except ConfigError as exc:
-                log.warning("%s adapter for bot %s is off: %s", platform, profile.name, exc)
+                raise ConfigError(f"Bot profile '{profile.name}': {exc}") from None
+            options = platform.parse_options(raw_options)
+            try:
+                adapter = platform.build(gateway, settings, options, http, os.environ)
+            except ConfigError as exc:
+                log.warning("%s adapter for bot %s is off: %s", name, profile.name, exc)
                 continue
             gateway.attach(adapter)
             adapters.append(adapter)
@@ -80,10 +79,8 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
     try:
         for adapter in adapters:
             await adapter.start()
@@ -96,15 +93,13 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
         # Stop taking messages, let the gateways wind down (cut turns stay in the inbox for the next
         # start), and only then close the adapters, so a reply in flight can still be delivered.
         for adapter in adapters:
-            stop_receiving = getattr(adapter, "stop_receiving", None)
-            if stop_receiving is not None:
-                await stop_receiving()
+            await adapter.stop_receiving()
         for gateway in gateways:
             await gateway.stop()
         for adapter in adapters:
             try:
                 await adapter.stop()
             except Exception:
-                log.exception("stopping %s failed", getattr(adapter, "platform", adapter))
+                log.exception("stopping %s failed", adapter.platform)
         await runner.cleanup()
         await store.close()

@@ -9,15 +9,15 @@ from pathlib import Path
 
 from hermes_engine.compression.feature import CompressionFeature
 from hermes_engine.config import BotProfile, Settings
+from hermes_engine.core.gateway import Gateway
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.feature import Feature
-from hermes_engine.core.gateway import Gateway
+from hermes_engine.ports.storage import Store
 from hermes_engine.providers.chain import build_chain
 from hermes_engine.providers.registry import make_provider, parse_model_spec
 from hermes_engine.tools.core import CORE_TOOLS
 from hermes_engine.tools.registry import ToolRegistry
-from hermes_engine.ports.storage import Store
 
 
 def check_models(profile: BotProfile, settings: Settings) -> None:
@@ -35,14 +35,13 @@ def open_store(settings: Settings) -> Store:
 
 
 def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
-    from hermes_engine.memory.feature import MemoryFeature
-    from hermes_engine.memory.store import FileMemoryStore
-
-    from hermes_engine.policy.identity import IdentityFeature
+    from hermes_engine.history.search import SearchFeature
     from hermes_engine.loops.delegation import DelegationFeature
     from hermes_engine.loops.goals import GoalFeature
     from hermes_engine.loops.review import ReviewFeature
-    from hermes_engine.history.search import SearchFeature
+    from hermes_engine.memory.feature import MemoryFeature
+    from hermes_engine.memory.store import FileMemoryStore
+    from hermes_engine.policy.identity import IdentityFeature
     from hermes_engine.skills.feature import SkillsFeature
 
     return [
@@ -70,5 +69,6 @@ def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
-                   tools=ToolRegistry(list(CORE_TOOLS)), access=AccessGate(profile.access, Pairing.for_home(settings.home)),
+                   tools=ToolRegistry(list(CORE_TOOLS)),
+                   access=AccessGate(profile.access, Pairing.for_home(settings.home)),
                    features=features)

@@ -13,7 +13,7 @@ Portable types:
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -66,6 +66,11 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
 
 class Base(DeclarativeBase):
     metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def table_of(row: type[Base]) -> sa.Table:
+    """The table behind a mapped class, typed as one (SQLAlchemy types `__table__` as any FROM clause)."""
+    return cast(sa.Table, row.__table__)
 
 
 class PersonRow(Base):

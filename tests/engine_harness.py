@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_gateway.wiring import build_gateway
 from hermes_engine.config import BotProfile, Settings, default_soul
-from hermes_engine.ports.feature import Feature
 from hermes_engine.core.gateway import Gateway
+from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 from hermes_engine.ports.reply import ReplyStream
+from hermes_gateway.wiring import build_gateway
 from storage.store import SqlStore
 
 _ids = itertools.count(1)
@@ -30,7 +30,7 @@ class Delivered:
 
 
 class RecordingStream(ReplyStream):
-    def __init__(self, outlet: "RecordingOutlet", target: ReplyTarget, key: str) -> None:
+    def __init__(self, outlet: RecordingOutlet, target: ReplyTarget, key: str) -> None:
         self.outlet, self.target, self.key = outlet, target, key
         self.deltas: list[str] = []
 
@@ -107,7 +107,7 @@ class Engine:
         self.gateway: Gateway | None = None
         self.outlet = RecordingOutlet(platform)
 
-    async def start(self) -> "Engine":
+    async def start(self) -> Engine:
         self.store = SqlStore(self.settings.db_url)
         await self.store.init()
         self.gateway = build_gateway(self.settings, self.profile, self.store, features=self.features)

@@ -88,7 +88,7 @@ def intents() -> discord.Intents:
 
 class DiscordAdapter(PlatformAdapter):
     platform: ClassVar[str] = "discord"
-    capabilities: ClassVar[Capabilities] = DISCORD
+    capabilities: Capabilities = DISCORD
     stream_cursor: ClassVar[str] = " ▌"
 
     def __init__(self, engine: EnginePort, options: DiscordOptions, connection: DiscordConnection,

@@ -21,7 +21,7 @@ from adapters.discord.outbound import Bounded
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 
 if TYPE_CHECKING:
-    from adapters.discord.adapter import DiscordAdapter
+    from adapters.discord.host import DiscordHost as DiscordAdapter
 
 log = logging.getLogger(__name__)
 

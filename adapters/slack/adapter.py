@@ -42,7 +42,7 @@ class SlackAdapter(PlatformAdapter):
                  app_token: str | None = None, api_url: str | None = None,
                  options: SlackOptions | None = None) -> None:
         self.options = opts = options or SlackOptions()
-        self.capabilities = replace(SLACK,  # type: ignore[misc]  # per bot, from its options
+        self.capabilities = replace(SLACK,  # per bot, from its options
                                     edit_interval_seconds=opts.edit_interval_seconds,
                                     native_streaming=opts.native_streaming,
                                     max_message_length=opts.max_message_length)

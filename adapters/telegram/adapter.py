@@ -27,6 +27,7 @@ import random
 import re
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Mapping, Sequence
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -231,7 +232,8 @@ class TelegramAdapter(PlatformAdapter):
         failures = 0
         while not self._stopping:
             try:
-                updates = await self.bot.get_updates(offset=self._offset, timeout=self.options.poll_timeout,
+                updates = await self.bot.get_updates(offset=self._offset,
+                                                     timeout=timedelta(seconds=self.options.poll_timeout),
                                                      allowed_updates=ALLOWED_UPDATES)
             except asyncio.CancelledError:
                 raise

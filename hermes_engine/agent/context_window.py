@@ -12,8 +12,9 @@ rewritten by compression) the whole request is estimated.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from hermes_engine.ports.conversation import Message, Usage, estimate_tokens
 from hermes_engine.providers.base import ToolSchema

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Protocol
+from typing import Protocol
 
 from hermes_engine.agent.prompt import for_history, for_this_turn
-from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.errors import EmptyAnswer
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.providers.base import Completed, EventStream, ModelRequest, ModelResponse, TextDelta
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
 
@@ -151,7 +152,7 @@ class AgentLoop:
         tasks = [asyncio.ensure_future(self.tools.call(call, ctx)) for call in calls]
         done_upto = 0
         try:
-            for call, task in zip(calls, tasks):
+            for call, task in zip(calls, tasks, strict=False):
                 outcome = await task
                 content = outcome.content
                 if len(content) > MAX_TOOL_RESULT_CHARS:

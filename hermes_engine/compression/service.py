@@ -258,7 +258,7 @@ class SessionContext:
         """(first, last) stored ids the new summary covers — cumulative over earlier compactions — and the
         compaction it updates."""
         await sync_stored_ids(self.host.store, self.session.record.id, history)
-        ids = [m.meta.get(STORED_ID) for m in split.middle if m.meta.get(STORED_ID)]
+        ids: list[int] = [m.meta[STORED_ID] for m in split.middle if m.meta.get(STORED_ID)]
         previous = split.previous.meta[COMPACTION] if split.previous is not None else None
         first = previous["first"] if previous and previous["first"] is not None else (min(ids) if ids else None)
         last = max(ids) if ids else (previous["last"] if previous else None)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
 
 from hermes_engine.agent.loop import TurnResult
 from hermes_engine.ports.inbound import InboundMessage

@@ -11,13 +11,15 @@ replica can take over. A store without lease methods means a single replica: the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import secrets
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from hermes_engine.ports.storage import LeaseStore
 
@@ -176,10 +178,8 @@ class Scheduler:
             pending = [j.next_check for j in self.jobs.values() if not j.running]
             delay = min([self.poll_seconds, *(max(0.0, t - now) for t in pending)])
             self._wake.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=max(0.05, delay))
-            except asyncio.TimeoutError:
-                pass
 
     async def start(self) -> None:
         if self._loop_task is None or self._loop_task.done():

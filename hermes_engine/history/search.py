@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from hermes_engine.ports.session import SessionScope
-from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
 
@@ -28,7 +26,7 @@ class SessionSearch:
     """What the tool needs at run time: the store (set when the gateway starts)."""
 
     def __init__(self) -> None:
-        self.host: "Host | None" = None
+        self.host: Host | None = None
 
     async def search(self, ctx: ToolContext, query: str, limit: int) -> str | ToolResult:
         if self.host is None:
@@ -72,7 +70,7 @@ class SearchFeature(Feature):
 
     def __init__(self) -> None:
         self.searcher = SessionSearch()
-        self.host: "Host | None" = None
+        self.host: Host | None = None
 
     def tools(self) -> list[Tool]:
         return [session_search]
@@ -80,7 +78,7 @@ class SearchFeature(Feature):
     def services(self) -> dict[str, Any]:
         return {"session_search": self.searcher}
 
-    async def start(self, host: "Host") -> None:
+    async def start(self, host: Host) -> None:
         self.host = host
         self.searcher.host = host
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_engine.agent.loop import AgentLoop
 from hermes_engine.config import DelegationSettings
-from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.errors import HermesError
+from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature
 from hermes_engine.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult, tool
 
@@ -78,7 +78,7 @@ class DelegationFeature(Feature):
     def services(self) -> dict[str, Any]:
         return {SERVICE: self}
 
-    async def start(self, host: "Host") -> None:
+    async def start(self, host: Host) -> None:
         self.host = host
 
     def _slot(self, depth: int) -> asyncio.Semaphore:

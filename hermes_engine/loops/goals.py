@@ -14,15 +14,15 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from hermes_engine.ports.session import SessionScope
-from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.config import GoalSettings
-from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.errors import HermesError, ProviderError
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.inbound import InboundMessage, ReplyTarget, message_from_payload, message_to_payload
-from hermes_engine.providers.base import Completed, ModelRequest
+from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.storage import GoalRecord
+from hermes_engine.providers.base import Completed, ModelRequest
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host
@@ -77,7 +77,7 @@ class GoalFeature(Feature):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self, host: "Host") -> None:
+    async def start(self, host: Host) -> None:
         self.host = host
         for goal in await host.store.list_goals("active", bot=host.bot):
             await self._submit_turn(goal)  # a turn that was in flight is replayed by the inbox instead

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.agent.loop import AgentLoop, repair_history
-from hermes_engine.ports.session import SessionScope
 from hermes_engine.config import ReviewSettings
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
+from hermes_engine.ports.session import SessionScope
 from hermes_engine.tools.registry import ToolContext, ToolRegistry, ToolResult
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class ReviewFeature(Feature):
         self.counters: dict[int, _Counters] = {}
         self.running: dict[int, asyncio.Task[Any]] = {}
 
-    async def start(self, host: "Host") -> None:
+    async def start(self, host: Host) -> None:
         self.host = host
 
     async def stop(self) -> None:

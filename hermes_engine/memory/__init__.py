@@ -7,8 +7,15 @@
 """
 
 from hermes_engine.memory.feature import MemoryFeature, MemoryPromptContributor
-from hermes_engine.memory.store import (Document, FileMemoryStore, InMemoryStore, MemoryBook, MemoryOwner,
-                                        MemoryResult, MemoryStore)
+from hermes_engine.memory.store import (
+                                        Document,
+                                        FileMemoryStore,
+                                        InMemoryStore,
+                                        MemoryBook,
+                                        MemoryOwner,
+                                        MemoryResult,
+                                        MemoryStore,
+)
 from hermes_engine.memory.tool import memory as memory_tool
 
 __all__ = ["Document", "FileMemoryStore", "InMemoryStore", "MemoryBook", "MemoryFeature", "MemoryOwner",

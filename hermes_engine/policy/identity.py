@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import secrets
 
-from hermes_engine.ports.commands import CommandContext, CommandRegistry
-from hermes_engine.ports.feature import Feature
 from hermes_engine.memory.store import MemoryOwner
 from hermes_engine.policy.pairing import ALPHABET, CODE_LENGTH
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.feature import Feature
 
 CODE_TTL_SECONDS = 600
 

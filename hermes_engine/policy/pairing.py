@@ -26,9 +26,10 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from hermes_engine.atomic import atomic_write
 from hermes_engine.filelock import FileLock
@@ -93,7 +94,7 @@ class PairingState:
                 "codes_issued": self.codes_issued, "replies": self.replies}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PairingState":
+    def from_dict(cls, data: dict[str, Any]) -> PairingState:
         return cls(pending={c: PairingRequest(**r) for c, r in (data.get("pending") or {}).items()},
                    approved={k: ApprovedUser(**a) for k, a in (data.get("approved") or {}).items()},
                    codes_issued={k: list(v) for k, v in (data.get("codes_issued") or {}).items()},
@@ -198,7 +199,7 @@ class Pairing:
         self.clock = clock
 
     @classmethod
-    def for_home(cls, home: Path | str, **options: Any) -> "Pairing":
+    def for_home(cls, home: Path | str, **options: Any) -> Pairing:
         return cls(JsonPairingStore(Path(home) / FILE_NAME), **options)
 
     # -- the bot's side ----------------------------------------------------------------------------
@@ -217,7 +218,8 @@ class Pairing:
             replies = state.replies.setdefault(key, [])
             if len(replies) >= self.max_replies_per_hour:
                 return PairingAnswer(None)
-            live = next((r for r in state.pending.values() if r.platform == platform and r.user_id == str(user_id)), None)
+            live = next((r for r in state.pending.values()
+                         if r.platform == platform and r.user_id == str(user_id)), None)
             if live is not None:
                 replies.append(now)
                 return PairingAnswer(live.code, live.expires_at, new=False)
@@ -276,7 +278,8 @@ class Pairing:
 
         return self.store.update(change)
 
-    def approve_user(self, platform: str, user_id: str, user_name: str = "", *, approved_by: str = "cli") -> ApprovedUser:
+    def approve_user(self, platform: str, user_id: str, user_name: str = "", *,
+                     approved_by: str = "cli") -> ApprovedUser:
         """Approve someone by id, without a code (e.g. an admin command)."""
         now = self.clock()
 
@@ -321,7 +324,7 @@ class Pairing:
                     del table[key]
 
 
-def access_granted(pairing: "Pairing", access: Any, platform: str, user_id: str,
+def access_granted(pairing: Pairing, access: Any, platform: str, user_id: str,
                    also_allowed: set[str] | frozenset[str] = frozenset()) -> bool:
     """Deny by default: a person may talk to the bot when listed (profile allowlist or admins, or the
     platform's environment allowlist in `also_allowed`) or approved through pairing. A damaged pairing

@@ -6,8 +6,9 @@ returns the text to send back (Markdown), or None when it answered by other mean
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from hermes_engine.ports.inbound import InboundMessage
 
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class CommandContext:
-    host: "Host"
-    session: "SessionHandle"
+    host: Host
+    session: SessionHandle
     message: InboundMessage
     person_id: int
     args: str

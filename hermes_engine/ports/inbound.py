@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -58,7 +58,7 @@ class ReplyTarget:
                 "thread_id": self.thread_id, "reply_to_id": self.reply_to_id}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ReplyTarget":
+    def from_dict(cls, data: dict[str, Any]) -> ReplyTarget:
         return cls(str(data.get("platform") or ""), str(data.get("account") or ""), str(data.get("chat_id") or ""),
                    data.get("thread_id"), data.get("reply_to_id"))
 
@@ -77,7 +77,7 @@ class InboundMessage:
     mentioned: bool = False
     attachments: tuple[Attachment, ...] = ()
     reply_to_id: str | None = None
-    received_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    received_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     raw: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     command: str | None = None
     args: str = ""
@@ -136,6 +136,6 @@ def message_from_payload(data: dict[str, Any]) -> InboundMessage:
         mentioned=bool(data.get("mentioned")),
         attachments=tuple(Attachment(**a) for a in data.get("attachments") or ()),
         reply_to_id=data.get("reply_to_id"),
-        received_at=datetime.fromisoformat(data["received_at"]) if data.get("received_at") else datetime.now(timezone.utc),
+        received_at=datetime.fromisoformat(data["received_at"]) if data.get("received_at") else datetime.now(UTC),
         synthetic=bool(data.get("synthetic")), platform_admin=bool(data.get("platform_admin")),
     )

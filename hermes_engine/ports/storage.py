@@ -8,9 +8,9 @@ composition root opens and hands to the gateway. Records are plain frozen datacl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 from hermes_engine.ports.conversation import Message, Usage

@@ -16,16 +16,17 @@ import json
 import logging
 import re
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from hermes_engine.ports.session import SessionScope
-from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.agent.prompt import PromptContributor
-from hermes_engine.ports.feature import Feature, TurnOutcome
-from hermes_engine.providers.base import Provider
 from hermes_engine.core.scheduler import Scheduler
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.feature import Feature, TurnOutcome
+from hermes_engine.ports.session import SessionScope
+from hermes_engine.providers.base import Provider
 from hermes_engine.skills.curator import Curator, latest_report
 from hermes_engine.skills.index import HintRanker, hint_text, render_index
 from hermes_engine.skills.library import (
@@ -93,7 +94,7 @@ class SkillsFeature(Feature, PromptContributor):
         self._background: set[asyncio.Task[Any]] = set()
 
     @classmethod
-    def from_settings(cls, settings: Any, bot: str = "default", **options: Any) -> "SkillsFeature":
+    def from_settings(cls, settings: Any, bot: str = "default", **options: Any) -> SkillsFeature:
         return cls(Path(settings.home) / "skills", bot=bot, **options)
 
     # ------------------------------------------------------------------ libraries
@@ -153,7 +154,7 @@ class SkillsFeature(Feature, PromptContributor):
     def contributors(self) -> list[Any]:
         return [self]
 
-    async def start(self, host: "Host") -> None:
+    async def start(self, host: Host) -> None:
         if not self.curator_interval:
             return
         if self.scheduler is None:
@@ -267,11 +268,9 @@ class SkillsFeature(Feature, PromptContributor):
 
     # ------------------------------------------------------------------ commands
     def _bot_of(self, ctx: CommandContext) -> str:
-        for getter in (lambda: ctx.session.scope.bot, lambda: ctx.host.bot):
-            try:
-                value = getter()
-            except AttributeError:
-                continue
+        session = ctx.session  # None when a command is run outside a session (tests, the CLI)
+        for value in (session.scope.bot if session is not None else None,
+                      ctx.host.bot if ctx.host is not None else None):
             if isinstance(value, str) and value:
                 return value
         return self.bot
@@ -330,16 +329,16 @@ class SkillsFeature(Feature, PromptContributor):
             task.add_done_callback(self._background.discard)
             try:
                 report = await asyncio.wait_for(asyncio.shield(task), timeout=60)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return "The curator is still running; see /curator report in a while."
             except Exception as exc:
                 return f"The curator failed: {exc}. The library is unchanged since the backup."
             return f"{report.summary()}\nReport: {report.files.get('markdown', '')}"
         if sub == "report":
-            report = latest_report(self.raw_library(bot).root)
-            if report is None:
+            latest = latest_report(self.raw_library(bot).root)
+            if latest is None:
                 return "The curator has not run yet. Start it with /curator run (or /curator run dry-run)."
-            return report.to_markdown()[:3500]
+            return latest.to_markdown()[:3500]
         return "Usage: /curator run [dry-run] | /curator report"
 
 

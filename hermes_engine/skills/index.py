@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from hermes_engine.ports.conversation import estimate_tokens
 from hermes_engine.skills.model import Skill
@@ -107,20 +107,27 @@ def render_index(skills: Sequence[Skill], max_tokens: int | None = None) -> str:
 
 # ---------------------------------------------------------------------------------------------- hints
 
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are aren as at be because been before being below
-between both but by can cannot could couldn did didn do does doesn doing don down during each else ever every
-few for from further get gets getting got had hadn has hasn have haven having he her here hers herself him
-himself his how i if in into is isn it its itself just let lets like ll me might mine more most much must my
-myself need needs no nor not now of off on once only or other ought our ours ourselves out over own please
-pls plz re really same shall she should shouldn so some such than that the their theirs them themselves then
-there these they this those through to too under until up us ve very was wasn way we were weren what when
-where which while who whom why will with won would wouldn you your yours yourself yourselves
-hi hey hello thanks thank thx ok okay yes yeah sure help want wanna gonna trying try tried know tell show
-anyone someone something anything thing things stuff bit quick quickly maybe also still again best good
-great nice cool lol hmm guys today now right one ones use using used make makes made go going able
-two three four five six seven eight nine ten first second last new yet
-""".split())
+STOPWORDS = frozenset([
+    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "aren",
+    "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can",
+    "cannot", "could", "couldn", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each",
+    "else", "ever", "every", "few", "for", "from", "further", "get", "gets", "getting", "got", "had", "hadn",
+    "has", "hasn", "have", "haven", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his",
+    "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "just", "let", "lets", "like", "ll",
+    "me", "might", "mine", "more", "most", "much", "must", "my", "myself", "need", "needs", "no", "nor", "not",
+    "now", "of", "off", "on", "once", "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over",
+    "own", "please", "pls", "plz", "re", "really", "same", "shall", "she", "should", "shouldn", "so", "some",
+    "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they",
+    "this", "those", "through", "to", "too", "under", "until", "up", "us", "ve", "very", "was", "wasn", "way",
+    "we", "were", "weren", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
+    "won", "would", "wouldn", "you", "your", "yours", "yourself", "yourselves", "hi", "hey", "hello", "thanks",
+    "thank", "thx", "ok", "okay", "yes", "yeah", "sure", "help", "want", "wanna", "gonna", "trying", "try",
+    "tried", "know", "tell", "show", "anyone", "someone", "something", "anything", "thing", "things", "stuff",
+    "bit", "quick", "quickly", "maybe", "also", "still", "again", "best", "good", "great", "nice", "cool",
+    "lol", "hmm", "guys", "today", "now", "right", "one", "ones", "use", "using", "used", "make", "makes",
+    "made", "go", "going", "able", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "first", "second", "last", "new", "yet"
+])
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -184,7 +191,8 @@ class HintRanker:
         return '"' + term.replace('"', '""') + '"'
 
     def _rowids(self, expr: str, within: Sequence[int] | None = None) -> set[int]:
-        sql, args = "SELECT rowid FROM skills WHERE skills MATCH ?", [expr]
+        sql = "SELECT rowid FROM skills WHERE skills MATCH ?"
+        args: list[str | int] = [expr]
         if within is not None:
             sql += f" AND rowid IN ({','.join('?' * len(within))})"
             args += list(within)

@@ -25,7 +25,8 @@ def current_time(timezone: str = "UTC") -> str:
     return datetime.now(zone).strftime("%Y-%m-%d %H:%M:%S %Z (%A)")
 
 
-_OPS: dict[type[ast.AST], Callable[..., float | int]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+_OPS: dict[type[ast.AST], Callable[..., float | int]] = {
+        ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
         ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
         ast.USub: operator.neg, ast.UAdd: operator.pos}
 

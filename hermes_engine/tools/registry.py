@@ -12,12 +12,12 @@ import json
 import re
 import types
 import typing
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from collections.abc import Iterator
-from typing import Any, Awaitable, Callable, Literal, get_args, get_origin, overload
+from typing import Any, Literal, get_args, get_origin, overload
 
-from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.errors import MalformedToolArguments, UnknownTool
+from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.providers.base import ToolSchema
 
 
@@ -168,7 +168,7 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
-    def select(self, toolsets: list[str]) -> "ToolRegistry":
+    def select(self, toolsets: list[str]) -> ToolRegistry:
         """A registry holding only the tools of the given toolsets (or tool names), in a stable order."""
         wanted = set(toolsets)
         chosen = [t for t in self._tools.values() if t.toolset in wanted or t.name in wanted]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -49,7 +48,7 @@ def _provider(bot: str | None, no_llm: bool):  # type: ignore[no-untyped-def]
 
 @app.command()
 def run(dry_run: bool = typer.Option(False, "--dry-run", help="Report what would change; change nothing."),
-        bot: Optional[str] = typer.Option(None, "--bot", help="Bot whose library to curate (default: all)."),
+        bot: str | None = typer.Option(None, "--bot", help="Bot whose library to curate (default: all)."),
         no_llm: bool = typer.Option(False, "--no-llm", help="Skip the LLM merge pass.")) -> None:
     """Run the curator once: backup, stale/archive pass, LLM merge pass, report."""
     from hermes_engine.skills.curator import Curator
@@ -90,7 +89,7 @@ def run(dry_run: bool = typer.Option(False, "--dry-run", help="Report what would
 
 
 @app.command()
-def report(bot: Optional[str] = typer.Option(None, "--bot", help="Bot whose report to show (default: all)."),
+def report(bot: str | None = typer.Option(None, "--bot", help="Bot whose report to show (default: all)."),
            as_json: bool = typer.Option(False, "--json", help="Print the JSON report.")) -> None:
     """Print the latest curator report."""
     from hermes_engine.skills.curator import latest_report

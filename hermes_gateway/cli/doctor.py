@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
+from adapters.platform import load as load_platform
 from hermes_engine.config import load_profile, load_settings
 from hermes_engine.errors import HermesError
-
-PLATFORM_SECRETS = {
-    "telegram": ["TELEGRAM_BOT_TOKEN"],
-    "slack": ["SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"],
-    "discord": ["DISCORD_BOT_TOKEN"],
-}
 
 
 def diagnose(bot: str | None) -> Iterator[tuple[bool, str]]:
@@ -32,12 +27,14 @@ def diagnose(bot: str | None) -> Iterator[tuple[bool, str]]:
             yield True, f"model {spec} configured"
         except HermesError as exc:
             yield False, str(exc)
-    for platform in profile.platforms:
-        needed = PLATFORM_SECRETS.get(platform, [])
-        if platform == "slack" and os.environ.get("SLACK_APP_TOKEN"):
-            needed = ["SLACK_BOT_TOKEN"]  # Socket Mode: no signed HTTP requests to verify
-        missing = [name for name in needed if not os.environ.get(name)]
-        if missing:
-            yield False, f"{platform}: set {', '.join(missing)} in the environment."
+    for name, raw_options in profile.platforms.items():
+        try:  # each platform says what it needs: its options model and its environment
+            platform = load_platform(name)
+            problems = platform.problems(platform.parse_options(raw_options), os.environ)
+        except HermesError as exc:
+            yield False, str(exc)
+            continue
+        if problems:
+            yield from ((False, problem) for problem in problems)
         else:
-            yield True, f"{platform}: credentials present"
+            yield True, f"{name}: options valid, credentials present"

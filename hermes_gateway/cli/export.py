@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -28,11 +27,11 @@ def _export() -> None:
 
 @app.command()
 def trajectories(
-    since: Optional[str] = typer.Option(None, "--since", help="Only sessions with messages on or after this "
+    since: str | None = typer.Option(None, "--since", help="Only sessions with messages on or after this "
                                                               "date (YYYY-MM-DD or an ISO date-time, UTC)."),
-    person: Optional[int] = typer.Option(None, "--person", help="Only sessions this person id took part in; "
+    person: int | None = typer.Option(None, "--person", help="Only sessions this person id took part in; "
                                                                 "other people's messages are left out."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write here instead of standard output."),
+    out: Path | None = typer.Option(None, "--out", help="Write here instead of standard output."),
 ) -> None:
     """Write every conversation as one JSON line (OpenAI chat format with tool calls, plus usage and
     compaction summaries), secrets redacted."""

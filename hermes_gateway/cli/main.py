@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from typing import Optional
 
 import typer
 
@@ -47,7 +46,7 @@ def _setup_logging(level: str, to_stderr: bool = True) -> None:
 
 
 @app.command()
-def chat(bot: Optional[str] = typer.Option(None, "--bot", help="Bot profile folder or name under ./bots.")) -> None:
+def chat(bot: str | None = typer.Option(None, "--bot", help="Bot profile folder or name under ./bots.")) -> None:
     """Chat with the agent in the terminal (streamed). Reads one message per line when piped."""
     from adapters.console import chat as console_chat
     from hermes_gateway.wiring import build_gateway, check_models, open_store
@@ -82,7 +81,7 @@ def run(bot: list[str] = typer.Option(None, "--bot", help="Bot profile(s) to ser
     try:
         settings = load_settings()
         _setup_logging(settings.log_level)
-        asyncio.run(serve(settings, [load_profile(b) for b in (bot or [None])]))
+        asyncio.run(serve(settings, [load_profile(b) for b in bot] if bot else [load_profile(None)]))
     except (ConfigError, HermesError) as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -90,7 +89,7 @@ def run(bot: list[str] = typer.Option(None, "--bot", help="Bot profile(s) to ser
 
 
 @app.command()
-def doctor(bot: Optional[str] = typer.Option(None, "--bot")) -> None:
+def doctor(bot: str | None = typer.Option(None, "--bot")) -> None:
     """Check the configuration and say what is missing."""
     from hermes_gateway.cli.doctor import diagnose
 

@@ -12,21 +12,29 @@ import os
 import shlex
 import subprocess
 import tempfile
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 from hermes_engine.config import MemorySettings, load_settings
 from hermes_engine.errors import ConfigError
-from hermes_engine.memory.store import (FILE_NAMES, FileMemoryStore, MemoryOwner, blocked_placeholder,
-                                        format_entries, parse_entries, usage_text, used_chars)
+from hermes_engine.memory.store import (
+    FILE_NAMES,
+    FileMemoryStore,
+    MemoryOwner,
+    blocked_placeholder,
+    format_entries,
+    parse_entries,
+    usage_text,
+    used_chars,
+)
 from hermes_engine.policy.security import scan_text
 
 app = typer.Typer(help="Inspect and edit what the agent remembers about a person.", no_args_is_help=True)
 
 
-class Target(str, Enum):
+class Target(StrEnum):
     memory = "memory"
     user = "user"
 

@@ -14,22 +14,22 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from hermes_engine.ports.storage import InboundEvent
-from storage.models import INBOUND_DONE, INBOUND_RECEIVED, InboundEventRow
+from storage.models import INBOUND_DONE, INBOUND_RECEIVED, InboundEventRow, table_of
 from storage.repos.base import SqlRepository, whole
 from storage.values import clean
 
 __all__ = ["InboxRepository"]
 
 # The per-message statements, built once: constructing a statement costs more than running it on SQLite.
-_RECORD_INBOUND_SQLITE = (sqlite.insert(InboundEventRow.__table__)
+_RECORD_INBOUND_SQLITE = (sqlite.insert(table_of(InboundEventRow))
                           .on_conflict_do_nothing(index_elements=["platform", "event_id"])
-                          .returning(InboundEventRow.__table__.c.id))
-_RECORD_INBOUND_PG = (postgresql.insert(InboundEventRow.__table__)
+                          .returning(table_of(InboundEventRow).c.id))
+_RECORD_INBOUND_PG = (postgresql.insert(table_of(InboundEventRow))
                       .on_conflict_do_nothing(index_elements=["platform", "event_id"])
-                      .returning(InboundEventRow.__table__.c.id))
-_COMPLETE_INBOUND = (sa.update(InboundEventRow.__table__)
-                     .where(InboundEventRow.__table__.c.platform == sa.bindparam("p"),
-                            InboundEventRow.__table__.c.event_id == sa.bindparam("e"))
+                      .returning(table_of(InboundEventRow).c.id))
+_COMPLETE_INBOUND = (sa.update(table_of(InboundEventRow))
+                     .where(table_of(InboundEventRow).c.platform == sa.bindparam("p"),
+                            table_of(InboundEventRow).c.event_id == sa.bindparam("e"))
                      .values(status=sa.bindparam("done"), completed_at=sa.bindparam("at")))
 
 

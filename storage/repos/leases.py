@@ -8,7 +8,7 @@ from datetime import UTC, timedelta
 
 import sqlalchemy as sa
 
-from storage.models import LeaseRow, LinkCodeRow
+from storage.models import LeaseRow, LinkCodeRow, table_of
 from storage.repos.base import SqlRepository, whole
 
 __all__ = ["LeaseRepository", "LinkCodeRepository"]
@@ -24,7 +24,7 @@ class LeaseRepository(SqlRepository):
         if ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
         now = self._now()
-        table = LeaseRow.__table__
+        table = table_of(LeaseRow)
         stmt = self._insert(table).values(name=name, holder=holder,
                                           expires_at=now + timedelta(seconds=ttl_seconds))
         stmt = stmt.on_conflict_do_update(
@@ -52,7 +52,7 @@ class LinkCodeRepository(SqlRepository):
     async def create_link_code(self, code: str, person_id: int, ttl_seconds: float) -> None:
         """Store a one-time /link code for `person_id`; expired codes are swept on the way."""
         now = self._now()
-        table = LinkCodeRow.__table__
+        table = table_of(LinkCodeRow)
         async with self.engine.begin() as conn:
             await conn.execute(sa.delete(table).where(table.c.expires_at <= now))
             await conn.execute(sa.insert(table).values(code=code, person_id=person_id,
@@ -62,7 +62,7 @@ class LinkCodeRepository(SqlRepository):
     async def redeem_link_code(self, code: str) -> int | None:
         """The person who made `code`, if it is live; the code is used up either way (one statement, so
         two redeemers cannot both win)."""
-        table = LinkCodeRow.__table__
+        table = table_of(LinkCodeRow)
         stmt = sa.delete(table).where(table.c.code == code).returning(table.c.person_id, table.c.expires_at)
         async with self.engine.begin() as conn:
             row = (await conn.execute(stmt)).first()

@@ -19,15 +19,15 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hermes_engine.ports.storage import CompactionRecord, MessageRef
-from storage.models import CompactionRow, MessageRow
+from storage.models import CompactionRow, MessageRow, table_of
 from storage.repos.base import SqlRepository, whole_call
 from storage.values import utc
 
 __all__ = ["LineageRepository", "compactions", "latest_compaction", "list_compactions", "message_refs_after",
            "record_compaction"]
 
-compactions = CompactionRow.__table__
-messages = MessageRow.__table__
+compactions = table_of(CompactionRow)
+messages = table_of(MessageRow)
 
 
 def _compaction(row: Any) -> CompactionRecord:

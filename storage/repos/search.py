@@ -27,13 +27,13 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from hermes_engine.ports.storage import SearchHit
-from storage.models import MessageRow
+from storage.models import MessageRow, table_of
 from storage.repos.base import SqlRepository, whole_call
 from storage.values import utc
 
 __all__ = ["MAX_QUERY_WORDS", "SNIPPET_WORDS", "SearchRepository", "export_session_ids", "query_words", "search"]
 
-messages = MessageRow.__table__
+messages = table_of(MessageRow)
 
 MAX_QUERY_WORDS = 12
 SNIPPET_WORDS = 16

@@ -14,14 +14,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.storage import SessionRecord, StoredMessage
-from storage.models import MessageRow, SessionRow
+from storage.models import MessageRow, SessionRow, table_of
 from storage.repos.base import LOCK_SESSION_CREATE, SqlRepository, whole
 from storage.values import clean, clean_text
 
 __all__ = ["SessionRepository"]
 
 # Built once: constructing a statement costs more than running it on SQLite.
-_INSERT_MESSAGE = sa.insert(MessageRow.__table__).returning(MessageRow.__table__.c.id)
+_INSERT_MESSAGE = sa.insert(table_of(MessageRow)).returning(table_of(MessageRow).c.id)
 
 
 def _session(row: SessionRow) -> SessionRecord:
@@ -94,11 +94,12 @@ class SessionRepository(SqlRepository):
         """Set the model override (`None` clears it; leave it out to keep it) and/or replace `state`
         as a whole. Raises LookupError for an unknown session."""
         values: dict[str, Any] = {}
-        if model is not ...:
+        if model is not ...:  # type: ignore[comparison-overlap]  # `...` is the "leave it" default
             values["model"] = model
         if state is not None:
             values["state"] = clean(dict(state))
         async with self._session() as session, session.begin():
+            found: object | None
             if not values:
                 found = await session.get(SessionRow, session_id)
             else:

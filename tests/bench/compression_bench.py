@@ -102,7 +102,7 @@ async def main(turns: int, window: int) -> dict:
                 turn_only = [r for r in requests if not is_summary(r)]
                 if len(turn_only) < len(requests):
                     summary_turns.append(i)
-                for request, estimate in zip(turn_only, estimates[first_estimate:]):
+                for request, estimate in zip(turn_only, estimates[first_estimate:], strict=False):
                     turn_requests.append((len(json.dumps(request.body)) // 4, estimate))
                 fake.requests.clear()
                 estimates.clear()

@@ -40,7 +40,7 @@ def prefix_share(previous: dict, current: dict) -> float:
                                                                   for m in body.get("messages", [])]
     prev, cur = parts(previous), parts(current)
     shared = 0
-    for a, b in zip(prev, cur):
+    for a, b in zip(prev, cur, strict=False):
         if a != b:
             break
         shared += len(b)
@@ -88,7 +88,7 @@ async def main(turns: int) -> dict:
             session_requests_tool = [r.body for r in fake.requests[:2 * TURNS_PER_SESSION]]
         finally:
             await engine.stop()
-    shares = [prefix_share(a, b) for seq in (session_requests, session_requests_tool) for a, b in zip(seq, seq[1:])]
+    shares = [prefix_share(a, b) for seq in (session_requests, session_requests_tool) for a, b in zip(seq, seq[1:], strict=False)]
     return {
         "turns": turns,
         "plain_p50_ms": statistics.median(plain) * 1000, "plain_p99_ms": percentile(plain, 99) * 1000,

@@ -35,14 +35,16 @@ Everything the bot did is recorded: `messages` (with each message's edit history
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import math
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
@@ -61,7 +63,7 @@ DISCORD_EPOCH_MS = 1_420_070_400_000
 
 
 def _now_iso(offset: float = 0.0) -> str:
-    return (datetime.now(timezone.utc) + timedelta(seconds=offset)).isoformat()
+    return (datetime.now(UTC) + timedelta(seconds=offset)).isoformat()
 
 
 # -- records ---------------------------------------------------------------------------------------------
@@ -390,10 +392,8 @@ class FakeDiscord(LoopbackServer):
             if remaining <= 0:
                 raise TimeoutError(f"fake Discord: timed out waiting for {what}")
             self._changed.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), min(remaining, 0.05))
-            except (asyncio.TimeoutError, TimeoutError):
-                pass
 
     def _touch(self) -> None:
         self._changed.set()
@@ -503,10 +503,8 @@ class FakeDiscord(LoopbackServer):
             session.seq += 1
             session.events.append((session.seq, event, data))
             if session.ws is not None and not session.ws.closed:
-                try:
+                with contextlib.suppress(ConnectionError, RuntimeError):  # dropped: replayed on RESUME
                     await session.ws.send_str(json.dumps({"op": 0, "t": event, "s": session.seq, "d": data}))
-                except (ConnectionError, RuntimeError):
-                    pass  # dropped meanwhile; the event is replayed on RESUME
 
     async def _websocket(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(autoping=True)

@@ -25,8 +25,9 @@ import json
 import re
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Literal, Sequence, Union
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -36,7 +37,7 @@ Api = Literal["openai", "anthropic"]
 
 # (name, arguments) or (name, arguments, id). A str argument is sent verbatim (malformed JSON included);
 # a dict is JSON-encoded.
-ToolCallSpec = Union[tuple[str, Union[str, dict]], tuple[str, Union[str, dict], str]]
+ToolCallSpec = tuple[str, str | dict] | tuple[str, str | dict, str]
 
 _WORDS = re.compile(r"\s*\S+\s*", re.S)
 
@@ -120,7 +121,7 @@ class RecordedRequest:
         return ""
 
 
-Responder = Callable[[RecordedRequest], Union[Reply, str, None, Awaitable[Union[Reply, str, None]]]]
+Responder = Callable[[RecordedRequest], Reply | str | None | Awaitable[Reply | str | None]]
 
 
 def _plain_text(content: Any) -> str:

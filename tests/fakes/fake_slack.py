@@ -33,6 +33,7 @@ chat.startStream without `thread_ts`, and, in channels, without `recipient_user_
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import itertools
@@ -345,10 +346,8 @@ class FakeSlack(LoopbackServer):
         if not self.echo_bot_posts or (self.events_url is None and not self._sockets):
             return
         kind = {"D": "im", "G": "group"}.get(message.channel[0], "channel")
-        try:
+        with contextlib.suppress(TimeoutError, aiohttp.ClientError):  # the app is shutting down
             await self.post_event(self.message_event(message, channel_type=kind))
-        except (aiohttp.ClientError, asyncio.TimeoutError):
-            pass  # the app is shutting down
 
     # -- Socket Mode ---------------------------------------------------------------------------------------
 

@@ -31,12 +31,14 @@ Faults, injectable at any time:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import re
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from aiohttp import ClientSession, web
 
@@ -353,10 +355,8 @@ class FakeTelegram(LoopbackServer):
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         raise TimeoutError(message or "condition not met on the fake Telegram")
-                    try:
+                    with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._changed.wait(), min(remaining, 0.2))
-                    except (asyncio.TimeoutError, TimeoutError):
-                        pass
 
         return await check()
 
@@ -471,10 +471,8 @@ class FakeTelegram(LoopbackServer):
                 remaining = deadline - time.monotonic()
                 if ready or remaining <= 0 or self._closing or time.monotonic() < self.outage_until:
                     break
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._new_update.wait(), remaining)
-                except (asyncio.TimeoutError, TimeoutError):
-                    pass
         if time.monotonic() < self.outage_until:
             raise TelegramApiError(502, "Bad Gateway")
         self.delivered_update_ids.extend(u["update_id"] for u in ready)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 
+from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
-from engine_harness import make_profile
 from hermes_engine.tools.core import CORE_TOOLS
 from hermes_engine.tools.registry import tool
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import re
 
+from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
-from engine_harness import make_profile
 from hermes_engine.compression.feature import CompressionFeature
 from hermes_engine.compression.service import CompactionService
 from hermes_engine.compression.summariser import GOAL_LINE, SUMMARY_SECTIONS, SUMMARY_SYSTEM

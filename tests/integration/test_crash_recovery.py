@@ -7,9 +7,8 @@ import os
 import signal
 import sys
 
-from fakes.fake_llm import Reply
-
 from engine_harness import fake_llm_environment, make_profile
+from fakes.fake_llm import Reply
 
 
 async def test_killed_process_loses_nothing_persisted_and_answers_after_restart(engine, fake_llm, tmp_path):

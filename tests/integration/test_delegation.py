@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 
+from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
-from engine_harness import make_profile
 from hermes_engine.loops.delegation import SUBAGENT_SYSTEM, DelegationFeature
 from hermes_engine.tools.registry import ToolContext, tool
 

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import aiohttp
-
 from engine_harness import fake_llm_environment
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram

@@ -12,12 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
+from engine_harness import fake_llm_environment, is_judge, make_profile
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeUser
 
-from engine_harness import fake_llm_environment, is_judge, make_profile
-from adapters.telegram import TelegramAdapter, build
+from adapters.telegram import PLATFORM, TelegramAdapter
 from hermes_engine.loops.goals import CONTINUE_PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,7 +116,7 @@ async def test_piped_terminal_chat_finishes_the_goal_before_exiting_at_end_of_in
 # ------------------------------------------------------------------------------------------ Telegram
 
 FAST = {"edit_interval_seconds": 0.05, "group_interval_seconds": 0.05, "poll_timeout": 1, "poll_backoff": 0.2,
-        "poll_backoff_max": 1.0, "send_backoff": 0.1, "send_backoff_max": 0.5, "approval_check_seconds": 0.1}
+        "poll_backoff_max": 1.0, "send_backoff": 0.1, "send_backoff_max": 0.5}
 ALICE = FakeUser(42, "Alice", "alice")
 
 
@@ -126,7 +125,7 @@ async def telegram_bot(engine, telegram):
     """A gateway (every default feature, /goal included) with a started Telegram adapter; stopped first."""
     profile = make_profile(access={"allowed_users": ["42"]}, platforms={"telegram": FAST})
     e = await engine(profile=profile)
-    adapter: TelegramAdapter = build(e.gateway, e.settings, FAST, None)
+    adapter: TelegramAdapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(FAST), None, os.environ)
     e.gateway.attach(adapter)
     await adapter.start()
     await asyncio.wait_for(adapter.ready.wait(), 5)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from fakes.fake_llm import Reply
-
 from engine_harness import goal_script as scripted
 from engine_harness import is_judge, make_profile, verdict
+from fakes.fake_llm import Reply
+
 from hermes_engine.config import GoalSettings
 from hermes_engine.loops.goals import CONTINUE_PREFIX, GoalFeature, parse_verdict
 

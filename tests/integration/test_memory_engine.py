@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
-from engine_harness import make_profile
 from hermes_engine.ports.inbound import ChatKind
 
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
+from engine_harness import make_profile
 from fakes.fake_llm import Reply
 from sqlalchemy.pool import NullPool
 
-from engine_harness import make_profile
 from hermes_engine.compression.service import SUMMARY_SYSTEM
 from hermes_engine.ports.conversation import Message, ToolCall
 from hermes_engine.ports.inbound import ChatKind
@@ -219,7 +219,7 @@ async def test_messages_stored_before_the_search_migration_are_backfilled(databa
     engine = make_engine(url, poolclass=NullPool, **options)
     try:
         await migrate.upgrade(engine, "0001")
-        now = datetime(2025, 1, 1, tzinfo=timezone.utc)
+        now = datetime(2025, 1, 1, tzinfo=UTC)
         async with engine.begin() as conn:
             await conn.execute(sa.text("INSERT INTO people (id, display_name, created_at) VALUES (1, 'a', :t)"),
                                {"t": now})

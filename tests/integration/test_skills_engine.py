@@ -10,9 +10,9 @@ import tarfile
 import time
 from pathlib import Path
 
+from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
-from engine_harness import make_profile
 from hermes_engine.skills.curator import CURATOR_SYSTEM, latest_report
 from hermes_engine.skills.model import parse_skill
 
@@ -56,7 +56,7 @@ def library_files(e) -> dict[str, bytes]:
     if not root.is_dir():
         return {}
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.relative_to(root).parts[0] in (".locks", ".tmp")}
+            if p.is_file() and p.relative_to(root).parts[0] not in (".locks", ".tmp")}
 
 
 def since_user(request) -> list[dict]:

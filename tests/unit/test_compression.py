@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_engine.compression.planning import (COMPACTION, CompressionConfig, plan_split, prune_tool_results,
-                                              summary_budget, truncate_for_model)
+from hermes_engine.agent.context_window import (
+    DEFAULT_CONTEXT_WINDOW,
+    TokenMeter,
+    context_window,
+    known_window,
+    messages_tokens,
+    window_for,
+)
+from hermes_engine.compression.planning import (
+    COMPACTION,
+    CompressionConfig,
+    plan_split,
+    prune_tool_results,
+    summary_budget,
+    truncate_for_model,
+)
 from hermes_engine.compression.summariser import Summariser, SummaryFailed, rejection, strip_goal, transcript_lines
-from hermes_engine.agent.context_window import (DEFAULT_CONTEXT_WINDOW, TokenMeter, context_window,
-                                                known_window, messages_tokens, window_for)
 from hermes_engine.config import BotProfile, Settings
-from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.errors import ProviderError
+from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.providers.base import Completed, ModelResponse
 
 
@@ -19,7 +31,7 @@ def exchange(n: int, *, tool_chars: int = 0) -> list[Message]:
     """One user turn: a question, optionally a tool call and its result, and an answer."""
     messages = [Message(role="user", content=f"question {n}")]
     if tool_chars:
-        call = ToolCall(id=f"call_{n}", name="read_page", arguments='{"n": %d}' % n)
+        call = ToolCall(id=f"call_{n}", name="read_page", arguments=f'{{"n": {n}}}')
         messages += [Message(role="assistant", content="", tool_calls=(call,)),
                      Message(role="tool", content="x" * tool_chars, tool_call_id=call.id, tool_name="read_page")]
     messages.append(Message(role="assistant", content=f"answer {n}"))

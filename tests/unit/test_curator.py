@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import tarfile
-from datetime import datetime, timedelta, timezone
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import AsyncIterator
 
 import pytest
 
@@ -19,7 +19,7 @@ from hermes_engine.skills.curator import Curator, latest_report
 from hermes_engine.skills.files import FileSkillLibrary
 from hermes_engine.skills.usage import UsageLog
 
-NOW = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
 
 def skill_md(name: str, description: str, *, pitfalls: list[str], tags: str = "[docker]") -> str:

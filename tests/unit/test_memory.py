@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from hermes_engine.ports.session import SessionScope
-from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.config import MemorySettings
-from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryFeature, MemoryOwner, memory_tool
 from hermes_engine.memory.documents import MemoryStore, format_entries, parse_entries, safe_scope_name
 from hermes_engine.memory.store import InMemoryStore
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.ports.inbound import ChatKind, InboundMessage
+from hermes_engine.ports.session import SessionScope
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
 
 ALICE, BOB = 1, 2

@@ -44,7 +44,7 @@ async def scheduler():
 
 
 def gaps(times: list[float]) -> list[float]:
-    return [b - a for a, b in zip(times, times[1:])]
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
 
 
 async def test_calls_to_one_chat_are_spaced_by_at_least_the_interval(scheduler: OutboundScheduler) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -14,10 +15,9 @@ from adapters.render import Rendered, escape_slack, render_discord, render_slack
 from adapters.splitting import find_fences, measure
 
 
-
 def document(rng: random.Random, size: int) -> str:
     """A model-like Markdown reply: headings, prose with formatting and emoji, lists, code blocks."""
-    words = "the agent reads **files** and `runs` tools, then [links](https://example.com) 😀 _notes_".split()
+    words = ["the", "agent", "reads", "**files**", "and", "`runs`", "tools,", "then", "[links](https://example.com)", "😀", "_notes_"]
     blocks: list[str] = []
     while sum(map(len, blocks)) < size:
         kind = rng.random()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -151,7 +151,7 @@ async def test_the_background_loop_runs_due_jobs():
 async def test_leases_through_the_sql_store(tmp_path: Path, clock):
     from storage.store import SqlStore
 
-    now = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
+    now = [datetime(2025, 1, 1, tzinfo=UTC)]
     store = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'h.db'}", clock=lambda: now[0])
     await store.init()
     try:

@@ -7,9 +7,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from hermes_engine.errors import ConfigError
-from hermes_gateway.cli.curator import app
 from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.files import FileSkillLibrary
+from hermes_gateway.cli.curator import app
 
 SKILL = "---\nname: {n}\ndescription: Do {n}.\n---\n\n## When to use\nx\n\n## Steps\n1. y\n\n## Pitfalls\n- z\n"
 

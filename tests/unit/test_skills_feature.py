@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Message, ToolCall
 from hermes_engine.ports.feature import TurnOutcome
+from hermes_engine.ports.session import SessionScope
 from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.feature import SkillsFeature
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
@@ -166,7 +166,7 @@ async def test_start_schedules_the_curator_under_a_lease(tmp_path):
         async def release_lease(self, name: str, holder: str) -> bool:
             return True
 
-    fixed = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    fixed = datetime(2025, 1, 1, tzinfo=UTC)
     feature = SkillsFeature(tmp_path / "skills", bot="helper", curator_interval_seconds=3600, llm_pass=False,
                             clock=lambda: fixed)
     await feature.start(SimpleNamespace(store=Store()))

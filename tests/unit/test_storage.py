@@ -14,7 +14,7 @@ import os
 import uuid
 import warnings
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -26,10 +26,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
 
 from hermes_engine.ports.conversation import ImagePart, Message, ToolCall, Usage
-from storage import migrate
 from hermes_engine.ports.storage import GoalRecord, Store
-from storage.models import Base
+from storage import migrate
 from storage.engine import make_engine, normalize_url
+from storage.models import Base
 from storage.store import SqlStore
 
 PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
@@ -47,7 +47,7 @@ TABLES = {"people", "accounts", "sessions", "messages", "inbound_events", "goals
 
 class FakeClock:
     def __init__(self) -> None:
-        self.now = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
+        self.now = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         return self.now
@@ -172,7 +172,7 @@ async def test_init_applies_migrations_and_a_second_init_is_a_no_op(db: Database
     await first.init()
     await first.init()  # same instance: nothing happens
     async with first.engine.connect() as conn:
-        assert TABLES <= await conn.run_sync(_table_names)
+        assert await conn.run_sync(_table_names) >= TABLES
     head = migrate.head_revision()
     assert head is not None and head >= "0001"
     assert await migrate.current_revision(first.engine) == head

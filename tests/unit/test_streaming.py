@@ -7,8 +7,9 @@ import asyncio
 import dataclasses
 import itertools
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pytest
 
@@ -108,7 +109,7 @@ class FakeAdapter(PlatformAdapter):
 
     def gaps(self, chat: str = "c1") -> list[float]:
         times = [c.at for c in self.calls if c.chat == chat and c.op != "typing"]
-        return [b - a for a, b in zip(times, times[1:])]
+        return [b - a for a, b in zip(times, times[1:], strict=False)]
 
 
 class NativeFakeAdapter(FakeAdapter):
