@@ -6,7 +6,9 @@ that keeps code fences intact), `render` (final Markdown renderers). Platform ad
 modules (`telegram`, `slack`, `discord`, `console`) and import their SDK there, never here.
 """
 
-from adapters.base import (
+from adapters.base import PlatformAdapter
+from adapters.outbound import DROPPED, OutboundScheduler
+from adapters.parts import (
     DISCORD,
     SLACK,
     TELEGRAM,
@@ -14,10 +16,8 @@ from adapters.base import (
     DeliveryLedger,
     InMemoryDeliveryLedger,
     OutPart,
-    PlatformAdapter,
     SentMessage,
 )
-from adapters.outbound import DROPPED, OutboundScheduler
 from adapters.render import Rendered, render_discord, render_plain, render_slack, render_telegram
 from adapters.splitting import measure, split_message
 from adapters.streaming import StreamingReply
