@@ -27,27 +27,14 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from adapters.outbound import DROPPED, OutboundScheduler, default_is_transient
-from adapters.parts import (
-    DISCORD,
-    NO_EXTRAS,
-    SLACK,
-    TELEGRAM,
-    Capabilities,
-    DeliveryLedger,
-    InMemoryDeliveryLedger,
-    OutPart,
-    SentMessage,
-)
+from adapters.parts import NO_EXTRAS, Capabilities, DeliveryLedger, InMemoryDeliveryLedger, OutPart, SentMessage
 from adapters.render import Rendered
 from adapters.splitting import measure, split_message
 from adapters.streaming import StreamingReply
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
 
-__all__ = [
-    "Capabilities", "DeliveryLedger", "DISCORD", "InMemoryDeliveryLedger", "OutPart", "PlatformAdapter",
-    "SLACK", "SentMessage", "TELEGRAM", "DROPPED",
-]
+__all__ = ["DROPPED", "PlatformAdapter"]
 
 log = logging.getLogger(__name__)
 

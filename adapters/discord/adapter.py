@@ -31,11 +31,12 @@ import discord
 import yarl
 from discord import app_commands
 
-from adapters.base import DISCORD, Capabilities, PlatformAdapter
+from adapters.base import PlatformAdapter
 from adapters.discord.commands import SlashCommands
 from adapters.discord.inbound import MessageReceiver
 from adapters.discord.options import TOKEN_ENV, DiscordConnection, DiscordOptions
 from adapters.discord.outbound import UNREACHABLE, DiscordOutbound, is_transient
+from adapters.parts import DISCORD, Capabilities
 from adapters.render import render_discord
 from hermes_engine.ports.engine import AccessDecision, EnginePort
 from hermes_engine.ports.inbound import ReplyTarget

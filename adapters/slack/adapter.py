@@ -18,7 +18,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from adapters.base import SLACK, PlatformAdapter
+from adapters.base import PlatformAdapter
+from adapters.parts import SLACK
 from adapters.render import render_slack
 from adapters.slack.commands import SlashCommands
 from adapters.slack.events import EventsEndpoint, bolt_app

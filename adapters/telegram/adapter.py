@@ -31,8 +31,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from adapters.base import TELEGRAM, PlatformAdapter
+from adapters.base import PlatformAdapter
 from adapters.outbound import OutboundScheduler, default_is_transient
+from adapters.parts import TELEGRAM
 from adapters.render import Rendered, render_telegram
 from adapters.telegram.botapi import (
     ALLOWED_UPDATES,

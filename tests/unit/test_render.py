@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from adapters.base import DISCORD, SLACK, TELEGRAM, Capabilities, PlatformAdapter
+from adapters.base import PlatformAdapter
+from adapters.parts import DISCORD, SLACK, TELEGRAM, Capabilities
 from adapters.render import Rendered, escape_slack, render_discord, render_slack, render_telegram
 from adapters.splitting import find_fences, measure
 
