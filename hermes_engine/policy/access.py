@@ -71,7 +71,8 @@ class AccessGate:
             if not allowed:
                 log.info("%s user %s is not in access.allowed_users; ignored", platform, user_id)
             return AccessDecision(allowed)
-        if await asyncio.to_thread(self.granted, platform, user_id, also_allowed):
+        # Listed people are known without touching the pairing store; only strangers cost a file read.
+        if self.listed(user_id, also_allowed) or await asyncio.to_thread(self.granted, platform, user_id):
             return AccessDecision(True)
         if not direct:
             return AccessDecision(False)
