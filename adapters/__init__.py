@@ -13,7 +13,6 @@ from adapters.parts import (
     SLACK,
     TELEGRAM,
     Capabilities,
-    DeliveryLedger,
     InMemoryDeliveryLedger,
     OutPart,
     SentMessage,
@@ -23,7 +22,7 @@ from adapters.splitting import measure, split_message
 from adapters.streaming import StreamingReply
 
 __all__ = [
-    "Capabilities", "DeliveryLedger", "DISCORD", "DROPPED", "InMemoryDeliveryLedger", "OutboundScheduler",
+    "Capabilities", "DISCORD", "DROPPED", "InMemoryDeliveryLedger", "OutboundScheduler",
     "OutPart", "PlatformAdapter", "Rendered", "SentMessage", "SLACK", "StreamingReply", "TELEGRAM",
     "measure", "render_discord", "render_plain", "render_slack", "render_telegram", "split_message",
 ]

@@ -27,16 +27,20 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from adapters.outbound import DROPPED, OutboundScheduler, default_is_transient
-from adapters.parts import NO_EXTRAS, Capabilities, DeliveryLedger, InMemoryDeliveryLedger, OutPart, SentMessage
+from adapters.parts import NO_EXTRAS, Capabilities, InMemoryDeliveryLedger, OutPart, SentMessage
 from adapters.render import Rendered
 from adapters.splitting import measure, split_message
 from adapters.streaming import StreamingReply
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.reply import Delivery, DeliveryLedger
 
 __all__ = ["DROPPED", "PlatformAdapter"]
 
 log = logging.getLogger(__name__)
+
+Remember = Callable[[Sequence[SentMessage]], Awaitable[None]]
+UNKNOWN_TEXT = "\x00(shown before a restart)"  # what a resumed message shows as far as we know: never equal
 
 
 
@@ -59,6 +63,10 @@ class PlatformAdapter(ABC):
             caps.edit_interval_seconds, global_rate=caps.global_rate_per_second,
             is_transient=self.is_transient_error)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
+
+    def keep_deliveries_in(self, ledger: DeliveryLedger) -> None:
+        """Record deliveries in `ledger` (the gateway's durable one) instead of this process's memory."""
+        self.ledger = ledger
 
     # -- lifecycle (platform half) ------------------------------------------------------------------
     @abstractmethod
@@ -146,9 +154,12 @@ class PlatformAdapter(ABC):
         return StreamingReply(self, target, idempotency_key=idempotency_key)
 
     async def send(self, target: ReplyTarget, text: str, *, idempotency_key: str | None = None) -> None:
-        """Render, split and post a complete message; with a key, at most once per key."""
-        async def deliver() -> list[str]:
-            sent = await self.deliver_parts(target, self.render_parts(text), [])
+        """Render, split and post a complete message; with a key, at most once per key (and after a crash
+        mid-way, the parts already posted are edited, not posted again)."""
+        async def deliver(earlier: Delivery | None) -> list[str]:
+            existing = await self.resume(target, earlier)
+            sent = await self.deliver_parts(target, self.render_parts(text), existing,
+                                            remember=self.remembering(idempotency_key))
             return [m.id for m in sent]
 
         await self.deliver_once(idempotency_key, deliver)
@@ -250,12 +261,13 @@ class PlatformAdapter(ABC):
                                                        extras=NO_EXTRAS), merge_key=mkey)
         return SentMessage(message.id, part.source, False)
 
-    async def deliver_parts(self, target: ReplyTarget, parts: Sequence[OutPart],
-                            existing: list[SentMessage]) -> list[SentMessage]:
+    async def deliver_parts(self, target: ReplyTarget, parts: Sequence[OutPart], existing: list[SentMessage],
+                            *, remember: Remember | None = None) -> list[SentMessage]:
         """Make the chat show `parts`: edit `existing` messages in order, post the rest, delete surplus.
 
         `existing` is updated in place as calls succeed, so a retry after a failure resumes rather than
-        repeats. If a message cannot be edited any more, its part is posted anew.
+        repeats; `remember` is told the messages each time a post or delete changed them (the ledger). If
+        a message cannot be edited any more, its part is posted anew.
         """
         can_edit = self.capabilities.can_edit
         for i, part in enumerate(parts):
@@ -268,16 +280,22 @@ class PlatformAdapter(ABC):
                         raise
                     log.warning("could not edit message %s (%s); posting the part anew", existing[i].id, exc)
                     existing[i] = await self.send_part(target, part)
+                    if remember is not None:
+                        await remember(existing)
                     continue
             sent = await self.send_part(target, part)
             if i < len(existing):
                 existing[i] = sent
             else:
                 existing.append(sent)
+            if remember is not None:
+                await remember(existing)
         while len(existing) > len(parts):
             surplus = existing[-1]
             await self._delete_quietly(target, surplus)
             existing.pop()
+            if remember is not None:
+                await remember(existing)
         return list(existing)
 
     async def _delete_quietly(self, target: ReplyTarget, message: SentMessage) -> None:
@@ -290,11 +308,14 @@ class PlatformAdapter(ABC):
                 raise
             log.warning("could not delete surplus message %s: %s", message.id, exc)
 
-    async def deliver_once(self, key: str | None, deliver: Callable[[], Awaitable[Sequence[str]]]) -> bool:
-        """Run `deliver` unless `key` was already delivered; concurrent callers with one key wait for
-        the first and do nothing if it succeeded. Returns whether this call delivered."""
+    async def deliver_once(self, key: str | None,
+                           deliver: Callable[[Delivery | None], Awaitable[Sequence[str]]]) -> bool:
+        """Run `deliver` unless `key` was already delivered in full; concurrent callers with one key wait
+        for the first and do nothing if it succeeded. `deliver` gets what an earlier attempt left (a crash
+        between the first send and the final edit): the messages to finish in place. Returns whether this
+        call delivered."""
         if key is None:
-            await deliver()
+            await deliver(None)
             return True
         while True:
             running = self._inflight.get(key)
@@ -309,11 +330,12 @@ class PlatformAdapter(ABC):
         mine.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._inflight[key] = mine
         try:
-            if await self.ledger.get(key) is not None:
+            earlier = await self.ledger.get(key)
+            if earlier is not None and earlier.final:
                 mine.set_result(None)
                 return False
-            ids = await deliver()
-            await self.ledger.record(key, list(ids))
+            ids = await deliver(earlier)
+            await self.ledger.record(key, list(ids), final=True)
             mine.set_result(list(ids))
             return True
         except BaseException as exc:
@@ -324,6 +346,30 @@ class PlatformAdapter(ABC):
             if self._inflight.get(key) is mine:
                 del self._inflight[key]
 
-    async def already_delivered(self, key: str) -> bool:
-        return await self.ledger.get(key) is not None
+    def remembering(self, key: str | None) -> Remember | None:
+        """The ledger callback for `deliver_parts`: a message posted is recorded before anything else
+        happens, so a crash after it leaves a message to edit, never one to repeat."""
+        if key is None:
+            return None
 
+        async def remember(messages: Sequence[SentMessage]) -> None:
+            await self.ledger.record(key, [m.id for m in messages], final=False)
+
+        return remember
+
+    async def resume(self, target: ReplyTarget, earlier: Delivery | None) -> list[SentMessage]:
+        """The messages an earlier, unfinished attempt left in the chat, to be edited into the answer.
+        What they show is unknown, so the first edit of each always goes out. A native stream the crash
+        left open is closed first (it cannot be edited while open)."""
+        if earlier is None or not earlier.message_ids:
+            return []
+        messages = [SentMessage(mid, UNKNOWN_TEXT) for mid in earlier.message_ids]
+        if self.uses_native_stream(target):
+            last = messages[-1].id
+            try:
+                await self.call(target, lambda: self._native_stream_stop(target, last, ""))
+            except PlatformError as exc:
+                if exc.retry_after is not None:
+                    raise
+                log.debug("message %s was no open stream (%s)", last, exc)
+        return messages

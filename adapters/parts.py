@@ -8,9 +8,10 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from adapters.render import Rendered
+from hermes_engine.ports.reply import Delivery
 
 NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
 
@@ -55,27 +56,22 @@ DISCORD = Capabilities(2000, "chars", can_edit=True, native_streaming=False, thr
 
 # --- idempotency ledger ------------------------------------------------------------------------------
 
-class DeliveryLedger(Protocol):
-    """Remembers which idempotency keys were delivered, and as which messages. A persistent
-    implementation (a storage repository) can replace the in-memory default."""
-
-    async def get(self, key: str) -> tuple[str, ...] | None: ...
-
-    async def record(self, key: str, message_ids: Sequence[str]) -> None: ...
-
-
 class InMemoryDeliveryLedger:
-    """Bounded in-memory ledger: the `max_keys` most recently recorded keys are remembered."""
+    """A `DeliveryLedger` for one process (tests, the console): the `max_keys` most recently recorded keys.
+    The gateway gives its adapters the durable one from the store."""
 
     def __init__(self, max_keys: int = 10_000) -> None:
         self.max_keys = max_keys
-        self._keys: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._keys: OrderedDict[str, Delivery] = OrderedDict()
 
-    async def get(self, key: str) -> tuple[str, ...] | None:
+    async def get(self, key: str) -> Delivery | None:
         return self._keys.get(key)
 
-    async def record(self, key: str, message_ids: Sequence[str]) -> None:
-        self._keys[key] = tuple(message_ids)
+    async def record(self, key: str, message_ids: Sequence[str], *, final: bool) -> None:
+        known = self._keys.get(key)
+        if known is not None and known.final:
+            return
+        self._keys[key] = Delivery(tuple(message_ids), final)
         self._keys.move_to_end(key)
         while len(self._keys) > self.max_keys:
             self._keys.popitem(last=False)

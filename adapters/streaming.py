@@ -37,7 +37,7 @@ from adapters.parts import Capabilities, OutPart, SentMessage
 from adapters.splitting import split_message
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.reply import ReplyStream
+from hermes_engine.ports.reply import Delivery, DeliveryLedger, ReplyStream
 
 
 class StreamingAdapter(Protocol):
@@ -52,6 +52,9 @@ class StreamingAdapter(Protocol):
     @property
     def scheduler(self) -> OutboundScheduler: ...
 
+    @property
+    def ledger(self) -> DeliveryLedger: ...
+
     async def call(self, target: ReplyTarget, fn: Callable[[], Awaitable[Any]], *, interim: bool = False,
                    merge_key: Hashable | None = None, tag: Hashable | None = None, paced: bool = True) -> Any: ...
 
@@ -65,10 +68,16 @@ class StreamingAdapter(Protocol):
 
     async def edit_part(self, target: ReplyTarget, message: SentMessage, part: OutPart) -> SentMessage: ...
 
-    async def deliver_parts(self, target: ReplyTarget, parts: Sequence[OutPart],
-                            existing: list[SentMessage]) -> list[SentMessage]: ...
+    async def deliver_parts(self, target: ReplyTarget, parts: Sequence[OutPart], existing: list[SentMessage],
+                            *, remember: Callable[[Sequence[SentMessage]], Awaitable[None]] | None = None,
+                            ) -> list[SentMessage]: ...
 
-    async def deliver_once(self, key: str | None, deliver: Callable[[], Awaitable[Sequence[str]]]) -> bool: ...
+    async def deliver_once(self, key: str | None,
+                           deliver: Callable[[Delivery | None], Awaitable[Sequence[str]]]) -> bool: ...
+
+    def remembering(self, key: str | None) -> Callable[[Sequence[SentMessage]], Awaitable[None]] | None: ...
+
+    async def resume(self, target: ReplyTarget, earlier: Delivery | None) -> list[SentMessage]: ...
 
     async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool,
                         extras: Mapping[str, Any]) -> str: ...
@@ -102,6 +111,7 @@ class StreamingReply(ReplyStream):
         self._text = ""
         self._state = _OPEN
         self._delivered = False
+        self._resumed = False  # whether what an earlier life of this answer left in the chat was looked up
         self._dirty = asyncio.Event()
         self._pump_task: asyncio.Task[Any] | None = None
         self._lock = asyncio.Lock()  # serialises finish/abort on this stream
@@ -136,7 +146,8 @@ class StreamingReply(ReplyStream):
         async with self._lock:
             if self._delivered or self._state == _ABORTED:
                 return
-            delivered = await self.adapter.deliver_once(self.idempotency_key, lambda: self._deliver_final(text))
+            delivered = await self.adapter.deliver_once(
+                self.idempotency_key, lambda earlier: self._deliver_final(text, earlier))
             if not delivered and not self._delivered:
                 # Another stream with this key already delivered the final: retire our interim frames.
                 await self._stop_interim()
@@ -155,12 +166,13 @@ class StreamingReply(ReplyStream):
                 await self._settle_after_abort()
             except PlatformError as exc:
                 log.warning("could not tidy the aborted reply in %s: %s", self.target.chat_id, exc)
-            if note:
-                await self.adapter.send(self.target, note, idempotency_key=self.idempotency_key)
+            if note:  # its own key: the answer's key stays open for a restart to finish
+                await self.adapter.send(self.target, note, idempotency_key=f"{self.idempotency_key}:note")
 
     # -- final delivery -----------------------------------------------------------------------------
-    async def _deliver_final(self, text: str) -> list[str]:
+    async def _deliver_final(self, text: str, earlier: Delivery | None) -> list[str]:
         await self._stop_interim()
+        await self._resume(earlier)
         adapter = self.adapter
         parts = adapter.render_parts(text)
         if self._native and self._native_id is not None:
@@ -169,7 +181,8 @@ class StreamingReply(ReplyStream):
                 return [self._native_id]
         if not parts:
             parts = adapter.render_parts(text.strip() or "…")
-        sent = await adapter.deliver_parts(self.target, parts, self.messages)
+        sent = await adapter.deliver_parts(self.target, parts, self.messages,
+                                           remember=adapter.remembering(self.idempotency_key))
         self._delivered = True
         self._state = _FINISHED
         return [m.id for m in sent]
@@ -218,6 +231,21 @@ class StreamingReply(ReplyStream):
         if task is not None and not task.done():
             await asyncio.wait([task])
 
+    async def _resume(self, earlier: Delivery | None) -> None:
+        """Take over the messages an earlier life of this answer left (a crash mid-reply): they are
+        edited into this answer in place, so the chat never shows it twice."""
+        if self._resumed:
+            return
+        self._resumed = True
+        left = await self.adapter.resume(self.target, earlier)
+        if left:
+            self.messages[:0] = left
+            self._native = False  # a native stream would start a new message below the old one
+            self._interim = self.adapter.capabilities.can_edit
+
+    async def _remember(self, message_ids: Sequence[str]) -> None:
+        await self.adapter.ledger.record(self.idempotency_key, message_ids, final=False)
+
     # -- interim frames -----------------------------------------------------------------------------
     def _frames(self) -> list[str]:
         caps = self.adapter.capabilities
@@ -232,6 +260,11 @@ class StreamingReply(ReplyStream):
 
     async def _pump(self) -> None:
         try:
+            earlier = await self.adapter.ledger.get(self.idempotency_key)
+            if earlier is not None and earlier.final:
+                self._interim = False  # already answered in full before a restart; finish will see it
+                return
+            await self._resume(earlier)
             while self._state == _OPEN:
                 await self._dirty.wait()
                 if self._state != _OPEN:
@@ -279,6 +312,7 @@ class StreamingReply(ReplyStream):
                 return False
             message_id, shown = result
             self.messages.append(SentMessage(message_id, shown))
+            await self._remember([m.id for m in self.messages])
             return True
         return False
 
@@ -291,6 +325,7 @@ class StreamingReply(ReplyStream):
                 return ""
             if self._native_id is None:
                 self._native_id = await adapter._native_stream_start(target, chunk)
+                await self._remember([self._native_id])
             else:
                 await adapter._native_stream_append(target, self._native_id, chunk)
             self._native_sent += chunk

@@ -21,7 +21,7 @@ from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.storage import Store
-from hermes_gateway.wiring import build_gateway, check_models, open_store
+from hermes_gateway.wiring import StoredDeliveries, build_gateway, check_models, open_store
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
             except ConfigError as exc:
                 log.warning("%s adapter for bot %s is off: %s", name, profile.name, exc)
                 continue
+            adapter.keep_deliveries_in(StoredDeliveries(store, profile.name, name))
             gateway.attach(adapter)
             adapters.append(adapter)
         gateways.append(gateway)

@@ -5,6 +5,7 @@ The one place that knows every concrete part; everything else depends on contrac
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from hermes_engine.compression.feature import CompressionFeature
@@ -13,7 +14,8 @@ from hermes_engine.core.gateway import Gateway
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.feature import Feature
-from hermes_engine.ports.storage import Store
+from hermes_engine.ports.reply import Delivery
+from hermes_engine.ports.storage import DeliveryLog, Store
 from hermes_engine.providers.chain import build_chain
 from hermes_engine.providers.registry import make_provider, parse_model_spec
 from hermes_engine.tools.core import CORE_TOOLS
@@ -25,6 +27,20 @@ def check_models(profile: BotProfile, settings: Settings) -> None:
     for spec in profile.models(settings):
         parse_model_spec(spec)
     build_chain(profile.models(settings)[:1])
+
+
+class StoredDeliveries:
+    """One bot's outlet on one platform, seen through the store's `DeliveryLog`: the durable
+    `DeliveryLedger` every adapter `run` starts keeps its deliveries in."""
+
+    def __init__(self, log: DeliveryLog, bot: str, platform: str) -> None:
+        self.log, self.bot, self.platform = log, bot, platform
+
+    async def get(self, key: str) -> Delivery | None:
+        return await self.log.get_delivery(self.bot, self.platform, key)
+
+    async def record(self, key: str, message_ids: Sequence[str], *, final: bool) -> None:
+        await self.log.record_delivery(self.bot, self.platform, key, message_ids, final=final)
 
 
 def open_store(settings: Settings) -> Store:

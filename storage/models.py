@@ -242,3 +242,18 @@ class LinkCodeRow(Base):
     code: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
     person_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=False)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class DeliveryRow(Base):
+    """What a bot's outlet has shown for one idempotency key (an answer, a note): its platform message
+    ids in order, and whether the final text has landed. Lets a restarted gateway finish a reply in place."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (sa.Index(None, "updated_at"),)
+
+    bot: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    platform: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    key: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    message_ids: Mapped[list[str]] = mapped_column(JsonType, nullable=False)
+    final: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

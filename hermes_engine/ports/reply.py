@@ -7,6 +7,8 @@ and rendering. The engine never sees a platform SDK.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from hermes_engine.ports.inbound import ReplyTarget
@@ -29,6 +31,28 @@ class ReplyStream(ABC):
     async def abort(self, note: str | None = None) -> None:
         if note:
             await self.finish(note)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What an outlet has shown for one idempotency key: its messages, in order, and whether the final
+    text has landed in them (False: a send returned, the final edit may not have)."""
+
+    message_ids: tuple[str, ...]
+    final: bool
+
+
+class DeliveryLedger(Protocol):
+    """The record of what went out, kept by an outlet so that an answer is shown once across restarts.
+
+    An outlet records a message id the moment its send returns, and marks the key final once the last
+    edit of the final text returns. After a crash the same key finds those messages and edits them into
+    the answer instead of sending it again. The durable ledger is a storage role (`DeliveryLog`).
+    """
+
+    async def get(self, key: str) -> Delivery | None: ...
+
+    async def record(self, key: str, message_ids: Sequence[str], *, final: bool) -> None: ...
 
 
 @runtime_checkable

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.reply import Delivery
 
 
 @dataclass(frozen=True)
@@ -251,12 +252,25 @@ class CompactionLineage(Protocol):
         """The session's stored messages with an id above `after_id`, in order."""
 
 
+class DeliveryLog(Protocol):
+    """What each bot's outlets have shown per idempotency key (see `ports.reply.DeliveryLedger`)."""
+
+    async def get_delivery(self, bot: str, platform: str, key: str) -> Delivery | None: ...
+
+    async def record_delivery(self, bot: str, platform: str, key: str, message_ids: Sequence[str], *,
+                              final: bool) -> None:
+        """Upsert; a key already final stays as it is (a late interim write never reopens an answer)."""
+
+    async def prune_deliveries(self, older_than: datetime) -> int:
+        """Delete records last written before `older_than`; returns how many."""
+
+
 class HistoryStore(SessionStore, CompactionLineage, Protocol):
     """What rebuilding a session's view (stored messages + the latest summary) needs."""
 
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
-            CompactionLineage, Protocol):
+            CompactionLineage, DeliveryLog, Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:

@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
 
 from hermes_engine.ports.conversation import ImagePart, Message, ToolCall, Usage
+from hermes_engine.ports.reply import Delivery
 from hermes_engine.ports.storage import GoalRecord, Store
 from storage import migrate
 from storage.engine import make_engine, normalize_url
@@ -505,3 +506,24 @@ async def test_a_cancelled_caller_does_not_cut_a_write_in_half(store: SqlStore) 
         await asyncio.sleep(0.01)
     assert [m.content for m in await store.load_messages(session.id)] == ["kept"]
     assert await store.acquire_lease("after", "me", 10)  # and the store is not wedged
+
+
+# ------------------------------------------------------------------------------------ delivery log
+
+async def test_a_delivery_is_recorded_per_bot_and_platform_and_stays_final(store: SqlStore, clock: FakeClock) -> None:
+    assert await store.get_delivery("bot1", "telegram", "e1:reply") is None
+    await store.record_delivery("bot1", "telegram", "e1:reply", ["11"], final=False)
+    await store.record_delivery("bot1", "telegram", "e1:reply", ["11", "12"], final=False)
+    assert await store.get_delivery("bot1", "telegram", "e1:reply") == Delivery(("11", "12"), False)
+    assert await store.get_delivery("bot2", "telegram", "e1:reply") is None
+    assert await store.get_delivery("bot1", "slack", "e1:reply") is None
+
+    await store.record_delivery("bot1", "telegram", "e1:reply", ["11", "12"], final=True)
+    await store.record_delivery("bot1", "telegram", "e1:reply", ["99"], final=False)  # a late interim write
+    assert await store.get_delivery("bot1", "telegram", "e1:reply") == Delivery(("11", "12"), True)
+
+    clock.advance(3600)
+    await store.record_delivery("bot1", "telegram", "e2:reply", ["13"], final=True)
+    assert await store.prune_deliveries(clock.now - timedelta(seconds=60)) == 1
+    assert await store.get_delivery("bot1", "telegram", "e1:reply") is None
+    assert await store.get_delivery("bot1", "telegram", "e2:reply") == Delivery(("13",), True)

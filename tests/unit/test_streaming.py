@@ -273,17 +273,16 @@ async def test_a_concurrent_double_finish_delivers_the_final_once(adapter: FakeA
     assert adapter.texts() == ["Once only"]
 
 
-async def test_a_retried_final_with_the_same_key_on_a_new_stream_is_not_delivered_twice(
-        adapter: FakeAdapter) -> None:
+async def test_a_retried_turn_on_an_answered_key_shows_nothing_more(adapter: FakeAdapter) -> None:
     first = adapter.open_stream(TARGET, idempotency_key="turn-7")
     await first.finish("The answer.")
     retry = adapter.open_stream(TARGET, idempotency_key="turn-7")
-    await retry.push("The ans")  # a retried turn streams again ...
+    await retry.push("The ans")  # a retried turn streams again: no interim frame for an answered key ...
     await asyncio.sleep(INTERVAL + 0.03)
-    assert adapter.texts() == ["The answer.", "The ans"]
-    await retry.finish("The answer.")  # ... but its final is the one already delivered
     assert adapter.texts() == ["The answer."]
-    assert len(adapter.ops("send")) == 2 and len(adapter.ops("delete")) == 1
+    await retry.finish("The answer.")  # ... and its final is the one already delivered
+    assert adapter.texts() == ["The answer."]
+    assert len(adapter.ops("send")) == 1 and not adapter.ops("delete")
 
 
 async def test_concurrent_finishes_of_two_streams_with_one_key_deliver_once(adapter: FakeAdapter) -> None:
@@ -531,3 +530,73 @@ async def test_stopping_the_adapter_drains_a_queued_final() -> None:
     await adapter.stop()
     await sending
     assert " ".join(adapter.texts()) == sentences(12)
+
+
+# --- after a restart: the durable ledger -------------------------------------------------------------
+
+def restarted(crashed: FakeAdapter) -> FakeAdapter:
+    """A new process's adapter on the same chat and the same (durable) ledger; whatever the old one
+    still had queued is abandoned, as a killed process's would be."""
+    fresh = FakeAdapter(ledger=crashed.ledger)
+    fresh.shown = crashed.shown
+    fresh._ids = crashed._ids
+    return fresh
+
+
+async def test_a_final_after_a_restart_edits_the_message_the_crashed_reply_posted(adapter: FakeAdapter) -> None:
+    first_life = adapter.open_stream(TARGET, idempotency_key="e1:reply")
+    await first_life.push("The ans")
+    await eventually(lambda: adapter.ops("send"))
+    second = restarted(adapter)
+    await second.open_stream(TARGET, idempotency_key="e1:reply").finish("The **answer**.")
+    assert list(second.shown.values()) == [("The answer.", True)]
+    assert not second.ops("send") and [c.message_id for c in second.ops("edit")] == ["m1"]
+    await second.stop()
+
+
+async def test_a_reply_restarted_mid_stream_continues_in_the_message_already_shown(adapter: FakeAdapter) -> None:
+    await adapter.open_stream(TARGET, idempotency_key="e1:reply").push("A first try that was cut")
+    await eventually(lambda: adapter.ops("send"))
+    second = restarted(adapter)
+    again = second.open_stream(TARGET, idempotency_key="e1:reply")
+    await again.push("The second try")
+    await eventually(lambda: second.ops("edit"))
+    await again.finish("The second try, complete.")
+    assert list(second.shown.values()) == [("The second try, complete.", True)]
+    assert not second.ops("send")
+    await second.stop()
+
+
+class DiesOnTheSecondPost(FakeAdapter):
+    async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool,
+                        extras: Mapping[str, Any]) -> str:
+        if self.ops("send"):
+            raise PlatformError("the process died while the second part went out")
+        return await super()._send_raw(target, text, rendered=rendered, extras=extras)
+
+
+async def test_parts_posted_before_a_crash_are_edited_not_posted_again() -> None:
+    text = sentences(20)
+    crashed = DiesOnTheSecondPost()
+    parts = crashed.render_parts(text)
+    assert len(parts) >= 3
+    with pytest.raises(PlatformError):
+        await crashed.send(TARGET, text, idempotency_key="e1:goal")
+    assert len(crashed.shown) == 1
+    second = restarted(crashed)
+    await second.send(TARGET, text, idempotency_key="e1:goal")
+    assert [t for t, _ in second.shown.values()] == [p.rendered.text for p in parts if p.rendered]
+    assert len(second.ops("send")) == len(parts) - 1 and len(second.ops("edit")) == 1
+    await second.stop()
+    await crashed.stop()
+
+
+async def test_a_stop_note_does_not_close_the_answer_for_a_restart(adapter: FakeAdapter) -> None:
+    stream = adapter.open_stream(TARGET, idempotency_key="e1:reply")
+    await stream.push("Half an")
+    await eventually(lambda: adapter.ops("send"))
+    await stream.abort("Stopped.")
+    second = restarted(adapter)
+    await second.open_stream(TARGET, idempotency_key="e1:reply").finish("The answer.")
+    assert [t for t, _ in second.shown.values()] == ["The answer.", "Stopped."]
+    await second.stop()
