@@ -207,6 +207,9 @@ class FakeTelegram(LoopbackServer):
         self.reject_markup = False
         self.outage_until = 0.0
         self.outage_hits = 0
+        self.held_methods: set[str] = set()  # calls to these wait, unanswered and not applied, until `release`
+        self.held: list[tuple[str, dict[str, Any]]] = []
+        self._release = asyncio.Event()
         self._rate_limits: list[_RateLimit] = []
         self._update_ids = itertools.count(1000)
         self._message_ids: dict[int, itertools.count] = {}
@@ -225,6 +228,7 @@ class FakeTelegram(LoopbackServer):
 
     async def before_stop(self) -> None:
         self._closing = True
+        self._release.set()
         async with self._new_update:  # release long polls, or the server waits for them to time out
             self._new_update.notify_all()
         if self._webhook_task is not None:
@@ -337,6 +341,16 @@ class FakeTelegram(LoopbackServer):
         self._rate_limits.append(_RateLimit(chat_id, retry_after, times,
                                             frozenset(methods) if methods is not None else None))
 
+    def hold(self, *methods: str) -> None:
+        """Calls to `methods` arrive but are neither answered nor applied until `release()`: the moment
+        to kill a client that has just sent one."""
+        self.held_methods.update(methods)
+        self._release.clear()
+
+    def release(self) -> None:
+        self.held_methods.clear()
+        self._release.set()
+
     def outage(self, seconds: float) -> None:
         """Every request fails with 502 Bad Gateway for `seconds` from now."""
         self.outage_until = time.monotonic() + seconds
@@ -395,6 +409,12 @@ class FakeTelegram(LoopbackServer):
         method = request.match_info["method"]
         params = await _read_params(request)
         chat_id = _int_or_none(params.get("chat_id"))
+        if method in self.held_methods:
+            self.held.append((method, params))
+            await self._notify()
+            await self._release.wait()
+            return web.json_response({"ok": False, "error_code": 502, "description": "held and dropped"},
+                                     status=502)
         now = time.monotonic()
         try:
             if request.match_info["token"] != self.token:
