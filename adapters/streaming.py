@@ -16,13 +16,17 @@ Post-then-edit (Telegram, Discord, Slack outside threads):
   with the same key, even concurrently) is a no-op.
 - Without edit capability nothing is shown until `finish`, which posts the parts.
 - `abort(note)` stops editing and leaves what was shown (cursor removed); a note is posted as its own
-  message under the stream's idempotency key.
+  message (under its own key: the answer's key stays open for a restart to finish).
+- Every message id is written to the adapter's `DeliveryLedger` as its send returns, and the key is
+  marked final once the final lands. A stream opened again under a key that is not final (the process
+  died mid-reply) takes over the messages left in the chat and edits them; it never posts them again.
 
 Native streaming (Slack `chat.startStream/appendStream/stopStream`) is used instead when
-`adapter.uses_native_stream(target)`: deltas are appended (batched at the paced rate) and the final
-closes the stream; if the final is not a continuation of what was streamed, or does not fit one message,
-the stream is closed and its message is edited/split like an interim message. A native call that fails
-makes the stream fall back to post-then-edit.
+`adapter.uses_native_stream(target)`: deltas are appended (batched at the paced rate) by a
+`NativeStreamWriter`, which continues in a new streamed message whenever one is full; the final writes
+the rest and closes the streams. If the final is not a continuation of what was streamed, the streams'
+messages are edited/split like interim messages. A native call that fails makes the stream fall back
+to post-then-edit.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
+from adapters.native_stream import NativeStreamWriter
 from adapters.outbound import DROPPED, OutboundScheduler
 from adapters.parts import Capabilities, OutPart, SentMessage
 from adapters.splitting import split_message
@@ -118,8 +123,8 @@ class StreamingReply(ReplyStream):
         self._tag = ("stream", id(self), idempotency_key)
         caps = adapter.capabilities
         self._native = adapter.uses_native_stream(target)
-        self._native_id: str | None = None
-        self._native_sent = ""  # text already appended to the native stream
+        self._writer = NativeStreamWriter(adapter, target, limit=int(caps.max_message_length * caps.render_headroom),
+                                          on_new_message=lambda ms: self._remember([m.id for m in ms]))
         self._interim = caps.can_edit or self._native
         cursor = adapter.stream_cursor
         self._cursor = cursor
@@ -174,11 +179,11 @@ class StreamingReply(ReplyStream):
         await self._stop_interim()
         await self._resume(earlier)
         adapter = self.adapter
-        parts = adapter.render_parts(text)
-        if self._native and self._native_id is not None:
+        if self._native and self._writer.started:
             await self._finish_native(text)
             if self._delivered:
-                return [self._native_id]
+                return [m.id for m in self.messages]
+        parts = adapter.render_parts(text)
         if not parts:
             parts = adapter.render_parts(text.strip() or "…")
         sent = await adapter.deliver_parts(self.target, parts, self.messages,
@@ -188,28 +193,29 @@ class StreamingReply(ReplyStream):
         return [m.id for m in sent]
 
     async def _finish_native(self, text: str) -> None:
-        """Close the native stream; done if the final was a continuation that fits one message."""
-        adapter, target, stream_id = self.adapter, self.target, self._native_id
-        assert stream_id is not None
-        continuation = text.startswith(self._native_sent) and adapter.measure(text) <= \
-            adapter.capabilities.max_message_length
-        tail = text[len(self._native_sent):] if continuation else ""
-        await adapter.call(target, lambda: adapter._native_stream_stop(target, stream_id, tail))
+        """Write the rest of the final into the streams and close them: done if the final continues what
+        was streamed. Otherwise the streams' messages become interim messages, edited into the final."""
+        adapter, target, writer = self.adapter, self.target, self._writer
+        continuation = text.startswith(self._text[:writer.consumed])
+
+        async def finish_streams() -> None:
+            if continuation:
+                await writer.write(text, final=True)
+            await writer.close()
+
+        await adapter.call(target, finish_streams)
         self._native = False
+        self.messages[:] = writer.messages
         if continuation:
-            self.messages[:] = [SentMessage(stream_id, text, True)]
             self._delivered = True
             self._state = _FINISHED
-        else:
-            # The stream's message now holds what was streamed; treat it as an interim message.
-            self.messages[:] = [SentMessage(stream_id, self._native_sent, True)]
 
     async def _settle_after_abort(self) -> None:
         adapter, target = self.adapter, self.target
-        if self._native_id is not None and self._native:
-            stream_id = self._native_id
-            await adapter.call(target, lambda: adapter._native_stream_stop(target, stream_id, ""))
+        if self._native and self._writer.started:
+            await adapter.call(target, self._writer.close)
             self._native = False
+            self.messages[:] = self._writer.messages
             return
         if self._cursor and self.messages:
             last = self.messages[-1]
@@ -319,40 +325,31 @@ class StreamingReply(ReplyStream):
     async def _native_step(self) -> bool:
         adapter, target = self.adapter, self.target
 
-        async def native_call() -> str:
-            chunk = self._text[len(self._native_sent):]
-            if not chunk:
-                return ""
-            if self._native_id is None:
-                self._native_id = await adapter._native_stream_start(target, chunk)
-                await self._remember([self._native_id])
-            else:
-                await adapter._native_stream_append(target, self._native_id, chunk)
-            self._native_sent += chunk
-            return chunk
+        async def native_call() -> bool:
+            before = self._writer.consumed
+            await self._writer.write(self._text)
+            return self._writer.consumed > before
 
-        if len(self._text) == len(self._native_sent):
+        if len(self._text) == self._writer.consumed:
             return False
         try:
-            chunk = await adapter.call(target, native_call, interim=True, merge_key=(self._tag, "native"),
+            wrote = await adapter.call(target, native_call, interim=True, merge_key=(self._tag, "native"),
                                        tag=self._tag)
         except Exception as exc:  # noqa: BLE001
             log.warning("native streaming failed in %s (%s); falling back to post-then-edit",
                         target.chat_id, exc)
             await self._fall_back_from_native()
             return True
-        return bool(chunk)
+        return wrote is not DROPPED and bool(wrote)
 
     async def _fall_back_from_native(self) -> None:
 
         self._native = False
         self._interim = self.adapter.capabilities.can_edit
-        stream_id, self._native_id = self._native_id, None
-        if stream_id is None:
+        if not self._writer.started:
             return
-        adapter, target = self.adapter, self.target
         try:  # close the platform stream so its message can be edited like any other
-            await adapter.call(target, lambda: adapter._native_stream_stop(target, stream_id, ""))
+            await self.adapter.call(self.target, self._writer.close)
         except Exception as exc:  # noqa: BLE001
-            log.warning("could not close native stream %s: %s", stream_id, exc)
-        self.messages[:] = [SentMessage(stream_id, self._native_sent, True)]
+            log.warning("could not close the native stream in %s: %s", self.target.chat_id, exc)
+        self.messages[:] = self._writer.messages

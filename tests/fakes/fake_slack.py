@@ -28,6 +28,7 @@ message (`reason: refresh_requested`).
 Limits that are this fake's assumptions (Slack does not document them exactly): native streams refuse
 chat.startStream without `thread_ts`, and, in channels, without `recipient_user_id` and
 `recipient_team_id`; a streamed message longer than 40,000 characters is refused with `msg_too_long`.
+Documented by Slack and kept here: `markdown_text` holds at most 12,000 characters per stream call.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from aiohttp import web
 from fakes.loopback import LoopbackServer
 
 MAX_TEXT = 40_000
+MAX_STREAM_CHUNK = 12_000
 
 TEAM = "T0HERMES"
 BOT_USER = "UHERMESBOT"
@@ -574,7 +576,7 @@ class FakeSlack(LoopbackServer):
         if channel[0] != "D" and not (params.get("recipient_user_id") and params.get("recipient_team_id")):
             return self._error("invalid_arguments")
         text = str(params.get("markdown_text") or "")
-        if len(text) > MAX_TEXT:
+        if len(text) > MAX_STREAM_CHUNK:
             return self._error("msg_too_long")
         message = self.store(SlackMessage(channel, self.new_ts(), text, user=self.bot_user, bot_id=self.bot_id,
                                           thread_ts=str(thread_ts), streaming=True, streamed=True))
@@ -589,7 +591,7 @@ class FakeSlack(LoopbackServer):
         chunk = str(params.get("markdown_text") or "")
         if not chunk and not stop:
             return self._error("invalid_arguments")
-        if len(message.text) + len(chunk) > MAX_TEXT:
+        if len(chunk) > MAX_STREAM_CHUNK or len(message.text) + len(chunk) > MAX_TEXT:
             return self._error("msg_too_long")
         if chunk:
             message.edits.append(message.text)

@@ -394,6 +394,25 @@ async def test_a_50k_reply_in_a_thread_falls_back_from_native_streaming_and_spli
     _assert_all_words_in_order("\n".join(m.visible for m in replies), 7500)
 
 
+async def test_a_long_reply_in_a_thread_continues_in_more_streamed_messages_with_fences_balanced(
+        slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot()
+    code = "\n".join(f"    value_{i:04d} = compute({i})  # w{i:05d}" for i in range(350))
+    text = _long_text(2400) + "\n\n```python\n" + code + "\n```\n\n" + _long_text(1600)
+    assert 41_000 < len(text) < 43_000
+    fake_llm.script(Reply(chunks=[text[i:i + 3000] for i in range(0, len(text), 3000)], delay=0.02))
+    asked = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "write a lot here"))
+    await bot.settle(timeout=30)
+    replies = fake_slack.bot_messages(CHANNEL, asked.ts)
+    assert len(replies) >= 2 and all(m.streamed and not m.streaming for m in replies)
+    assert all(len(m.text) <= MAX_TEXT for m in replies)
+    for message in replies:  # every message renders on its own: its code fences are balanced
+        assert sum(1 for line in message.text.splitlines() if line.strip().startswith("```")) % 2 == 0
+    assert not [c for c in fake_slack.calls if c.error]
+    shown = "\n".join(m.visible for m in replies)
+    assert [t for t in shown.split() if "w" in t] == [t for t in text.split() if "w" in t]  # nothing lost or cut
+
+
 # -- slash commands and goals ----------------------------------------------------------------------------
 
 
