@@ -31,6 +31,7 @@ from hermes_engine.providers import (
     parse_model_spec,
     register_provider,
 )
+from hermes_engine.providers.base import StreamBroken
 from hermes_engine.providers.registry import ENTRY_POINT_GROUP, REGISTRY, ProviderRegistry
 
 API_KEY = "sk-test-0123456789abcdef"
@@ -280,6 +281,7 @@ async def test_cut_stream_yields_what_arrived_then_raises_provider_error(provide
 
     assert "".join(deltas) == "Hello th"
     assert caught.value.status is None and caught.value.fallback_eligible
+    assert isinstance(caught.value, StreamBroken)  # the response had begun: no SDK retries that
 
 
 async def test_refused_connection_is_a_provider_error(api: str, fake_llm: FakeLLM) -> None:
@@ -290,6 +292,17 @@ async def test_refused_connection_is_a_provider_error(api: str, fake_llm: FakeLL
         await collect(provider, ask())
 
     assert caught.value.status is None and caught.value.fallback_eligible
+    assert not isinstance(caught.value, StreamBroken)  # the SDK's own retries already had their go
+    await provider.aclose()
+
+
+async def test_anthropic_stream_cut_after_message_stop_is_a_complete_answer(fake_llm: FakeLLM) -> None:
+    provider = make("anthropic", fake_llm)
+    fake_llm.script(Reply(text="All of it", disconnect_after_chunks=99))  # every event sent, the body unfinished
+
+    deltas, response = await collect(provider, ask())
+
+    assert response.text == "".join(deltas) == "All of it" and response.stop_reason == "end_turn"
     await provider.aclose()
 
 
@@ -409,6 +422,7 @@ async def test_error_event_inside_a_stream_becomes_provider_error_with_its_statu
     assert "".join(deltas) == "Half an"
     assert caught.value.status is not None and caught.value.status >= 500  # openai's kind has no 529
     assert caught.value.fallback_eligible and "Overloaded" in str(caught.value)
+    assert isinstance(caught.value, StreamBroken)
 
 
 # -- the registry: kinds come from entry points, load on use ---------------------------------------------
