@@ -27,7 +27,7 @@ from hermes_engine.providers.base import (
     TextDelta,
     ToolSchema,
 )
-from hermes_engine.providers.transport import retry_after_seconds
+from hermes_engine.providers.transport import encodable, encodable_request, retry_after_seconds
 
 _CACHE = {"type": "ephemeral"}
 
@@ -66,6 +66,7 @@ class AnthropicProvider:
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API arguments for `request` (without `stream`). Public so tests and logs can see them."""
+        request = encodable_request(request)
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens,
@@ -245,4 +246,4 @@ def _tool_input(arguments: str) -> dict[str, Any]:
         parsed = json.loads(arguments) if arguments else {}
     except ValueError:
         return {}
-    return parsed if isinstance(parsed, dict) else {}
+    return encodable(parsed) if isinstance(parsed, dict) else {}

@@ -25,7 +25,7 @@ from hermes_engine.providers.base import (
     TextDelta,
     ToolSchema,
 )
-from hermes_engine.providers.transport import retry_after_seconds
+from hermes_engine.providers.transport import encodable_request, retry_after_seconds
 
 # Finish reasons in the Anthropic vocabulary, so the rest of the engine sees one set of words.
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -69,6 +69,7 @@ class OpenAIProvider:
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         """The Chat Completions arguments for `request`. Public so tests and logs can see them."""
+        request = encodable_request(request)
         params: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(request.system, request.messages),

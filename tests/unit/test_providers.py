@@ -217,6 +217,29 @@ async def test_openai_request_puts_system_first_and_links_tool_results_by_id(fak
     await provider.aclose()
 
 
+async def test_lone_surrogates_in_history_reach_the_wire_as_replacement_characters(
+        provider: Provider, fake_llm: FakeLLM) -> None:
+    """One bad character (stored before input was sanitised, or from a tool) must not fail every later turn."""
+    history = (
+        Message("user", "broken \ud83d emoji"),
+        Message("assistant", "Checking \udc00.", tool_calls=(ToolCall("t1", "get_time", '{"tz": "\\ud83d"}'),)),
+        Message("tool", "output \udfff here", tool_call_id="t1", tool_name="get_time"),
+        Message("user", "and now? 🚀"),
+    )
+    fake_llm.script(Reply(text="fine"))
+
+    _, response = await collect(provider, ModelRequest(system="You are \ud800 Hermes.", messages=history,
+                                                       tools=(GET_TIME,)))
+
+    assert response.text == "fine"
+    sent = fake_llm.requests[0]
+    wire = str(sent.body)
+    assert "broken \ufffd emoji" in wire and "Checking \ufffd." in wire and "output \ufffd here" in wire
+    assert sent.system == "You are \ufffd Hermes." and sent.last_user_text == "and now? 🚀"
+    if sent.api == "anthropic":  # tool input is sent parsed: the escaped half pair is replaced too
+        assert sent.messages[1]["content"][1]["input"] == {"tz": "\ufffd"}
+
+
 async def test_temperature_reaches_the_wire_only_when_set(provider: Provider, fake_llm: FakeLLM) -> None:
     await collect(provider, ask(temperature=0.2))
     await collect(provider, ask())
