@@ -147,6 +147,20 @@ class StreamingReply(ReplyStream):
             self._pump_task = asyncio.get_running_loop().create_task(
                 self._pump(), name=f"stream:{self.idempotency_key}")
 
+    async def rewind(self) -> None:
+        """Start the answer again in the messages already shown: the pump stops (a call under way ends),
+        the buffer empties, and the next push edits message 0 onwards; `finish` removes surplus messages.
+        A native stream cannot take back what it appended, so it is closed and its message edited."""
+        async with self._lock:
+            if self._state != _OPEN:
+                return
+            await self._stop_interim()
+            if self._native and self._native_id is not None:
+                await self._fall_back_from_native()
+            self._text = ""
+            self._pump_task = None
+            self._state = _OPEN
+
     async def finish(self, text: str) -> None:
         async with self._lock:
             if self._delivered or self._state == _ABORTED:

@@ -4,6 +4,11 @@ Every model call and tool result is persisted as soon as it exists, so a crash l
 flight. Cancellation (a `/stop`, shutdown) cancels the in-flight model call; a half-streamed answer never
 enters history, and tool calls that were cut short get an explicit "interrupted" result so the history
 stays valid for every provider.
+
+Deltas go out as they arrive, but a call whose stream broke is asked again or handed to a fallback by the
+router, which then says `Restart`: the text this call had streamed is taken back (`on_restart`, then the
+text of the turn's earlier calls is streamed again), so the person sees the partial answer turn into the
+complete one rather than two answers glued together. Only a completed response enters history or runs tools.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Protocol
 from hermes_engine.agent.prompt import for_history, for_this_turn
 from hermes_engine.errors import EmptyAnswer
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
-from hermes_engine.providers.base import Completed, EventStream, ModelRequest, ModelResponse, TextDelta
+from hermes_engine.providers.base import Completed, EventStream, ModelRequest, ModelResponse, Restart, TextDelta
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -44,6 +49,7 @@ class CallHook(Protocol):
 
 Persist = Callable[[Message, Usage | None, str | None], Awaitable[None]]
 OnDelta = Callable[[str], Awaitable[None]]
+OnRestart = Callable[[], Awaitable[None]]  # forget every delta streamed so far
 
 
 @dataclass
@@ -68,9 +74,10 @@ class AgentLoop:
 
     async def run(self, *, router: Router, system: str, history: list[Message], user: Message | None,
                   ctx: ToolContext, persist: Persist, on_delta: OnDelta | None = None,
-                  purpose: str = "turn", context: CallHook | None = None) -> TurnResult:
+                  on_restart: OnRestart | None = None, purpose: str = "turn",
+                  context: CallHook | None = None) -> TurnResult:
         """Run one turn. `history` is extended in place with everything the turn appends; `context`
-        (compression) may rewrite it before each model call."""
+        (compression) may rewrite it before each model call. `on_restart` takes back the streamed deltas."""
         result = TurnResult(final_text="")
         started = time.perf_counter()
         this_turn = None
@@ -80,7 +87,8 @@ class AgentLoop:
             history.append(this_turn)
             result.new_messages.append(for_history(user))
         try:
-            await self._iterate(router, system, history, ctx, persist, on_delta, purpose, result, context)
+            streamed = _Streamed(on_delta, on_restart)
+            await self._iterate(router, system, history, ctx, persist, streamed, purpose, result, context)
         finally:
             if this_turn is not None and user is not None:
                 # The private note was for this turn only. Found by identity: compression may have moved it.
@@ -91,7 +99,7 @@ class AgentLoop:
         return result
 
     async def _iterate(self, router: Router, system: str, history: list[Message], ctx: ToolContext,
-                       persist: Persist, on_delta: OnDelta | None, purpose: str, result: TurnResult,
+                       persist: Persist, streamed: _Streamed, purpose: str, result: TurnResult,
                        context: CallHook | None = None) -> None:
         schemas = self.tools.schemas()
         empty_retries = 0
@@ -100,7 +108,7 @@ class AgentLoop:
             request = ModelRequest(system=system, messages=messages, tools=schemas,
                                    max_tokens=self.max_output_tokens, purpose=purpose)
             call_started = time.perf_counter()
-            response = await self._call_model(router, request, on_delta)
+            response = await self._call_model(router, request, streamed)
             result.model_seconds += time.perf_counter() - call_started
             if context is not None:
                 context.after_call(request, response)
@@ -131,20 +139,22 @@ class AgentLoop:
             await self._append(history, result, persist, Message(role="assistant", content=result.final_text),
                                None, None)
 
-    async def _call_model(self, router: Router, request: ModelRequest, on_delta: OnDelta | None) -> ModelResponse:
+    async def _call_model(self, router: Router, request: ModelRequest, streamed: _Streamed) -> ModelResponse:
         response: ModelResponse | None = None
         stream = router.stream(request)
         try:
             async for event in stream:
                 if isinstance(event, TextDelta):
-                    if on_delta is not None and event.text:
-                        await on_delta(event.text)
+                    await streamed.push(event.text)
+                elif isinstance(event, Restart):
+                    await streamed.restart()
                 elif isinstance(event, Completed):
                     response = event.response
         finally:
             await stream.aclose()
         if response is None:
             raise EmptyAnswer("the model stream ended without a completed response")
+        streamed.call_completed()
         return response
 
     async def _run_tools(self, calls: list[ToolCall], ctx: ToolContext, history: list[Message],
@@ -181,6 +191,33 @@ class AgentLoop:
         await persist(message, usage, model)
         history.append(message)
         result.new_messages.append(message)
+
+
+class _Streamed:
+    """The deltas of one turn on their way out. `restart` takes back those of the call in flight: the reply
+    forgets everything (`on_restart`) and is given the earlier calls' text again."""
+
+    def __init__(self, on_delta: OnDelta | None, on_restart: OnRestart | None) -> None:
+        self._on_delta = on_delta
+        self._on_restart = on_restart
+        self._earlier = ""  # what the completed calls of this turn streamed
+        self._call = ""  # what the call in flight streamed so far
+
+    async def push(self, text: str) -> None:
+        if self._on_delta is not None and text:
+            self._call += text
+            await self._on_delta(text)
+
+    async def restart(self) -> None:
+        self._call = ""
+        if self._on_restart is not None:
+            await self._on_restart()
+            if self._earlier and self._on_delta is not None:
+                await self._on_delta(self._earlier)
+
+    def call_completed(self) -> None:
+        self._earlier += self._call
+        self._call = ""
 
 
 def repair_history(messages: list[Message]) -> list[Message]:

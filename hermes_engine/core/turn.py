@@ -165,7 +165,8 @@ class TurnRunner:
         turn.result = await self.agent.run(
             router=self.host.chain_for(session).route(), system=session.system_prompt, history=session.history,
             user=turn.user, ctx=self.host.tool_context(session, job.person_id), persist=persist,
-            on_delta=push if self.streaming else None, purpose=job.purpose, context=hook)
+            on_delta=push if self.streaming else None, on_restart=turn.stream.rewind if self.streaming else None,
+            purpose=job.purpose, context=hook)
 
     async def deliver(self, turn: Turn) -> None:
         assert turn.result is not None

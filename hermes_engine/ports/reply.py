@@ -17,13 +17,20 @@ from hermes_engine.ports.inbound import ReplyTarget
 class ReplyStream(ABC):
     """One answer on its way to a person.
 
-    `push` may be called any number of times with text deltas (Markdown); `finish` is called once with
+    `push` may be called any number of times with text deltas (Markdown); `rewind` takes back everything
+    pushed so far (the model's stream broke and the answer starts again); `finish` is called once with
     the complete final text (Markdown) and returns only after the final is delivered; `abort` ends a
     stream without a final (a turn interrupted) and may leave a short note.
     """
 
     @abstractmethod
     async def push(self, delta: str) -> None: ...
+
+    async def rewind(self) -> None:
+        """Forget what was pushed: later pushes start the answer again. Messages already shown are to be
+        edited into the new text (surplus ones removed at `finish` at the latest), never left standing
+        above or below it. The default suits a reply that shows nothing before its final."""
+        return None
 
     @abstractmethod
     async def finish(self, text: str) -> None: ...
@@ -82,6 +89,9 @@ class BufferedStream(ReplyStream):
 
     async def push(self, delta: str) -> None:
         self.deltas.append(delta)
+
+    async def rewind(self) -> None:
+        self.deltas.clear()
 
     async def finish(self, text: str) -> None:
         if self.final is not None:

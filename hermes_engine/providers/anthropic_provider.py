@@ -22,11 +22,12 @@ from hermes_engine.providers.base import (
     Completed,
     ModelRequest,
     ModelResponse,
+    StreamBroken,
     StreamEvent,
     TextDelta,
     ToolSchema,
 )
-from hermes_engine.providers.transport import retry_after_seconds
+from hermes_engine.providers.transport import encodable, encodable_request, retry_after_seconds
 
 _CACHE = {"type": "ephemeral"}
 
@@ -65,6 +66,7 @@ class AnthropicProvider:
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API arguments for `request` (without `stream`). Public so tests and logs can see them."""
+        request = encodable_request(request)
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens,
@@ -81,26 +83,30 @@ class AnthropicProvider:
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         params = self.build_params(request)
         state = _StreamState()
+        began = False
         try:
             # The SDK's documented raw request: the params are already plain JSON, so the typed request
             # transform and per-event model construction are skipped (they grow with the history and
             # dominate the engine's own time); retries, auth and SSE handling stay the SDK's.
             events = await self._client.post("/v1/messages", body={**params, "stream": True}, cast_to=object,
                                              stream=True, stream_cls=anthropic.AsyncStream[object])
+            began = True
             async with events:
                 async for event in events:
                     text = state.feed(event if isinstance(event, dict) else {})
                     if text:
                         yield TextDelta(text)
         except (anthropic.AnthropicError, httpx2.HTTPError, httpx2.StreamError, json.JSONDecodeError) as err:
-            raise self._provider_error(err) from None
+            if not state.stopped:  # a cut after message_stop loses nothing of the answer
+                raise self._provider_error(err, broken=began) from None
         if not state.stopped:
-            raise ProviderError(f"{self.spec} failed (incomplete stream): it ended before message_stop",
-                                provider=self.spec)
+            raise StreamBroken(f"{self.spec} failed (incomplete stream): it ended before message_stop",
+                               provider=self.spec)
         yield Completed(state.response(self.spec))
 
-    def _provider_error(self, err: BaseException) -> ProviderError:
-        """One `ProviderError` for every SDK and transport failure, with the API key scrubbed from the text."""
+    def _provider_error(self, err: BaseException, *, broken: bool) -> ProviderError:
+        """One `ProviderError` for every SDK and transport failure, with the API key scrubbed from the text;
+        a `StreamBroken` when the response had begun."""
         status: int | None = None
         retry_after: float | None = None
         detail = str(err)
@@ -118,7 +124,8 @@ class AnthropicProvider:
             detail = "malformed event stream"
         kind = f"HTTP {status}" if status is not None else type(err).__name__
         message = f"{self.spec} failed ({kind}): {redact(detail, extra=(self._api_key,))}"
-        return ProviderError(message, status=status, provider=self.spec, retry_after=retry_after)
+        error = StreamBroken if broken else ProviderError
+        return error(message, status=status, provider=self.spec, retry_after=retry_after)
 
 
 class _StreamState:
@@ -239,4 +246,4 @@ def _tool_input(arguments: str) -> dict[str, Any]:
         parsed = json.loads(arguments) if arguments else {}
     except ValueError:
         return {}
-    return parsed if isinstance(parsed, dict) else {}
+    return encodable(parsed) if isinstance(parsed, dict) else {}

@@ -1,7 +1,9 @@
 """The provider contract: one Protocol, implemented per wire format.
 
-A provider streams one model call. Retries with backoff happen inside (the official SDKs honour
-`retry-after`); what escapes is a `ProviderError`, and the `ProviderChain` decides about fallback.
+A provider streams one model call. Retries of a failed request happen inside (the official SDKs back
+off and honour `retry-after`); what escapes is a `ProviderError`. A stream that breaks after the response
+began is a `StreamBroken`, which no SDK retries: the chain's router asks again, then falls back, and tells
+its reader with `Restart` to drop the text it had passed on (`hermes_engine.providers.chain`).
 Which providers exist is the registry's business (`hermes_engine.providers.registry`).
 """
 
@@ -11,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from hermes_engine.errors import ProviderError
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
 
 
@@ -50,7 +53,18 @@ class Completed:
     response: ModelResponse
 
 
-StreamEvent = TextDelta | Completed
+@dataclass(frozen=True)
+class Restart:
+    """Drop the text deltas of this call received so far: the call starts again (its stream broke) and
+    the deltas that follow make up the whole answer. Only the router yields it, never a provider."""
+
+
+StreamEvent = TextDelta | Completed | Restart
+
+
+class StreamBroken(ProviderError):
+    """The response began but its stream ended before the answer was complete: a cut connection, an error
+    event inside the stream, a stream without its end marker. Asking again may well succeed."""
 
 
 class EventStream(Protocol):

@@ -1,10 +1,16 @@
-"""Fallback across providers, decided per turn.
+"""Fallback across providers, decided per turn, and recovery of streams that break mid-answer.
 
 A turn is several model calls (call → tools → call …). Once the primary has failed with a fallback-eligible
 error, the rest of that turn stays on the provider that worked, instead of paying the primary's retries
 again on every call; the next turn starts at the primary, so a short outage costs one turn, not the session.
-Fallback happens only before anything was streamed: a user who already saw half an answer must not see a
-second, different answer glued to it, so a failure after output is the agent's to handle.
+
+The SDKs retry failed requests, never a stream that breaks after the response began (`StreamBroken`). The
+router asks the same provider again, up to `STREAM_ATTEMPTS` times in all (each new request gets the SDK's
+own back-off should the server refuse it), then hands the call to the fallback like any other transport
+failure. Text may already have been passed on by then: the router first yields `Restart`, and its reader
+drops what it had of this call, so a person sees the partial answer replaced by the complete one, never a
+second answer glued below it. Tool calls are only ever reported complete, so a half-received one is simply
+gone. Once `Completed` is passed on the call is over: whatever the connection does next is no failure.
 
 `build_chain` is the one way from model specs (primary first, then fallbacks) to a chain.
 """
@@ -16,10 +22,21 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 
 from hermes_engine.errors import ProviderError
-from hermes_engine.providers.base import EventStream, ModelRequest, Provider, StreamEvent
+from hermes_engine.providers.base import (
+    Completed,
+    EventStream,
+    ModelRequest,
+    Provider,
+    Restart,
+    StreamBroken,
+    StreamEvent,
+    TextDelta,
+)
 from hermes_engine.providers.registry import check_provider, make_provider
 
 log = logging.getLogger(__name__)
+
+STREAM_ATTEMPTS = 3  # tries of one provider for one call whose streams keep breaking
 
 
 class TurnRouter:
@@ -42,22 +59,33 @@ class TurnRouter:
         return self._index > 0
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+        attempts = 0
         while True:
             provider = self.current
-            started = False
+            attempts += 1
+            passed_text = False
             try:
                 async with aclosing(provider.stream(request)) as events:
                     async for event in events:
-                        started = True
+                        passed_text = passed_text or isinstance(event, TextDelta)
                         yield event
+                        if isinstance(event, Completed):
+                            return
                 return
             except ProviderError as err:
-                last = self._index + 1 >= len(self._providers)
-                if started or not err.fallback_eligible or last:
+                if not err.fallback_eligible:
                     raise
-                self._index += 1
-                log.warning("model %s failed (%s); %s serves the rest of this turn",
-                            provider.spec, err, self.current.spec)
+                if isinstance(err, StreamBroken) and attempts < STREAM_ATTEMPTS:
+                    log.warning("%s; asking again (attempt %d of %d)", err, attempts + 1, STREAM_ATTEMPTS)
+                elif self._index + 1 < len(self._providers):
+                    self._index += 1
+                    attempts = 0
+                    log.warning("model %s failed (%s); %s serves the rest of this turn",
+                                provider.spec, err, self.current.spec)
+                else:
+                    raise
+                if passed_text:
+                    yield Restart()
 
     async def aclose(self) -> None:
         """Nothing to release: the providers belong to the chain."""

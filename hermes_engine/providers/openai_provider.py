@@ -20,11 +20,12 @@ from hermes_engine.providers.base import (
     Completed,
     ModelRequest,
     ModelResponse,
+    StreamBroken,
     StreamEvent,
     TextDelta,
     ToolSchema,
 )
-from hermes_engine.providers.transport import retry_after_seconds
+from hermes_engine.providers.transport import encodable_request, retry_after_seconds
 
 # Finish reasons in the Anthropic vocabulary, so the rest of the engine sees one set of words.
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -68,6 +69,7 @@ class OpenAIProvider:
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         """The Chat Completions arguments for `request`. Public so tests and logs can see them."""
+        request = encodable_request(request)
         params: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(request.system, request.messages),
@@ -84,26 +86,30 @@ class OpenAIProvider:
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         params = self.build_params(request)
         state = _StreamState()
+        began = False
         try:
             # The SDK's documented raw request: the params are already plain JSON, and skipping the typed
             # request transform and per-chunk model construction takes ~12 ms off every call on a long
             # history (retries, auth and SSE handling stay the SDK's).
             chunks = await self._client.post("/chat/completions", body=params, cast_to=object, stream=True,
                                              stream_cls=openai.AsyncStream[object])
+            began = True
             async with chunks:
                 async for chunk in chunks:
                     text = state.feed(chunk if isinstance(chunk, dict) else {})
                     if text:
                         yield TextDelta(text)
         except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, json.JSONDecodeError) as err:
-            raise self._provider_error(err) from None
+            if state.finish_reason is None:  # a cut after the finish reason loses nothing of the answer
+                raise self._provider_error(err, broken=began) from None
         if state.finish_reason is None:
-            raise ProviderError(f"{self.spec} failed (incomplete stream): it ended without a finish_reason",
-                                provider=self.spec)
+            raise StreamBroken(f"{self.spec} failed (incomplete stream): it ended without a finish_reason",
+                               provider=self.spec)
         yield Completed(state.response(self.spec))
 
-    def _provider_error(self, err: BaseException) -> ProviderError:
-        """One `ProviderError` for every SDK and transport failure, with the API key scrubbed from the text.
+    def _provider_error(self, err: BaseException, *, broken: bool) -> ProviderError:
+        """One `ProviderError` for every SDK and transport failure, with the API key scrubbed from the text;
+        a `StreamBroken` when the response had begun.
 
         A cut stream arrives wrapped (`APIConnectionError`), a refused connection too; both have no status.
         """
@@ -125,7 +131,8 @@ class OpenAIProvider:
             detail = "malformed event stream"
         kind = f"HTTP {status}" if status is not None else type(err).__name__
         message = f"{self.spec} failed ({kind}): {redact(detail, extra=(self._api_key,))}"
-        return ProviderError(message, status=status, provider=self.spec, retry_after=retry_after)
+        error = StreamBroken if broken else ProviderError
+        return error(message, status=status, provider=self.spec, retry_after=retry_after)
 
 
 class _StreamState:

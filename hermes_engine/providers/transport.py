@@ -1,9 +1,19 @@
-"""What both SDK-backed providers need when a call fails: the wait the server asked for. (Error text loses
-its secrets through `hermes_engine.policy.secrets.redact`, with the provider's key as a known value.)"""
+"""What both SDK-backed providers need around the wire: the wait the server asked for, and a request that
+can always be encoded. (Error text loses its secrets through `hermes_engine.policy.secrets.redact`, with the
+provider's key as a known value.)"""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from hermes_engine.ports.conversation import Message, ToolCall
+from hermes_engine.providers.base import ModelRequest
+
+T = TypeVar("T")
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -17,3 +27,49 @@ def retry_after_seconds(headers: Any) -> float | None:
                 continue
     return None
 
+
+def encodable(value: T) -> T:
+    """`value` (text, or JSON made of dicts and lists) with every lone surrogate replaced by U+FFFD.
+
+    A Python string can hold half of a surrogate pair (text stored before input was sanitised, a tool's
+    output, a `\\ud83d` escape in JSON the model wrote); UTF-8 cannot, so the SDK would fail to encode the
+    request, and since history is sent again every turn, so would every later turn of that chat. What needs
+    no change is returned as it is: most text is ASCII, which `isascii` tells without reading it, and
+    encoding is the quickest test of the rest.
+    """
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return _LONE_SURROGATE.sub("\ufffd", value)  # type: ignore[return-value]
+        return value
+    if isinstance(value, dict):
+        return {encodable(k): encodable(v) for k, v in value.items()}  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [encodable(v) for v in value]  # type: ignore[return-value]
+    return value
+
+
+def encodable_request(request: ModelRequest) -> ModelRequest:
+    """`request` with every text that reaches the wire made `encodable`; the request itself when all was.
+
+    Both providers build their parameters from this, so one bad character costs one replacement character
+    instead of the chat. (Tool arguments the Anthropic wire needs parsed pass `encodable` once more there.)
+    """
+    system = encodable(request.system)
+    messages = tuple(_encodable_message(m) for m in request.messages)
+    if system is request.system and all(a is b for a, b in zip(messages, request.messages, strict=True)):
+        return request
+    return replace(request, system=system, messages=messages)
+
+
+def _encodable_message(message: Message) -> Message:
+    texts = (message.content, message.tool_call_id, message.tool_name,
+             *(text for call in message.tool_calls for text in (call.id, call.name, call.arguments)))
+    if all(text is None or encodable(text) is text for text in texts):
+        return message
+    calls = tuple(ToolCall(encodable(c.id), encodable(c.name), encodable(c.arguments)) for c in message.tool_calls)
+    return replace(message, content=encodable(message.content), tool_calls=calls,
+                   tool_call_id=encodable(message.tool_call_id), tool_name=encodable(message.tool_name))

@@ -51,6 +51,11 @@ class Reply:
       (half a second and growing), so the millisecond header is what keeps retried tests instant.
     - `disconnect_after_chars`: cut the connection after that many characters of text (mid-stream when
       streaming, before any response otherwise).
+    - `disconnect_after_chunks`: cut a streamed reply after that many content deltas (text pieces and
+      tool-argument pieces alike, so a tool call can be cut half-received); a number beyond the reply's
+      deltas cuts after its last event, the answer complete but the body never finished.
+    - `before_cut`: awaited after the events were sent and before the connection is cut, so a test can
+      hold the cut until the client shows the partial answer (no sleeps).
     - `stream_error`: after the text of a streamed reply, send an error event of that status's kind and end
       the stream (Anthropic's mid-stream `overloaded_error`).
     - `usage`: keys input (uncached), output, cache_read, cache_write; estimated from sizes when omitted.
@@ -64,6 +69,8 @@ class Reply:
     error_message: str = ""
     retry_after: float | None = None
     disconnect_after_chars: int | None = None
+    disconnect_after_chunks: int | None = None
+    before_cut: Callable[[], Awaitable[object]] | None = None
     stream_error: int | None = None
     usage: dict[str, int] | None = None
     delay: float = 0.0
@@ -248,6 +255,8 @@ class FakeLLM(LoopbackServer):
         except ConnectionResetError:  # the client hung up (an interrupted turn): nothing left to send
             return response
         if cut:
+            if reply.before_cut is not None:
+                await reply.before_cut()
             _cut(http)
             return response
         await response.write_eof()
@@ -362,6 +371,26 @@ def _limit_chunks(reply: Reply) -> tuple[list[str], bool]:
     return kept, True
 
 
+class _Events(list[bytes]):
+    """The SSE events of a streamed reply, knowing which of them carry content deltas."""
+
+    def __init__(self, events: list[bytes]) -> None:
+        super().__init__(events)
+        self.deltas: list[int] = []  # positions of the content-delta events
+
+    def delta(self, event: bytes) -> None:
+        self.deltas.append(len(self))
+        self.append(event)
+
+    def cut_after(self, chunks: int | None) -> tuple[list[bytes], bool]:
+        """All events, or those up to the `chunks`-th delta and a cut (`Reply.disconnect_after_chunks`)."""
+        if chunks is None:
+            return list(self), False
+        if chunks >= len(self.deltas):
+            return list(self), True
+        return self[: self.deltas[chunks - 1] + 1 if chunks else self.deltas[0]], True
+
+
 def _openai_usage(usage: dict[str, int]) -> dict[str, Any]:
     # OpenAI counts cache reads and writes inside prompt_tokens and breaks them out in the details.
     prompt = usage["input"] + usage["cache_read"] + usage["cache_write"]
@@ -391,8 +420,9 @@ def _openai_events(reply: Reply, request: RecordedRequest, usage: dict[str, int]
         return _sse_data({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
     texts, cut = _limit_chunks(reply)
-    events = [chunk({"role": "assistant", "content": ""})]
-    events += [chunk({"content": t}) for t in texts]
+    events = _Events([chunk({"role": "assistant", "content": ""})])
+    for t in texts:
+        events.delta(chunk({"content": t}))
     if cut:
         return events, True
     if reply.stream_error is not None:
@@ -400,13 +430,13 @@ def _openai_events(reply: Reply, request: RecordedRequest, usage: dict[str, int]
     for index, (call_id, name, args) in enumerate(_tool_calls(reply, "call_", n)):
         events.append(chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
                                              "function": {"name": name, "arguments": ""}}]}))
-        events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-                   for piece in _split_two(args)]
+        for piece in _split_two(args):
+            events.delta(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
     events.append(chunk({}, _openai_finish(reply)))
     if (request.body.get("stream_options") or {}).get("include_usage"):
         events.append(_sse_data({**base, "choices": [], "usage": _openai_usage(usage)}))
     events.append(b"data: [DONE]\n\n")
-    return events, False
+    return events.cut_after(reply.disconnect_after_chunks)
 
 
 def _openai_body(reply: Reply, request: RecordedRequest, usage: dict[str, int], n: int) -> dict[str, Any]:
@@ -440,15 +470,16 @@ def _anthropic_events(reply: Reply, request: RecordedRequest, usage: dict[str, i
     start_usage = {**_anthropic_usage(usage), "output_tokens": 1}
     message = {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": request.model, "content": [],
                "stop_reason": None, "stop_sequence": None, "usage": start_usage}
-    events = [_sse_event("message_start", {"type": "message_start", "message": message}),
-              _sse_event("ping", {"type": "ping"})]
+    events = _Events([_sse_event("message_start", {"type": "message_start", "message": message}),
+                      _sse_event("ping", {"type": "ping"})])
     texts, cut = _limit_chunks(reply)
     index = 0
     if texts or (reply.text and not cut):
         events.append(_sse_event("content_block_start", {"type": "content_block_start", "index": 0,
                                                          "content_block": {"type": "text", "text": ""}}))
-        events += [_sse_event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                      "delta": {"type": "text_delta", "text": t}}) for t in texts]
+        for t in texts:
+            events.delta(_sse_event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                            "delta": {"type": "text_delta", "text": t}}))
         if cut:
             return events, True
         events.append(_sse_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
@@ -461,16 +492,16 @@ def _anthropic_events(reply: Reply, request: RecordedRequest, usage: dict[str, i
         events.append(_sse_event("content_block_start", {
             "type": "content_block_start", "index": index,
             "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}}))
-        events += [_sse_event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                      "delta": {"type": "input_json_delta", "partial_json": p}})
-                   for p in _split_two(args)]
+        for p in _split_two(args):
+            events.delta(_sse_event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                            "delta": {"type": "input_json_delta", "partial_json": p}}))
         events.append(_sse_event("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
     events.append(_sse_event("message_delta", {
         "type": "message_delta", "delta": {"stop_reason": _anthropic_stop(reply), "stop_sequence": None},
         "usage": {"output_tokens": usage["output"]}}))
     events.append(_sse_event("message_stop", {"type": "message_stop"}))
-    return events, False
+    return events.cut_after(reply.disconnect_after_chunks)
 
 
 def _anthropic_body(reply: Reply, request: RecordedRequest, usage: dict[str, int], n: int) -> dict[str, Any]:

@@ -1,9 +1,10 @@
-"""Fallback across providers per turn, with the real SDKs against the fake LLM (primary Anthropic, fallback OpenAI)."""
+"""Fallback across providers per turn, and recovery of broken streams, with the real SDKs against the fake LLM
+(primary Anthropic, fallback OpenAI)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
 import pytest
 from fakes.fake_llm import FakeLLM, RecordedRequest, Reply
@@ -18,10 +19,13 @@ from hermes_engine.providers import (
     Provider,
     ProviderChain,
     ProviderOptions,
+    StreamEvent,
     TextDelta,
     build_chain,
     register_provider,
 )
+from hermes_engine.providers.base import ModelResponse, Restart, StreamBroken
+from hermes_engine.providers.chain import STREAM_ATTEMPTS
 from hermes_engine.providers.registry import REGISTRY
 
 REQUEST = ModelRequest(system="You are Hermes.", messages=(Message("user", "hi"),))
@@ -93,18 +97,115 @@ async def test_fallback_is_logged_with_the_reason(chain: ProviderChain, fake_llm
     assert "openai:gpt-test" in record.getMessage()
 
 
-async def test_error_after_text_was_streamed_is_raised_not_fallen_back(chain: ProviderChain,
-                                                                      fake_llm: FakeLLM) -> None:
-    fake_llm.script(Reply(text="half an answer and then", disconnect_after_chars=6))
-    seen: list[str] = []
+async def events_of(provider: Provider, seen: list[StreamEvent] | None = None) -> list[StreamEvent]:
+    """Every event of one call, in order (also into `seen`, to inspect them after an error)."""
+    events = [] if seen is None else seen
+    async for event in provider.stream(REQUEST):
+        events.append(event)
+    return events
 
-    with pytest.raises(ProviderError):
-        async for event in chain.route().stream(REQUEST):
-            assert isinstance(event, TextDelta)
-            seen.append(event.text)
 
-    assert "".join(seen) == "half a"
-    assert [r.api for r in fake_llm.requests] == ["anthropic"]
+def shown(events: list[StreamEvent]) -> str:
+    """The text a reader keeps: the deltas after the last `Restart`."""
+    kept: list[str] = []
+    for event in events:
+        if isinstance(event, Restart):
+            kept.clear()
+        elif isinstance(event, TextDelta):
+            kept.append(event.text)
+    return "".join(kept)
+
+
+async def test_stream_cut_after_text_is_asked_again_and_the_partial_text_taken_back(
+        chain: ProviderChain, fake_llm: FakeLLM) -> None:
+    fake_llm.script(Reply(text="half an answer and then", disconnect_after_chars=6), Reply(text="the whole answer"))
+
+    events = await events_of(chain.route())
+
+    assert [e.text for e in events[:2] if isinstance(e, TextDelta)] == ["half ", "a"]
+    assert isinstance(events[2], Restart) and [e for e in events if isinstance(e, Restart)] == [events[2]]
+    assert shown(events) == "the whole answer"
+    assert isinstance(events[-1], Completed) and events[-1].response.text == "the whole answer"
+    assert [r.api for r in fake_llm.requests] == ["anthropic", "anthropic"]  # the same model, asked again
+
+
+async def test_stream_cut_on_every_attempt_goes_to_the_fallback_after_taking_back_the_text(
+        chain: ProviderChain, fake_llm: FakeLLM) -> None:
+    fake_llm.responder = lambda request: (Reply(text="never finished here", disconnect_after_chunks=2)
+                                          if request.api == "anthropic" else Reply(text="fallback here"))
+    turn = chain.route()
+
+    events = await events_of(turn)
+
+    assert [r.api for r in fake_llm.requests] == ["anthropic"] * STREAM_ATTEMPTS + ["openai"]
+    assert sum(isinstance(e, Restart) for e in events) == STREAM_ATTEMPTS  # each partial taken back
+    assert shown(events) == "fallback here" and turn.fell_back
+
+
+async def test_stream_cut_before_any_text_is_asked_again_without_a_restart(chain: ProviderChain,
+                                                                          fake_llm: FakeLLM) -> None:
+    fake_llm.script(Reply(text="lost", disconnect_after_chunks=0), Reply(text="found"))
+
+    events = await events_of(chain.route())
+
+    assert not any(isinstance(e, Restart) for e in events) and shown(events) == "found"
+    assert [r.api for r in fake_llm.requests] == ["anthropic", "anthropic"]
+
+
+async def test_tool_call_cut_half_received_is_dropped_and_never_reported(chain: ProviderChain,
+                                                                         fake_llm: FakeLLM) -> None:
+    fake_llm.script(Reply(text="Let me look", tool_calls=[("get_time", {"tz": "Europe/Paris"})],
+                          disconnect_after_chunks=4),  # three words and half the arguments
+                    Reply(text="It is noon."))
+
+    events = await events_of(chain.route())
+
+    [completed] = [e for e in events if isinstance(e, Completed)]
+    assert completed.response.tool_calls == [] and completed.response.text == "It is noon."
+    assert shown(events) == "It is noon."
+
+
+async def test_without_a_fallback_the_last_broken_stream_is_raised_after_every_attempt(
+        fake_llm: FakeLLM) -> None:
+    only = ProviderChain([AnthropicProvider("claude-test", api_key="test-key",
+                                            base_url=fake_llm.anthropic_base_url, max_retries=0)])
+    fake_llm.responder = lambda request: Reply(text="cut every time", disconnect_after_chunks=1)
+    seen: list[StreamEvent] = []
+
+    with pytest.raises(StreamBroken) as caught:
+        await events_of(only.route(), seen)
+
+    assert caught.value.fallback_eligible and caught.value.status is None
+    assert len(fake_llm.requests) == STREAM_ATTEMPTS
+    assert sum(isinstance(e, Restart) for e in seen) == STREAM_ATTEMPTS - 1  # the last partial stays for the error
+    await only.aclose()
+
+
+class _FailsAfterCompleted:
+    """A provider whose connection fails once the answer is complete."""
+
+    spec = "scripted:after-completed"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+        self.calls += 1
+        yield TextDelta("done")
+        yield Completed(ModelResponse(text="done", model=self.spec))
+        raise ProviderError("connection reset after the end", provider=self.spec)
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_stream_that_fails_after_completed_is_not_a_failure() -> None:
+    provider = _FailsAfterCompleted()
+
+    events = await events_of(ProviderChain([provider]).route())
+
+    assert shown(events) == "done" and isinstance(events[-1], Completed)
+    assert provider.calls == 1
 
 
 async def test_bad_request_is_not_fallback_eligible(chain: ProviderChain, fake_llm: FakeLLM) -> None:

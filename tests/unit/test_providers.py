@@ -31,6 +31,7 @@ from hermes_engine.providers import (
     parse_model_spec,
     register_provider,
 )
+from hermes_engine.providers.base import StreamBroken
 from hermes_engine.providers.registry import ENTRY_POINT_GROUP, REGISTRY, ProviderRegistry
 
 API_KEY = "sk-test-0123456789abcdef"
@@ -216,6 +217,29 @@ async def test_openai_request_puts_system_first_and_links_tool_results_by_id(fak
     await provider.aclose()
 
 
+async def test_lone_surrogates_in_history_reach_the_wire_as_replacement_characters(
+        provider: Provider, fake_llm: FakeLLM) -> None:
+    """One bad character (stored before input was sanitised, or from a tool) must not fail every later turn."""
+    history = (
+        Message("user", "broken \ud83d emoji"),
+        Message("assistant", "Checking \udc00.", tool_calls=(ToolCall("t1", "get_time", '{"tz": "\\ud83d"}'),)),
+        Message("tool", "output \udfff here", tool_call_id="t1", tool_name="get_time"),
+        Message("user", "and now? 🚀"),
+    )
+    fake_llm.script(Reply(text="fine"))
+
+    _, response = await collect(provider, ModelRequest(system="You are \ud800 Hermes.", messages=history,
+                                                       tools=(GET_TIME,)))
+
+    assert response.text == "fine"
+    sent = fake_llm.requests[0]
+    wire = str(sent.body)
+    assert "broken \ufffd emoji" in wire and "Checking \ufffd." in wire and "output \ufffd here" in wire
+    assert sent.system == "You are \ufffd Hermes." and sent.last_user_text == "and now? 🚀"
+    if sent.api == "anthropic":  # tool input is sent parsed: the escaped half pair is replaced too
+        assert sent.messages[1]["content"][1]["input"] == {"tz": "\ufffd"}
+
+
 async def test_temperature_reaches_the_wire_only_when_set(provider: Provider, fake_llm: FakeLLM) -> None:
     await collect(provider, ask(temperature=0.2))
     await collect(provider, ask())
@@ -280,6 +304,7 @@ async def test_cut_stream_yields_what_arrived_then_raises_provider_error(provide
 
     assert "".join(deltas) == "Hello th"
     assert caught.value.status is None and caught.value.fallback_eligible
+    assert isinstance(caught.value, StreamBroken)  # the response had begun: no SDK retries that
 
 
 async def test_refused_connection_is_a_provider_error(api: str, fake_llm: FakeLLM) -> None:
@@ -290,6 +315,17 @@ async def test_refused_connection_is_a_provider_error(api: str, fake_llm: FakeLL
         await collect(provider, ask())
 
     assert caught.value.status is None and caught.value.fallback_eligible
+    assert not isinstance(caught.value, StreamBroken)  # the SDK's own retries already had their go
+    await provider.aclose()
+
+
+async def test_anthropic_stream_cut_after_message_stop_is_a_complete_answer(fake_llm: FakeLLM) -> None:
+    provider = make("anthropic", fake_llm)
+    fake_llm.script(Reply(text="All of it", disconnect_after_chunks=99))  # every event sent, the body unfinished
+
+    deltas, response = await collect(provider, ask())
+
+    assert response.text == "".join(deltas) == "All of it" and response.stop_reason == "end_turn"
     await provider.aclose()
 
 
@@ -409,6 +445,7 @@ async def test_error_event_inside_a_stream_becomes_provider_error_with_its_statu
     assert "".join(deltas) == "Half an"
     assert caught.value.status is not None and caught.value.status >= 500  # openai's kind has no 529
     assert caught.value.fallback_eligible and "Overloaded" in str(caught.value)
+    assert isinstance(caught.value, StreamBroken)
 
 
 # -- the registry: kinds come from entry points, load on use ---------------------------------------------

@@ -244,6 +244,23 @@ async def test_a_final_shorter_than_the_interim_deletes_the_surplus_messages(ada
     assert len(adapter.ops("delete")) >= 2
 
 
+async def test_rewind_edits_the_shown_messages_into_the_new_answer_and_the_final_removes_the_rest(
+        adapter: FakeAdapter) -> None:
+    stream = adapter.open_stream(TARGET, idempotency_key="k1")
+    await stream_text(stream, sentences(14), chunk=40)  # a broken answer, two messages long
+    await eventually(lambda: " ".join(adapter.texts()) == sentences(14))
+    first, second = adapter.shown
+
+    await stream.rewind()
+    await stream.push("The complete answer")
+    await eventually(lambda: adapter.shown[first][0] == "The complete answer")
+    await stream.finish("The complete answer.")
+
+    assert adapter.texts() == ["The complete answer."] and list(adapter.shown) == [first]  # edited in place
+    assert [c.message_id for c in adapter.ops("delete")] == [second]
+    assert len(adapter.ops("send")) == 2  # nothing posted after the rewind
+
+
 async def test_a_final_longer_than_the_interim_posts_more_messages(adapter: FakeAdapter) -> None:
     stream = adapter.open_stream(TARGET, idempotency_key="k1")
     await stream.push("Thinking")
@@ -461,6 +478,28 @@ async def test_a_native_final_that_differs_from_the_stream_is_edited_in() -> Non
         assert adapter.texts() == ["Completely different"]
     finally:
         await adapter.stop()
+
+
+@pytest.fixture
+async def native_adapter():
+    a = NativeFakeAdapter()
+    yield a
+    await a.stop()
+
+
+async def test_rewinding_a_native_stream_closes_it_and_edits_its_message_into_the_new_answer(
+        native_adapter: NativeFakeAdapter) -> None:
+    stream = native_adapter.open_stream(ReplyTarget("fake", "acct", "c1", thread_id="t1"), idempotency_key="k1")
+    await stream.push("A broken dra")
+    await eventually(lambda: native_adapter.texts() == ["A broken dra"])
+
+    await stream.rewind()
+    await stream.push("The whole answer")
+    await eventually(lambda: native_adapter.texts() == ["The whole answer"])
+    await stream.finish("The whole **answer**")
+
+    assert [c.op for c in native_adapter.calls] == ["native_start", "native_stop", "edit", "edit"]
+    assert native_adapter.texts() == ["The whole answer"] and native_adapter.calls[-1].rendered
 
 
 async def test_a_failing_native_stream_falls_back_to_post_then_edit() -> None:
