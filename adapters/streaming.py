@@ -155,7 +155,7 @@ class StreamingReply(ReplyStream):
             if self._state != _OPEN:
                 return
             await self._stop_interim()
-            if self._native and self._native_id is not None:
+            if self._native and self._writer.started:
                 await self._fall_back_from_native()
             self._text = ""
             self._pump_task = None
