@@ -21,6 +21,7 @@ from adapters.render import render_telegram
 from adapters.telegram import PLATFORM, TelegramAdapter
 from hermes_engine.errors import ConfigError
 from hermes_engine.policy.pairing import ALPHABET, Pairing
+from hermes_engine.ports.conversation import Message
 
 # Small intervals keep the suite fast where the behaviour does not depend on the real pacing
 # (test_replies_respect_one_call_a_second_per_chat keeps the real 1 s).
@@ -177,6 +178,36 @@ async def test_commands_are_registered_and_answered_without_the_model(tg, telegr
     telegram.user_says(42, ALICE, "/new")
     await telegram.wait_for_text(42, "Started a new conversation.")
     assert fake_llm.requests == []
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+async def test_a_lone_surrogate_or_nul_is_made_valid_where_it_enters_and_the_chat_goes_on(tg, telegram, fake_llm):
+    fake_llm.responder = lambda req: Reply(text=f"Got: {req.last_user_text}")
+    e, _ = await tg()
+    telegram.user_says(42, ALICE, "broken \ud800 x\x00y")  # JSON-escaped by the Bot API, as Telegram can
+    await final_answer(telegram, e, 42, "Got: broken \ufffd xy")
+    telegram.user_says(42, ALICE, "still there?")
+    await final_answer(telegram, e, 42, "Got: still there?")
+    session = next(iter(e.gateway.sessions.values()))
+    stored = [m.content for m in await e.store.load_messages(session.record.id) if m.role == "user"]
+    assert stored == ["broken \ufffd xy", "still there?"]
+
+
+async def test_history_holding_a_lone_surrogate_from_before_costs_one_turn_not_the_chat(tg, telegram, fake_llm):
+    fake_llm.responder = lambda req: Reply(text=f"Got: {req.last_user_text}")
+    e, _ = await tg()
+    telegram.user_says(42, ALICE, "hello")
+    await final_answer(telegram, e, 42, "Got: hello")
+    session = next(iter(e.gateway.sessions.values()))
+    # A live session's memory as a gateway without the inbound check could leave it.
+    session.history.append(Message(role="user", content="said before the fix: \ud800"))
+    telegram.user_says(42, ALICE, "are you there?")  # its model request cannot be encoded
+    telegram.user_says(42, ALICE, "and now?")
+    await final_answer(telegram, e, 42, "Got: and now?")
+    users = [m["content"] for m in fake_llm.requests[-1].messages if m["role"] == "user"]
+    assert users == ["hello", "are you there?", "and now?"]  # nothing the person said is lost
 
 
 # ----------------------------------------------------------------------------- rate limits and outages
