@@ -6,7 +6,8 @@ library sends them) and ``GET /file/bot{token}/{file_path}`` for downloads. Poin
 
 Tests play the people: ``fake.user_says(chat_id, user, text, ...)`` queues an update (a message with the
 entities Telegram would compute: ``bot_command`` and ``mention``), optionally carrying a photo, document or
-voice note whose bytes the fake then serves through ``getFile`` and the file route. They assert on what a
+voice note whose bytes the fake then serves through ``getFile`` and the file route;
+``fake.push_update(raw)`` queues any update as given, malformed ones too. They assert on what a
 person would see: ``fake.chat(chat_id)`` has every message with its current text, entities and edit
 history, and every API call made to that chat with its time.
 
@@ -317,12 +318,16 @@ class FakeTelegram(LoopbackServer):
         self.push_update(update)
         return update
 
-    def push_update(self, update: dict[str, Any]) -> None:
-        """Queue any raw update (for shapes `user_says` does not make)."""
+    def push_update(self, update: dict[str, Any]) -> dict[str, Any]:
+        """Queue any raw update, malformed ones too (for shapes `user_says` does not make); one without an
+        ``update_id`` gets the next. Returns the update."""
+        if "update_id" not in update:
+            update = {"update_id": next(self._update_ids), **update}
         self.updates.append(update)
         asyncio.get_running_loop().create_task(self._notify_update())
         if self.webhook_url:
             self._ensure_webhook_pusher()
+        return update
 
     def _register_file(self, folder: str, name: str, file: FakeFile) -> tuple[str, str]:
         n = next(self._file_ids)

@@ -210,6 +210,30 @@ async def test_history_holding_a_lone_surrogate_from_before_costs_one_turn_not_t
     assert users == ["hello", "are you there?", "and now?"]  # nothing the person said is lost
 
 
+async def test_a_malformed_update_is_rejected_alone_and_polling_goes_on(tg, telegram, fake_llm):
+    fake_llm.responder = lambda req: Reply(text=f"Got: {req.last_user_text}")
+    telegram.user_says(42, ALICE, "before")
+    bad = telegram.push_update({"message": "just a string"})
+    telegram.user_says(43, BOB, "after")
+    last = telegram.push_update({"message": {"message_id": 9}})  # no date, no chat
+    e, adapter = await tg()
+    await final_answer(telegram, e, 42, "Got: before")
+    await final_answer(telegram, e, 43, "Got: after")
+    await telegram.wait_for(lambda: telegram.confirmed_offset > last["update_id"], 5)  # never fetched again
+    assert [r.update_id for r in adapter.rejected] == [bad["update_id"], last["update_id"]]
+    assert "just a string" in adapter.rejected[0].raw
+
+
+async def test_a_malformed_update_is_rejected_alone_through_the_webhook(webhook_tg, telegram, fake_llm):
+    fake_llm.responder = lambda req: Reply(text=f"Got: {req.last_user_text}")
+    e, adapter, _ = await webhook_tg()
+    bad = telegram.push_update({"message": "just a string"})
+    telegram.user_says(42, ALICE, "after")
+    await final_answer(telegram, e, 42, "Got: after")
+    assert bad["update_id"] in telegram.delivered_update_ids  # answered 200: Telegram does not send it again
+    assert [r.update_id for r in adapter.rejected] == [bad["update_id"]]
+
+
 # ----------------------------------------------------------------------------- rate limits and outages
 
 
@@ -467,39 +491,52 @@ async def test_oversize_file_is_refused_politely_without_download(tg, telegram, 
 # ----------------------------------------------------------------------------- webhook and configuration
 
 
-async def test_webhook_mode_takes_updates_with_the_right_secret_only(tg, telegram, fake_llm, monkeypatch):
-    from aiohttp import ClientSession
+@pytest.fixture
+async def webhook_tg(tg, monkeypatch):
+    """`await webhook_tg()` → (engine, adapter, url): a gateway with a Telegram adapter in webhook mode,
+    served on a loopback port whose URL (secret "s3cret-token") it registers with the fake."""
+    import socket
 
-    fake_llm.script(Reply(text="Hooked."))
-    http = web.Application()
-    runner = web.AppRunner(http)
-    monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", "s3cret-token")
-    # The route must exist before the server starts: build() adds it, then we serve.
-    e, adapter = None, None
-    try:
-        import socket
+    runners: list[web.AppRunner] = []
 
+    async def make() -> tuple[Engine, TelegramAdapter, str]:
+        http = web.Application()
+        runner = web.AppRunner(http)
+        runners.append(runner)
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         sock.close()
-        monkeypatch.setenv("TELEGRAM_WEBHOOK_URL", f"http://127.0.0.1:{port}/telegram/testbot")
+        url = f"http://127.0.0.1:{port}/telegram/testbot"
+        monkeypatch.setenv("TELEGRAM_WEBHOOK_SECRET", "s3cret-token")
+        monkeypatch.setenv("TELEGRAM_WEBHOOK_URL", url)
+        # The route must exist before the server starts: build() adds it, then we serve.
         e, adapter = await tg(options={"mode": "webhook"}, http_app=http)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port).start()
-        assert telegram.webhook_url.endswith("/telegram/testbot") and telegram.webhook_secret == "s3cret-token"
-        telegram.user_says(42, ALICE, "via webhook")
-        await final_answer(telegram, e, 42, "Hooked.")
-        async with ClientSession() as client:
-            async with client.post(f"http://127.0.0.1:{port}/telegram/testbot", json={"update_id": 1},
-                                   headers={"X-Telegram-Bot-Api-Secret-Token": "wrong"}) as response:
-                assert response.status == 401
-            await adapter.stop_receiving()  # shutting down: Telegram is told to keep the update for later
-            async with client.post(f"http://127.0.0.1:{port}/telegram/testbot", json={"update_id": 1},
-                                   headers={"X-Telegram-Bot-Api-Secret-Token": "s3cret-token"}) as response:
-                assert response.status == 503
-    finally:
+        return e, adapter, url
+
+    yield make
+    for runner in runners:
         await runner.cleanup()
+
+
+async def test_webhook_mode_takes_updates_with_the_right_secret_only(webhook_tg, telegram, fake_llm):
+    from aiohttp import ClientSession
+
+    fake_llm.script(Reply(text="Hooked."))
+    e, adapter, url = await webhook_tg()
+    assert telegram.webhook_url == url and telegram.webhook_secret == "s3cret-token"
+    telegram.user_says(42, ALICE, "via webhook")
+    await final_answer(telegram, e, 42, "Hooked.")
+    async with ClientSession() as client:
+        async with client.post(url, json={"update_id": 1}, headers={"X-Telegram-Bot-Api-Secret-Token": "wrong"}) \
+                as response:
+            assert response.status == 401
+        await adapter.stop_receiving()  # shutting down: Telegram is told to keep the update for later
+        async with client.post(url, json={"update_id": 1},
+                               headers={"X-Telegram-Bot-Api-Secret-Token": "s3cret-token"}) as response:
+            assert response.status == 503
 
 
 def test_build_needs_a_token_and_a_webhook_secret():
