@@ -488,6 +488,22 @@ async def test_oversize_file_is_refused_politely_without_download(tg, telegram, 
     assert telegram.downloads == [] and not any(c.method == "getFile" for c in telegram.requests)
 
 
+async def test_a_file_without_a_stated_size_is_refused_once_its_bytes_pass_the_limit(tg, telegram, fake_llm, tmp_path):
+    fake_llm.responder = lambda req: Reply(text=f"Seen: {len(fake_llm.requests)}")
+    e, _ = await tg(options={"max_file_mb": 1})
+    telegram.user_says(42, ALICE, "read this", document=FakeFile("big.bin", b"x" * (3 * 1024 * 1024), stated=False))
+    await telegram.wait_for(lambda: fake_llm.requests, 10)
+    telegram.user_says(42, ALICE, "and this", document=FakeFile("small.txt", b"hello", "text/plain", stated=False))
+    await telegram.wait_for(lambda: len(fake_llm.requests) >= 2, 10)
+    await e.idle()
+    big, small = fake_llm.requests[0].last_user_text, fake_llm.requests[1].last_user_text
+    assert "[attachment refused: big.bin (application/octet-stream, " in big
+    assert "larger than the 1 MB limit for files]" in big
+    assert "[attachment: document small.txt (text/plain" in small
+    folder = tmp_path / "attachments" / f"telegram_{telegram.bot.id}_dm_42"
+    assert [p.read_bytes() for p in folder.iterdir()] == [b"hello"]  # nothing of the big file was kept
+
+
 # ----------------------------------------------------------------------------- webhook and configuration
 
 
