@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.base import PlatformAdapter
 from adapters.outbound import OutboundScheduler, default_is_transient
-from adapters.parts import TELEGRAM
+from adapters.parts import TELEGRAM, OutPart
 from adapters.render import Rendered, render_telegram
 from adapters.telegram.botapi import (
     ALLOWED_UPDATES,
@@ -368,6 +368,13 @@ class TelegramAdapter(PlatformAdapter):
     # ----------------------------------------------------------------- sending (see `sending`)
     def render(self, markdown: str) -> Rendered:
         return render_telegram(markdown)
+
+    def render_parts(self, markdown: str) -> list[OutPart]:
+        """A part without entities goes out as plain text, which is what Telegram shows for it either way:
+        a message already showing it (the last streamed frame, as a rule) is then not edited into itself,
+        an edit Telegram refuses as "message is not modified" after it has cost the chat's paced slot."""
+        return [OutPart(part.rendered.text, None) if part.rendered is not None and not part.rendered.extras else part
+                for part in super().render_parts(markdown)]
 
     def is_markup_error(self, exc: BaseException) -> bool:
         return isinstance(exc, TelegramCallError) and exc.markup

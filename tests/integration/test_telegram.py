@@ -22,6 +22,7 @@ from adapters.telegram import PLATFORM, TelegramAdapter
 from hermes_engine.errors import ConfigError
 from hermes_engine.policy.pairing import ALPHABET, Pairing
 from hermes_engine.ports.conversation import Message
+from hermes_engine.ports.inbound import ReplyTarget
 
 # Small intervals keep the suite fast where the behaviour does not depend on the real pacing
 # (test_replies_respect_one_call_a_second_per_chat keeps the real 1 s).
@@ -166,6 +167,21 @@ async def test_replies_respect_one_call_a_second_per_chat(tg, telegram, fake_llm
     assert len(times) >= 3
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert min(gaps) >= 0.95, gaps
+
+
+async def test_a_final_the_chat_already_shows_is_not_edited_into_itself(tg, telegram):
+    _, adapter = await tg()
+    target = ReplyTarget("telegram", adapter.account, "42")
+    for n, markdown in enumerate(["Yes, I am here.", "**Paris** it is."]):
+        stream = adapter.open_stream(target, idempotency_key=f"reply-{n}")
+        await stream.push(markdown)
+        await telegram.wait_for_text(42, markdown)  # the streamed frame shows the Markdown as written
+        await stream.finish(markdown)
+    await telegram.settle()
+    calls = [(c.method, c.status) for c in telegram.chat(42).calls if c.method != "sendChatAction"]
+    # The plain answer already shows as it should; the formatted one takes one edit, for its entities.
+    assert calls == [("sendMessage", 200), ("sendMessage", 200), ("editMessageText", 200)]
+    assert telegram.chat(42).bot_messages[1].entities == [{"type": "bold", "offset": 0, "length": 5}]
 
 
 async def test_commands_are_registered_and_answered_without_the_model(tg, telegram, fake_llm):
