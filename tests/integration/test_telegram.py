@@ -312,7 +312,8 @@ async def test_stranger_gets_only_a_pairing_code_and_no_model_call(tg, telegram,
     [reply] = await telegram.wait_for_messages(77, 1)
     code = CODE.search(reply.text).group()
     assert f"hermes-gateway pairing approve {code}" in reply.text and "77" in reply.text
-    assert "42" not in reply.text and "Alice" not in reply.text
+    besides_the_code = reply.text.replace(code, "")  # a random code holds "42" about once in 150
+    assert "42" not in besides_the_code and "Alice" not in besides_the_code
     for i in range(3):
         telegram.user_says(77, STRANGER, f"hello? {i}")
     await telegram.wait_for_messages(77, 3)
