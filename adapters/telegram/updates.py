@@ -48,8 +48,9 @@ def _raw(data: Any) -> str:
 
 class TolerantBot(Bot):
     """A `telegram.Bot` whose `get_updates` rejects malformed updates one by one instead of failing the
-    batch. Its getUpdates request and its other requests share one read timeout (the long-poll
-    ``timeout`` is added to it, as the library does)."""
+    batch. It makes the call `Bot.get_updates` makes (``_post``, which applies the library's defaults and
+    request set-up); only the decoding differs. Its getUpdates request and its other requests share one
+    read timeout (the long-poll ``timeout`` is added to it, as the library does)."""
 
     def __init__(self, token: str, *, on_rejected: Callable[[RejectedUpdate], None], **kwargs: Any) -> None:
         super().__init__(token, **kwargs)
