@@ -4,6 +4,8 @@ Socket Mode connection, which the adapter opens on the same app).
 - HTTP mode: POST `/slack/events` (option `events_path`) carries the Events API and slash commands. Bolt
   verifies `X-Slack-Signature` and rejects timestamps older than five minutes (401, no work). Bolt's own
   `app.start()` is never called: it would bind 0.0.0.0 beside the gateway's server.
+- A signed request whose body Bolt cannot read (truncated JSON, not an object) is refused with 400 and a
+  log line, before Bolt would fail on it with a 500.
 - Events are acknowledged at once (`process_before_response=False`: Bolt acks before the listener runs)
   and the listeners hand the work to a task, so Slack never waits for a turn.
 - A retry (`X-Slack-Retry-Num`) of an event this process already took is answered 200 with
@@ -103,12 +105,24 @@ class EventsEndpoint:
             log.info("Slack retry %s of event %s acknowledged (already taken)",
                      request.headers.get("X-Slack-Retry-Num"), event_id)
             return web.Response(status=200, headers={"X-Slack-No-Retry": "1"})
-        bolt_request = AsyncBoltRequest(body=body, query=request.query_string,
-                                        headers=request.headers)  # type: ignore[arg-type]
+        try:
+            bolt_request = AsyncBoltRequest(body=body, query=request.query_string,
+                                            headers=request.headers)  # type: ignore[arg-type]
+        except (ValueError, AttributeError, TypeError) as exc:  # Bolt parses the body as it builds this
+            return self._unreadable(body, request, exc)
         bolt_response = await self.app.async_dispatch(bolt_request)
         if bolt_response.status == 200 and event_id:
             self._taken.remember(event_id, None)
         return await to_aiohttp_response(bolt_response)
+
+    def _unreadable(self, body: str, request: web.Request, exc: Exception) -> web.Response:
+        """A body that is not the JSON object (or form) Slack sends: 400 when Slack signed it, so the sender
+        learns it was refused; 401 otherwise, as Bolt answers any unsigned request."""
+        if not self._signed(body, request.headers):
+            return web.json_response({"error": "invalid request"}, status=401)
+        log.warning("refused a signed Slack request whose body cannot be read (%s, %d bytes: %s): %.4000r",
+                    request.content_type, len(body), exc, body)
+        return web.json_response({"error": "the body is not a request Slack sends"}, status=400)
 
     def _signed(self, body: str, headers: Mapping[str, str]) -> bool:
         if self._verifier is None:

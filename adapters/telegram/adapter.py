@@ -1,6 +1,6 @@
 """The Telegram adapter's lifecycle: receiving updates (long polling or webhook) and handing them to the
-engine, with python-telegram-bot's `Application` as the Bot API client and the shared layer
-(`adapters.base`) for replies.
+engine, with python-telegram-bot's `Bot` as the Bot API client (`updates.TolerantBot`: a malformed update
+is rejected alone, never the batch around it) and the shared layer (`adapters.base`) for replies.
 
 Pending updates are never dropped: what people wrote while the gateway was down is answered when it
 starts.
@@ -25,15 +25,16 @@ import hmac
 import logging
 import random
 import re
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.base import PlatformAdapter
 from adapters.outbound import OutboundScheduler, default_is_transient
-from adapters.parts import TELEGRAM
+from adapters.parts import TELEGRAM, OutPart
 from adapters.render import Rendered, render_telegram
 from adapters.telegram.botapi import (
     ALLOWED_UPDATES,
@@ -50,6 +51,9 @@ from hermes_engine.errors import ConfigError
 from hermes_engine.ports.engine import EnginePort
 from hermes_engine.ports.inbound import ChatKind, ReplyTarget
 
+if TYPE_CHECKING:
+    from adapters.telegram.updates import RejectedUpdate
+
 log = logging.getLogger(__package__)
 
 WEBHOOK_SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
@@ -63,7 +67,9 @@ class TelegramAdapter(PlatformAdapter):
     def __init__(self, engine: EnginePort, *, token: str, base_url: str, file_url: str,
                  options: TelegramOptions | None = None, home: Path, allowed_users: frozenset[str] = frozenset(),
                  webhook_secret: str | None = None, webhook_url: str | None = None) -> None:
-        from telegram.ext import ApplicationBuilder
+        from telegram.request import HTTPXRequest
+
+        from adapters.telegram.updates import TolerantBot
 
         redact_token_in_logs(token)
         self.options = opts = options or TelegramOptions()
@@ -79,16 +85,15 @@ class TelegramAdapter(PlatformAdapter):
         self.webhook_secret = webhook_secret
         self.webhook_url = webhook_url
         self.webhook_path = f"/telegram/{engine.bot}"
-        builder = (ApplicationBuilder().token(token).base_url(base_url).base_file_url(file_url)
-                   .updater(None).job_queue(None)
-                   .connect_timeout(opts.connect_timeout).read_timeout(opts.read_timeout)
-                   .write_timeout(opts.read_timeout).pool_timeout(opts.connect_timeout)
-                   .get_updates_connect_timeout(opts.connect_timeout)
-                   .get_updates_read_timeout(opts.read_timeout))
-        if opts.local_mode:
-            builder = builder.local_mode(True)
-        self.application = builder.build()
-        self.bot = self.application.bot
+        self.rejected: deque[RejectedUpdate] = deque(maxlen=100)  # the latest updates too malformed to read
+        # Pool sizes as python-telegram-bot's ApplicationBuilder sets them: one long poll, many sends.
+        self.bot = TolerantBot(
+            token, base_url=base_url, base_file_url=file_url, local_mode=opts.local_mode, on_rejected=self._reject,
+            request=HTTPXRequest(connection_pool_size=256, connect_timeout=opts.connect_timeout,
+                                 read_timeout=opts.read_timeout, write_timeout=opts.read_timeout,
+                                 pool_timeout=opts.connect_timeout),
+            get_updates_request=HTTPXRequest(connection_pool_size=1, connect_timeout=opts.connect_timeout,
+                                             read_timeout=opts.read_timeout))
         self.reader = UpdateReader(self.platform, self.account, knows_command=engine.knows_command)
         self.sender = TelegramSender(self.bot, opts)
         self.media = AttachmentFetcher(self.bot, Path(home), opts)
@@ -145,11 +150,11 @@ class TelegramAdapter(PlatformAdapter):
         if self._initialized:
             self._initialized = False
             with contextlib.suppress(Exception):
-                await self.application.shutdown()
+                await self.bot.shutdown()
 
     async def _initialize(self) -> None:
         if not self._initialized:
-            await self.application.initialize()  # getMe
+            await self.bot.initialize()  # getMe
             self._initialized = True
         self.reader.username = self.bot.username
         if self.bot.id:
@@ -320,6 +325,13 @@ class TelegramAdapter(PlatformAdapter):
             return False
         return bool(await self.engine.handle(msg))
 
+    def _reject(self, rejected: RejectedUpdate) -> None:
+        """An update too malformed to read: logged with what it held and kept in `rejected`; the updates
+        around it are answered."""
+        self.rejected.append(rejected)
+        log.warning("rejected a malformed Telegram update %s (%s): %s", rejected.update_id, rejected.reason,
+                    rejected.raw)
+
     async def _send_quietly(self, target: ReplyTarget, text: str) -> None:
         try:
             await self.send(target, text)
@@ -330,7 +342,8 @@ class TelegramAdapter(PlatformAdapter):
         """``POST /telegram/<bot>``: check the secret, record the update, answer 200 (Telegram resends
         on anything else, which the inbox dedupes)."""
         from aiohttp import web
-        from telegram import Update
+
+        from adapters.telegram.updates import RejectedUpdate, decode_update
 
         given = request.headers.get(WEBHOOK_SECRET_HEADER, "")
         if not self.webhook_secret or not hmac.compare_digest(given.encode(), self.webhook_secret.encode()):
@@ -339,11 +352,12 @@ class TelegramAdapter(PlatformAdapter):
             return web.Response(status=503, text="not receiving now")
         try:
             data = await request.json()
-            update = Update.de_json(data, self.bot)
-        except Exception:  # noqa: BLE001
-            return web.Response(status=400, text="not an update")
-        if update is None:
-            return web.Response(status=400, text="not an update")
+        except ValueError:
+            return web.Response(status=400, text="not JSON")
+        update = decode_update(data, self.bot)
+        if isinstance(update, RejectedUpdate):
+            self._reject(update)
+            return web.Response(status=200, text="rejected")  # anything else and Telegram sends it again
         try:
             await self.process_updates([update])
         except Exception:  # noqa: BLE001
@@ -354,6 +368,13 @@ class TelegramAdapter(PlatformAdapter):
     # ----------------------------------------------------------------- sending (see `sending`)
     def render(self, markdown: str) -> Rendered:
         return render_telegram(markdown)
+
+    def render_parts(self, markdown: str) -> list[OutPart]:
+        """A part without entities goes out as plain text, which is what Telegram shows for it either way:
+        a message already showing it (the last streamed frame, as a rule) is then not edited into itself,
+        an edit Telegram refuses as "message is not modified" after it has cost the chat's paced slot."""
+        return [OutPart(part.rendered.text, None) if part.rendered is not None and not part.rendered.extras else part
+                for part in super().render_parts(markdown)]
 
     def is_markup_error(self, exc: BaseException) -> bool:
         return isinstance(exc, TelegramCallError) and exc.markup

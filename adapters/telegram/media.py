@@ -3,7 +3,8 @@ about them: saved under ``<HERMES_HOME>/attachments/<session>/`` and described i
 
 A file over ``max_file_mb`` is not downloaded but still described, with the reason, so the model can
 answer "that is too big" instead of acting as if nothing was sent. A failed download is described the
-same way and never loses the message it came with.
+same way and never loses the message it came with. The limit holds for the bytes that arrive, not only
+for the size Telegram states (which it may leave out): a download stops as soon as it passes the limit.
 """
 
 from __future__ import annotations
@@ -21,6 +22,19 @@ from hermes_engine.ports.inbound import Attachment
 log = logging.getLogger(__package__)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_CHUNK = 64 * 1024
+
+
+class FileTooBig(Exception):
+    """The file is larger than the limit: `size` bytes as stated, or as many as arrived before reading stopped."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"{size} bytes")
+        self.size = size
+
+
+class _Transient(Exception):
+    """A download that failed in a way worth another try (the file server's 5xx, the network)."""
 
 
 def has_media(message: Any) -> bool:
@@ -62,6 +76,10 @@ class AttachmentFetcher:
             path = folder / f"{message_id}-{name}"
             try:
                 size = await self._download(obj.file_id, path)
+            except FileTooBig as exc:
+                log.info("refused a Telegram %s (%s): %d bytes or more, over the limit", kind, name, exc.size)
+                out.append(Attachment(kind, name, mime, exc.size, None, self._too_big()))
+                continue
             except Exception as exc:  # noqa: BLE001 - describe the failure to the model, keep the message
                 text = str(exc)
                 log.warning("could not download a Telegram %s (%s): %s", kind, name, text)
@@ -97,15 +115,53 @@ class AttachmentFetcher:
         for attempt in range(3):
             try:
                 file = await self.bot.get_file(file_id)
-                await file.download_to_drive(custom_path=path)
-                return (await asyncio.to_thread(path.stat)).st_size
-            except BadRequest:
+                return await self._save(file, path)
+            except (BadRequest, FileTooBig):
                 raise  # e.g. "file is too big": asking again will not help
-            except NetworkError:
+            except (NetworkError, _Transient):
                 if attempt == 2:
                     raise
                 await asyncio.sleep(0.5 * 2 ** attempt)
         raise AssertionError("unreachable")
+
+    async def _save(self, file: Any, path: Path) -> int:
+        """Write the file to `path` and return its size, refusing it once it is known to pass the limit."""
+        limit = self.limit_bytes
+        if (file.file_size or 0) > limit:
+            raise FileTooBig(file.file_size)
+        source = str(file.file_path or "")
+        if not source.startswith(("http://", "https://")):  # a local Bot API server hands out its own path
+            size = (await asyncio.to_thread(Path(source).stat)).st_size
+            if size > limit:
+                raise FileTooBig(size)
+            await file.download_to_drive(custom_path=path)
+            return size
+        data = await self._read_capped(source, limit)
+        await asyncio.to_thread(path.write_bytes, data)
+        return len(data)
+
+    async def _read_capped(self, url: str, limit: int) -> bytes:
+        """The bytes at `url`, read no further than `limit`."""
+        import aiohttp
+
+        timeout = aiohttp.ClientTimeout(sock_connect=self.options.connect_timeout,
+                                        sock_read=self.options.read_timeout)
+        data = bytearray()
+        try:
+            async with aiohttp.ClientSession(timeout=timeout, trust_env=True) as http, http.get(url) as response:
+                if response.status != 200:
+                    failure = f"the file server answered {response.status}"
+                    raise _Transient(failure) if response.status >= 500 else RuntimeError(failure)
+                stated = response.content_length or 0
+                if stated > limit:
+                    raise FileTooBig(stated)
+                async for chunk in response.content.iter_chunked(_CHUNK):
+                    data += chunk
+                    if len(data) > limit:
+                        raise FileTooBig(max(stated, len(data)))
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise _Transient(f"{type(exc).__name__}: {exc}") from exc
+        return bytes(data)
 
 
 def _extension(mime: str) -> str:

@@ -99,6 +99,14 @@ class TurnRunner:
         except HermesError as exc:
             await _stop(typing)
             await self.fail(turn, exc)
+        except Exception:
+            await _stop(typing)
+            with contextlib.suppress(Exception):
+                await turn.journal.flush()
+            # What broke this turn may be in what it added to the history in memory (text the model's API
+            # cannot take): the next turn reads the stored history again, which the store keeps valid.
+            session.history = None
+            raise
         finally:
             await self.complete(turn)
             await self.hooks(turn)

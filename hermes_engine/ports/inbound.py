@@ -2,6 +2,10 @@
 
 An adapter turns a platform update into an `InboundMessage`; the engine answers through a
 `ReplyTarget`, which is plain data so that slower loops (goals, reviews) can post later, after a restart.
+
+Text is made valid Unicode here, where it enters, whichever adapter built the message: a lone surrogate
+(which a platform's JSON escapes can carry) cannot be encoded as UTF-8, so it would fail every later
+model request of its session, and NUL is refused by PostgreSQL and by some model APIs.
 """
 
 from __future__ import annotations
@@ -20,6 +24,18 @@ class ChatKind(StrEnum):
     THREAD = "thread"
 
 
+def valid_text(text: str) -> str:
+    """`text` as valid Unicode: NUL removed, a surrogate pair held as two characters joined into one,
+    a lone surrogate replaced with U+FFFD."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
 @dataclass(frozen=True)
 class Attachment:
     """A file the person sent, already downloaded by the adapter into the session's attachment folder."""
@@ -30,6 +46,10 @@ class Attachment:
     size: int
     path: str | None = None  # local path once downloaded; None when refused (too large)
     refused_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "file_name", valid_text(self.file_name))
+        object.__setattr__(self, "mime_type", valid_text(self.mime_type))
 
 
 _COMMAND = re.compile(r"^/([A-Za-z0-9_][A-Za-z0-9_-]{0,63})(?:@\S+)?(?:\s+(.*))?$", re.S)
@@ -85,6 +105,8 @@ class InboundMessage:
     platform_admin: bool = False  # the platform names the sender an admin of the bot (e.g. a Discord role)
 
     def __post_init__(self) -> None:
+        for name in ("text", "args", "user_name"):
+            object.__setattr__(self, name, valid_text(getattr(self, name)))
         if self.command is None:
             command, args = parse_command(self.text)
             object.__setattr__(self, "command", command)

@@ -6,7 +6,8 @@ library sends them) and ``GET /file/bot{token}/{file_path}`` for downloads. Poin
 
 Tests play the people: ``fake.user_says(chat_id, user, text, ...)`` queues an update (a message with the
 entities Telegram would compute: ``bot_command`` and ``mention``), optionally carrying a photo, document or
-voice note whose bytes the fake then serves through ``getFile`` and the file route. They assert on what a
+voice note whose bytes the fake then serves through ``getFile`` and the file route;
+``fake.push_update(raw)`` queues any update as given, malformed ones too. They assert on what a
 person would see: ``fake.chat(chat_id)`` has every message with its current text, entities and edit
 history, and every API call made to that chat with its time.
 
@@ -75,16 +76,21 @@ class FakeUser:
 @dataclass
 class FakeFile:
     """A file a person sends. `size` overrides the reported `file_size` (to simulate a big file without
-    holding its bytes)."""
+    holding its bytes). `stated=False`: Telegram leaves `file_size` out (of the message and of getFile) and
+    the file route sends the bytes chunked, without a Content-Length."""
 
     name: str
     data: bytes = b""
     mime_type: str = "application/octet-stream"
     size: int | None = None
+    stated: bool = True
 
     @property
     def file_size(self) -> int:
         return self.size if self.size is not None else len(self.data)
+
+    def size_field(self, size: int | None = None) -> dict[str, int]:
+        return {"file_size": self.file_size if size is None else size} if self.stated else {}
 
 
 @dataclass
@@ -305,28 +311,32 @@ class FakeTelegram(LoopbackServer):
                 file_id, unique = self._register_file("photos", f"photo_{scale}.jpg", photo)
                 size = max(1, photo.file_size * (scale + 1) // 3)
                 sizes.append({"file_id": file_id, "file_unique_id": unique, "width": w, "height": h,
-                              "file_size": size if scale < 2 else photo.file_size})
+                              **photo.size_field(size if scale < 2 else None)})
             message["photo"] = sizes
         if document is not None:
             file_id, unique = self._register_file("documents", document.name, document)
             message["document"] = {"file_id": file_id, "file_unique_id": unique, "file_name": document.name,
-                                   "mime_type": document.mime_type, "file_size": document.file_size}
+                                   "mime_type": document.mime_type, **document.size_field()}
         if voice is not None:
             file_id, unique = self._register_file("voice", voice.name, voice)
             message["voice"] = {"file_id": file_id, "file_unique_id": unique, "duration": 3,
-                                "mime_type": voice.mime_type, "file_size": voice.file_size}
+                                "mime_type": voice.mime_type, **voice.size_field()}
         chat.messages.append(ChatMessage(message_id, False, text, list(computed or []), None, reply_to,
                                          thread_id, user.id, [(time.monotonic(), text)], raw=message))
         update = {"update_id": next(self._update_ids), "message": message}
         self.push_update(update)
         return update
 
-    def push_update(self, update: dict[str, Any]) -> None:
-        """Queue any raw update (for shapes `user_says` does not make)."""
+    def push_update(self, update: dict[str, Any]) -> dict[str, Any]:
+        """Queue any raw update, malformed ones too (for shapes `user_says` does not make); one without an
+        ``update_id`` gets the next. Returns the update."""
+        if "update_id" not in update:
+            update = {"update_id": next(self._update_ids), **update}
         self.updates.append(update)
         asyncio.get_running_loop().create_task(self._notify_update())
         if self.webhook_url:
             self._ensure_webhook_pusher()
+        return update
 
     def _register_file(self, folder: str, name: str, file: FakeFile) -> tuple[str, str]:
         n = next(self._file_ids)
@@ -466,7 +476,16 @@ class FakeTelegram(LoopbackServer):
         for file_path, file in self.files.values():
             if file_path == path:
                 self.downloads.append(path)
-                return web.Response(body=file.data, content_type="application/octet-stream")
+                if file.stated:
+                    return web.Response(body=file.data, content_type="application/octet-stream")
+                response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+                response.enable_chunked_encoding()
+                await response.prepare(request)
+                with contextlib.suppress(ConnectionError):  # the client may stop reading early
+                    for start in range(0, len(file.data), 64 * 1024):
+                        await response.write(file.data[start:start + 64 * 1024])
+                    await response.write_eof()
+                return response
         return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
 
     # -- methods -----------------------------------------------------------------------------------
@@ -599,8 +618,7 @@ class FakeTelegram(LoopbackServer):
         path, file = self.files[file_id]
         if file.file_size > MAX_DOWNLOAD:
             raise _bad_request("file is too big")
-        return {"file_id": file_id, "file_unique_id": f"U{file_id}", "file_size": file.file_size,
-                "file_path": path}
+        return {"file_id": file_id, "file_unique_id": f"U{file_id}", **file.size_field(), "file_path": path}
 
     async def _m_close(self, params: dict[str, Any]) -> bool:
         return True

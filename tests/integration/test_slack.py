@@ -270,6 +270,22 @@ async def test_forged_signature_or_stale_timestamp_gets_401_and_no_work(slack_bo
     assert [c.method for c in fake_slack.calls if c.method != "auth.test"] == []
 
 
+async def test_a_signed_body_that_is_not_a_json_object_gets_400_and_the_bot_goes_on(slack_bot, fake_slack, fake_llm,
+                                                                                   caplog):
+    bot = await slack_bot()
+    bodies = ['{"type": "event_callback", "event": {"type": "mess', "[1, 2]", "null"]
+    refused = [await fake_slack.post_signed(body, "application/json") for body in bodies]
+    forged = await fake_slack.post_signed("[1, 2]", "application/json", secret="not-the-secret")
+    assert [d.status for d in refused] == [400] * 3 and forged.status == 401
+    assert caplog.text.count("refused a signed Slack request whose body cannot be read") == 3
+    assert '"event": {"type": "mess' in caplog.text  # what arrived is in the log
+    fake_llm.script("Still here.")
+    delivery = await fake_slack.post_event({"type": "message", "channel": DM, "user": "UALICE", "text": "hi",
+                                            "ts": "3.000001", "channel_type": "im"})
+    await bot.settle()
+    assert delivery.status == 200 and [m.visible for m in fake_slack.bot_messages(DM)] == ["Still here."]
+
+
 async def test_a_slightly_old_but_valid_timestamp_is_accepted(slack_bot, fake_slack, fake_llm):
     import time
 
