@@ -211,7 +211,7 @@ async def test_a_lone_surrogate_or_nul_is_made_valid_where_it_enters_and_the_cha
     assert stored == ["broken \ufffd xy", "still there?"]
 
 
-async def test_history_holding_a_lone_surrogate_from_before_costs_one_turn_not_the_chat(tg, telegram, fake_llm):
+async def test_history_holding_a_lone_surrogate_from_before_loses_no_turn(tg, telegram, fake_llm):
     fake_llm.responder = lambda req: Reply(text=f"Got: {req.last_user_text}")
     e, _ = await tg()
     telegram.user_says(42, ALICE, "hello")
@@ -219,11 +219,12 @@ async def test_history_holding_a_lone_surrogate_from_before_costs_one_turn_not_t
     session = next(iter(e.gateway.sessions.values()))
     # A live session's memory as a gateway without the inbound check could leave it.
     session.history.append(Message(role="user", content="said before the fix: \ud800"))
-    telegram.user_says(42, ALICE, "are you there?")  # its model request cannot be encoded
+    telegram.user_says(42, ALICE, "are you there?")  # the request carries U+FFFD in its place
+    await final_answer(telegram, e, 42, "Got: are you there?")
     telegram.user_says(42, ALICE, "and now?")
     await final_answer(telegram, e, 42, "Got: and now?")
     users = [m["content"] for m in fake_llm.requests[-1].messages if m["role"] == "user"]
-    assert users == ["hello", "are you there?", "and now?"]  # nothing the person said is lost
+    assert users == ["hello", "said before the fix: \ufffd", "are you there?", "and now?"]
 
 
 async def test_a_malformed_update_is_rejected_alone_and_polling_goes_on(tg, telegram, fake_llm):
