@@ -28,6 +28,12 @@ class ConsoleStream(ReplyStream):
             self.console.out.flush()
             self.streamed = True
 
+    async def rewind(self) -> None:
+        """A terminal cannot take text back: say that the answer starts again below."""
+        if self.streamed:
+            self.console.out.write("\n[the model's answer broke off; it starts again]\n")
+            self.console.out.flush()
+
     async def finish(self, text: str) -> None:
         if self.streamed:
             self.console.out.write("\n")
