@@ -303,7 +303,7 @@ class Curator:
                 if source.name != name:
                     to = await self.library.archive(source.name)
                     self.usage.annotate(source.name, status="archived", status_since=self._stamp(),
-                                        archived_to=to, merged_into=name)
+                                        archived_to=to, absorbed_into=name)
                     archived.append(source.name)
         report.merges.append({"into": name, "sources": names, "archived": archived, "restored_pitfalls": restored})
 
