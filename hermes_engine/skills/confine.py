@@ -22,7 +22,8 @@ from hermes_engine.skills.model import SkillError
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _lstat(path: Path) -> os.stat_result | None:
+def lstat_or_none(path: Path | str) -> os.stat_result | None:
+    """The entry itself (a symlink is not followed), or None when nothing is there."""
     try:
         return os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -31,13 +32,13 @@ def _lstat(path: Path) -> os.stat_result | None:
 
 def is_regular_file(path: Path) -> bool:
     """A regular file, not a symlink to one."""
-    st = _lstat(path)
+    st = lstat_or_none(path)
     return st is not None and stat.S_ISREG(st.st_mode)
 
 
 def is_real_dir(path: Path) -> bool:
     """A folder, not a symlink to one."""
-    st = _lstat(path)
+    st = lstat_or_none(path)
     return st is not None and stat.S_ISDIR(st.st_mode)
 
 
@@ -51,7 +52,7 @@ def inside(folder: Path, rel: PurePosixPath) -> Path:
     current = folder
     for part in rel.parts:
         current = current / part
-        st = _lstat(current)
+        st = lstat_or_none(current)
         if st is None:
             break
         if stat.S_ISLNK(st.st_mode):
@@ -82,4 +83,4 @@ def own_dir(root: Path, name: str) -> Path:
     return path
 
 
-__all__ = ["inside", "is_real_dir", "is_regular_file", "own_dir", "read_text"]
+__all__ = ["inside", "is_real_dir", "is_regular_file", "lstat_or_none", "own_dir", "read_text"]

@@ -297,7 +297,7 @@ class FileSkillLibrary(SkillFolders):
         assert skill.path is not None
         target = inside(skill.path, rel)
         if not is_regular_file(target):
-            listing = ", ".join(skill.files) or "none"
+            listing = ", ".join(self._support_files(skill.path)) or "none"
             raise SkillError(f"Skill '{skill.name}' has no file {rel.as_posix()}. Its files: {listing}.")
         if commit:
             target.unlink()

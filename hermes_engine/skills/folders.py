@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat
 import threading
 from dataclasses import replace
 from pathlib import Path
 
-from hermes_engine.skills.confine import inside, is_real_dir, is_regular_file, read_text
+from hermes_engine.skills.confine import inside, is_real_dir, is_regular_file, lstat_or_none, read_text
 from hermes_engine.skills.contract import SKILL_FILE
 from hermes_engine.skills.model import (
     SUPPORT_DIRS,
@@ -46,48 +47,45 @@ class SkillFolders:
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
-        self._cache: dict[Path, tuple[tuple[int, int], Skill | None, str | None]] = {}
+        self._cache: dict[str, tuple[tuple[int, int], Skill | None, str | None]] = {}
         self._cache_lock = threading.Lock()
         self.problems: dict[str, str] = {}  # skipped skills: relative path -> reason (for the curator's report)
 
-    def _rel(self, folder: Path) -> str:
-        return folder.relative_to(self.root).as_posix()
-
-    def _walk(self) -> tuple[list[tuple[Path, str | None]], dict[str, str]]:
-        """(folder, category from layout) for every skill folder in a stable order, and what was skipped."""
-        found: list[tuple[Path, str | None]] = []
+    def _walk(self) -> tuple[list[tuple[str, str, str | None]], dict[str, str]]:
+        """(folder, relative path, category from layout) for every skill folder, in a stable depth-first
+        order by name, and what was skipped. Plain strings and `os.scandir`: this runs on every lookup."""
+        found: list[tuple[str, str, str | None]] = []
         skipped: dict[str, str] = {}
 
-        def visit(folder: Path, parts: tuple[str, ...], in_skill: bool) -> None:
+        def visit(folder: str, prefix: str, depth: int, top: str | None, in_skill: bool) -> None:
             try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+                with os.scandir(folder) as it:
+                    entries = [e for e in it if not e.name.startswith(".")]
             except OSError:
                 return
+            entries.sort(key=lambda e: e.name)
             for entry in entries:
-                if entry.name.startswith(".") or (in_skill and entry.name in SUPPORT_DIRS):
+                if in_skill and entry.name in SUPPORT_DIRS:
                     continue
-                rel = (*parts, entry.name)
+                rel = prefix + entry.name
                 if entry.is_symlink():
                     if entry.is_dir():
-                        skipped["/".join(rel)] = _SYMLINK
+                        skipped[rel] = _SYMLINK
                     continue
                 if not entry.is_dir(follow_symlinks=False):
                     continue
-                path = Path(entry.path)
-                is_skill = is_regular_file(path / SKILL_FILE)
+                marker = lstat_or_none(entry.path + os.sep + SKILL_FILE)
+                is_skill = marker is not None and stat.S_ISREG(marker.st_mode)
                 if is_skill:
-                    found.append((path, rel[0] if len(rel) > 1 else None))
-                elif (path / SKILL_FILE).is_symlink():
-                    skipped["/".join(rel)] = f"{SKILL_FILE} is {_SYMLINK}"
-                if len(rel) < MAX_DEPTH:
-                    visit(path, rel, is_skill)
+                    found.append((entry.path, rel, top))
+                elif marker is not None and stat.S_ISLNK(marker.st_mode):
+                    skipped[rel] = f"{SKILL_FILE} is {_SYMLINK}"
+                if depth < MAX_DEPTH:
+                    visit(entry.path, rel + "/", depth + 1, top or entry.name, is_skill)
 
         if self.root.is_dir():  # the root itself may be a link (a data folder on another volume)
-            visit(self.root, (), False)
+            visit(str(self.root), "", 1, None, False)
         return found, skipped
-
-    def _skill_dirs(self) -> list[tuple[Path, str | None]]:
-        return self._walk()[0]
 
     @staticmethod
     def _support_files(folder: Path) -> tuple[str, ...]:
@@ -105,48 +103,50 @@ class SkillFolders:
                         files.append(path.relative_to(folder).as_posix())
         return tuple(files)
 
-    def _load_one(self, folder: Path, category: str | None) -> tuple[Skill | None, str | None]:
-        path = folder / SKILL_FILE
+    def _with_files(self, skill: Skill) -> Skill:
+        return replace(skill, files=self._support_files(self._folder(skill)))
+
+    def _load_one(self, folder: str, category: str | None) -> tuple[Skill | None, str | None]:
+        """The parsed skill (without its file listing) or why it could not be read; cached by (mtime, size)."""
+        path = folder + os.sep + SKILL_FILE
         try:
-            st = path.stat()
+            st = os.stat(path)
         except FileNotFoundError:
             return None, None
         key = (st.st_mtime_ns, st.st_size)
         with self._cache_lock:
             cached = self._cache.get(path)
         if cached and cached[0] == key:
-            skill, problem = cached[1], cached[2]
-        else:
-            skill, problem = None, None
-            try:
-                skill = parse_skill(read_text(path), category=category, path=folder, updated_at=st.st_mtime)
-            except (SkillError, UnicodeDecodeError, OSError) as exc:
-                problem = str(exc)
-                log.warning("skipping unreadable skill %s: %s", path, problem)
-            with self._cache_lock:
-                self._cache[path] = (key, skill, problem)
-        if skill is None:
-            return None, problem
-        return replace(skill, files=self._support_files(folder)), None
+            return cached[1], cached[2]
+        skill, problem = None, None
+        try:
+            skill = parse_skill(read_text(Path(path)), category=category, path=Path(folder), updated_at=st.st_mtime)
+        except (SkillError, UnicodeDecodeError, OSError) as exc:
+            problem = str(exc)
+            log.warning("skipping unreadable skill %s: %s", path, problem)
+        with self._cache_lock:
+            self._cache[path] = (key, skill, problem)
+        return skill, problem
 
-    def _load_all(self) -> dict[str, Skill]:
+    def _load_all(self, *, files: bool = True) -> dict[str, Skill]:
+        """Every readable skill by its declared name; `files=False` skips listing supporting files (lookups)."""
         dirs, problems = self._walk()
-        loaded: list[Skill] = []
-        for folder, category in dirs:
+        loaded: list[tuple[bool, int, str, Skill]] = []
+        for order, (folder, rel, category) in enumerate(dirs):
             skill, problem = self._load_one(folder, category)
             if skill is not None:
-                loaded.append(skill)
+                loaded.append((skill.name != rel.rsplit("/", 1)[-1], order, rel, skill))
             elif problem:
-                problems[self._rel(folder)] = problem
+                problems[rel] = problem
         skills: dict[str, Skill] = {}
-        for skill in sorted(loaded, key=lambda s: (s.name != self._folder(s).name, self._rel(self._folder(s)))):
-            kept = skills.get(skill.name)
-            if kept is not None:
-                problems[self._rel(self._folder(skill))] = (
-                    f"its front matter declares the name '{skill.name}', which {self._rel(self._folder(kept))} "
-                    f"already has; rename one of them")
+        where: dict[str, str] = {}
+        for _, _, rel, skill in sorted(loaded, key=lambda t: t[:2]):  # the folder bearing the name, then walk order
+            if skill.name in skills:
+                problems[rel] = (f"its front matter declares the name '{skill.name}', which {where[skill.name]} "
+                                 f"already has; rename one of them")
                 continue
-            skills[skill.name] = skill
+            skills[skill.name] = self._with_files(skill) if files else skill
+            where[skill.name] = rel
         self.problems = problems
         return skills
 
@@ -155,9 +155,10 @@ class SkillFolders:
         assert skill.path is not None
         return skill.path
 
-    def _find(self, name: str) -> Skill | None:
+    def _find(self, name: str, *, files: bool = False) -> Skill | None:
         validate_name(name)
-        return self._load_all().get(name)
+        skill = self._load_all(files=False).get(name)
+        return self._with_files(skill) if skill is not None and files else skill
 
     def _require(self, name: str) -> Skill:
         skill = self._find(name)
@@ -173,7 +174,7 @@ class SkillFolders:
 
     def get_sync(self, name: str) -> Skill | None:
         try:
-            return self._find(name)
+            return self._find(name, files=True)
         except SkillError:
             return None
 
@@ -182,18 +183,18 @@ class SkillFolders:
         rel = validate_file_path(file_path)
         target = inside(self._folder(skill), rel)
         if not is_regular_file(target):
-            listing = ", ".join(skill.files) or "none"
+            listing = ", ".join(self._support_files(self._folder(skill))) or "none"
             raise SkillError(f"Skill '{name}' has no file {rel.as_posix()}. Its files: {listing}.")
         return read_text(target, errors="replace")
 
     def revision_sync(self) -> str:
         digest = hashlib.sha1()
-        for folder, _ in self._skill_dirs():
+        for folder, rel, _ in self._walk()[0]:
             try:
-                st = (folder / SKILL_FILE).stat()
+                st = os.stat(folder + os.sep + SKILL_FILE)
             except FileNotFoundError:
                 continue
-            digest.update(f"{self._rel(folder)}:{st.st_mtime_ns}:{st.st_size}\n".encode())
+            digest.update(f"{rel}:{st.st_mtime_ns}:{st.st_size}\n".encode())
         return digest.hexdigest()
 
     async def list_skills(self, category: str | None = None) -> list[Skill]:
