@@ -257,6 +257,7 @@ class FileSkillLibrary(SkillFolders):
             if self._find(absorbed) is None:
                 raise SkillError(f"absorbed_into names '{absorbed}', which does not exist; save the umbrella "
                                  f"skill first. Nothing was deleted.")
+        self._refuse_if_nesting(skill, "deleted")
         if commit:
             assert skill.path is not None
             staging = self._staging()
@@ -319,7 +320,18 @@ class FileSkillLibrary(SkillFolders):
             folder = folder.parent
 
     # ---------------------------------------------------------------- curator support
+    def _refuse_if_nesting(self, skill: Skill, fate: str) -> None:
+        """A skill's folder may hold other skills (as in Hermes Agent's packs); moving the folder would take
+        them along unasked."""
+        assert skill.path is not None
+        inner = sorted(s.name for s in self._load_all(files=False).values()
+                       if s.path is not None and s.path != skill.path and s.path.is_relative_to(skill.path))
+        if inner:
+            raise SkillError(f"Skill '{skill.name}' holds other skills in its folder ({', '.join(inner)}), which "
+                             f"would be {fate} with it; move them out first. Nothing was changed.")
+
     def _archive_locked(self, skill: Skill) -> str:
+        self._refuse_if_nesting(skill, "archived")
         assert skill.path is not None
         base = own_dir(own_dir(self.root, ARCHIVE_DIR), skill.category)
         target = base / skill.name

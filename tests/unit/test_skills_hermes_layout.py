@@ -4,12 +4,15 @@ characters, `replace_all` on patch and `absorbed_into` on delete."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
 from skills_kit import call, skill_md, skill_tools, snapshot, write_skill
 
 from hermes_engine.skills.contract import SkillChange
+from hermes_engine.skills.curator import Curator
 from hermes_engine.skills.files import FileSkillLibrary
 from hermes_engine.skills.usage import UsageLog
 
@@ -176,3 +179,20 @@ async def test_delete_with_absorbed_into_records_where_the_skill_went(library):
     assert usage.get("docker-layers").absorbed_into == "docker-cache"
     assert usage.get("docker-layers").status == "deleted" and usage.get("other").absorbed_into is None
     assert [s.name for s in await library.list_skills()] == ["docker-cache"]
+
+
+async def test_a_skill_holding_other_skills_is_neither_deleted_nor_archived_with_them(library):
+    write_skill(library.root / "agents" / "hermes-ops", skill_md("hermes-ops", created_by="agent"))
+    write_skill(library.root / "agents" / "hermes-ops" / "self-restart", skill_md("self-restart"))
+    month_ago = time.time() - 40 * 86400
+    os.utime(library.root / "agents" / "hermes-ops" / "SKILL.md", (month_ago, month_ago))
+    before = snapshot(library.root)
+
+    deleted = await call(skill_tools(), library, "skill_manage", action="delete", name="hermes-ops")
+    report = await Curator(library, llm_pass=False).run()
+
+    assert deleted.is_error and "holds other skills in its folder (self-restart)" in deleted.content
+    assert report.archived == [] and report.skipped[0]["what"] == "archive hermes-ops"
+    assert "self-restart" in report.skipped[0]["reason"]
+    assert {k: v for k, v in snapshot(library.root).items() if k.split("/")[0] in ("agents",)} == before
+    assert sorted(s.name for s in await library.list_skills()) == ["hermes-ops", "self-restart"]
