@@ -1,8 +1,12 @@
-"""The approval queue: agent writes that wait for an admin, for bots shared by people who do not trust each other.
+"""The approval queue: agent writes that wait for an admin.
 
-A queued change is validated and scanned when the agent asks (so the agent learns at once about a bad
-write, and the queue never holds one), and applied only when an admin approves it. Each waiting change is
-one JSON file under `<library>/.pending/`, so the gateway and the CLI see one queue.
+Two kinds of writer go through it: every agent write of a bot shared by people who do not trust each other
+(`skills.require_approval`), and the background review, which is a guest in the library: it may create
+skills and improve the ones the agent wrote, while deleting or removing anything and touching a hand-written
+skill wait for an admin (`/skills pending`). A queued change is validated and scanned when the agent asks
+(so the agent learns at once about a bad write, and the queue never holds one), and applied only when an
+admin approves it. Each waiting change is one JSON file under `<library>/.pending/`, so the gateway and the
+CLI see one queue.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ import contextlib
 import json
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from hermes_engine.atomic import atomic_write_text
+from hermes_engine.skills.confine import is_real_dir, own_dir
 from hermes_engine.skills.contract import PENDING_DIR, ChangeResult, SkillChange, SkillLibrary
 from hermes_engine.skills.files import FileSkillLibrary
 from hermes_engine.skills.model import Skill, SkillError
@@ -55,18 +61,20 @@ class PendingQueue:
     """Writes waiting for an admin: one JSON file per change under `<library>/.pending/`."""
 
     def __init__(self, root: Path | str) -> None:
-        self.dir = Path(root) / PENDING_DIR
+        self.root = Path(root)
+        self.dir = self.root / PENDING_DIR
 
     def submit(self, change: SkillChange, *, author: str = "agent", requested_by: dict[str, Any] | None = None,
                note: str = "") -> PendingChange:
         entry = PendingChange(id="p-" + secrets.token_hex(3), change=change, author=author,
                               requested_by=dict(requested_by or {}),
                               created_at=datetime.now(UTC).isoformat(timespec="seconds"), note=note)
-        atomic_write_text(self.dir / f"{entry.id}.json", json.dumps(entry.to_dict(), ensure_ascii=False, indent=1))
+        folder = own_dir(self.root, PENDING_DIR)
+        atomic_write_text(folder / f"{entry.id}.json", json.dumps(entry.to_dict(), ensure_ascii=False, indent=1))
         return entry
 
     def list(self) -> list[PendingChange]:
-        if not self.dir.is_dir():
+        if not is_real_dir(self.dir):
             return []
         entries = []
         for path in self.dir.glob("p-*.json"):
@@ -80,7 +88,7 @@ class PendingQueue:
         if not pending_id or not pending_id.startswith("p-") or not pending_id[2:].isalnum():
             return None
         path = self.dir / f"{pending_id}.json"
-        if not path.is_file():
+        if not is_real_dir(self.dir) or not path.is_file():
             return None
         return PendingChange.from_dict(json.loads(path.read_text(encoding="utf-8")))
 
@@ -88,6 +96,8 @@ class PendingQueue:
         return next((e for e in self.list() if e.change.action == action and e.change.name == name), None)
 
     def remove(self, pending_id: str) -> None:
+        if not is_real_dir(self.dir):
+            return
         with contextlib.suppress(FileNotFoundError):
             (self.dir / f"{pending_id}.json").unlink()
 
@@ -107,16 +117,34 @@ class PendingQueue:
         return entry
 
 
+Admits = Callable[[SkillChange, Skill | None], bool]
+
+
+def review_may_apply(change: SkillChange, skill: Skill | None) -> bool:
+    """What the background review may do without an admin: create a skill, and patch, rewrite or add a
+    file to one the agent wrote. Deleting, removing files and any change to a hand-written skill wait."""
+    if change.action == "create":
+        return True
+    return change.action in ("patch", "edit", "write_file") and skill is not None and skill.agent_written
+
+
 class GatedLibrary:
     """A `SkillLibrary` whose agent writes wait for an admin: validated and scanned now, applied on approval.
 
-    Only `apply` differs from the library it wraps; everything else in the contract goes straight through.
-    Code that needs more than the contract (the curator, the CLI) works on `inner`, the ungated library.
+    `admits` lets some changes through at once (the background review's own work); without it every write
+    waits. Only `apply` differs from the library it wraps; everything else in the contract goes straight
+    through. Code that needs more than the contract (the curator, the CLI) works on `inner`, the ungated
+    library.
     """
 
-    def __init__(self, inner: FileSkillLibrary, queue: PendingQueue | None = None) -> None:
+    def __init__(self, inner: FileSkillLibrary, queue: PendingQueue | None = None, *,
+                 admits: Admits | None = None, note: str = "", reason: str = "") -> None:
+        """`note` is shown to the admin with each queued change; `reason` tells the agent why it waits."""
         self.inner = inner
         self.queue = queue or PendingQueue(inner.root)
+        self.admits = admits
+        self.note = note
+        self.reason = reason
 
     def __repr__(self) -> str:
         return f"GatedLibrary({self.inner!r})"
@@ -143,11 +171,15 @@ class GatedLibrary:
 
     async def apply(self, change: SkillChange, *, author: str = "agent",
                     requested_by: dict[str, Any] | None = None) -> ChangeResult:
+        if self.admits is not None and self.admits(change, await self.inner.get(change.name)):
+            return await self.inner.apply(change, author=author, requested_by=requested_by)
         checked = await self.inner.check(change, author=author)
-        entry = self.queue.submit(change, author=author, requested_by=requested_by)
+        entry = self.queue.submit(change, author=author, requested_by=requested_by, note=self.note)
+        why = f" {self.reason}." if self.reason else ""
         return ChangeResult(change.action, change.name,
-                            f"Queued for admin approval as {entry.id} ({change.summary()}); it takes effect "
-                            f"once an admin approves it. Do not retry.", checked.warnings, pending_id=entry.id)
+                            f"Queued for admin approval as {entry.id} ({change.summary()}).{why} It takes effect "
+                            f"once an admin approves it (/skills pending). Do not retry.", checked.warnings,
+                            pending_id=entry.id)
 
     async def archive(self, name: str) -> str:
         return await self.inner.archive(name)
@@ -156,4 +188,20 @@ class GatedLibrary:
         return await self.inner.backup(keep)
 
 
-__all__ = ["GatedLibrary", "PendingChange", "PendingQueue"]
+REVIEW_REASON = ("The background review may create skills and improve the ones the agent wrote; deleting, "
+                 "removing files and changing a hand-written skill wait for an admin")
+
+
+def review_gate(library: SkillLibrary) -> SkillLibrary:
+    """The library as the background review may write to it (see `review_may_apply`)."""
+    if isinstance(library, GatedLibrary):
+        return library  # every write already waits for an admin
+    if isinstance(library, FileSkillLibrary):
+        return GatedLibrary(library, admits=review_may_apply, note="from the background review",
+                            reason=REVIEW_REASON)
+    raise SkillError("This skill library cannot hold changes for an admin, so the background review may not "
+                     "change skills.")
+
+
+__all__ = ["Admits", "GatedLibrary", "PendingChange", "PendingQueue", "REVIEW_REASON", "review_gate",
+           "review_may_apply"]

@@ -35,17 +35,20 @@ class SkillChange:
     new_string: str | None = None
     file_path: str | None = None
     file_content: str | None = None
+    replace_all: bool = False  # patch: every occurrence of old_string, not exactly one
+    absorbed_into: str | None = None  # delete: the skill that now holds this one's content
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        return {k: v for k, v in asdict(self).items() if v is not None and v is not False}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SkillChange:
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})  # type: ignore[arg-type]
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
     def summary(self) -> str:
         target = f" {self.file_path}" if self.file_path else ""
-        return f"{self.action} {self.name}{target}"
+        into = f" into {self.absorbed_into}" if self.absorbed_into else ""
+        return f"{self.action} {self.name}{target}{into}"
 
 
 @dataclass

@@ -172,7 +172,11 @@ class Curator:
                 if skill.agent_written:
                     to = "(dry run)"
                     if not dry_run:
-                        to = await self.library.archive(skill.name)
+                        try:
+                            to = await self.library.archive(skill.name)
+                        except SkillError as exc:
+                            report.skipped.append({"what": f"archive {skill.name}", "reason": str(exc)})
+                            continue
                         self.usage.annotate(skill.name, status="archived", status_since=self._stamp(), archived_to=to)
                     report.archived.append({"name": skill.name, "idle_days": idle_days, "to": to})
                 else:
@@ -301,9 +305,13 @@ class Curator:
             await self.library.apply(change, author="agent")
             for source in sources:
                 if source.name != name:
-                    to = await self.library.archive(source.name)
+                    try:
+                        to = await self.library.archive(source.name)
+                    except SkillError as exc:
+                        report.skipped.append({"what": f"archive {source.name}", "reason": str(exc)})
+                        continue
                     self.usage.annotate(source.name, status="archived", status_since=self._stamp(),
-                                        archived_to=to, merged_into=name)
+                                        archived_to=to, absorbed_into=name)
                     archived.append(source.name)
         report.merges.append({"into": name, "sources": names, "archived": archived, "restored_pitfalls": restored})
 

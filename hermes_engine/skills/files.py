@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 import shutil
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from hermes_engine.atomic import atomic_write, atomic_write_text
 from hermes_engine.filelock import FileLock
+from hermes_engine.skills.confine import inside, is_real_dir, is_regular_file, own_dir, read_text
 from hermes_engine.skills.contract import (
     ACTIONS,
     ARCHIVE_DIR,
@@ -35,17 +37,21 @@ from hermes_engine.skills.contract import (
 from hermes_engine.skills.folders import SkillFolders
 from hermes_engine.skills.model import (
     MAX_FILE_BYTES,
-    MAX_SKILL_BYTES,
+    SUPPORT_DIRS,
     Skill,
     SkillBlocked,
     SkillError,
     check_size,
+    check_skill_length,
     parse_skill,
     validate_category,
     validate_file_path,
     validate_name,
     with_meta,
 )
+from hermes_engine.skills.usage import UsageLog, utcnow
+
+log = logging.getLogger(__name__)
 
 _TMP_DIR = ".tmp"
 _LOCK_DIR = ".locks"
@@ -81,9 +87,10 @@ class FileSkillLibrary(SkillFolders):
         return f"FileSkillLibrary({str(self.root)!r})"
 
     def _clean_staging(self, older_than: float = 3600.0) -> None:
-        """Remove staging folders a crashed writer left behind (never touches live skills)."""
+        """Remove staging folders a crashed writer left behind (never touches live skills, and never a folder
+        a symlink planted in place of the staging folder points to)."""
         staging = self.root / _TMP_DIR
-        if not staging.is_dir():
+        if not is_real_dir(staging):
             return
         for entry in staging.iterdir():
             with contextlib.suppress(OSError):
@@ -107,22 +114,41 @@ class FileSkillLibrary(SkillFolders):
         if handler is None:
             raise SkillError(f"Unknown action '{change.action}'. Use one of: {', '.join(ACTIONS)}.")
         validate_name(change.name)
-        with self._lock.hold():
+        with self._locked():
             return handler(change, author, commit)
 
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        own_dir(self.root, _LOCK_DIR)  # the lock file is never created through a planted symlink
+        with self._lock.hold():
+            yield
+
     def _staging(self) -> Path:
-        tmp = self.root / _TMP_DIR / secrets.token_hex(6)
-        tmp.mkdir(parents=True)
+        tmp = own_dir(self.root, _TMP_DIR) / secrets.token_hex(6)
+        tmp.mkdir()
         return tmp
 
-    def _finalize_text(self, text: str, name: str, category: str, created_by: str) -> tuple[Skill, str]:
-        """Validate SKILL.md text and pin the fields the library owns (category, created_by)."""
-        parse_skill(text, folder_name=name)  # clear errors first, on the model's own text
-        text = with_meta(text, category=category, created_by=created_by)
-        check_size(text, MAX_SKILL_BYTES, "SKILL.md")
+    def _finalize_text(self, text: str, name: str, category: str | None, created_by: str) -> tuple[Skill, str]:
+        """Validate SKILL.md text and pin the fields the library owns: `created_by`, and `category` unless the
+        folder layout decides it (None). The front matter is rewritten only when one of them would read
+        differently, so patching a hand-written skill keeps its front matter as the person wrote it."""
+        parsed = parse_skill(text, folder_name=name)  # clear errors first, on the model's own text
+        pins: dict[str, str] = {}
+        if parsed.created_by != created_by:
+            pins["created_by"] = created_by
+        if category is not None and parsed.category != category:
+            pins["category"] = category
+        if pins:
+            text = with_meta(text, **pins)
+        check_skill_length(text)
         skill = parse_skill(text, folder_name=name, category=category)
         scan_or_raise(text, "SKILL.md")
         return skill, text
+
+    def _own_category(self, skill: Skill) -> str | None:
+        """The category a skill's front matter must hold: only a skill straight under the root has no folder
+        to give it one."""
+        return skill.category if skill.path is not None and skill.path.parent == self.root else None
 
     @staticmethod
     def _warnings(skill: Skill) -> list[str]:
@@ -147,13 +173,20 @@ class FileSkillLibrary(SkillFolders):
             except SkillError:
                 category = None
         category = validate_category(category)
-        skill, text = self._finalize_text(change.content, name, category, author)
+        target = self.root / category / name
+        if os.path.lexists(target) or os.path.islink(target.parent):
+            raise SkillError(f"A folder {category}/{name} already exists (or its category folder is a symlink); "
+                             f"choose another name or category.")
+        if name in SUPPORT_DIRS and is_regular_file(target.parent / SKILL_FILE):
+            raise SkillError(f"'{name}' is a support folder of the skill in {category}/; choose another name.")
+        parse_skill(change.content, folder_name=name)  # clear errors first, on the model's own text
+        content = with_meta(change.content, category=category, created_by=author)  # a new skill says both
+        skill, text = self._finalize_text(content, name, category, author)
         if commit:
             staging = self._staging()
             try:
                 folder = staging / name
                 atomic_write_text(folder / SKILL_FILE, text)
-                target = self.root / category / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.rename(folder, target)
             finally:
@@ -165,7 +198,8 @@ class FileSkillLibrary(SkillFolders):
         skill = self._require(change.name)
         if change.content is None:
             raise SkillError("edit needs content: the full new SKILL.md. For small changes prefer patch.")
-        new_skill, text = self._finalize_text(change.content, skill.name, skill.category, skill.created_by)
+        new_skill, text = self._finalize_text(change.content, skill.name, self._own_category(skill),
+                                              skill.created_by)
         if commit:
             assert skill.path is not None
             atomic_write_text(skill.path / SKILL_FILE, text)
@@ -180,44 +214,68 @@ class FileSkillLibrary(SkillFolders):
             raise SkillError("patch needs new_string (use an empty string to delete old_string).")
         if change.file_path:
             rel = validate_file_path(change.file_path)
-            target = skill.path / rel
-            if not target.is_file():
+            target = inside(skill.path, rel)
+            if not is_regular_file(target):
                 raise SkillError(f"Skill '{skill.name}' has no file {rel.as_posix()}.")
             label = rel.as_posix()
-            current = target.read_text(encoding="utf-8")
+            current = read_text(target)
         else:
             target, label, current = skill.path / SKILL_FILE, SKILL_FILE, skill.text
         count = current.count(change.old_string)
         if count == 0:
             raise SkillError(f"old_string was not found in {label} of '{skill.name}'. Call skill_view to read "
                              f"the current text and copy the passage exactly (whitespace included).")
-        if count > 1:
+        if count > 1 and not change.replace_all:
             raise SkillError(f"old_string was found {count} times in {label} of '{skill.name}'; include more "
-                             f"surrounding text so it matches exactly once.")
-        updated = current.replace(change.old_string, change.new_string, 1)
+                             f"surrounding text so it matches exactly once, or set replace_all to change "
+                             f"every occurrence.")
+        updated = current.replace(change.old_string, change.new_string, -1 if change.replace_all else 1)
         warnings: list[str] = []
         if target.name == SKILL_FILE and not change.file_path:
-            new_meta_skill = parse_skill(updated, folder_name=skill.name)
+            new_meta_skill = parse_skill(updated, folder_name=skill.name)  # the declared name stays
             if new_meta_skill.created_by != skill.created_by and "created_by" in new_meta_skill.meta:
                 raise SkillError("created_by cannot be changed.")
-            new_skill, updated = self._finalize_text(updated, skill.name, skill.category, skill.created_by)
+            new_skill, updated = self._finalize_text(updated, skill.name, self._own_category(skill),
+                                                     skill.created_by)
             warnings = self._warnings(new_skill)
         else:
             check_size(updated, MAX_FILE_BYTES, label)
             scan_or_raise(updated, label)
         if commit:
             atomic_write_text(target, updated)
-        return ChangeResult("patch", skill.name, f"Patched {label} of skill '{skill.name}'.", warnings)
+        times = f" ({count} occurrences)" if count > 1 else ""
+        return ChangeResult("patch", skill.name, f"Patched {label} of skill '{skill.name}'{times}.", warnings)
 
     def _do_delete(self, change: SkillChange, author: str, commit: bool) -> ChangeResult:
         skill = self._require(change.name)
+        absorbed = (change.absorbed_into or "").strip()
+        if absorbed:
+            validate_name(absorbed, "absorbed_into skill name")
+            if absorbed == skill.name:
+                raise SkillError("absorbed_into cannot equal the skill being deleted; name the skill that now "
+                                 "holds its content, or leave it empty.")
+            if self._find(absorbed) is None:
+                raise SkillError(f"absorbed_into names '{absorbed}', which does not exist; save the umbrella "
+                                 f"skill first. Nothing was deleted.")
+        self._refuse_if_nesting(skill, "deleted")
         if commit:
             assert skill.path is not None
             staging = self._staging()
             os.rename(skill.path, staging / skill.name)  # atomic: gone from the library in one step
             shutil.rmtree(staging, ignore_errors=True)
             self._prune_empty(skill.path.parent)
-        return ChangeResult("delete", skill.name, f"Deleted skill '{skill.name}'.")
+            if absorbed:
+                self._note_absorbed(skill.name, absorbed)
+        into = f" (absorbed into '{absorbed}')" if absorbed else ""
+        return ChangeResult("delete", skill.name, f"Deleted skill '{skill.name}'{into}.")
+
+    def _note_absorbed(self, name: str, into: str) -> None:
+        """Where a merged skill's content went, kept in the usage file for the curator and its reports."""
+        try:
+            UsageLog.for_library(self.root).annotate(
+                name, status="deleted", status_since=utcnow().isoformat(timespec="seconds"), absorbed_into=into)
+        except OSError:
+            log.warning("skill %s: could not record that it was absorbed into %s", name, into, exc_info=True)
 
     def _do_write_file(self, change: SkillChange, author: str, commit: bool) -> ChangeResult:
         skill = self._require(change.name)
@@ -226,18 +284,21 @@ class FileSkillLibrary(SkillFolders):
             raise SkillError("write_file needs file_content.")
         data = check_size(change.file_content, MAX_FILE_BYTES, rel.as_posix())
         scan_or_raise(change.file_content, rel.as_posix())
+        assert skill.path is not None
+        target = inside(skill.path, rel)
+        if os.path.lexists(target) and not is_regular_file(target):
+            raise SkillError(f"{rel.as_posix()} in skill '{skill.name}' exists and is not a file.")
         if commit:
-            assert skill.path is not None
-            atomic_write(skill.path / rel, data)
+            atomic_write(target, data)
         return ChangeResult("write_file", skill.name, f"Wrote {rel.as_posix()} in skill '{skill.name}'.")
 
     def _do_remove_file(self, change: SkillChange, author: str, commit: bool) -> ChangeResult:
         skill = self._require(change.name)
         rel = validate_file_path(change.file_path)
         assert skill.path is not None
-        target = skill.path / rel
-        if not target.is_file():
-            listing = ", ".join(skill.files) or "none"
+        target = inside(skill.path, rel)
+        if not is_regular_file(target):
+            listing = ", ".join(self._support_files(skill.path)) or "none"
             raise SkillError(f"Skill '{skill.name}' has no file {rel.as_posix()}. Its files: {listing}.")
         if commit:
             target.unlink()
@@ -259,10 +320,20 @@ class FileSkillLibrary(SkillFolders):
             folder = folder.parent
 
     # ---------------------------------------------------------------- curator support
-    def _archive_locked(self, skill: Skill) -> str:
+    def _refuse_if_nesting(self, skill: Skill, fate: str) -> None:
+        """A skill's folder may hold other skills (as in Hermes Agent's packs); moving the folder would take
+        them along unasked."""
         assert skill.path is not None
-        base = self.root / ARCHIVE_DIR / skill.category
-        base.mkdir(parents=True, exist_ok=True)
+        inner = sorted(s.name for s in self._load_all(files=False).values()
+                       if s.path is not None and s.path != skill.path and s.path.is_relative_to(skill.path))
+        if inner:
+            raise SkillError(f"Skill '{skill.name}' holds other skills in its folder ({', '.join(inner)}), which "
+                             f"would be {fate} with it; move them out first. Nothing was changed.")
+
+    def _archive_locked(self, skill: Skill) -> str:
+        self._refuse_if_nesting(skill, "archived")
+        assert skill.path is not None
+        base = own_dir(own_dir(self.root, ARCHIVE_DIR), skill.category)
         target = base / skill.name
         n = 1
         while target.exists():
@@ -273,7 +344,7 @@ class FileSkillLibrary(SkillFolders):
         return target.relative_to(self.root).as_posix()
 
     def archive_sync(self, name: str) -> str:
-        with self._lock.hold():
+        with self._locked():
             return self._archive_locked(self._require(name))
 
     async def archive(self, name: str) -> str:
@@ -288,9 +359,8 @@ class FileSkillLibrary(SkillFolders):
     def backup_sync(self, keep: int = 5) -> str:
         """A tar.gz of the library (skills, archive, pending queue, usage) under .backups/."""
         skip = {BACKUP_DIR, _TMP_DIR, _LOCK_DIR, REPORT_DIR}
-        backups = self.root / BACKUP_DIR
-        backups.mkdir(parents=True, exist_ok=True)
-        with self._lock.hold():
+        with self._locked():
+            backups = own_dir(self.root, BACKUP_DIR)
             seq = 1 + max((_seq(p.name) for p in backups.glob("*.tar.gz")), default=0)
             target = backups / f"{seq:06d}-{_now_stamp()}.tar.gz"
             fd, tmp = tempfile.mkstemp(dir=backups, prefix=".tmp-", suffix=".part")

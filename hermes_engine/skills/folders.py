@@ -1,7 +1,8 @@
 """The read side of a skill library kept as folders: find, parse and cache every SKILL.md under one root.
 
 Hand-written skills sit beside agent-written ones and may be broken; reading must never fail because of
-one bad file, so unreadable skills are skipped, logged, and listed in `problems` for the curator's report.
+one bad file, so unreadable skills (and symlinked folders, which are never followed) are skipped, logged,
+and listed in `problems` for the curator's report.
 Parsed skills are cached by (mtime, size), because the prompt index and the hints read the whole library on
 every session and most of it never changes.
 """
@@ -10,17 +11,19 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import stat
 import threading
 from dataclasses import replace
 from pathlib import Path
 
+from hermes_engine.skills.confine import inside, is_real_dir, is_regular_file, lstat_or_none, read_text
 from hermes_engine.skills.contract import SKILL_FILE
 from hermes_engine.skills.model import (
     SUPPORT_DIRS,
     Skill,
     SkillError,
     parse_skill,
-    validate_category,
     validate_file_path,
     validate_name,
 )
@@ -28,96 +31,134 @@ from hermes_engine.skills.model import (
 log = logging.getLogger(__name__)
 
 
+MAX_DEPTH = 4  # <root>/a/b/c/<name>/SKILL.md: Hermes Agent's bundled skills sit up to three folders deep
+_SYMLINK = "a symlink; the skill library never follows symlinks, so it is skipped"
+
+
 class SkillFolders:
-    """Reading one library folder: `<root>/<category>/<name>/SKILL.md` (or `<root>/<name>/SKILL.md`)."""
+    """Reading one library folder. Every folder holding a `SKILL.md` is a skill, at any depth up to
+    `MAX_DEPTH`: `<root>/<name>/`, `<root>/<category>/<name>/`, `<root>/<category>/<group>/<name>/`, and a
+    skill may hold further skills in its own subfolders (its support folders excepted). The category is the
+    top folder (as in Hermes Agent); a skill straight under the root takes it from its front matter.
+
+    A skill is known by the `name` its front matter declares, which may differ from its folder. When two
+    skills declare one name, the one whose folder bears that name wins, then the first by path; the other
+    is skipped and named in `problems`."""
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
-        self._cache: dict[Path, tuple[tuple[int, int], Skill | None, str | None]] = {}
+        self._cache: dict[str, tuple[tuple[int, int], Skill | None, str | None]] = {}
         self._cache_lock = threading.Lock()
-        self.problems: dict[str, str] = {}  # unreadable hand-written skills: relative path -> reason
+        self.problems: dict[str, str] = {}  # skipped skills: relative path -> reason (for the curator's report)
 
-    def _skill_dirs(self) -> list[tuple[Path, str | None]]:
-        """(folder, category from layout) for every folder holding a SKILL.md, in a stable order."""
-        found: list[tuple[Path, str | None]] = []
-        if not self.root.is_dir():
-            return found
-        for entry in sorted(self.root.iterdir(), key=lambda p: p.name):
-            if entry.name.startswith(".") or not entry.is_dir():
-                continue
-            if (entry / SKILL_FILE).is_file():
-                found.append((entry, None))  # uncategorized: <root>/<name>/SKILL.md
-                continue
-            for sub in sorted(entry.iterdir(), key=lambda p: p.name):
-                if not sub.name.startswith(".") and (sub / SKILL_FILE).is_file():
-                    found.append((sub, entry.name))
-        return found
+    def _walk(self) -> tuple[list[tuple[str, str, str | None]], dict[str, str]]:
+        """(folder, relative path, category from layout) for every skill folder, in a stable depth-first
+        order by name, and what was skipped. Plain strings and `os.scandir`: this runs on every lookup."""
+        found: list[tuple[str, str, str | None]] = []
+        skipped: dict[str, str] = {}
+
+        def visit(folder: str, prefix: str, depth: int, top: str | None, in_skill: bool) -> None:
+            try:
+                with os.scandir(folder) as it:
+                    entries = [e for e in it if not e.name.startswith(".")]
+            except OSError:
+                return
+            entries.sort(key=lambda e: e.name)
+            for entry in entries:
+                if in_skill and entry.name in SUPPORT_DIRS:
+                    continue
+                rel = prefix + entry.name
+                if entry.is_symlink():
+                    if entry.is_dir():
+                        skipped[rel] = _SYMLINK
+                    continue
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                marker = lstat_or_none(entry.path + os.sep + SKILL_FILE)
+                is_skill = marker is not None and stat.S_ISREG(marker.st_mode)
+                if is_skill:
+                    found.append((entry.path, rel, top))
+                elif marker is not None and stat.S_ISLNK(marker.st_mode):
+                    skipped[rel] = f"{SKILL_FILE} is {_SYMLINK}"
+                if depth < MAX_DEPTH:
+                    visit(entry.path, rel + "/", depth + 1, top or entry.name, is_skill)
+
+        if self.root.is_dir():  # the root itself may be a link (a data folder on another volume)
+            visit(str(self.root), "", 1, None, False)
+        return found, skipped
 
     @staticmethod
     def _support_files(folder: Path) -> tuple[str, ...]:
-        files = []
+        """Supporting files, relative to the skill folder; hidden files and symlinks are not listed."""
+        files: list[str] = []
         for sub in SUPPORT_DIRS:
             base = folder / sub
-            if base.is_dir():
-                for p in sorted(base.rglob("*")):
-                    rel = p.relative_to(folder)
-                    if p.is_file() and not any(part.startswith(".") for part in rel.parts):
-                        files.append(rel.as_posix())
+            if not is_real_dir(base):
+                continue
+            for dirpath, dirnames, filenames in os.walk(base):  # os.walk never descends into symlinked folders
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                for file_name in sorted(filenames):
+                    path = Path(dirpath) / file_name
+                    if not file_name.startswith(".") and is_regular_file(path):
+                        files.append(path.relative_to(folder).as_posix())
         return tuple(files)
 
-    def _load_one(self, folder: Path, category: str | None) -> Skill | None:
-        path = folder / SKILL_FILE
+    def _with_files(self, skill: Skill) -> Skill:
+        return replace(skill, files=self._support_files(self._folder(skill)))
+
+    def _load_one(self, folder: str, category: str | None) -> tuple[Skill | None, str | None]:
+        """The parsed skill (without its file listing) or why it could not be read; cached by (mtime, size)."""
+        path = folder + os.sep + SKILL_FILE
         try:
-            st = path.stat()
+            st = os.stat(path)
         except FileNotFoundError:
-            return None
+            return None, None
         key = (st.st_mtime_ns, st.st_size)
         with self._cache_lock:
             cached = self._cache.get(path)
         if cached and cached[0] == key:
-            skill, problem = cached[1], cached[2]
-        else:
-            skill, problem = None, None
-            try:
-                text = path.read_text(encoding="utf-8")
-                skill = parse_skill(text, category=category, path=folder, updated_at=st.st_mtime)
-                if skill.name != folder.name:
-                    log.warning("skill %s: front matter name %r differs from its folder; using the folder name",
-                                folder, skill.name)
-                    skill = replace(skill, name=folder.name)
-                if category is None:
-                    skill = replace(skill, category=validate_category(skill.meta.get("category")))
-            except (SkillError, UnicodeDecodeError, OSError) as exc:
-                problem = str(exc)
-                log.warning("skipping unreadable skill %s: %s", path, problem)
-            with self._cache_lock:
-                self._cache[path] = (key, skill, problem)
-        rel = folder.relative_to(self.root).as_posix()
-        if problem:
-            self.problems[rel] = problem
-            return None
-        self.problems.pop(rel, None)
-        assert skill is not None
-        return replace(skill, files=self._support_files(folder))
+            return cached[1], cached[2]
+        skill, problem = None, None
+        try:
+            skill = parse_skill(read_text(Path(path)), category=category, path=Path(folder), updated_at=st.st_mtime)
+        except (SkillError, UnicodeDecodeError, OSError) as exc:
+            problem = str(exc)
+            log.warning("skipping unreadable skill %s: %s", path, problem)
+        with self._cache_lock:
+            self._cache[path] = (key, skill, problem)
+        return skill, problem
 
-    def _load_all(self) -> dict[str, Skill]:
+    def _load_all(self, *, files: bool = True) -> dict[str, Skill]:
+        """Every readable skill by its declared name; `files=False` skips listing supporting files (lookups)."""
+        dirs, problems = self._walk()
+        loaded: list[tuple[bool, int, str, Skill]] = []
+        for order, (folder, rel, category) in enumerate(dirs):
+            skill, problem = self._load_one(folder, category)
+            if skill is not None:
+                loaded.append((skill.name != rel.rsplit("/", 1)[-1], order, rel, skill))
+            elif problem:
+                problems[rel] = problem
         skills: dict[str, Skill] = {}
-        for folder, category in self._skill_dirs():
-            skill = self._load_one(folder, category)
-            if skill is None:
-                continue
+        where: dict[str, str] = {}
+        for _, _, rel, skill in sorted(loaded, key=lambda t: t[:2]):  # the folder bearing the name, then walk order
             if skill.name in skills:
-                log.warning("duplicate skill name %r at %s; keeping %s", skill.name, folder, skills[skill.name].path)
+                problems[rel] = (f"its front matter declares the name '{skill.name}', which {where[skill.name]} "
+                                 f"already has; rename one of them")
                 continue
-            skills[skill.name] = skill
+            skills[skill.name] = self._with_files(skill) if files else skill
+            where[skill.name] = rel
+        self.problems = problems
         return skills
 
-    def _find(self, name: str) -> Skill | None:
+    @staticmethod
+    def _folder(skill: Skill) -> Path:
+        assert skill.path is not None
+        return skill.path
+
+    def _find(self, name: str, *, files: bool = False) -> Skill | None:
         validate_name(name)
-        for folder, category in self._skill_dirs():
-            if folder.name == name:
-                return self._load_one(folder, category)
-        return None
+        skill = self._load_all(files=False).get(name)
+        return self._with_files(skill) if skill is not None and files else skill
 
     def _require(self, name: str) -> Skill:
         skill = self._find(name)
@@ -133,28 +174,27 @@ class SkillFolders:
 
     def get_sync(self, name: str) -> Skill | None:
         try:
-            return self._find(name)
+            return self._find(name, files=True)
         except SkillError:
             return None
 
     def read_file_sync(self, name: str, file_path: str) -> str:
         skill = self._require(name)
         rel = validate_file_path(file_path)
-        assert skill.path is not None
-        target = skill.path / rel
-        if not target.is_file():
-            listing = ", ".join(skill.files) or "none"
+        target = inside(self._folder(skill), rel)
+        if not is_regular_file(target):
+            listing = ", ".join(self._support_files(self._folder(skill))) or "none"
             raise SkillError(f"Skill '{name}' has no file {rel.as_posix()}. Its files: {listing}.")
-        return target.read_text(encoding="utf-8", errors="replace")
+        return read_text(target, errors="replace")
 
     def revision_sync(self) -> str:
         digest = hashlib.sha1()
-        for folder, _ in self._skill_dirs():
+        for folder, rel, _ in self._walk()[0]:
             try:
-                st = (folder / SKILL_FILE).stat()
+                st = os.stat(folder + os.sep + SKILL_FILE)
             except FileNotFoundError:
                 continue
-            digest.update(f"{folder.relative_to(self.root).as_posix()}:{st.st_mtime_ns}:{st.st_size}\n".encode())
+            digest.update(f"{rel}:{st.st_mtime_ns}:{st.st_size}\n".encode())
         return digest.hexdigest()
 
     async def list_skills(self, category: str | None = None) -> list[Skill]:
@@ -170,4 +210,4 @@ class SkillFolders:
         return self.revision_sync()
 
 
-__all__ = ["SkillFolders"]
+__all__ = ["MAX_DEPTH", "SkillFolders"]

@@ -2,12 +2,14 @@
 
 One library per bot profile, at `<HERMES_HOME>/skills/<bot>/`:
 
-    <category>/<name>/SKILL.md          hand-written and agent-written side by side
-    <category>/<name>/references/…      optional supporting files (also templates/)
+    <category>/<name>/SKILL.md          hand-written and agent-written side by side (also nested deeper,
+                                        see `skills.folders`)
+    <category>/<name>/references/…      optional supporting files (also templates/, scripts/, assets/)
     .archive/  .backups/  .reports/  .pending/  .usage.json   (curator, approval queue, usage)
 
 The parts live apart: the storage contract in `skills.contract`, reading the folders in `skills.folders`,
-transactional writes, archive and backups in `skills.files`, the approval queue in `skills.approvals`.
+transactional writes, archive and backups in `skills.files`, the approval queue in `skills.approvals`,
+the rule that nothing follows a symlink in `skills.confine`.
 Callers import them from here so that seam can move without touching them.
 """
 

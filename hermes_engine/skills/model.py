@@ -1,5 +1,6 @@
 """A skill: one folder `<category>/<name>/` holding `SKILL.md` (YAML front matter + Markdown body) and
-optional `references/` and `templates/` files. This module parses and validates; it never touches disk.
+optional supporting files under `references/`, `templates/`, `scripts/` and `assets/` (the folders Hermes
+Agent's skills use). This module parses and validates; it never touches disk.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ import yaml
 from hermes_engine.errors import HermesError
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
-MAX_SKILL_BYTES = 64 * 1024
+MAX_SKILL_CHARS = 100_000  # as Hermes Agent; longer material belongs in references/ files
 MAX_FILE_BYTES = 256 * 1024
 MAX_DESCRIPTION_CHARS = 1024
-SUPPORT_DIRS = ("references", "templates")
+SUPPORT_DIRS = ("references", "templates", "scripts", "assets")
 SECTIONS = ("When to use", "Steps", "Pitfalls")
 AUTHORS = ("user", "agent")
 DEFAULT_CATEGORY = "general"
@@ -84,7 +85,7 @@ def validate_category(category: Any) -> str:
 
 
 def validate_file_path(file_path: Any) -> PurePosixPath:
-    """A supporting file path: relative, no traversal, under references/ or templates/."""
+    """A supporting file path: relative, no traversal, under one of `SUPPORT_DIRS`."""
     if not isinstance(file_path, str) or not file_path.strip():
         raise SkillError("file_path is required, e.g. 'references/api.md'.")
     raw = file_path.strip()
@@ -96,7 +97,7 @@ def validate_file_path(file_path: Any) -> PurePosixPath:
     if any(part in ("..", ".", "") for part in path.parts) or ".." in raw.split("/"):
         raise SkillError(f"Invalid file_path {raw!r}: '..' and '.' are not allowed.")
     if len(path.parts) < 2 or path.parts[0] not in SUPPORT_DIRS:
-        raise SkillError(f"Invalid file_path {raw!r}: files go under references/ or templates/ "
+        raise SkillError(f"Invalid file_path {raw!r}: files go under {', '.join(d + '/' for d in SUPPORT_DIRS)} "
                          f"(e.g. 'references/notes.md').")
     if any(part.startswith(".") for part in path.parts) or len(raw) > 200:
         raise SkillError(f"Invalid file_path {raw!r}: no hidden files, at most 200 characters.")
@@ -109,6 +110,13 @@ def check_size(text: str, limit: int, what: str) -> bytes:
         raise SkillError(f"{what} is {len(data) // 1024} KB; the limit is {limit // 1024} KB. "
                          f"Move long material into references/ files or shorten it.")
     return data
+
+
+def check_skill_length(text: str) -> None:
+    if len(text) > MAX_SKILL_CHARS:
+        raise SkillError(f"SKILL.md is {len(text):,} characters; the limit is {MAX_SKILL_CHARS:,}. Keep the "
+                         f"procedure in SKILL.md and move long reference material into references/ files "
+                         f"(skill_manage write_file), then point to them from the body.")
 
 
 def _as_tuple(value: Any, key: str) -> tuple[str, ...]:
@@ -126,7 +134,7 @@ def parse_skill(text: str, *, folder_name: str | None = None, category: str | No
     """Parse and validate SKILL.md text. Raises `SkillError` with a message fit for the model."""
     if not isinstance(text, str) or not text.strip():
         raise SkillError("SKILL.md content is empty.")
-    check_size(text, MAX_SKILL_BYTES, "SKILL.md")
+    check_skill_length(text)
     if not text.lstrip("\ufeff").startswith("---"):
         raise SkillError("SKILL.md must start with YAML front matter between '---' lines, holding at least "
                          "name and description.")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_engine.atomic import atomic_write_text
+from hermes_engine.skills.confine import own_dir
 from hermes_engine.skills.contract import REPORT_DIR
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class CuratorReport:
     merges: list[dict[str, Any]] = field(default_factory=list)  # {"into", "sources", "archived", "restored_pitfalls"}
     skipped: list[dict[str, Any]] = field(default_factory=list)  # {"what", "reason"}
     llm: str = "off"
-    problems: dict[str, str] = field(default_factory=dict)  # unreadable skills
+    problems: dict[str, str] = field(default_factory=dict)  # skipped skills: unreadable, symlinked, name taken
     error: str | None = None
     files: dict[str, str] = field(default_factory=dict)  # where this report was written
 
@@ -84,14 +85,13 @@ class CuratorReport:
                + (f" ({m['restored_pitfalls']} pitfall(s) restored)" if m.get("restored_pitfalls") else "")
                for m in self.merges])
         block("Skipped", [f"- {s['what']}: {s['reason']}" for s in self.skipped])
-        block("Unreadable skills", [f"- {path}: {why}" for path, why in sorted(self.problems.items())])
+        block("Skipped skills", [f"- {path}: {why}" for path, why in sorted(self.problems.items())])
         return "\n".join(out) + "\n"
 
 
 def save_report(library_root: Path | str, report: CuratorReport, now: datetime) -> None:
     """Write `report` as the next numbered pair of files and drop the oldest beyond `KEEP_REPORTS`."""
-    folder = Path(library_root) / REPORT_DIR
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = own_dir(Path(library_root), REPORT_DIR)  # never a planted symlink: old reports are deleted here
     seq = 1 + max((int(p.name.split("-", 1)[0]) for p in folder.glob("*.json")
                    if p.name.split("-", 1)[0].isdigit()), default=0)
     stem = f"{seq:06d}-{now.strftime('%Y%m%dT%H%M%SZ')}"

@@ -3,6 +3,9 @@
 Tools find the library through `ctx.services["skills"]`: a `SkillLibraries` (the `SkillsFeature`, which
 serves one library per bot profile) or a single `SkillLibrary` (one bot, tests). Both are declared
 Protocols, so a service that fits neither is reported as "not enabled" instead of failing mid-call.
+Inside the background review (`ctx.in_review`) writes go through `review_gate`: the review is a guest in
+the library. A skill is the person's (`created_by: user`, never curated away) when the model says the person
+asked for it (`requested_by_person`); the review has no person to ask, so it cannot say so.
 Tool docstrings are the schemas the model pays for on every request: keep them short.
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from hermes_engine.skills.approvals import review_gate
 from hermes_engine.skills.contract import ACTIONS, SkillChange, SkillLibrary
 from hermes_engine.skills.model import SkillError
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
@@ -88,8 +92,11 @@ async def skill_manage(
     category: str | None = None,
     old_string: str | None = None,
     new_string: str | None = None,
+    replace_all: bool = False,
     file_path: str | None = None,
     file_content: str | None = None,
+    absorbed_into: str | None = None,
+    requested_by_person: bool = False,
 ) -> ToolResult:
     """Save or change a reusable skill. SKILL.md = YAML front matter (name, description, version, category, tags) then sections ## When to use, ## Steps, ## Pitfalls. Prefer patch for small fixes.
 
@@ -98,20 +105,30 @@ async def skill_manage(
       name: lowercase-hyphenated skill name
       content: the full SKILL.md
       category: folder for a new skill, e.g. devops
-      old_string: exact text to replace; must occur once
+      old_string: exact text to replace; must occur once unless replace_all
       new_string: replacement text
-      file_path: references/<file> or templates/<file>
+      replace_all: patch every occurrence
+      file_path: references/, templates/, scripts/ or assets/<file>
       file_content: text of that file
+      absorbed_into: delete: the skill that now holds this one's content
+      requested_by_person: true only if the person explicitly asked for this skill
     """
     change = SkillChange(action=action, name=name, content=content, category=category, old_string=old_string,
-                         new_string=new_string, file_path=file_path, file_content=file_content)
+                         new_string=new_string, file_path=file_path, file_content=file_content,
+                         replace_all=bool(replace_all), absorbed_into=absorbed_into)
     requested_by: dict[str, Any] = {"bot": ctx.bot, "session_key": ctx.session_key, "person_id": ctx.person_id,
                                     "in_review": ctx.in_review}
     try:
         if action not in ACTIONS:
             raise SkillError(f"Unknown action {action!r}. Use one of: {', '.join(ACTIONS)}.")
         library = library_of(ctx)
-        result = await library.apply(change, author="agent", requested_by=requested_by)
+        if ctx.in_review:
+            if requested_by_person:
+                raise SkillError("requested_by_person cannot be set in the background review: only a person in "
+                                 "the conversation can ask for a skill. Call again without it.")
+            library = review_gate(library)
+        author = "user" if requested_by_person else "agent"
+        result = await library.apply(change, author=author, requested_by=requested_by)
     except SkillError as exc:
         return ToolResult(str(exc), is_error=True)
     return ToolResult(result.text())

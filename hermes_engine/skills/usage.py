@@ -51,8 +51,9 @@ class SkillUsage:
     errors: int = 0
     corrections: int = 0
     last_used: str | None = None
-    status: str = "active"  # "active" | "stale" (set by the curator)
+    status: str = "active"  # "active" | "stale" | "archived" (the curator) | "deleted"
     status_since: str | None = None
+    absorbed_into: str | None = None  # merged into this skill (a curator merge, or a delete that names it)
     recent: list[dict[str, Any]] = field(default_factory=list)  # [{"at": iso, "outcome": ok|error|correction}]
 
     @classmethod
@@ -163,7 +164,7 @@ class UsageLog:
                 entry["status"], entry["status_since"] = status, _iso(at or utcnow())
 
     def annotate(self, name: str, **fields: Any) -> None:
-        """Free-form curator notes on a skill (e.g. archived_at, merged_into)."""
+        """Free-form notes on a skill (e.g. archived_to, absorbed_into)."""
         with self._update() as data:
             self._entry(data, name).update(fields)
 

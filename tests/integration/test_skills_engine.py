@@ -336,3 +336,62 @@ async def test_a_skill_that_would_exfiltrate_secrets_is_blocked_and_the_library_
     assert library_files(e) == before  # no folder, no staging leftovers, usage untouched
     assert not (skills_root(e) / "devops").exists()
     assert [s.name for s in await skills_feature(e).raw_library(BOT).list_skills()] == [NAME]
+
+
+# ------------------------------------------------------------------------------------------ the review is a guest
+
+HAND = "monthly-invoice"
+HAND_SKILL = skill_md(HAND, "Send the monthly invoice to the client.", when="On the first working day of a month.",
+                      steps=["Export the hours.", "Fill the invoice template."],
+                      pitfalls=["The client wants the PDF, never the spreadsheet."], tags=["invoice"],
+                      category="admin")
+
+
+async def test_the_review_may_only_stage_changes_to_a_hand_written_skill_until_an_admin_approves(engine, fake_llm):
+    e = await engine(profile=profile(access={"admins": ["u1"]}))
+    hand_path = skills_root(e) / "admin" / HAND / "SKILL.md"
+    hand_path.parent.mkdir(parents=True)
+    hand_path.write_text(HAND_SKILL, encoding="utf-8")  # written by the person, by hand
+    prices = ["12 * 0.92", "30 * 0.92", "7.5 * 0.92", "99 * 0.92", "250 * 0.92"]
+    staged = {"action": "patch", "name": HAND, "old_string": "Fill the invoice template.",
+              "new_string": "Fill the invoice template in euros."}
+    reviews: list = []
+
+    def respond(request):
+        if is_review(request):
+            reviews.append(request)
+            if tool_results(request):
+                return Reply(text="Done.")
+            return Reply(tool_calls=[create_call(NAME, EURO_SKILL, "finance"), ("skill_manage", staged),
+                                     ("skill_manage", {"action": "delete", "name": HAND})])
+        n = step(request)
+        return calc(prices[n]) if n < len(prices) else Reply(text="In euros: 11.04, 27.60, 6.90, 91.08 and 230.00.")
+
+    fake_llm.responder = respond
+    await e.say("Convert these dollar prices to euros at 0.92: 12, 30, 7.50, 99 and 250.")
+    await e.idle()
+    fake_llm.responder = None
+
+    created, patched, deleted = tool_results(reviews[-1])
+    assert created.startswith("Created skill 'euro-price-conversion'")  # its own new skill lands at once
+    assert "Queued for admin approval" in patched and "Queued for admin approval" in deleted
+    assert hand_path.read_text(encoding="utf-8") == HAND_SKILL  # the person's skill is untouched
+
+    pending = await e.say("/skills pending")
+    lines = [line for line in pending.splitlines() if line.startswith("- ")]
+    assert len(lines) == 2 and all("from the background review" in line for line in lines)
+    patch_id = next(line.split("`")[1] for line in lines if f"patch {HAND}" in line)
+    approved = await e.say(f"/skills approve {patch_id}")
+    assert approved.startswith(f"Approved {patch_id}: Patched SKILL.md of skill '{HAND}'")
+    assert "Fill the invoice template in euros." in hand_path.read_text(encoding="utf-8")
+    assert hand_path.is_file()  # the staged delete still waits
+
+
+async def test_a_skill_the_person_asked_for_is_saved_as_theirs(engine, fake_llm):
+    e = await engine(profile=profile())
+    fake_llm.script(Reply(tool_calls=[("skill_manage", {"action": "create", "name": HAND, "content": HAND_SKILL,
+                                                        "category": "admin", "requested_by_person": True})]),
+                    Reply(text="Saved it as a skill."))
+    assert await e.say("Please save how we do the monthly invoice as a skill.") == "Saved it as a skill."
+    saved = await skills_feature(e).raw_library(BOT).get(HAND)
+    assert saved is not None and saved.created_by == "user" and not saved.agent_written

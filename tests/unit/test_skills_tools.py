@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
+from skills_kit import call, skill_md, snapshot
 
-from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.skills.approvals import GatedLibrary, PendingQueue
 from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.files import FileSkillLibrary
-from hermes_engine.skills.model import MAX_SKILL_BYTES, parse_skill
+from hermes_engine.skills.model import MAX_SKILL_CHARS, parse_skill
 from hermes_engine.skills.tools import TOOLS
-from hermes_engine.tools.registry import ToolContext, ToolRegistry, ToolResult
-
-
-def skill_md(name: str, description: str = "Squash a branch's commits into one before merging.", *,
-             category: str | None = None, created_by: str | None = None, when: str = "Before merging a branch.",
-             steps: str = "1. git rebase -i main\n2. mark commits as squash", pitfalls: str = "- Never rewrite shared history") -> str:
-    meta = [f"name: {name}", f"description: {description}", "version: 1.0.0", "tags: [git]"]
-    if category:
-        meta.append(f"category: {category}")
-    if created_by:
-        meta.append(f"created_by: {created_by}")
-    return ("---\n" + "\n".join(meta) + "\n---\n\n"
-            f"## When to use\n{when}\n\n## Steps\n{steps}\n\n## Pitfalls\n{pitfalls}\n")
+from hermes_engine.tools.registry import ToolRegistry
 
 
 @pytest.fixture
@@ -37,19 +24,6 @@ def library(tmp_path: Path) -> FileSkillLibrary:
 @pytest.fixture
 def registry() -> ToolRegistry:
     return ToolRegistry(list(TOOLS))
-
-
-def ctx_for(library: object) -> ToolContext:
-    return ToolContext(bot="default", session_id=1, session_key="dm:1", services={"skills": library})
-
-
-async def call(registry: ToolRegistry, library: object, tool_name: str, /, **arguments: object) -> ToolResult:
-    return await registry.call(ToolCall("c1", tool_name, json.dumps(arguments)), ctx_for(library))
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and ".locks" not in p.parts}
 
 
 async def test_create_then_view_and_list(registry, library):
@@ -146,9 +120,9 @@ async def test_invalid_names_are_rejected(registry, library, bad):
     assert not any(library.root.parent.parent.rglob("passwd"))
 
 
-@pytest.mark.parametrize("path", ["../SKILL.md", "/etc/passwd", "references/../../x", "scripts/run.sh",
-                                  "references", "references/.hidden", "~/x"])
-async def test_file_paths_outside_references_or_templates_are_rejected(registry, library, path):
+@pytest.mark.parametrize("path", ["../SKILL.md", "/etc/passwd", "references/../../x", "secrets/run.sh",
+                                  "references", "references/.hidden", "~/x", "notes.md"])
+async def test_file_paths_outside_the_support_folders_are_rejected(registry, library, path):
     await call(registry, library, "skill_manage", action="create", name="pg-dump", content=skill_md("pg-dump"))
     result = await call(registry, library, "skill_manage", action="write_file", name="pg-dump", file_path=path,
                         file_content="x")
@@ -160,13 +134,13 @@ async def test_file_paths_outside_references_or_templates_are_rejected(registry,
 async def test_oversized_skill_and_file_are_rejected(registry, library):
     huge = skill_md("big", steps="1. " + "x" * (1024 * 1024))
     result = await call(registry, library, "skill_manage", action="create", name="big", content=huge)
-    assert result.is_error and "limit is 64 KB" in result.content
+    assert result.is_error and "the limit is 100,000" in result.content and "references/" in result.content
     assert await library.get("big") is None
     await call(registry, library, "skill_manage", action="create", name="small", content=skill_md("small"))
     big_file = await call(registry, library, "skill_manage", action="write_file", name="small",
                           file_path="references/big.txt", file_content="y" * (300 * 1024))
     assert big_file.is_error and "256 KB" in big_file.content
-    assert MAX_SKILL_BYTES == 64 * 1024
+    assert MAX_SKILL_CHARS == 100_000
 
 
 @pytest.mark.parametrize("content, fragment", [
