@@ -52,7 +52,8 @@ _SECRET_NAME = (
     r"refresh[_-]?token|bot[_-]?token|api[_-]?token|client[_-]?secret|signing[_-]?secret|app[_-]?secret|"
     r"password|passwd|secret|token))"
 )
-_HEADER_VALUE = r"[^\s\"',;]{8,}"
+# A header value ends where a value ends: `os.environ['KEY']` and `get_token()` are references, not values.
+_HEADER_VALUE = r"[^\s\"',;\[(]{8,}(?=[\s\"',;)\]}>]|$)"
 
 
 def _looks_random(token: str) -> bool:

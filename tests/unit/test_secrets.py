@@ -85,6 +85,7 @@ ORDINARY = [
     "Pinned image@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "request 123e4567-e89b-12d3-a456-426614174000 at 2024-05-01T10:00:00Z, build 7.3.1-rc2",
     "api_key = os.environ['OPENAI_API_KEY']",
+    "requests.get(url, headers={'Authorization': os.environ['LINEAR_API_KEY']})",
     "curl -H 'Authorization: Bearer $SLACK_BOT_TOKEN' https://slack.com/api/auth.test",
     "password: <your password here>",
     "Password policy: at least 12 characters; token usage: 120000 per day",
