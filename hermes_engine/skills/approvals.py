@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from hermes_engine.atomic import atomic_write_text
+from hermes_engine.policy import security
 from hermes_engine.skills.contract import PENDING_DIR, ChangeResult, SkillChange, SkillLibrary
 from hermes_engine.skills.files import FileSkillLibrary
-from hermes_engine.skills.model import Skill, SkillError
+from hermes_engine.skills.model import Skill, SkillBlocked, SkillError
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,8 @@ class PendingQueue:
         entry = self.get(pending_id)
         if entry is None:
             raise SkillError(f"No pending change {pending_id!r}.")
-        result = await library.apply(entry.change, author=entry.author)
+        with security.admin_approval(by=f"skills approve {pending_id}"):  # accepts low findings, by fingerprint
+            result = await library.apply(entry.change, author=entry.author)
         self.remove(pending_id)
         return result
 
@@ -143,11 +145,16 @@ class GatedLibrary:
 
     async def apply(self, change: SkillChange, *, author: str = "agent",
                     requested_by: dict[str, Any] | None = None) -> ChangeResult:
-        checked = await self.inner.check(change, author=author)
+        try:
+            warnings = (await self.inner.check(change, author=author)).warnings
+        except SkillBlocked as exc:  # held only for what an admin's approval accepts: the admin decides
+            if not exc.findings or any(f.severity != security.LOW for f in exc.findings):
+                raise
+            warnings = [str(exc)]
         entry = self.queue.submit(change, author=author, requested_by=requested_by)
         return ChangeResult(change.action, change.name,
                             f"Queued for admin approval as {entry.id} ({change.summary()}); it takes effect "
-                            f"once an admin approves it. Do not retry.", checked.warnings, pending_id=entry.id)
+                            f"once an admin approves it. Do not retry.", warnings, pending_id=entry.id)
 
     async def archive(self, name: str) -> str:
         return await self.inner.archive(name)

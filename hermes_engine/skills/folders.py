@@ -14,10 +14,12 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from hermes_engine.policy import security
 from hermes_engine.skills.contract import SKILL_FILE
 from hermes_engine.skills.model import (
     SUPPORT_DIRS,
     Skill,
+    SkillBlocked,
     SkillError,
     parse_skill,
     validate_category,
@@ -80,6 +82,8 @@ class SkillFolders:
             skill, problem = None, None
             try:
                 text = path.read_text(encoding="utf-8")
+                if blocked := security.blocked_on_load(text, kind="skill"):  # scanned on load as on write
+                    raise SkillBlocked(f"blocked by the security scan: {security.placeholder(blocked)}", blocked)
                 skill = parse_skill(text, category=category, path=folder, updated_at=st.st_mtime)
                 if skill.name != folder.name:
                     log.warning("skill %s: front matter name %r differs from its folder; using the folder name",
@@ -145,7 +149,7 @@ class SkillFolders:
         if not target.is_file():
             listing = ", ".join(skill.files) or "none"
             raise SkillError(f"Skill '{name}' has no file {rel.as_posix()}. Its files: {listing}.")
-        return target.read_text(encoding="utf-8", errors="replace")
+        return security.scan_on_load(target.read_text(encoding="utf-8", errors="replace"), kind="skill")
 
     def revision_sync(self) -> str:
         digest = hashlib.sha1()

@@ -115,6 +115,7 @@ _mount("memory", "hermes_gateway.cli.memory", "Show, edit or export what the age
 _mount("curator", "hermes_gateway.cli.curator", "Run the skill curator or read its report.")
 _mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code.")
 _mount("export", "hermes_gateway.cli.export", "Export conversations.")
+_mount("security", "hermes_gateway.cli.security", "Scan memory and skill files; approve content held for an admin.")
 
 
 def main() -> None:
