@@ -140,6 +140,7 @@ def _matches(pattern: re.Pattern[str], within: re.Pattern[str] | None, text: str
         if pattern.search(outer.group(1)):
             yield outer
 _SERVICE_VARS = [(service, re.compile(service.variables)) for service in SERVICES]
+_ANY_KEY = {s.name for s in SERVICES if s.variables == r"\w+"}  # places any key may go (this machine, the LAN)
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})(.*)$", re.M)
 _INLINE_CODE = re.compile(r"(`+)(?!`)([^`\n]+?)(?<!`)\1(?!`)")
 _URL_HOST = re.compile(r"\bhttps?://(?:[^\s/@\"'<>)]*@)?(\[[^\]\s]+\]|[^\s/:\"'<>)?#]+)", re.I)
@@ -210,9 +211,14 @@ class _Text:
 
 # --- exemptions ----------------------------------------------------------------------------------------
 
+def _serves(entry: str, host: str) -> bool:
+    """A host entry matches itself and its subdomains; one ending in "." is an address prefix ("10.")."""
+    return host.startswith(entry) if entry.endswith(".") else host == entry or host.endswith("." + entry)
+
+
 def _host_services(host: str) -> set[str]:
     host = host.lower()
-    return {s.name for s in SERVICES for h in s.hosts if host == h or host.endswith("." + h)}
+    return {s.name for s in SERVICES if any(_serves(entry, host) for entry in s.hosts)}
 
 
 def _service_allows(doc: _Text, match: re.Match[str]) -> bool:
@@ -228,10 +234,10 @@ def _service_allows(doc: _Text, match: re.Match[str]) -> bool:
     variables = {v for v in variables if re.search(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|COOKIE", v)}
     if variables:
         for variable in variables:
-            owners = {s.name for s, names in _SERVICE_VARS if names.fullmatch(variable)} - {"this machine"}
+            owners = {s.name for s, names in _SERVICE_VARS if names.fullmatch(variable)} - _ANY_KEY
             for host in hosts:
                 served = _host_services(host)
-                if "this machine" not in served and not owners & served:
+                if not served & _ANY_KEY and not owners & served:
                     return False
             if not hosts and not owners:
                 return False
@@ -242,8 +248,8 @@ def _service_allows(doc: _Text, match: re.Match[str]) -> bool:
     if not served_all:
         return False
     words = _URL_HOST.sub(" ", match.group())
-    mentioned = {s.name for s in SERVICES if s.name != "this machine" and re.search(rf"\b{re.escape(s.name)}\b", words,
-                                                                                     re.I)}
+    mentioned = {s.name for s in SERVICES if s.name not in _ANY_KEY and re.search(rf"\b{re.escape(s.name)}\b", words,
+                                                                                   re.I)}
     return mentioned <= served_all
 
 
