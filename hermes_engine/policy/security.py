@@ -221,7 +221,7 @@ def _host_services(host: str) -> set[str]:
     return {s.name for s in SERVICES if any(_serves(entry, host) for entry in s.hosts)}
 
 
-def _service_allows(doc: _Text, match: re.Match[str]) -> bool:
+def _service_allows(doc: _Text, match: re.Match[str], mode: str) -> bool:
     """A service's own key sent to the hosts that service documents (or to this machine) is an API call."""
     line_start, line_end = doc.line_at(match.start())
     hosts: set[str] = set()
@@ -250,7 +250,7 @@ def _service_allows(doc: _Text, match: re.Match[str]) -> bool:
     words = _URL_HOST.sub(" ", match.group())
     mentioned = {s.name for s in SERVICES if s.name not in _ANY_KEY and re.search(rf"\b{re.escape(s.name)}\b", words,
                                                                                    re.I)}
-    return mentioned <= served_all
+    return mentioned <= served_all and (bool(mentioned) or mode == "hosts")
 
 
 def _in_deny_list(doc: _Text, match: re.Match[str]) -> bool:
@@ -341,7 +341,7 @@ def scan(text: str, *, kind: str = "memory", approvals: ApprovedHashes | None = 
             severity = rule.in_code if code else HIGH
             if severity is None:
                 continue
-            if rule.services and _service_allows(doc, match):
+            if rule.services and _service_allows(doc, match, rule.services):
                 continue
             if rule.denylist and _in_deny_list(doc, match):
                 continue
