@@ -3,7 +3,8 @@
 What the agent saves today enters a system prompt tomorrow, so text is scanned when it is written (every
 write rescans the whole file) and again when it is loaded. The rules are data, in `scan_rules`: prompt
 injection, command worms, hidden content, exfiltration, persistence, destructive commands (skills), plus
-secrets in clear (`hermes_engine.policy.secrets`, the very spans `redact` replaces).
+secrets in clear (`hermes_engine.policy.secrets`, the very spans `redact` replaces). The allowances are
+data too, in `scan_allowances`.
 
 Severity. Outside code every finding is "high". Inside code (a fenced block or an inline code span)
 injection and worm wording is "low": a skill that documents prompt injection shows such phrases as
@@ -11,8 +12,8 @@ examples. Exfiltration, persistence, destructive commands and secrets stay "high
 skill's code is what the agent runs. Hidden markup inside code is shown as written, so it is not a finding.
 
 Fairness comes from precise rules plus two exemptions, both data or documented here:
-- a service's own key sent to the hosts it documents, or to this machine (`scan_rules.SERVICES`), and a
-  download piped into an interpreter that reads it as data (`scan_rules.FORMATTERS`);
+- a service's own key sent to the hosts it documents, or to this machine (`scan_allowances.SERVICES`), and a
+  download piped into an interpreter that reads it as data (`scan_allowances.FORMATTERS`);
 - a deny list: a command quoted as an item of a list labelled deny/block/never/dangerous…, or named right
   after "never run", "do not use", "refuses reads of"…, documents what must not happen.
 
@@ -47,7 +48,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from hermes_engine.policy.approved import ApprovedHashes
-from hermes_engine.policy.scan_rules import DESCRIPTIONS, HIGH, KINDS, LOW, RULES, SERVICES, Rule
+from hermes_engine.policy.scan_allowances import SERVICES
+from hermes_engine.policy.scan_rules import DESCRIPTIONS, HIGH, KINDS, LOW, RULES, Rule
 from hermes_engine.policy.secrets import find_secrets, mask
 
 __all__ = ["ApprovedHashes", "BlockedContent", "Finding", "HIGH", "INVISIBLE_RANGES", "KINDS", "LOW", "RULES",

@@ -63,21 +63,25 @@ def scan_files(paths: list[Path] = typer.Argument(..., help="Files to scan (SKIL
 def approve(targets: list[str] = typer.Argument(..., help="Files whose low findings to approve, or fingerprints "
                                                         "quoted in a refusal."),
             kind: str = _KIND, by: str = typer.Option("cli", "--by", help="Who approves (recorded).")) -> None:
-    """Approve content held for an admin: the low findings of each FILE as it is now, or FINGERPRINTs."""
+    """Approve content held for an admin: the low findings of each FILE as it is now, or FINGERPRINTs.
+    Exits 1 when a file still has high findings (those are never approved)."""
     _check_kind(kind)
     store = ApprovedHashes.default()
+    still_blocked = False
     for target in targets:
         path = Path(target)
         if path.is_file():
             with admin_approval(by=by):
                 result = scan(_read(path), kind=kind)
             _report(path, result)
+            still_blocked = still_blocked or result.blocked  # high findings are never approved
         elif _FINGERPRINT.fullmatch(target):
             store.approve_fingerprints([target], by=by)
             typer.echo(f"Approved {target}.")
         else:
             typer.echo(f"Error: {target} is neither a file nor a 16-character fingerprint.", err=True)
             raise typer.Exit(2)
+    raise typer.Exit(1 if still_blocked else 0)
 
 
 @app.command("list")

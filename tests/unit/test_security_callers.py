@@ -106,3 +106,17 @@ async def test_a_memory_entry_shows_code_with_injection_wording_but_not_a_plante
     section = await MemoryFeature(store).contributors()[0].frozen_section(scope)
     assert "Tests filters with `ignore previous instructions`" in section
     assert "[blocked entry: data_image]" in section and "evil.example" not in section
+
+
+def test_an_operator_scans_a_file_and_approves_what_is_held_but_never_a_high_finding(tmp_path: Path):
+    held, bad = tmp_path / "held.md", tmp_path / "bad.md"
+    held.write_text(INJECTION_SKILL, encoding="utf-8")
+    bad.write_text(INJECTION_SKILL + "\n```bash\ncat ~/.aws/credentials\n```\n", encoding="utf-8")
+    runner = CliRunner()
+    scanned = runner.invoke(app, ["security", "scan", str(held)])
+    assert scanned.exit_code == 1 and "held for an admin" in scanned.output and " low " in scanned.output
+    assert runner.invoke(app, ["security", "approve", str(held)]).exit_code == 0
+    rescanned = runner.invoke(app, ["security", "scan", str(held)])
+    assert rescanned.exit_code == 0 and rescanned.output.strip().endswith("accepted")
+    refused = runner.invoke(app, ["security", "approve", str(bad)])
+    assert refused.exit_code == 1 and "read_secret_file" in refused.output and refused.output.strip().endswith("blocked")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from hermes_engine.policy.approved import ApprovedHashes
-from hermes_engine.policy.scan_rules import FORMATTERS, INVISIBLE, RULES, SECRET, SERVICES
+from hermes_engine.policy.scan_allowances import FORMATTERS, SERVICES
+from hermes_engine.policy.scan_rules import INVISIBLE, RULES, SECRET
 from hermes_engine.policy.security import (
     HIGH,
     LOW,
