@@ -141,6 +141,8 @@ def _matches(pattern: re.Pattern[str], within: re.Pattern[str] | None, text: str
     for outer in within.finditer(text):
         if pattern.search(outer.group(1)):
             yield outer
+
+
 _SERVICE_VARS = [(service, re.compile(service.variables)) for service in SERVICES]
 _ANY_KEY = {s.name for s in SERVICES if s.variables == r"\w+"}  # places any key may go (this machine, the LAN)
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})(.*)$", re.M)
@@ -269,7 +271,7 @@ def _in_deny_list(doc: _Text, match: re.Match[str]) -> bool:
     in_brackets = "[" in line[:start - line_start] or "(" in line[:start - line_start]
     labels = [line[:start - line_start]] if in_brackets else []
     if _LIST_ITEM.match(line) or in_brackets:
-        previous = text[:line_start].splitlines()[-10:]
+        previous = text[max(0, line_start - 2000):line_start].splitlines()[-10:]
         for above in reversed(previous):
             if above.strip() and not _LIST_ITEM.match(above) and not above.strip().startswith(("```", "~~~")):
                 labels.append(above)
