@@ -24,6 +24,7 @@ from hermes_engine.core.jobs import Lane, TurnJob
 from hermes_engine.core.turn import TurnRunner
 from hermes_engine.errors import HermesError
 from hermes_engine.policy.access import AccessGate
+from hermes_engine.policy.secrets import redact
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
@@ -355,8 +356,8 @@ class Gateway:
                 text = await command.handler(CommandContext(self, session, msg, person_id, msg.args, is_admin))
         except HermesError as exc:
             text = str(exc)
-        if text:
-            await self.notify(msg.reply_target(), text, idempotency_key=f"{msg.event_id}:command")
+        if text:  # error text quotes URLs and headers: no secret reaches the person
+            await self.notify(msg.reply_target(), redact(text), idempotency_key=f"{msg.event_id}:command")
         await self.store.complete_inbound(msg.platform, msg.event_id)
 
     async def _watch_approvals(self, platform: str) -> None:

@@ -23,6 +23,7 @@ from hermes_engine.agent.prompt import PromptBuilder, load_images
 from hermes_engine.core.jobs import TurnJob
 from hermes_engine.core.journal import Journal
 from hermes_engine.errors import HermesError, ProviderError
+from hermes_engine.policy.secrets import redact
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.host import Host
@@ -267,5 +268,6 @@ async def _stop(task: asyncio.Task[Any] | None) -> None:
 
 
 def _short(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    """The first line of the error, secrets redacted: it is shown to a person."""
+    text = redact(str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text[:160]

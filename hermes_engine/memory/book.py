@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from hermes_engine.config import MemorySettings
 from hermes_engine.memory.documents import ENTRY_JOIN, SEPARATOR, MemoryOwner, MemoryStore, usage_text, used_chars
-from hermes_engine.policy.security import Finding, explain, scan_text
+from hermes_engine.policy.security import Finding, explain, scan_on_load, scan_text
 
 LABELS = {"memory": "MEMORY.md", "user": "USER.md"}
 _PREVIEW_CHARS = 60
@@ -26,9 +26,8 @@ def blocked_placeholder(findings: Iterable[Finding | str]) -> str:
 
 
 def display_entry(entry: str) -> str:
-    """An entry as it may be shown to a model: its text, or a placeholder when it fails the scan."""
-    findings = scan_text(entry, kind="memory")
-    return blocked_placeholder(findings) if findings else entry
+    """An entry as it may be shown to a model: its text, or a placeholder when it fails the scan on load."""
+    return scan_on_load(entry, kind="memory")
 
 
 def preview(entry: str, width: int = _PREVIEW_CHARS) -> str:

@@ -2,19 +2,23 @@
 
 Used wherever text leaves the process or persists: trajectory export (`hermes_engine.history.export`), the
 security scan of what the agent writes to itself (`hermes_engine.policy.security`, whose "secret" rule finds
-exactly the spans `redact` replaces), provider error messages, and log records (`SecretFilter`, installed
-by the CLI's logging set-up).
+exactly the spans `redact` replaces), provider error messages, error text shown to a person (a failed turn,
+a failed command), and every log record (`install_log_redaction`, called by the CLI's logging set-up with
+the values of the secret-named environment variables).
 
 What counts as a secret:
-    - vendor keys with a recognisable shape: Anthropic / OpenAI (`sk-…`), Stripe, Slack (`xox?-…`, `xapp-…`),
-      GitHub, GitLab, AWS access key ids, Google API keys, Telegram and Discord bot tokens, JWTs;
+    - vendor keys with a recognisable shape: Anthropic (`sk-ant-…`), OpenAI (`sk-…`, `sk-proj-…`), Stripe,
+      Slack (`xox[abposre]-…`, `xapp-…`, webhook URLs), GitHub, GitLab, AWS access key ids, Google API keys,
+      Telegram bot tokens, Discord bot tokens (also `mfa.…` and webhook URLs), JWTs;
     - private key blocks (PEM, OpenSSH, PGP), through their END line when there is one;
     - credentials by position: `Authorization:` header values, `Bearer …` tokens, passwords in URLs
       (`scheme://user:password@host`), and `name=value` / `name: value` where the name says secret
       (api_key, password, client_secret, *_TOKEN, …) and the value is not a reference such as `$VAR`,
       `<placeholder>`, `os.environ[...]` or a call;
     - by look: hex runs of 32 or more characters, and runs of 40 or more base64-ish characters that look
-      random (digits and both cases, few separators).
+      random (digits and both cases, few separators);
+    - any of these percent-encoded (`123456789%3AAAH…` in a Telegram file URL): the shapes are matched on
+      the URL-decoded text too, and the encoded span is what gets redacted.
 
 Deliberately left alone: URLs without credentials, paths and slugs, UUIDs, 40-character hex strings (git
 commit ids) and hex digests written as `sha256:…` (also sha1, sha512, md5).
@@ -22,12 +26,15 @@ commit ids) and hex digests written as `sha256:…` (also sha1, sha512, md5).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["REDACTED", "SecretFilter", "SecretMatch", "find_secrets", "install_log_redaction", "redact"]
+__all__ = ["REDACTED", "SecretFilter", "SecretMatch", "find_secrets", "install_log_redaction", "redact",
+           "redact_record", "secret_env_values"]
 
 REDACTED = "[REDACTED]"
 
@@ -45,7 +52,8 @@ _SECRET_NAME = (
     r"refresh[_-]?token|bot[_-]?token|api[_-]?token|client[_-]?secret|signing[_-]?secret|app[_-]?secret|"
     r"password|passwd|secret|token))"
 )
-_HEADER_VALUE = r"[^\s\"',;]{8,}"
+# A header value ends where a value ends: `os.environ['KEY']` and `get_token()` are references, not values.
+_HEADER_VALUE = r"[^\s\"',;\[(]{8,}(?=[\s\"',;)\]}>]|$)"
 
 
 def _looks_random(token: str) -> bool:
@@ -74,14 +82,19 @@ _SHAPES: tuple[_Shape, ...] = (
     _shape("Stripe key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
     _shape("Slack token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),
     _shape("Slack app token", r"\bxapp-\d-[A-Za-z0-9-]{10,}"),
+    _shape("Slack webhook", r"(?<=hooks\.slack\.com/)(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9/_-]{20,})"),
     _shape("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
     _shape("GitHub token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
     _shape("GitLab token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
     _shape("AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     _shape("Google API key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
-    _shape("Telegram bot token", r"(?<![0-9])[0-9]+:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+    # The bot id, a colon, then 34-35 characters (the Bot API's own examples have 34); also after "bot" in a URL.
+    _shape("Telegram bot token", r"(?<![0-9])[0-9]{5,12}:[A-Za-z0-9_-]{30,50}(?![A-Za-z0-9_-])"),
+    # base64 of the bot's id (M, N or O first), a timestamp, then an HMAC of 27 (older) or 38 characters.
     _shape("Discord bot token",
-           r"(?<![A-Za-z0-9_-])[MNO][A-Za-z0-9_-]{22,26}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}(?![A-Za-z0-9_-])"),
+           r"(?<![A-Za-z0-9_-])[MNO][A-Za-z0-9_-]{22,30}\.[A-Za-z0-9_-]{5,7}\.[A-Za-z0-9_-]{27,50}(?![A-Za-z0-9_-])"),
+    _shape("Discord token", r"\bmfa\.[A-Za-z0-9_-]{20,}"),
+    _shape("Discord webhook", r"(?<=/api/webhooks/)[0-9]{5,25}/(?P<secret>[A-Za-z0-9_-]{30,})"),
     _shape("JSON web token", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.?[A-Za-z0-9_-]*"),
     _shape("authorization header",
            rf"(?i:\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|bot|token)\s+)?)"
@@ -119,24 +132,60 @@ class SecretMatch:
         return f"{self.kind} (redacted, {len(self.value)} chars)"
 
 
-def find_secrets(text: str, *, extra: Iterable[str | None] = ()) -> list[SecretMatch]:
-    """Every secret in `text`, in order and without overlaps (where two overlap, the earlier-starting,
-    then the longer one wins). `extra` adds known secret values (a configured API key, a bot token),
-    found wherever they occur; values shorter than 6 characters are ignored."""
-    if not text:
-        return []
-    found: list[tuple[int, int, int, str]] = []  # start, -length, order, kind
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def _decoded(text: str) -> tuple[str, list[int]] | None:
+    """`text` with %XX escapes decoded (a URL carries a token's colon as %3A), and for every decoded character
+    the index of its first character in `text`, plus one final entry: `len(text)`. None without escapes."""
+    if "%" not in text or not _PERCENT.search(text):
+        return None
+    chars: list[str] = []
+    origin: list[int] = []
+    at = 0
+    for match in _PERCENT.finditer(text):
+        chars.append(text[at:match.start()])
+        origin.extend(range(at, match.start()))
+        chars.append(chr(int(match.group()[1:], 16)))
+        origin.append(match.start())
+        at = match.end()
+    chars.append(text[at:])
+    origin.extend(range(at, len(text) + 1))
+    return "".join(chars), origin
+
+
+def _spans(text: str, extra: set[str]) -> list[tuple[int, int, int, str]]:
+    """(start, -length, order, kind) of every shape and known value in `text`, overlaps included."""
+    found: list[tuple[int, int, int, str]] = []
     for order, (kind, pattern, accept) in enumerate(_patterns()):
         group = "secret" if "secret" in pattern.groupindex else 0
         for match in pattern.finditer(text):
             start, end = match.span(group)
             if end > start and (accept is None or accept(text[start:end])):
                 found.append((start, start - end, order, kind))
-    for value in {v for v in extra if v and len(v) >= 6}:
+    for value in extra:
         at = text.find(value)
         while at >= 0:
             found.append((at, -len(value), -1, "known secret"))
             at = text.find(value, at + len(value))
+    return found
+
+
+def find_secrets(text: str, *, extra: Iterable[str | None] = ()) -> list[SecretMatch]:
+    """Every secret in `text`, in order and without overlaps (where two overlap, the earlier-starting,
+    then the longer one wins). `extra` adds known secret values (a configured API key, a bot token),
+    found wherever they occur; values shorter than 6 characters are ignored. Percent-encoded forms count
+    too: a secret found in the URL-decoded text covers its encoded span in `text`."""
+    if not text:
+        return []
+    known = {v for v in extra if v and len(v) >= 6}
+    found = _spans(text, known)
+    decoded = _decoded(text)
+    if decoded is not None:
+        plain, origin = decoded
+        for start, negative_length, order, kind in _spans(plain, known):
+            end = start - negative_length
+            found.append((origin[start], origin[start] - origin[end], order, kind))
     found.sort()
     matches: list[SecretMatch] = []
     reached = 0
@@ -169,32 +218,68 @@ def mask(text: str, matches: Iterable[SecretMatch], start: int = 0, end: int | N
     return "".join(parts)
 
 
+def redact_record(record: logging.LogRecord, extra: Iterable[str | None] = ()) -> None:
+    """Redact a log record in place: the message after its arguments are merged in, the traceback, the stack."""
+    message = record.getMessage()
+    clean = redact(message, extra=extra)
+    if clean != message or record.args:
+        record.msg, record.args = clean, None
+    if record.exc_info and not record.exc_text:
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+    if record.exc_text:
+        record.exc_text = redact(record.exc_text, extra=extra)
+    if record.stack_info:
+        record.stack_info = redact(record.stack_info, extra=extra)
+
+
 class SecretFilter(logging.Filter):
-    """Redacts secrets from log records: the message after its arguments are merged in, the traceback, and
-    the stack. `extra` holds known secret values (bot tokens, API keys) to remove wherever they appear."""
+    """`redact_record` as a filter, for one handler. `extra` holds known secret values (bot tokens, API keys)
+    to remove wherever they appear."""
 
     def __init__(self, extra: Iterable[str | None] = ()) -> None:
         super().__init__()
         self.extra = tuple(v for v in extra if v)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        clean = redact(message, extra=self.extra)
-        if clean != message or record.args:
-            record.msg, record.args = clean, None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = redact(record.exc_text, extra=self.extra)
-        if record.stack_info:
-            record.stack_info = redact(record.stack_info, extra=self.extra)
+        redact_record(record, self.extra)
         return True
 
 
-def install_log_redaction(logger: logging.Logger | None = None, *, extra: Iterable[str | None] = ()) -> None:
-    """Add a `SecretFilter` to every handler of `logger` (the root logger by default), once. On the handlers,
-    not the logger: a logger's filters miss the records its children propagate to it."""
-    logger = logger or logging.getLogger()
-    for handler in logger.handlers:
-        if not any(isinstance(f, SecretFilter) for f in handler.filters):
-            handler.addFilter(SecretFilter(extra))
+class _RedactingFactory:
+    """A log record factory that redacts each record as it is made (see `install_log_redaction`)."""
+
+    def __init__(self, inner: Callable[..., logging.LogRecord], extra: tuple[str, ...]) -> None:
+        self.inner = inner
+        self.extra = extra
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.inner(*args, **kwargs)
+        with contextlib.suppress(Exception):  # a bad format string is the handler's to report, as always
+            redact_record(record, self.extra)
+        return record
+
+
+def install_log_redaction(*, extra: Iterable[str | None] = ()) -> None:
+    """Redact every log record of the process as it is made, before any logger filter or handler sees it.
+
+    A filter on a handler covers only that handler; records made through the factory are clean wherever
+    they go: stderr, a file, a handler a library adds later, httpx and python-telegram-bot URLs included.
+    Records are made only for enabled levels, so disabled debug logging costs nothing. Calling it again
+    adds `extra` values to the ones already known."""
+    known = tuple(v for v in extra if v)
+    current = logging.getLogRecordFactory()
+    if isinstance(current, _RedactingFactory):
+        current.extra = tuple(dict.fromkeys(current.extra + known))
+        return
+    logging.setLogRecordFactory(_RedactingFactory(current, known))
+
+
+# The last part of an environment variable name that says its value is a secret: OPENAI_API_KEY,
+# TELEGRAM_BOT_TOKEN, SLACK_SIGNING_SECRET, DB_PASSWORD (not TOKEN_URL or KEY_FILE).
+_SECRET_ENV_NAME = re.compile(r"(?:^|_)(?:KEYS?|TOKENS?|SECRETS?|PASSWORDS?|PASSWD|PASS|CREDENTIALS?)$", re.I)
+
+
+def secret_env_values(environ: Mapping[str, str]) -> list[str]:
+    """Values of environment variables named like secrets, 8 characters or longer: known values to redact
+    even when they have no recognisable shape (a self-hosted model's key, a test bot's token)."""
+    return [value for name, value in environ.items() if _SECRET_ENV_NAME.search(name) and len(value) >= 8]

@@ -1,33 +1,87 @@
-"""Security scan for everything the agent writes to itself (memory entries, skills).
+"""Security scan for everything the agent writes to itself (memory entries, USER.md, skills).
 
-What the agent saves today enters a system prompt tomorrow, so a write is refused when it looks like a
-prompt injection, hides instructions, tries to send secrets somewhere, holds a secret itself, or (for
-skills) carries a destructive shell command. Patterns anchor on attack wording, not on bossy English,
-so ordinary facts ("User prefers concise answers", "deploys with curl-based health checks") pass.
+What the agent saves today enters a system prompt tomorrow, so text is scanned when it is written (every
+write rescans the whole file) and again when it is loaded. The rules are data, in `scan_rules`: prompt
+injection, command worms, hidden content, exfiltration, persistence, destructive commands (skills), plus
+secrets in clear (`hermes_engine.policy.secrets`, the very spans `redact` replaces). The allowances are
+data too, in `scan_allowances`.
 
-API (imported by memory and skills; keep it stable):
-    Finding(rule, excerpt)            one hit; `excerpt` never holds a secret in clear
-    scan_text(text, kind="memory")   -> list[Finding]  (kind "skill" adds destructive commands)
-    BlockedContent(findings)         exception carrying the findings
-    explain(findings) -> str         one sentence for the model: why it was blocked
+Severity. Outside code every finding is "high". Inside code (a fenced block or an inline code span)
+injection and worm wording is "low": a skill that documents prompt injection shows such phrases as
+examples. Exfiltration, persistence, destructive commands and secrets stay "high" inside code, because a
+skill's code is what the agent runs. Hidden markup inside code is shown as written, so it is not a finding.
+
+Fairness comes from precise rules plus two exemptions, both data or documented here:
+- a service's own key sent to the hosts it documents, or to this machine (`scan_allowances.SERVICES`), and a
+  download piped into an interpreter that reads it as data (`scan_allowances.FORMATTERS`);
+- a deny list: a command quoted as an item of a list labelled deny/block/never/dangerous…, or named right
+  after "never run", "do not use", "refuses reads of"…, documents what must not happen.
+
+Approval. A "high" finding always blocks. A "low" finding blocks until an admin approves it; the approval
+is recorded by fingerprint (the rule and the code span it sits in) in `ApprovedHashes`, under HERMES_HOME,
+so later writes that keep that code are not flagged again. Scans run inside `admin_approval(by)` (an
+admin approving a queued change) accept and record their low findings.
+
+On load (`scan_on_load`) only "high" findings block: such text is shown as `[blocked entry: <rules>]`; a
+"low" finding could only have been written with an admin's approval, or by hand by someone with access to
+the files.
+
+API (imported by memory, skills and the CLI):
+    scan(text, kind) -> ScanResult     every finding with its severity; .blocking, .blocked, .explain()
+    scan_text(text, kind) -> list[Finding]   the findings that block a write (empty: it may be saved)
+    scan_on_load(text, kind) -> str    the text, or its `[blocked entry: …]` placeholder
+    blocked_on_load(text, kind)        the findings behind that placeholder (a skill file is then not loaded)
+    admin_approval(by)                 context in which low findings are accepted and recorded
+    ApprovedHashes                     the store of approved fingerprints
+    BlockedContent, explain, placeholder
 """
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import contextvars
+import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
+from hermes_engine.policy.approved import ApprovedHashes
+from hermes_engine.policy.scan_allowances import SERVICES
+from hermes_engine.policy.scan_rules import DESCRIPTIONS, HIGH, KINDS, LOW, RULES, Rule
 from hermes_engine.policy.secrets import find_secrets, mask
 
-__all__ = ["Finding", "scan_text", "BlockedContent", "explain", "INVISIBLE_RANGES", "RULES"]
+__all__ = ["ApprovedHashes", "BlockedContent", "Finding", "HIGH", "INVISIBLE_RANGES", "KINDS", "LOW", "RULES",
+           "ScanResult", "admin_approval", "blocked_on_load", "explain", "placeholder", "scan", "scan_on_load",
+           "scan_text"]
 
 
 @dataclass(frozen=True)
 class Finding:
+    """One hit. `excerpt` never holds a secret in clear; `fingerprint` names what an admin approves."""
+
     rule: str
     excerpt: str
+    severity: str = HIGH
+    fingerprint: str = ""
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    findings: tuple[Finding, ...] = ()
+    approved: frozenset[str] = field(default_factory=frozenset)  # fingerprints an admin accepted
+
+    @property
+    def blocking(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == HIGH or f.fingerprint not in self.approved)
+
+    @property
+    def blocked(self) -> bool:
+        return bool(self.blocking)
+
+    def explain(self) -> str:
+        return explain(self.blocking)
 
 
 class BlockedContent(Exception):
@@ -48,160 +102,218 @@ INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
     (0xFEFF, 0xFEFF),  # BOM / zero-width no-break space
     (0xE0000, 0xE007F),  # tag characters ("ASCII smuggling")
 )
-_INVISIBLE_CLASS = "".join(
-    f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in INVISIBLE_RANGES
-)
-_INVISIBLE = re.compile(f"[{_INVISIBLE_CLASS}]")
+_INVISIBLE = re.compile("[" + "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}"
+                                      for lo, hi in INVISIBLE_RANGES) + "]")
+_ZWJ = "\u200d"
 
-# Bounded filler between key words: "ignore all of the previous instructions". Unbounded `(\w+\s+)*`
-# backtracks badly on long input.
-_W = r"(?:[\w'’,-]+\s+){0,5}?"
 
-# --- prompt injection ----------------------------------------------------------------------------------
+def _emoji(char: str) -> bool:
+    return unicodedata.category(char) == "So" or 0x1F3FB <= ord(char) <= 0x1F3FF
 
-_INJECTION: list[tuple[str, str]] = [
-    ("ignore_instructions",
-     rf"\b(?:ignore|forget|disregard|override|abandon)\s+{_W}(?:all|any|every|the|your|my|previous|prior|above|"
-     rf"earlier|preceding|existing|original|initial)\s+{_W}(?:instructions?|directives?|guidelines|"
-     rf"system\s+(?:prompts?|messages?))\b"),
-    ("ignore_instructions",
-     r"\b(?:ignore|forget|disregard)\s+(?:everything|all)\s+(?:you\s+were\s+told|(?:said\s+)?above|before)\b"),
-    ("disregard_system_prompt",
-     rf"\bdisregard\s+{_W}(?:system\s+prompts?|instructions?|rules|guidelines|directives?|safety|policies|"
-     rf"guardrails)\b"),
-    ("role_override",
-     r"\byou\s+are\s+now\s+(?!(?:ready|able|set|done|connected|logged|signed|authenticated|running|using|inside|"
-     r"finished|all\s+set|good\s+to\s+go|in\s+the|on\s+the|at\s+the)\b)\w+"),
-    ("role_override", r"\bfrom\s+now\s+on,?\s+you\s+(?:are|will\s+act\s+as|must\s+act\s+as)\b"),
-    ("role_override", rf"\bpretend\s+{_W}(?:you\s+are|to\s+be)\s+(?:a|an|the)?\s*(?:unrestricted|jailbroken|DAN|"
-                      rf"different\s+(?:AI|assistant|model)|evil|uncensored)\b"),
-    ("role_override", r"\bact\s+as\s+(?:if|though)\s+you\s+(?:have|had)\s+no\s+(?:restrictions|limits|rules|"
-                      r"guidelines)\b"),
-    ("new_instructions", r"\b(?:new|updated|real|actual|revised)\s+(?:system\s+)?instructions?\s*:"),
-    ("system_prompt_override",
-     r"\bsystem\s+prompt\s+override\b|\boverride\s+(?:the\s+|your\s+)?system\s+prompt\b|"
-     r"\b(?:replace|rewrite)\s+(?:the\s+|your\s+)system\s+prompt\b"),
-    ("deception",
-     r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|let)\s+the\s+user\s+(?:about\s+(?:this|these)|that\s+you|know)\b|"
-     r"\bwithout\s+(?:telling|informing)\s+the\s+user\b"),
-    ("role_tag",
-     r"<\s*/?\s*(?:system|assistant|developer|system[_-]prompt|im_start|im_end)\s*>|<\|\s*(?:system|user|"
-     r"assistant|developer|im_start|im_end|endoftext)\s*\|>|<<\s*/?\s*SYS\s*>>|\[/?INST\]|"
-     r"^[ \t]*#{1,6}[ \t]*(?:system|assistant|developer)(?:[ \t]+(?:prompt|message|instructions?))?[ \t]*:"),
-]
 
-# An HTML comment is invisible once rendered: flag it when it talks to the model.
-_HIDDEN_COMMENT = re.compile(r"<!--(.{0,2000}?)-->", re.S)
-_COMMENT_INSTRUCTION = re.compile(
-    r"\b(?:ignore|disregard|override|instructions?|system\s+(?:prompt|message)|secret|hidden|exfiltrat\w*|"
-    r"you\s+(?:must|should|are|will)|(?:do\s+not|don't|never)\s+(?:tell|mention|reveal)|execute|run\s+this)\b|"
-    r"\b(?:assistant|system)\s*:",
-    re.I)
+def _hidden_chars(text: str) -> list[tuple[int, str]]:
+    """Invisible characters, except a zero-width joiner inside an emoji sequence (👩‍💻 is one emoji)."""
+    found = []
+    for match in _INVISIBLE.finditer(text):
+        at, char = match.start(), match.group()
+        if char == _ZWJ:
+            before, after = text[:at].rstrip("\ufe0f")[-1:], text[at + 1:at + 2]
+            if before and after and _emoji(before) and _emoji(after):
+                continue
+        found.append((at, char))
+    return found
 
-# --- exfiltration --------------------------------------------------------------------------------------
 
-_SECRET_WORD = (
-    r"(?:api[\s_-]?keys?|access[\s_-]?keys?|secret[\s_-]?keys?|private[\s_-]?keys?|ssh[\s_-]?keys?|"
-    r"(?<![\w.])\.ssh\b|id_rsa|id_ed25519|"
-    r"tokens?\b(?!\s+(?:usage|counts?|limits?|budgets?|per\b|window|costs?|prices?|pricing))|"
-    r"passwords?|passwd|passphrases?|secrets?|credentials?|creds\b|"
-    r"(?<![\w.])\.env\b|env(?:ironment)?[\s_-]?(?:vars?|variables?|files?)|printenv|os\.environ|"
-    r"session[\s_-]?cookies?|cookies?\s+jar)"
-)
-_SEND_VERB = (
-    r"\b(?:send|sends|sending|sent|post|posts|posting|upload|uploads|uploading|transmit|transmits|forward|"
-    r"forwards|exfiltrate|exfiltrates|leak|leaks|e-?mail|mail|deliver|paste|pastes|share|shares|dump|dumps|"
-    r"copy|copies|push|pushes|report|reports|beacon|submit|submits)\b"
-)
-_DESTINATION = (
-    r"(?:\bhttps?://\S+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b|\bwebhooks?\b|\bpastebin\b|\brequestbin\b|"
-    r"\bngrok\b|\bhookbin\b|\btransfer\.sh\b|\bwebhook\.site\b|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b)"
-)
-_SENT = (r"(?:sent|posted|uploaded|forwarded|e-?mailed|mailed|leaked|transmitted|delivered|shared|pasted|copied|"
-         r"exfiltrated|pushed|reported|submitted)")
-_EXFIL_PROSE: list[str] = [
-    # "send the API key to http://…", "email all passwords to x@y.z", "upload ~/.ssh/id_rsa to a webhook"
-    rf"{_SEND_VERB}\s+(?:[^\s]+\s+){{0,6}}?[^\s]{{0,40}}?{_SECRET_WORD}[^\n]{{0,200}}?{_DESTINATION}",
-    # "the API key should be posted to https://…"
-    rf"{_SECRET_WORD}\s+(?:[^\s]+\s+){{0,4}}?{_SENT}\b[^\n]{{0,200}}?{_DESTINATION}",
-]
-
-# An upper-case variable named like a secret ($OPENAI_API_KEY, ${GH_TOKEN}); case-sensitive, so $monkey is not.
-_SECRET_VAR = r"(?-i:\$\{?[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|COOKIE)S?\b\}?)"
-_SECRET_FILE = (
-    r"(?:~|\$HOME|\$\{HOME\})?/?[\w./-]*(?:\.ssh/[\w.-]+|id_rsa|id_ed25519|\.env\b|\.netrc|\.pgpass|\.npmrc|"
-    r"\.pypirc|\.aws/credentials|\.git-credentials|/etc/shadow|/etc/passwd|\.hermes[\w-]*/\.env)"
-)
-_NET_TOOL = (r"\b(?:curl|wget|nc|ncat|netcat|socat|scp|rsync|ftp|sftp|https?(?=\s)|Invoke-WebRequest|Invoke-RestMethod|"
-             r"iwr|irm)\b")  # `http` only as the HTTPie command, never the scheme of a URL
-_ENV_DUMP = r"(?:\$\(|`)\s*(?:env|printenv|cat)\b"  # $(env), `printenv`, $(cat …)
-_EXFIL_SHELL: list[str] = [
-    # curl/wget/nc … $OPENAI_API_KEY  (any secret-named variable handed to a network tool)
-    rf"{_NET_TOOL}[^\n]{{0,400}}?{_SECRET_VAR}",
-    rf"{_SECRET_VAR}[^\n]{{0,200}}?\|\s*{_NET_TOOL}",
-    # wget --post-data/--post-file or curl -d/-F/--data/-T with a secret file, env dump or secret word
-    rf"\bwget\b[^\n]{{0,400}}?--post-(?:data|file)[=\s][^\n]{{0,200}}?"
-    rf"(?:{_SECRET_FILE}|{_ENV_DUMP}|{_SECRET_WORD})",
-    rf"\bcurl\b[^\n]{{0,400}}?(?:\s-d|\s-F|--data[\w-]*|--form|--upload-file|\s-T)[=\s]+[^\n]{{0,200}}?"
-    rf"(?:@?{_SECRET_FILE}|{_ENV_DUMP})",
-    # env / printenv / cat ~/.ssh/id_rsa | curl …
-    rf"\b(?:env|printenv|set)\b\s*\|\s*(?:[\w-]+\s*\|\s*)?{_NET_TOOL}",
-    rf"\bcat\s+{_SECRET_FILE}[^\n|]{{0,100}}\|\s*(?:[\w-]+\s*\|\s*)?{_NET_TOOL}",
-]
-
-# Secrets in clear: `hermes_engine.policy.secrets.find_secrets`, the very spans its `redact` replaces.
-
-# --- destructive shell (skills only) -------------------------------------------------------------------
-
-_ROOTISH = (r"(?:/|/\*|~/?\*?|\$HOME/?\*?|\$\{HOME\}/?|\*|"
-            r"/(?:bin|boot|dev|etc|home|lib|lib64|opt|root|sbin|srv|usr|var|System|Users)/?\*?)")
-_DESTRUCTIVE: list[tuple[str, str]] = [
-    ("destructive_command",
-     rf"\brm\s+(?:-[-\w]+\s+)*(?:-\w*[rR]\w*|--recursive)\s+(?:-[-\w]+\s+)*{_ROOTISH}(?=$|[\s;&|)'\"`])"),
-    ("destructive_command", r"\brm\b[^\n]{0,100}--no-preserve-root"),
-    ("destructive_command", r"\bmkfs(?:\.\w+)?\s+"),
-    ("destructive_command", r"\bdd\b[^\n]{0,200}\bof=/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|rdisk)\w*"),
-    ("destructive_command", r">\s*/dev/(?:sd|hd|vd|xvd|nvme|mmcblk)[a-z]?\d*\b"),
-    ("destructive_command", r"\bchmod\s+-R\s+0?777\s+/(?=$|\s)"),
-    ("destructive_command", r"\b(?:shred|wipefs)\b[^\n]{0,80}/dev/\w+"),
-    ("fork_bomb", r"(?P<fb>:|\b\w+)\s*\(\s*\)\s*\{\s*(?P=fb)\s*\|\s*(?P=fb)\s*&\s*\}\s*;\s*(?P=fb)"),
-    ("pipe_to_shell",
-     r"\b(?:curl|wget|fetch|iwr|Invoke-WebRequest)\b[^\n|]{0,400}\|\s*(?:sudo\s+(?:-\w+\s+)*)?"
-     r"(?:ba|z|k|da|fi)?sh\b"),
-    ("pipe_to_shell", r"\b(?:ba|z)?sh\s+(?:-c\s+)?[\"']?(?:<\(|\$\()\s*(?:curl|wget)\b"),
-    ("pipe_to_shell", r"\b(?:curl|wget)\b[^\n|]{0,400}\|\s*(?:sudo\s+)?python[\d.]*\s*(?:-\s*)?(?=$|[\s;&|])"),
-]
+# --- compiled rules and the places they are judged in --------------------------------------------------
 
 _FLAGS = re.I | re.M
+_Compiled = tuple[Rule, re.Pattern[str], re.Pattern[str] | None]
+_COMPILED: dict[str, list[_Compiled]] = {
+    kind: [(rule, re.compile(rule.pattern, _FLAGS), re.compile(rule.within, _FLAGS) if rule.within else None)
+           for rule in RULES if kind in rule.kinds] for kind in KINDS}
 
 
-def _compile(rules: list[tuple[str, str]]) -> list[tuple[str, re.Pattern[str]]]:
-    return [(rule, re.compile(pattern, _FLAGS)) for rule, pattern in rules]
+def _matches(pattern: re.Pattern[str], within: re.Pattern[str] | None, text: str) -> Iterator[re.Match[str]]:
+    """Matches of `pattern`, or (with `within`) the matches of `within` whose group 1 holds one."""
+    if within is None:
+        yield from pattern.finditer(text)
+        return
+    for outer in within.finditer(text):
+        if pattern.search(outer.group(1)):
+            yield outer
 
 
-_COMPILED: dict[str, list[tuple[str, re.Pattern[str]]]] = {
-    "injection": _compile(_INJECTION),
-    "exfil": _compile([("exfiltration", p) for p in _EXFIL_PROSE + _EXFIL_SHELL]),
-    "destructive": _compile(_DESTRUCTIVE),
-}
+_SERVICE_VARS = [(service, re.compile(service.variables)) for service in SERVICES]
+_ANY_KEY = {s.name for s in SERVICES if s.variables == r"\w+"}  # places any key may go (this machine, the LAN)
+# A URL whose host is a variable: the endpoint the person configured (their own server), unless the text sets it.
+_VARIABLE_HOST = re.compile(r"(?:^|[\s\"'=(])\$\{?([A-Z][A-Z0-9_]*)\}?(?:[/:\"'\s]|$)")
+# Words that start a variable name without naming a service (`API_KEY`, `MY_TOKEN`, `AUTH_HEADER`).
+_GENERIC_PREFIXES = {"api", "app", "access", "auth", "bearer", "client", "key", "my", "private", "secret", "token",
+                     "user", "password", "pass", "service", "session", "oauth", "personal", "default", "local"}
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})(.*)$", re.M)
+_INLINE_CODE = re.compile(r"(`+)(?!`)([^`\n]+?)(?<!`)\1(?!`)")
+_URL_HOST = re.compile(r"\bhttps?://(?:[^\s/@\"'<>)]*@)?(\[[^\]\s]+\]|[^\s/:\"'<>)?#]+)", re.I)
+# Hosts named without a URL: `nc evil.example 4444`, `scp f me@evil.example:`, `ssh host`.
+_BARE_HOST = re.compile(r"\b(?:nc|ncat|netcat|socat|telnet|ssh|sftp|ftp)\s+(?:-\S+\s+)*"
+                        r"([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)|"
+                        r"\b(?:scp|rsync|sftp|ssh)\b[^\n|;&]*?[\w.-]@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
+_VARIABLE = re.compile(r"\$\{?([A-Z][A-Z0-9_]*)\}?|os\.(?:environ(?:\.get)?\s*[\[(]|getenv\()\s*[\"']([A-Z0-9_]+)"
+                       r"|process\.env\.([A-Z0-9_]+)")
+_NEGATED = re.compile(
+    r"\b(?:never|don'?t|do\s+not|must\s+not|mustn't|should\s+not|shouldn't|cannot|can'?t|refuse\s+to|avoid)\s+"
+    r"(?!(?:forget|hesitate|fail|neglect|skip|stop)\b)(?:[\w-]+\s+){0,4}?(?:run|running|execute|executing|use|using|"
+    r"type|call|invoke|paste|read|reading|print|cat|open|try|do|commands?)\b|"
+    r"\b(?:refuses?|blocks?|denies|forbids?|prohibits?|rejects?)\s+(?:\w+\s+){0,2}?(?:reads?|runs?|calls?|commands?|"
+    r"access|writes?)\b", re.I)
+_DENY_LABEL = re.compile(r"deny|denied|block|black\s*list|forbid|disallow|never|refuse|dangerous|prohibit|banned|"
+                         r"reject|unsafe|not\s+allowed", re.I)
+_QUOTED = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 
-KINDS = ("memory", "skill")
-RULES: dict[str, str] = {
-    "ignore_instructions": "a prompt injection (telling the model to ignore its instructions)",
-    "disregard_system_prompt": "a prompt injection (telling the model to disregard its rules)",
-    "role_override": "a prompt injection (trying to give the model a new identity)",
-    "new_instructions": "a prompt injection (smuggling in new instructions)",
-    "system_prompt_override": "a prompt injection (overriding the system prompt)",
-    "deception": "a prompt injection (hiding things from the user)",
-    "role_tag": "a prompt injection (fake system or assistant role markers)",
-    "hidden_comment": "hidden instructions in an HTML comment",
-    "invisible_unicode": "invisible Unicode characters that can hide instructions",
-    "exfiltration": "an attempt to send secrets or credentials somewhere",
-    "secret": "a secret (API key, token or private key) in clear text",
-    "destructive_command": "a destructive shell command",
-    "fork_bomb": "a fork bomb",
-    "pipe_to_shell": "a command that pipes a download straight into a shell",
-}
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """Fenced blocks (an unclosed fence runs to the end, as Markdown renders it) and inline code spans."""
+    blocks: list[tuple[int, int]] = []
+    opened: tuple[str, int, int] | None = None
+    for match in _FENCE.finditer(text):
+        fence = match.group(1)
+        if opened is None:
+            opened = (fence[0], len(fence), match.start())
+        elif fence[0] == opened[0] and len(fence) >= opened[1] and not match.group(2).strip():
+            blocks.append((opened[2], match.end()))
+            opened = None
+    if opened is not None:
+        blocks.append((opened[2], len(text)))
+    spans = list(blocks)
+    for match in _INLINE_CODE.finditer(text):
+        if not any(start <= match.start() < end for start, end in blocks):
+            spans.append(match.span())
+    return sorted(spans)
+
+
+@dataclass
+class _Text:
+    """The folded text being scanned, with where its code is."""
+
+    text: str
+    spans: list[tuple[int, int]]
+    starts: list[int]
+
+    @classmethod
+    def of(cls, text: str) -> _Text:
+        spans = _code_spans(text)
+        return cls(text, spans, [s for s, _ in spans])
+
+    def code_at(self, at: int) -> tuple[int, int] | None:
+        i = bisect.bisect_right(self.starts, at) - 1
+        return self.spans[i] if i >= 0 and at < self.spans[i][1] else None
+
+    def line_at(self, at: int) -> tuple[int, int]:
+        end = self.text.find("\n", at)
+        return self.text.rfind("\n", 0, at) + 1, len(self.text) if end < 0 else end
+
+    def unit(self, at: int) -> str:
+        """What a finding belongs to: its code span, else its line."""
+        start, end = self.code_at(at) or self.line_at(at)
+        return self.text[start:end]
+
+
+# --- exemptions ----------------------------------------------------------------------------------------
+
+def _serves(entry: str, host: str) -> bool:
+    """A host entry matches itself and its subdomains; one ending in "." is an address prefix ("10.")."""
+    return host.startswith(entry) if entry.endswith(".") else host == entry or host.endswith("." + entry)
+
+
+def _host_services(host: str) -> set[str]:
+    host = host.lower()
+    return {s.name for s in SERVICES if any(_serves(entry, host) for entry in s.hosts)}
+
+
+def _service_allows(doc: _Text, match: re.Match[str], mode: str) -> bool:
+    """A service's own key sent to the hosts that service documents (or to this machine) is an API call."""
+    line_start, line_end = doc.line_at(match.start())
+    hosts: set[str] = set()
+    for place in (match.group(), doc.text[line_start:line_end], doc.unit(match.start())):
+        hosts = {h.lower() for h in _URL_HOST.findall(place)}
+        hosts |= {h.lower() for pair in _BARE_HOST.findall(place) for h in pair if h}
+        if hosts:
+            break
+    variables = {next(g for g in m.groups() if g) for m in _VARIABLE.finditer(match.group())}
+    variables = {v for v in variables if re.search(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|COOKIE", v)}
+    if variables:
+        for variable in variables:
+            owners = {s.name for s, names in _SERVICE_VARS if names.fullmatch(variable)} - _ANY_KEY
+            for host in hosts:
+                served = _host_services(host)
+                if not served & _ANY_KEY and not owners & served and not _named_for(variable, host):
+                    return False
+            if not hosts and not owners and not _configured_endpoint(doc, match):
+                return False
+        return True
+    if not hosts:
+        return False
+    served_all = set.intersection(*(_host_services(h) for h in hosts))
+    if not served_all:
+        return False
+    words = _URL_HOST.sub(" ", match.group())
+    mentioned = {s.name for s in SERVICES if s.name not in _ANY_KEY and re.search(rf"\b{re.escape(s.name)}\b", words,
+                                                                                   re.I)}
+    return mentioned <= served_all and (bool(mentioned) or mode == "hosts")
+
+
+def _named_for(variable: str, host: str) -> bool:
+    """`GIPHY_API_KEY` to `api.giphy.com`: a key whose name starts with a service's name, sent to a host of
+    that name, is that service's key going home (the rule the `SERVICES` table spells out, for any service)."""
+    word = variable.split("_", 1)[0].lower()
+    labels = host.lower().split(".")
+    if len(labels) < 2:
+        return False
+    # The registered name: the label before the top-level domain (before "co.uk" and the like too).
+    name = labels[-3] if len(labels) >= 3 and labels[-2] in {"co", "com", "org", "net", "ac", "gov"} else labels[-2]
+    return len(word) >= 3 and word not in _GENERIC_PREFIXES and word == name
+
+
+def _configured_endpoint(doc: _Text, match: re.Match[str]) -> bool:
+    """A key sent to a URL whose host is a variable (`"$HASS_URL/api/states"`) goes to the server the person
+    configured, unless the text itself sets that variable to an outside address."""
+    line_start, line_end = doc.line_at(match.start())
+    place = doc.unit(match.start()) + "\n" + doc.text[line_start:line_end]
+    names = set(_VARIABLE_HOST.findall(place)) - {v for m in _VARIABLE.finditer(match.group())
+                                                 for v in m.groups() if v}
+    if not names:
+        return False
+    for name in names:
+        for assigned in re.finditer(rf"\b{name}\s*[=:]\s*[\"']?(https?://\S+)", doc.text):
+            hosts = {h.lower() for h in _URL_HOST.findall(assigned.group(1))}
+            if any(not _host_services(h) & _ANY_KEY for h in hosts):
+                return False
+    return True
+
+
+def _in_deny_list(doc: _Text, match: re.Match[str]) -> bool:
+    """Quoted as an item of a deny list, or named right after "never run" and the like: documentation."""
+    text, start, end = doc.text, match.start(), match.end()
+    line_start, line_end = doc.line_at(start)
+    clause = re.split(r"[.!?]\s|\n", text[max(line_start, start - 160):start])[-1]
+    if _NEGATED.search(clause):
+        return True
+    line = text[line_start:line_end]
+    quoted = any(q.start() <= start - line_start and end - line_start <= q.end() for q in _QUOTED.finditer(line))
+    if not quoted:
+        return False
+    in_brackets = "[" in line[:start - line_start] or "(" in line[:start - line_start]
+    labels = [line[:start - line_start]] if in_brackets else []
+    if _LIST_ITEM.match(line) or in_brackets:
+        previous = text[max(0, line_start - 2000):line_start].splitlines()[-10:]
+        for above in reversed(previous):
+            if above.strip() and not _LIST_ITEM.match(above) and not above.strip().startswith(("```", "~~~")):
+                labels.append(above)
+                break
+    return any(_DENY_LABEL.search(label) for label in labels)
+
+
+# --- the scan ------------------------------------------------------------------------------------------
 
 _EXCERPT_CHARS = 60
 
@@ -211,58 +323,100 @@ def _excerpt(text: str) -> str:
     return text if len(text) <= _EXCERPT_CHARS else text[: _EXCERPT_CHARS - 1] + "…"
 
 
-def _codepoints(chars: str) -> str:
+def _codepoints(chars: Iterable[str]) -> str:
     seen = sorted({ord(c) for c in chars})
     listed = ", ".join(f"U+{c:04X}" for c in seen[:5])
     return listed + (", …" if len(seen) > 5 else "")
 
 
-def scan_text(text: str, *, kind: str = "memory") -> list[Finding]:
-    """Every problem found in `text`, in order of appearance (one finding per rule and excerpt).
+def _fingerprint(rule: str, unit: str) -> str:
+    return hashlib.sha256(f"{rule}\0{' '.join(unit.split())}".encode()).hexdigest()[:16]
 
-    `kind` is "memory" (injection, hidden instructions, exfiltration, secrets) or "skill" (all of those plus
-    destructive shell commands). An empty list means the text may be saved.
-    """
+
+def _fold(text: str) -> str:
+    """Invisible characters removed ("ig\u200bnore" reads "ignore"), NFKC applied (full-width "ｉｇｎｏｒｅ"
+    reads "ignore") and shell line continuations joined (a command split over lines is one command)."""
+    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", text)).replace("\\\n", "  ")
+
+
+_approver: contextvars.ContextVar[str | None] = contextvars.ContextVar("security_approver", default=None)
+
+
+@contextlib.contextmanager
+def admin_approval(by: str) -> Iterator[None]:
+    """Scans inside accept their low findings and record them as approved by `by` (an admin's decision)."""
+    token = _approver.set(by)
+    try:
+        yield
+    finally:
+        _approver.reset(token)
+
+
+def _check_kind(kind: str) -> None:
     if kind not in KINDS:
-        raise ValueError(f"scan_text: kind must be one of {KINDS}, not {kind!r}")
+        raise ValueError(f"scan: kind must be one of {KINDS}, not {kind!r}")
+
+
+def scan(text: str, *, kind: str = "memory", approvals: ApprovedHashes | None = None) -> ScanResult:
+    """Every finding in `text`, in order of appearance (one per rule and place), with approvals applied.
+
+    `kind` is "memory" or "skill" (skills add destructive commands). `approvals` defaults to the store under
+    HERMES_HOME."""
+    _check_kind(kind)
     if not text:
-        return []
+        return ScanResult()
     hits: list[tuple[int, Finding]] = []
+    hidden = _hidden_chars(text)
+    if hidden:
+        hits.append((hidden[0][0], Finding("invisible_unicode", _codepoints(c for _, c in hidden))))
 
-    invisible = _INVISIBLE.findall(text)
-    if invisible:
-        first = _INVISIBLE.search(text)
-        hits.append((first.start() if first else 0, Finding("invisible_unicode", _codepoints("".join(invisible)))))
-
-    # Match on a folded copy: invisible characters removed (so "ig\u200bnore" still reads "ignore") and
-    # NFKC applied (full-width "ｉｇｎｏｒｅ" → "ignore").
-    folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
-
-    # Secrets are found once; they become findings of their own and are masked in every other excerpt.
-    found = find_secrets(folded)
-
-    def excerpt(match: re.Match[str]) -> str:
-        return _excerpt(mask(folded, found, match.start(), match.end()))
-
-    hits.extend((secret.start, Finding("secret", secret.describe())) for secret in found)
-    groups = ["injection", "exfil"] + (["destructive"] if kind == "skill" else [])
-    for group in groups:
-        for rule, pattern in _COMPILED[group]:
-            for match in pattern.finditer(folded):
-                hits.append((match.start(), Finding(rule, excerpt(match))))
-
-    for match in _HIDDEN_COMMENT.finditer(folded):
-        if _COMMENT_INSTRUCTION.search(match.group(1)):
-            hits.append((match.start(), Finding("hidden_comment", excerpt(match))))
-
+    doc = _Text.of(_fold(text))
+    secrets = find_secrets(doc.text)
+    hits.extend((s.start, Finding("secret", s.describe())) for s in secrets)
+    for rule, pattern, within in _COMPILED[kind]:
+        for match in _matches(pattern, within, doc.text):
+            code = doc.code_at(match.start())
+            severity = rule.in_code if code else HIGH
+            if severity is None:
+                continue
+            if rule.services and _service_allows(doc, match, rule.services):
+                continue
+            if rule.denylist and _in_deny_list(doc, match):
+                continue
+            excerpt = _excerpt(mask(doc.text, secrets, match.start(), match.end()))
+            hits.append((match.start(), Finding(rule.id, excerpt, severity,
+                                                _fingerprint(rule.id, doc.unit(match.start())))))
     hits.sort(key=lambda h: h[0])
-    seen: set[Finding] = set()
-    findings: list[Finding] = []
-    for _, finding in hits:
-        if finding not in seen:
-            seen.add(finding)
-            findings.append(finding)
-    return findings
+    findings = tuple(dict.fromkeys(f for _, f in hits))
+    if not any(f.severity == LOW for f in findings):
+        return ScanResult(findings)
+    store = approvals or ApprovedHashes.default()
+    approver = _approver.get()
+    if approver is not None:
+        store.approve([f for f in findings if f.severity == LOW], by=approver)
+    return ScanResult(findings, store.fingerprints())
+
+
+def scan_text(text: str, *, kind: str = "memory") -> list[Finding]:
+    """The findings that block writing `text` (empty: it may be saved). See `scan`."""
+    return list(scan(text, kind=kind).blocking)
+
+
+def placeholder(findings: Iterable[Finding | str]) -> str:
+    """`[blocked entry: <rule>, …]`: what the model sees instead of text that failed the scan."""
+    rules = dict.fromkeys(f if isinstance(f, str) else f.rule for f in findings)
+    return f"[blocked entry: {', '.join(rules)}]"
+
+
+def blocked_on_load(text: str, *, kind: str = "memory") -> list[Finding]:
+    """The findings that keep loaded text out of a prompt: the high ones (see the module docstring)."""
+    return [f for f in scan(text, kind=kind).findings if f.severity == HIGH]
+
+
+def scan_on_load(text: str, *, kind: str = "memory") -> str:
+    """`text` as it may enter a prompt: itself, or a placeholder naming the rules of its high findings."""
+    high = blocked_on_load(text, kind=kind)
+    return placeholder(high) if high else text
 
 
 def explain(findings: Iterable[Finding]) -> str:
@@ -272,10 +426,13 @@ def explain(findings: Iterable[Finding]) -> str:
         return "Nothing was blocked."
     reasons: list[str] = []
     for f in findings:
-        what = RULES.get(f.rule, f"a suspicious pattern ({f.rule})")
-        reason = f'{what}: "{f.excerpt}"' if f.excerpt else what
+        what = DESCRIPTIONS.get(f.rule, f"a suspicious pattern ({f.rule})")
         if not any(r.startswith(what) for r in reasons):
-            reasons.append(reason)
+            reasons.append(f'{what}: "{f.excerpt}"' if f.excerpt else what)
     listed = reasons[0] if len(reasons) == 1 else "; ".join(reasons[:-1]) + "; and " + reasons[-1]
+    if all(f.severity == LOW for f in findings):
+        prints = " ".join(dict.fromkeys(f.fingerprint for f in findings))
+        return (f"Held for an admin because it contains {listed} inside code — an admin accepts it with "
+                f"`hermes-gateway security approve {prints}` (or approves the queued change), else remove it.")
     return (f"Blocked because it contains {listed} — saved text enters future system prompts, so store only "
             f"plain declarative facts or procedures without such content.")

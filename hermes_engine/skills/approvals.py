@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from hermes_engine.atomic import atomic_write_text
+from hermes_engine.policy import security
 from hermes_engine.skills.confine import is_real_dir, own_dir
 from hermes_engine.skills.contract import PENDING_DIR, ChangeResult, SkillChange, SkillLibrary
 from hermes_engine.skills.files import FileSkillLibrary
-from hermes_engine.skills.model import Skill, SkillError
+from hermes_engine.skills.model import Skill, SkillBlocked, SkillError
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,8 @@ class PendingQueue:
         entry = self.get(pending_id)
         if entry is None:
             raise SkillError(f"No pending change {pending_id!r}.")
-        result = await library.apply(entry.change, author=entry.author)
+        with security.admin_approval(by=f"skills approve {pending_id}"):  # accepts low findings, by fingerprint
+            result = await library.apply(entry.change, author=entry.author)
         self.remove(pending_id)
         return result
 
@@ -173,12 +175,17 @@ class GatedLibrary:
                     requested_by: dict[str, Any] | None = None) -> ChangeResult:
         if self.admits is not None and self.admits(change, await self.inner.get(change.name)):
             return await self.inner.apply(change, author=author, requested_by=requested_by)
-        checked = await self.inner.check(change, author=author)
+        try:
+            warnings = (await self.inner.check(change, author=author)).warnings
+        except SkillBlocked as exc:  # held only for what an admin's approval accepts: the admin decides
+            if not exc.findings or any(f.severity != security.LOW for f in exc.findings):
+                raise
+            warnings = [str(exc)]
         entry = self.queue.submit(change, author=author, requested_by=requested_by, note=self.note)
         why = f" {self.reason}." if self.reason else ""
         return ChangeResult(change.action, change.name,
                             f"Queued for admin approval as {entry.id} ({change.summary()}).{why} It takes effect "
-                            f"once an admin approves it (/skills pending). Do not retry.", checked.warnings,
+                            f"once an admin approves it (/skills pending). Do not retry.", warnings,
                             pending_id=entry.id)
 
     async def archive(self, name: str) -> str:

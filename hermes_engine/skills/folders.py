@@ -17,11 +17,13 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from hermes_engine.policy import security
 from hermes_engine.skills.confine import inside, is_real_dir, is_regular_file, lstat_or_none, read_text
 from hermes_engine.skills.contract import SKILL_FILE
 from hermes_engine.skills.model import (
     SUPPORT_DIRS,
     Skill,
+    SkillBlocked,
     SkillError,
     parse_skill,
     validate_file_path,
@@ -120,7 +122,10 @@ class SkillFolders:
             return cached[1], cached[2]
         skill, problem = None, None
         try:
-            skill = parse_skill(read_text(Path(path)), category=category, path=Path(folder), updated_at=st.st_mtime)
+            text = read_text(Path(path))
+            if blocked := security.blocked_on_load(text, kind="skill"):  # scanned on load as on write
+                raise SkillBlocked(f"blocked by the security scan: {security.placeholder(blocked)}", blocked)
+            skill = parse_skill(text, category=category, path=Path(folder), updated_at=st.st_mtime)
         except (SkillError, UnicodeDecodeError, OSError) as exc:
             problem = str(exc)
             log.warning("skipping unreadable skill %s: %s", path, problem)
@@ -185,7 +190,7 @@ class SkillFolders:
         if not is_regular_file(target):
             listing = ", ".join(self._support_files(self._folder(skill))) or "none"
             raise SkillError(f"Skill '{name}' has no file {rel.as_posix()}. Its files: {listing}.")
-        return read_text(target, errors="replace")
+        return security.scan_on_load(read_text(target, errors="replace"), kind="skill")
 
     def revision_sync(self) -> str:
         digest = hashlib.sha1()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 
 import typer
@@ -36,13 +37,15 @@ def _fail(exc: Exception) -> None:
 
 
 def _setup_logging(level: str, to_stderr: bool = True) -> None:
-    """Log lines to stderr (or stdout), with secrets (tokens, keys, passwords) redacted from every record."""
-    from hermes_engine.policy.secrets import install_log_redaction
+    """Log lines to stderr (or stdout), with secrets redacted from every record of every logger and handler:
+    the known shapes (tokens, keys, passwords, also percent-encoded in URLs) and the values of the
+    secret-named environment variables, whatever their shape."""
+    from hermes_engine.policy.secrets import install_log_redaction, secret_env_values
 
+    install_log_redaction(extra=secret_env_values(os.environ))
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr if to_stderr else sys.stdout)
-    install_log_redaction()
 
 
 @app.command()
@@ -112,6 +115,7 @@ _mount("memory", "hermes_gateway.cli.memory", "Show, edit or export what the age
 _mount("curator", "hermes_gateway.cli.curator", "Run the skill curator or read its report.")
 _mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code.")
 _mount("export", "hermes_gateway.cli.export", "Export conversations.")
+_mount("security", "hermes_gateway.cli.security", "Scan memory and skill files; approve content held for an admin.")
 
 
 def main() -> None:

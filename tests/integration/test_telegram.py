@@ -606,3 +606,23 @@ async def test_bot_token_never_reaches_the_logs(tg, telegram, fake_llm, caplog):
     assert "getUpdates" in caplog.text and "<TELEGRAM_BOT_TOKEN>" in caplog.text
     assert telegram.token not in caplog.text
     assert telegram.token.split(":")[1] not in caplog.text
+
+
+async def test_bot_token_stays_out_of_the_logs_when_a_document_is_downloaded(tg, telegram, fake_llm, caplog):
+    """The file URL carries the token with its colon percent-encoded; httpx logs that URL at INFO."""
+    import logging
+
+    from hermes_gateway.cli.main import _setup_logging
+
+    caplog.set_level(logging.DEBUG)
+    saved = logging.getLogRecordFactory()
+    _setup_logging("DEBUG")  # as `hermes-gateway run` sets up logging
+    try:
+        fake_llm.responder = lambda req: Reply(text="Got the report.")
+        e, _ = await tg()
+        telegram.user_says(42, ALICE, "", document=FakeFile("report.pdf", b"%PDF-1.4 hello", "application/pdf"))
+        await final_answer(telegram, e, 42, "Got the report.")
+    finally:
+        logging.setLogRecordFactory(saved)
+    assert telegram.downloads and "/file/bot[REDACTED]/documents/" in caplog.text
+    assert telegram.token.split(":")[1] not in caplog.text

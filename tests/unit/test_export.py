@@ -92,6 +92,41 @@ def test_export_redacts_secrets_and_tokens_everywhere(tmp_path):
     assert dump.count(REDACTED) >= 4  # system prompt, user message, tool arguments, summary
 
 
+# What people paste into a chat when they set up a bot: each must leave the export redacted.
+TELEGRAM_TOKEN = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"  # the Bot API documentation's shape (34 characters)
+DISCORD_TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4OQ.GbCdEf.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789ab"
+DISCORD_USER_TOKEN = "mfa.VkO_2G4Qv3T--NO--lWetW_tjND--TOKEN--QFTm6YGtzq9PH--4U--tG0"
+DISCORD_WEBHOOK_SECRET = "Zx9-AbCdEfGhIjKlMnOpQrStUvWxYz_0123456789abcdefgh"
+
+
+def test_export_leaves_no_pasted_platform_token_in_clear(tmp_path):
+    async def run() -> None:
+        store = SqlStore(load_settings().db_url)
+        await store.init()
+        try:
+            person = (await store.resolve_account("test", "acct", "carol", "Carol")).person_id
+            dm = await store.active_session("test:acct:dm:carol", "bot")
+            await store.append_message(dm.id, Message(role="user", content=(
+                f"my telegram bot is {TELEGRAM_TOKEN} and the discord one {DISCORD_TOKEN}; old login "
+                f"{DISCORD_USER_TOKEN}; alerts go to https://discord.com/api/webhooks/123456789012345678/"
+                f"{DISCORD_WEBHOOK_SECRET}")), person_id=person)
+            call = ToolCall(id="call_1", name="http_get", arguments=json.dumps(
+                {"url": f"https://api.telegram.org/file/bot{TELEGRAM_TOKEN.replace(':', '%3A')}/documents/a.pdf"}))
+            await store.append_message(dm.id, Message(role="assistant", content="", tool_calls=(call,)))
+            await store.append_message(dm.id, Message(role="tool", tool_call_id="call_1", tool_name="http_get",
+                                                      content=f"403 for bot {TELEGRAM_TOKEN.split(':')[0]}%3A"
+                                                              f"{TELEGRAM_TOKEN.split(':')[1]}"))
+        finally:
+            await store.close()
+
+    asyncio.run(run())
+    dump = json.dumps(export(tmp_path))
+    for secret in (TELEGRAM_TOKEN.split(":")[1], DISCORD_TOKEN, DISCORD_TOKEN.split(".")[2], DISCORD_USER_TOKEN,
+                   DISCORD_WEBHOOK_SECRET):
+        assert secret not in dump
+    assert dump.count(REDACTED) == 6
+
+
 def test_export_for_one_person_leaves_out_other_peoples_sessions_and_words(tmp_path):
     ids = populate()
     records = export(tmp_path, "--person", str(ids["alice"]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +12,21 @@ from pathlib import Path
 import pytest
 
 from hermes_engine.history import export
-from hermes_engine.policy.secrets import REDACTED, SecretFilter, find_secrets, install_log_redaction, redact
+from hermes_engine.policy.secrets import (
+    REDACTED,
+    SecretFilter,
+    find_secrets,
+    install_log_redaction,
+    redact,
+    secret_env_values,
+)
 from hermes_engine.policy.security import explain, scan_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
 TELEGRAM_TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw8"
 DISCORD_TOKEN = "MTA4NzQ1NjU0MzIxMDk4NzY1NA.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456"
+TELEGRAM_DOCS_TOKEN = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11"  # the Bot API documentation's example: 34 after the colon
 
 # (text, the secret in it, what find_secrets calls it)
 SHAPES = [
@@ -37,6 +46,13 @@ SHAPES = [
     (f"tg {TELEGRAM_TOKEN}", TELEGRAM_TOKEN, "Telegram bot token"),
     (f"GET https://api.telegram.org/bot{TELEGRAM_TOKEN}/getMe", TELEGRAM_TOKEN, "Telegram bot token"),
     (f"discord {DISCORD_TOKEN}", DISCORD_TOKEN, "Discord bot token"),
+    (f"token {TELEGRAM_DOCS_TOKEN} pasted", TELEGRAM_DOCS_TOKEN, "Telegram bot token"),
+    ("old user token mfa.VkO_2G4Qv3T--NO--lWetW_tjND--TOKEN--QFTm6YGtzq9PH--4U--tG0 here",
+     "mfa.VkO_2G4Qv3T--NO--lWetW_tjND--TOKEN--QFTm6YGtzq9PH--4U--tG0", "Discord token"),
+    ("hook https://discord.com/api/webhooks/123456789012345678/Zx9-AbCdEfGhIjKlMnOpQrStUvWxYz_0123456789abcdefgh",
+     "Zx9-AbCdEfGhIjKlMnOpQrStUvWxYz_0123456789abcdefgh", "Discord webhook"),
+    ("hook https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+     "T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", "Slack webhook"),
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
      "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", "private key block"),
     ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n(truncated)",
@@ -69,6 +85,7 @@ ORDINARY = [
     "Pinned image@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "request 123e4567-e89b-12d3-a456-426614174000 at 2024-05-01T10:00:00Z, build 7.3.1-rc2",
     "api_key = os.environ['OPENAI_API_KEY']",
+    "requests.get(url, headers={'Authorization': os.environ['LINEAR_API_KEY']})",
     "curl -H 'Authorization: Bearer $SLACK_BOT_TOKEN' https://slack.com/api/auth.test",
     "password: <your password here>",
     "Password policy: at least 12 characters; token usage: 120000 per day",
@@ -90,6 +107,41 @@ def test_names_and_schemes_stay_only_the_value_goes() -> None:
     assert redact("postgresql://hermes:s3cret@db/hermes") == f"postgresql://hermes:{REDACTED}@db/hermes"
     assert redact(f"https://api.telegram.org/bot{TELEGRAM_TOKEN}/getMe") == \
         f"https://api.telegram.org/bot{REDACTED}/getMe"
+
+
+@pytest.mark.parametrize(("encoded", "clean"), [
+    (f"GET https://api.telegram.org/file/bot{TELEGRAM_TOKEN.replace(':', '%3A')}/documents/file_1.pdf",
+     f"GET https://api.telegram.org/file/bot{REDACTED}/documents/file_1.pdf"),
+    (f"GET https://api.telegram.org/file/bot{TELEGRAM_TOKEN.replace(':', '%3a')}/x",
+     f"GET https://api.telegram.org/file/bot{REDACTED}/x"),
+    ("https://example.com/cb?key=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123%26x%3D1",
+     f"https://example.com/cb?key={REDACTED}%26x%3D1"),
+    ("https://example.com/?page=2&q=Authorization%3A%20Bearer%20tok_9a8b7c6d5e4f3a2b1c",
+     f"https://example.com/?page=2&q=Authorization%3A%20Bearer%20{REDACTED}"),
+    ("https://example.com/login?next=%2Fhome&password%3Dhunter2hunter2",
+     f"https://example.com/login?next=%2Fhome&password%3D{REDACTED}"),
+])
+def test_percent_encoded_secrets_are_redacted_where_they_stand(encoded: str, clean: str) -> None:
+    assert redact(encoded) == clean
+
+
+def test_a_known_value_is_redacted_percent_encoded_too() -> None:
+    key = "local:key/2024"
+    assert redact("GET /v1?k=local%3Akey%2F2024 done", extra=[key]) == f"GET /v1?k={REDACTED} done"
+
+
+def test_text_with_percent_signs_but_no_secret_is_left_alone() -> None:
+    text = "100%25 sure: 50% off, see https://example.com/a%20b?x=%2Fhome"
+    assert redact(text) == text
+
+
+def test_secret_named_environment_variables_give_the_known_values() -> None:
+    env = {"OPENAI_API_KEY": "local-model-key", "TELEGRAM_BOT_TOKEN": "12:abc-test-token", "DB_PASSWORD": "p4ssw0rd!",
+           "SLACK_SIGNING_SECRET": "abcdef123456", "AWS_CREDENTIALS": "creds-value-1", "GH_TOKEN": "short",
+           "TOKEN_URL": "https://auth.example.com/token", "SSH_KEY_FILE": "/home/me/.ssh/id_ed25519",
+           "HOME": "/home/me", "PATH": "/usr/bin:/bin"}
+    assert sorted(secret_env_values(env)) == ["12:abc-test-token", "abcdef123456", "creds-value-1", "local-model-key",
+                                              "p4ssw0rd!"]
 
 
 @pytest.mark.parametrize("text", ORDINARY)
@@ -154,10 +206,20 @@ def _logger(name: str) -> tuple[logging.Logger, io.StringIO]:
     return logger, out
 
 
-def test_log_filter_redacts_a_token_passed_as_an_argument() -> None:
-    logger, out = _logger("test_secrets.args")
-    install_log_redaction(logger)
-    install_log_redaction(logger)  # once per handler, however often it is called
+@pytest.fixture
+def record_factory():
+    """The process's log record factory, restored after the test (install_log_redaction replaces it)."""
+    saved = logging.getLogRecordFactory()
+    yield
+    logging.setLogRecordFactory(saved)
+
+
+def test_every_record_is_redacted_as_it_is_made_whatever_handler_takes_it(record_factory) -> None:
+    install_log_redaction()
+    factory = logging.getLogRecordFactory()
+    install_log_redaction()
+    assert logging.getLogRecordFactory() is factory  # installed once, however often it is called
+    logger, out = _logger("test_secrets.args")  # a handler added after the set-up, with no filter of its own
 
     logger.info("GET %s -> %d", f"https://api.telegram.org/bot{TELEGRAM_TOKEN}/getUpdates", 200)
     logger.warning("slack said %r", {"token": "xoxb-123456789012-abcdefghijkl"})
@@ -165,7 +227,17 @@ def test_log_filter_redacts_a_token_passed_as_an_argument() -> None:
     text = out.getvalue()
     assert TELEGRAM_TOKEN not in text and "xoxb-123456789012" not in text
     assert f"GET https://api.telegram.org/bot{REDACTED}/getUpdates -> 200" in text
-    assert len(logger.handlers[0].filters) == 1
+    # a record whose arguments do not fit its format is left as it is, for the handler to report as always
+    record = logger.makeRecord("x", logging.INFO, "f", 1, "%d", ("nan",), None)
+    assert record.msg == "%d" and record.args == ("nan",)
+
+
+def test_known_values_added_by_a_later_set_up_are_redacted_too(record_factory) -> None:
+    install_log_redaction(extra=["first-known-value"])
+    install_log_redaction(extra=["second-known-value"])
+    logger, out = _logger("test_secrets.known")
+    logger.info("values first-known-value and second-known-value")
+    assert out.getvalue().strip() == f"INFO values {REDACTED} and {REDACTED}"
 
 
 def test_log_filter_redacts_tracebacks_and_known_values() -> None:
@@ -190,6 +262,22 @@ def test_the_cli_logging_setup_redacts_every_logger() -> None:
     assert result.returncode == 0, result.stderr
     assert "HTTP Request: POST https://api.telegram.org/bot[REDACTED]/getMe" in result.stderr
     assert TELEGRAM_TOKEN not in result.stderr
+
+
+def test_the_cli_logging_setup_redacts_encoded_urls_and_secret_environment_values() -> None:
+    odd_key = "self-hosted-model-key"  # no vendor shape: only known because it is set in the environment
+    encoded = TELEGRAM_TOKEN.replace(":", "%3A")
+    code = ("import logging; from hermes_gateway.cli.main import _setup_logging; _setup_logging('INFO'); "
+            f"logging.getLogger('httpx').info('HTTP Request: GET %s', 'https://api.telegram.org/file/bot{encoded}"
+            "/documents/file_1.pdf'); "
+            f"logging.getLogger('hermes').warning('provider refused key {odd_key}')")
+    env = {**os.environ, "LOCAL_LLM_API_KEY": odd_key}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                            env=env)
+    assert result.returncode == 0, result.stderr
+    assert "GET https://api.telegram.org/file/bot[REDACTED]/documents/file_1.pdf" in result.stderr
+    assert "provider refused key [REDACTED]" in result.stderr
+    assert encoded not in result.stderr and odd_key not in result.stderr
 
 
 def test_redaction_is_quick_on_large_input() -> None:

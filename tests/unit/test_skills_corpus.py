@@ -3,9 +3,8 @@ send their own key to their own host, ML tooling notes, HTML comments, scripts/ 
 a declared name that differs from its folder, a Windows file with a byte-order mark and CRLF line endings.
 
 Every skill must load under its declared name and accept a one-line patch that changes that line only
-(the person's front matter stays as written). Skills today's security scanner refuses although they are
-legitimate are marked as known false positives: their patch is expected to be blocked until the scanner
-learns to tell them apart, and the strict xfail turns into a failure the day it does."""
+(the person's front matter stays as written). The corpus was written without sight of the security scan's
+rules; the one skill it refuses does so by design (`REFUSED_BY_DESIGN`)."""
 
 from __future__ import annotations
 
@@ -16,21 +15,14 @@ import pytest
 
 from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.files import FileSkillLibrary
-from hermes_engine.skills.model import Skill, SkillBlocked
+from hermes_engine.skills.model import Skill
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "skill_corpus"
 SKILL_DIRS = sorted(p.parent.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("SKILL.md"))
 
-SCANNER_FALSE_POSITIVES = {
-    "docs/markdown-table-upkeep": "scanner false positive: a maintainer's TODO in an HTML comment",
-    "github/gh-release-notes": "scanner false positive: GITHUB_TOKEN sent to GitHub's own API host",
-    "media/gif-search-giphy": "scanner false positive: GIPHY's API key sent to GIPHY's own host",
-    "smart-home/home-assistant-rest": "scanner false positive: a Home Assistant token sent to the person's own "
-                                      "Home Assistant",
-    "mlops/tokenizers/bpe-special-tokens": "scanner false positive: <|endoftext|> in tokenizer documentation",
-    "mlops/inference/llama-server-local": "scanner false positive: curl … | python3 -m json.tool only formats JSON",
-    "security/prompt-injection-triage": "scanner false positive: injection phrases quoted as examples to report",
-}
+# Injection phrases quoted in plain prose are high severity wherever they stand; quoted in code they are
+# low and an admin's approval accepts them (README, Security).
+REFUSED_BY_DESIGN = {"security/prompt-injection-triage": "injection phrases quoted in plain prose"}
 
 EXPECTED = {  # a few skills whose placement is the point of the corpus: folder -> (name, category)
     "mlops/models/whisper": ("speech-to-text-whisper", "mlops"),
@@ -55,10 +47,11 @@ def by_folder(library: FileSkillLibrary) -> dict[str, Skill]:
 
 
 def test_every_corpus_skill_loads_under_its_declared_name_and_category(library):
-    assert len(SKILL_DIRS) >= 20 and set(SCANNER_FALSE_POSITIVES) <= set(SKILL_DIRS)
+    assert len(SKILL_DIRS) >= 20 and set(REFUSED_BY_DESIGN) <= set(SKILL_DIRS)
     loaded = by_folder(library)
-    assert library.problems == {}
-    assert sorted(loaded) == SKILL_DIRS
+    assert set(library.problems) == set(REFUSED_BY_DESIGN)
+    assert all("blocked by the security scan" in problem for problem in library.problems.values())
+    assert sorted(loaded) == [folder for folder in SKILL_DIRS if folder not in REFUSED_BY_DESIGN]
     assert {folder: (loaded[folder].name, loaded[folder].category) for folder in EXPECTED} == EXPECTED
     assert loaded["productivity/ical-agenda"].files == ("references/schema.sql", "scripts/agenda.py")
     assert loaded["devops/terraform-plan-review"].files == ("scripts/plan-summary.sh",)
@@ -70,12 +63,7 @@ def one_line(skill: Skill) -> str:
     return next(line for line in reversed(lines) if skill.text.count(line) == 1)
 
 
-@pytest.mark.parametrize("folder", [
-    pytest.param(folder, marks=pytest.mark.xfail(strict=True, raises=SkillBlocked,
-                                                 reason=SCANNER_FALSE_POSITIVES[folder]))
-    if folder in SCANNER_FALSE_POSITIVES else folder
-    for folder in SKILL_DIRS
-])
+@pytest.mark.parametrize("folder", [folder for folder in SKILL_DIRS if folder not in REFUSED_BY_DESIGN])
 def test_every_corpus_skill_accepts_a_one_line_patch(library, folder):
     skill = by_folder(library).get(folder)
     assert skill is not None, library.problems.get(folder)
