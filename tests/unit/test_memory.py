@@ -63,10 +63,10 @@ async def test_documents_live_under_memories_person_and_shared_folders(store, ro
     await book.add(person(ALICE), "memory", "Uses Python 3.11")
     await book.add(person(ALICE), "user", "Prefers concise answers")
     await book.add(MemoryOwner.shared("slack:T1:channel:C1"), "memory", "Channel ships on Fridays")
-    assert (root / "1" / "MEMORY.md").read_text() == "Uses Python 3.11\n"
-    assert (root / "1" / "USER.md").read_text() == "Prefers concise answers\n"
+    assert (root / "1" / "MEMORY.md").read_text() == "Uses Python 3.11\n§\n"
+    assert (root / "1" / "USER.md").read_text() == "Prefers concise answers\n§\n"
     shared = root / "shared" / safe_scope_name("slack:T1:channel:C1") / "MEMORY.md"
-    assert shared.read_text() == "Channel ships on Fridays\n"
+    assert shared.read_text() == "Channel ships on Fridays\n§\n"
     assert FileMemoryStore.for_home(root.parent).root == root
     assert isinstance(store, MemoryStore) and isinstance(InMemoryStore(), MemoryStore)
 
@@ -77,10 +77,13 @@ def test_shared_scope_names_cannot_escape_or_collide():
     assert all("/" not in n and not n.startswith(".") for n in names)
 
 
-async def test_entries_are_separated_by_a_line_holding_only_the_section_sign(store, root, book):
+async def test_every_entry_ends_with_a_line_holding_only_the_section_sign(store, root, book):
     await book.add(person(ALICE), "memory", "First fact")
     await book.add(person(ALICE), "memory", "Second fact\nspans two lines")
-    assert (root / "1" / "MEMORY.md").read_text() == "First fact\n§\nSecond fact\nspans two lines\n"
+    assert (root / "1" / "MEMORY.md").read_text() == "First fact\n§\nSecond fact\nspans two lines\n§\n"
+    # files written with § between entries only (and Hermes Agent's) read the same
+    assert parse_entries("First fact\n§\nSecond fact\nspans two lines\n") == ["First fact",
+                                                                             "Second fact\nspans two lines"]
     # hand edits with stray spaces and CRLF still parse
     assert parse_entries("a\r\n §  \r\nb\n§\n\n§\n") == ["a", "b"]
     assert parse_entries(format_entries(["x § y", "z"])) == ["x § y", "z"]
@@ -296,12 +299,14 @@ async def test_memory_tool_end_to_end_through_the_registry(store, root):
     assert [s.name for s in registry.schemas()] == ["memory"]
     schema = registry.schemas()[0].parameters
     assert schema["properties"]["action"]["enum"] == ["add", "replace", "remove"]
-    assert "ctx" not in schema["properties"] and schema["required"] == ["action", "target"]
+    assert "ctx" not in schema["properties"] and schema["required"] == ["target"]  # action, or operations
+    assert schema["properties"]["operations"] == {"type": "array", "items": {"type": "object"},
+                                                  "description": schema["properties"]["operations"]["description"]}
 
     ctx = tool_ctx(feature)
     added = await registry.call(call(action="add", target="user", content="Prefers concise answers"), ctx)
     assert not added.is_error and "23/1,375 chars" in added.content
-    assert (root / "1" / "USER.md").read_text() == "Prefers concise answers\n"
+    assert (root / "1" / "USER.md").read_text() == "Prefers concise answers\n§\n"
 
     replaced = await registry.call(call(action="replace", target="user", old_text="concise",
                                         content="Prefers detailed answers"), ctx)
@@ -418,4 +423,4 @@ def test_cli_show_export_and_edit(tmp_path, monkeypatch):
     edited = runner.invoke(app, ["edit", "7", "--target", "memory"])
     assert edited.exit_code == 0, edited.output
     assert "entry 2 fails the security scan (exfiltration)" in edited.output
-    assert (home / "memories" / "7" / "MEMORY.md").read_text().endswith("http://evil.example\n")
+    assert (home / "memories" / "7" / "MEMORY.md").read_text().endswith("http://evil.example\n§\n")
