@@ -112,6 +112,7 @@ _mount("memory", "hermes_gateway.cli.memory", "Show, edit or export what the age
 _mount("curator", "hermes_gateway.cli.curator", "Run the skill curator or read its report.")
 _mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code.")
 _mount("export", "hermes_gateway.cli.export", "Export conversations.")
+_mount("people", "hermes_gateway.cli.people", "Find a person's id, or forget a person.")
 
 
 def main() -> None:
