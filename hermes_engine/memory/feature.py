@@ -30,6 +30,7 @@ from hermes_engine.memory.store import (
 from hermes_engine.memory.tool import memory as memory_tool
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.host import Host
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.tools.registry import Tool
 
@@ -119,7 +120,10 @@ class MemoryFeature(Feature):
         return [memory_tool]
 
     def services(self) -> dict[str, Any]:
-        return {"memory": self.book}
+        return {"memory": self.book, "memory_pending": self.pending}
+
+    async def start(self, host: Host) -> None:
+        self.pending.people = host.store
 
     def contributors(self) -> list[PromptContributor]:
         return [self.contributor]

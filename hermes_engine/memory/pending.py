@@ -16,6 +16,7 @@ from typing import Any
 
 from hermes_engine.memory.book import LABELS, Change, MemoryBook, MemoryResult, preview, unreadable_result
 from hermes_engine.memory.documents import MemoryOwner, UnreadableDocument
+from hermes_engine.ports.storage import PeopleStore
 
 MAX_PENDING = 20
 ORIGIN = "background review"
@@ -54,11 +55,20 @@ class Proposal:
 
 
 class PendingChanges:
-    """Staging, listing, applying and dropping proposals, over the book's store (kept beside the documents)."""
+    """Staging, listing, applying and dropping proposals, over the book's store (kept beside the documents).
 
-    def __init__(self, book: MemoryBook, clock: Callable[[], float] = time.time) -> None:
+    With `people` (the gateway's store, set when the memory feature starts) a review also saves nothing for a
+    person who no longer exists: a review still running when its person was forgotten must not bring their
+    memory back."""
+
+    def __init__(self, book: MemoryBook, clock: Callable[[], float] = time.time,
+                 people: PeopleStore | None = None) -> None:
         self.book = book
         self.clock = clock
+        self.people = people
+
+    async def person_gone(self, person_id: int) -> bool:
+        return self.people is not None and await self.people.get_person(person_id) is None
 
     async def stage(self, owner: MemoryOwner, target: str, changes: list[Change], *,
                     show_entries: bool = True) -> MemoryResult:

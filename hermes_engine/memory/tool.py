@@ -80,11 +80,15 @@ async def memory(*, action: Literal["add", "replace", "remove"] | None = None,
         owner, document = MemoryOwner.person(ctx.person_id), target
         show_entries = ctx.chat_kind == "dm"  # private entries are not echoed into a multi-speaker chat
 
+    pending: PendingChanges = ctx.services.get("memory_pending") or PendingChanges(book)
+    if ctx.in_review and ctx.person_id is not None and await pending.person_gone(ctx.person_id):
+        return ToolResult("Error: the person this review is about asked to be forgotten; nothing was saved.",
+                          is_error=True)
     if ctx.in_review and any(c.action != "add" for c in changes):
         if owner.is_shared:
             return ToolResult("Error: a background review may only add to the group's shared memory; rewriting or "
                               "removing its entries needs a live conversation. Nothing was changed.", is_error=True)
-        result = await PendingChanges(book).stage(owner, document, changes, show_entries=show_entries)
+        result = await pending.stage(owner, document, changes, show_entries=show_entries)
     else:
         result = await book.apply(owner, document, changes, show_entries=show_entries)
     return ToolResult(str(result), is_error=not result.ok)

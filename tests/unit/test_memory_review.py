@@ -188,3 +188,25 @@ async def test_a_proposal_never_lands_on_an_entry_that_changed_since(feature):
     reply = await memory_command(feature, "apply 1")
     assert "could not be applied" in reply and "/memory drop 1" in reply
     assert await entries(feature) == ["Prefers tabs, width 4"]
+
+
+class _People:
+    """The host's store, as far as the memory feature asks it: who still exists."""
+
+    def __init__(self, known: set[int]) -> None:
+        self.known = known
+
+    async def get_person(self, person_id: int) -> object | None:
+        return object() if person_id in self.known else None
+
+
+async def test_a_review_saves_nothing_for_a_person_who_was_forgotten(feature, root):
+    from types import SimpleNamespace
+
+    people = _People({ALICE})
+    await feature.start(SimpleNamespace(store=people))  # type: ignore[arg-type]
+    assert not (await call(feature, in_review=True, action="add", target="user", content="Likes tea")).is_error
+    people.known.clear()  # forgotten while the review was still running
+    late = await call(feature, in_review=True, action="add", target="user", content="Likes coffee")
+    assert late.is_error and "asked to be forgotten" in late.content
+    assert await entries(feature, "user") == ["Likes tea"]
