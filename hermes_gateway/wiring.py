@@ -57,6 +57,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.loops.review import ReviewFeature
     from hermes_engine.memory.feature import MemoryFeature
     from hermes_engine.memory.store import FileMemoryStore
+    from hermes_engine.policy.forget import ForgetFeature
     from hermes_engine.policy.identity import IdentityFeature
     from hermes_engine.skills.feature import SkillsFeature
 
@@ -68,6 +69,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
                                     provider=lambda: make_provider(profile.skills.curator_model
                                                                    or profile.models(settings)[0])),
         IdentityFeature(),
+        ForgetFeature(),
         GoalFeature(profile.goals),
         ReviewFeature(profile.review),
         CompressionFeature(),

@@ -1,7 +1,8 @@
 """Per-person memory: MEMORY.md (notes) and USER.md (profile), plus shared memory for a group/channel/server.
 
 - `store`: the `MemoryStore` protocol, `FileMemoryStore`, `InMemoryStore` and `MemoryBook` (the rules).
-- `tool`: the `memory(action, target, content, old_text)` agent tool.
+- `tool`: the `memory(action, target, content, old_text)` agent tool (or `operations`, several at once).
+- `pending`: changes the background review proposed, waiting for the person (`/memory pending`).
 - `feature`: `MemoryFeature` (tool + prompt section + `/memory` command).
 - `cli`: `hermes-gateway memory show|edit|export`.
 """

@@ -2,8 +2,11 @@
 
 A person owns two documents: MEMORY.md (notes about environment, projects, conventions) and USER.md (profile,
 preferences, communication style). A group/channel/server may own a shared MEMORY.md. A document is a list
-of entries; on disk they are separated by a line holding only `§`. The limits count the entries as the
-prompt shows them, so the format and the counting live together here, apart from any storage or rule.
+of entries; on disk every entry is followed by a line holding only `§`. Ending each entry (rather than only
+separating them) is what keeps hand-written text safe: text a person appends after the last `§` line, without
+a `§` of its own, reads as an entry of its own, so a later change to the entry above it cannot take it along.
+The limits count the entries as the prompt shows them, so the format and the counting live together here,
+apart from any storage or rule.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import hashlib
 import re
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Target = Literal["memory", "user"]
 TARGETS: tuple[str, ...] = ("memory", "user")
@@ -53,7 +56,8 @@ class MemoryOwner:
 
 
 def parse_entries(text: str) -> list[str]:
-    """Split a document into entries: a line holding only `§` separates them; blank entries are dropped."""
+    """Split a document into entries at lines holding only `§`; blank entries are dropped and an entry that
+    repeats an earlier one collapses into it (duplicates only cost prompt space)."""
     entries: list[str] = []
     current: list[str] = []
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
@@ -63,11 +67,21 @@ def parse_entries(text: str) -> list[str]:
         else:
             current.append(line)
     entries.append("\n".join(current).strip())
-    return [e for e in entries if e]
+    return list(dict.fromkeys(e for e in entries if e))
 
 
 def format_entries(entries: list[str]) -> str:
-    return ENTRY_JOIN.join(entries) + "\n" if entries else ""
+    """The file text: each entry followed by a `§` line (see the module docstring for why)."""
+    return "".join(f"{entry}\n{SEPARATOR}\n" for entry in entries)
+
+
+class UnreadableDocument(Exception):
+    """A document exists but cannot be read as text (not UTF-8, or the read failed). It is neither empty nor
+    rewritable: showing it as empty would hide it, and rewriting it from nothing would destroy it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def used_chars(entries: list[str]) -> int:
@@ -96,14 +110,23 @@ class MemoryStore(Protocol):
     document do `async with store.lock(owner): entries = await store.read(...); ...; await store.write(...)`.
     """
 
-    async def read(self, owner: MemoryOwner, target: str) -> list[str]: ...
+    async def read(self, owner: MemoryOwner, target: str) -> list[str]:
+        """The document's entries; raises `UnreadableDocument` when it exists but cannot be read."""
 
     async def write(self, owner: MemoryOwner, target: str, entries: list[str]) -> None: ...
 
     def lock(self, owner: MemoryOwner) -> AbstractAsyncContextManager[None]: ...
 
+    async def read_pending(self, owner: MemoryOwner) -> list[dict[str, Any]]:
+        """Changes proposed for the owner's approval (see `hermes_engine.memory.pending`), oldest first."""
+
+    async def write_pending(self, owner: MemoryOwner, items: list[dict[str, Any]]) -> None: ...
+
+    async def erase(self, owner: MemoryOwner) -> bool:
+        """Delete everything kept for `owner` (documents, proposals, its folder); False if there was nothing."""
+
 
 __all__ = [
-    "ENTRY_JOIN", "FILE_NAMES", "MemoryOwner", "MemoryStore", "SEPARATOR", "TARGETS", "Target", "format_entries",
-    "parse_entries", "safe_scope_name", "usage_text", "used_chars",
+    "ENTRY_JOIN", "FILE_NAMES", "MemoryOwner", "MemoryStore", "SEPARATOR", "TARGETS", "Target", "UnreadableDocument",
+    "format_entries", "parse_entries", "safe_scope_name", "usage_text", "used_chars",
 ]

@@ -15,10 +15,22 @@ from typing import Any
 
 from hermes_engine.agent.prompt import PromptContributor
 from hermes_engine.config import MemorySettings
-from hermes_engine.memory.store import ENTRY_JOIN, Document, MemoryBook, MemoryOwner, MemoryStore, preview, usage_text
+from hermes_engine.memory.pending import PendingChanges
+from hermes_engine.memory.store import (
+    ENTRY_JOIN,
+    LABELS,
+    Document,
+    MemoryBook,
+    MemoryOwner,
+    MemoryStore,
+    UnreadableDocument,
+    preview,
+    usage_text,
+)
 from hermes_engine.memory.tool import memory as memory_tool
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.host import Host
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.tools.registry import Tool
 
@@ -38,6 +50,9 @@ RENDER_FACTOR = 2  # a hand-edited document over its limit is cut at twice the l
 
 def render_document(header: str, doc: Document) -> str:
     """One prompt block: header with usage, then entries joined by the separator line."""
+    if doc.unreadable:
+        return (f"{header}\n[{LABELS[doc.target]} cannot be read ({doc.unreadable}); it is left untouched until the "
+                f"person fixes it, and memory changes to it are refused.]")
     if not doc.display:
         return f"{header} [{doc.usage}]\n(empty)"
     shown: list[str] = []
@@ -85,7 +100,9 @@ class MemoryPromptContributor(PromptContributor):
 
 _DELETE = re.compile(r"^(?:delete|del|rm|remove)\s+#?(\d+)$", re.I)
 _FORGET = re.compile(r"^forget\s+(.+)$", re.I | re.S)
+_PENDING = re.compile(r"^(apply|drop)\s+#?(\d+)$", re.I)
 USAGE = "Use `/memory` to see what I remember, `/memory delete N` or `/memory forget <text>` to remove an entry."
+PENDING_USAGE = "`/memory apply N` makes a proposed change, `/memory drop N` discards it."
 TITLES = {"memory": "Notes (MEMORY.md)", "user": "Profile (USER.md)"}
 
 
@@ -96,13 +113,17 @@ class MemoryFeature(Feature):
         self.store = store
         self.limits = limits or MemorySettings()
         self.book = MemoryBook(store, self.limits)
+        self.pending = PendingChanges(self.book)
         self.contributor = MemoryPromptContributor(self.book)
 
     def tools(self) -> list[Tool]:
         return [memory_tool]
 
     def services(self) -> dict[str, Any]:
-        return {"memory": self.book}
+        return {"memory": self.book, "memory_pending": self.pending}
+
+    async def start(self, host: Host) -> None:
+        self.pending.people = host.store
 
     def contributors(self) -> list[PromptContributor]:
         return [self.contributor]
@@ -124,6 +145,12 @@ class MemoryFeature(Feature):
             return await self.delete_number(owner, int(match.group(1)))
         if match := _FORGET.match(args):
             return await self.forget_text(owner, match.group(1).strip())
+        if args.lower() == "pending":
+            return await self.proposals(owner)
+        if match := _PENDING.match(args):
+            number = int(match.group(2))
+            change = self.pending.apply if match.group(1).lower() == "apply" else self.pending.drop
+            return (await change(owner, number)).message
         return USAGE
 
     async def _numbered(self, owner: MemoryOwner) -> tuple[dict[str, Document], list[tuple[str, int, str]]]:
@@ -133,24 +160,50 @@ class MemoryFeature(Feature):
 
     async def listing(self, owner: MemoryOwner) -> str:
         docs, _ = await self._numbered(owner)
-        if not any(d.entries for d in docs.values()):
+        waiting = await self._waiting(owner)
+        if not any(d.entries or d.unreadable for d in docs.values()) and not waiting:
             return "I don't remember anything about you yet."
         lines = ["**What I remember about you**"]
         n = 0
         for target, doc in docs.items():
             lines += ["", f"*{TITLES[target]}* — {doc.usage}"]
-            if not doc.display:
+            if doc.unreadable:
+                lines.append(f"(cannot be read: {doc.unreadable}; it stays as it is until the file is fixed)")
+            elif not doc.display:
                 lines.append("(empty)")
             for entry in doc.display:
                 n += 1
                 lines.append(f"{n}. " + entry.replace("\n", "\n   "))
         lines += ["", USAGE]
+        if waiting:
+            lines.append(f"{waiting} change(s) proposed by the background review wait for you: /memory pending.")
+        return "\n".join(lines)
+
+    async def _waiting(self, owner: MemoryOwner) -> int:
+        try:
+            return len(await self.pending.waiting(owner))
+        except UnreadableDocument:
+            return 0
+
+    async def proposals(self, owner: MemoryOwner) -> str:
+        try:
+            items = await self.pending.waiting(owner)
+        except UnreadableDocument as exc:
+            return f"The list of proposed changes cannot be read ({exc.reason})."
+        if not items:
+            return "No changes are waiting for you."
+        lines = ["**Changes the background review proposed** (nothing is changed until you apply one)", ""]
+        lines += [f"{n}. {proposal.describe()}" for n, proposal in enumerate(items, 1)]
+        lines += ["", PENDING_USAGE]
         return "\n".join(lines)
 
     async def delete_number(self, owner: MemoryOwner, number: int) -> str:
-        _, slots = await self._numbered(owner)
+        docs, slots = await self._numbered(owner)
         if not 1 <= number <= len(slots):
-            return f"There is no entry {number}; " + ("send /memory to see the list." if slots else "memory is empty.")
+            broken = [f"{LABELS[d.target]} cannot be read ({d.unreadable})" for d in docs.values() if d.unreadable]
+            why = "; ".join(broken) + ", so it is left as it is." if broken else ""
+            return f"There is no entry {number}; " + (why or ("send /memory to see the list." if slots
+                                                              else "memory is empty."))
         target, index, entry = slots[number - 1]
         result = await self.book.remove_at(owner, target, index, expected=entry)
         if not result.ok:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 from hermes_engine.atomic import atomic_write
 from hermes_engine.filelock import AsyncFileLocks
@@ -34,6 +37,7 @@ from hermes_engine.memory.documents import (
     MemoryOwner,
     MemoryStore,
     Target,
+    UnreadableDocument,
     format_entries,
     parse_entries,
     safe_scope_name,
@@ -53,10 +57,13 @@ class FileMemoryStore:
     `root` is the memories folder itself; `FileMemoryStore.for_home(settings.home)` gives
     `<HERMES_HOME>/memories`. Writes go to a temp file in the same folder, are fsynced, then `os.replace`d.
     `lock(owner)` is an `AsyncFileLocks` lock on `<owner dir>/.lock`: tasks of this store wait on an
-    `asyncio.Lock`, other processes (and other store objects) on the `flock`.
+    `asyncio.Lock`, other processes (and other store objects) on the `flock`. People edit these files by hand,
+    so a read takes what editors produce (a byte-order mark is dropped) and refuses what it cannot decode
+    rather than guessing: a guess written back would replace the person's bytes.
     """
 
     LOCK_FILE = ".lock"
+    PENDING_FILE = "PENDING.json"
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -83,7 +90,7 @@ class FileMemoryStore:
 
     async def read(self, owner: MemoryOwner, target: str) -> list[str]:
         path = self.path(owner, target)
-        return await asyncio.to_thread(self._read_file, path)
+        return parse_entries(await asyncio.to_thread(self._read_text, path))
 
     async def write(self, owner: MemoryOwner, target: str, entries: list[str]) -> None:
         path = self.path(owner, target)
@@ -92,13 +99,47 @@ class FileMemoryStore:
     def lock(self, owner: MemoryOwner) -> AbstractAsyncContextManager[None]:
         return self._locks.hold(self.owner_dir(owner) / self.LOCK_FILE)
 
+    async def read_pending(self, owner: MemoryOwner) -> list[dict[str, Any]]:
+        text = await asyncio.to_thread(self._read_text, self.owner_dir(owner) / self.PENDING_FILE)
+        try:
+            items = json.loads(text) if text.strip() else []
+        except ValueError:
+            raise UnreadableDocument(f"{self.PENDING_FILE} is not valid JSON") from None
+        return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+    async def write_pending(self, owner: MemoryOwner, items: list[dict[str, Any]]) -> None:
+        path = self.owner_dir(owner) / self.PENDING_FILE
+        if not items:
+            with contextlib.suppress(FileNotFoundError):
+                await asyncio.to_thread(path.unlink)
+            return
+        await asyncio.to_thread(self._write_file, path, json.dumps(items, ensure_ascii=False, indent=1) + "\n")
+
+    async def erase(self, owner: MemoryOwner) -> bool:
+        folder = self.owner_dir(owner)
+        if not folder.exists() and not folder.is_symlink():
+            return False
+        async with self.lock(owner):  # a write in flight finishes first; none starts until the files are gone
+            await asyncio.to_thread(self._remove_documents, folder)
+        await asyncio.to_thread(self._remove_folder, folder)
+        return True
+
     # -- file helpers (sync; run in a worker thread) --
 
-    def _read_file(self, path: Path) -> list[str]:
+    @staticmethod
+    def _read_text(path: Path) -> str:
         try:
-            return parse_entries(path.read_text(encoding="utf-8"))
+            data = path.read_bytes()
         except FileNotFoundError:
-            return []
+            return ""
+        except OSError as exc:
+            raise UnreadableDocument(f"{path.name} could not be read ({exc.strerror or type(exc).__name__})") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UnreadableDocument(f"{path.name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                                     f"{exc.start})") from None
+        return text.removeprefix("\ufeff")  # a byte-order mark some editors add; never written back
 
     def _write_file(self, path: Path, text: str) -> None:
         atomic_write(path, text.encode("utf-8"), replace=self._replace)
@@ -107,12 +148,27 @@ class FileMemoryStore:
         """The commit point of a write (a seam tests use to simulate a crash)."""
         os.replace(tmp, final)
 
+    def _remove_documents(self, folder: Path) -> None:
+        if folder.is_symlink() or not folder.is_dir():
+            return
+        for item in folder.iterdir():
+            if item.name != self.LOCK_FILE and (item.is_symlink() or not item.is_dir()):
+                item.unlink(missing_ok=True)
+
+    @staticmethod
+    def _remove_folder(folder: Path) -> None:
+        if folder.is_symlink():
+            folder.unlink()  # the link only, never what it points to
+        elif folder.exists():
+            shutil.rmtree(folder)
+
 
 class InMemoryStore:
     """A `MemoryStore` in a dict: for tests and throwaway sessions."""
 
     def __init__(self) -> None:
         self.documents: dict[tuple[MemoryOwner, str], list[str]] = {}
+        self.pending: dict[MemoryOwner, list[dict[str, Any]]] = {}
         self._locks: dict[MemoryOwner, asyncio.Lock] = {}
 
     async def read(self, owner: MemoryOwner, target: str) -> list[str]:
@@ -128,9 +184,23 @@ class InMemoryStore:
         async with self._locks.setdefault(owner, asyncio.Lock()):
             yield
 
+    async def read_pending(self, owner: MemoryOwner) -> list[dict[str, Any]]:
+        return json.loads(json.dumps(self.pending.get(owner, [])))
+
+    async def write_pending(self, owner: MemoryOwner, items: list[dict[str, Any]]) -> None:
+        self.pending[owner] = json.loads(json.dumps(items))
+
+    async def erase(self, owner: MemoryOwner) -> bool:
+        found = owner in self.pending or any(key[0] == owner for key in self.documents)
+        self.pending.pop(owner, None)
+        for key in [k for k in self.documents if k[0] == owner]:
+            del self.documents[key]
+        return found
+
 
 __all__ = [
     "Document", "ENTRY_JOIN", "FILE_NAMES", "FileMemoryStore", "InMemoryStore", "LABELS", "MemoryBook",
-    "MemoryOwner", "MemoryResult", "MemoryStore", "SEPARATOR", "TARGETS", "Target", "blocked_placeholder",
+    "MemoryOwner", "MemoryResult", "MemoryStore", "SEPARATOR", "TARGETS", "Target", "UnreadableDocument",
+    "blocked_placeholder",
     "display_entry", "format_entries", "parse_entries", "preview", "safe_scope_name", "usage_text", "used_chars",
 ]

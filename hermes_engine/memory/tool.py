@@ -1,42 +1,72 @@
-"""The `memory` agent tool, named and shaped as in Hermes Agent: memory(action, target, content, old_text).
+"""The `memory` agent tool, named and shaped as in Hermes Agent: memory(action, target, content, old_text), or
+memory(target, operations=[...]) for several changes applied all or nothing.
 
 The owner is always the person the turn runs for (`ctx.person_id`); the model cannot name another person.
 `target="shared"` writes the group/channel/server memory and works only where `ctx.shared_scope` is set.
 It is in the schema everywhere (schemas are static and shared by all sessions of a bot) and refused at run
 time in a DM, which costs a few schema tokens but keeps one cacheable tool list.
-In a multi-speaker session, errors never echo the person's private entries into the shared conversation.
+In a multi-speaker session, messages never echo the person's private entries into the shared conversation.
+Inside the background review (`ctx.in_review`) the tool may add; a call that would rewrite or remove an
+entry is staged for the person instead (`hermes_engine.memory.pending`).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from hermes_engine.memory.store import MemoryBook, MemoryOwner
+from hermes_engine.memory.book import Change, MemoryBook
+from hermes_engine.memory.documents import MemoryOwner
+from hermes_engine.memory.pending import PendingChanges
 from hermes_engine.tools.registry import ToolContext, ToolResult, tool
 
 
+def _changes(action: str | None, content: str | None, old_text: str | None,
+             operations: list[dict[str, Any]] | None) -> list[Change] | str:
+    """The call as a list of changes, or what is wrong with it."""
+    if operations is not None:
+        if action:
+            return "Error: give either action (one change) or operations (several), not both."
+        if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
+            return 'Error: operations must be a list of objects like {"action": "remove", "old_text": "..."}.'
+        return [Change.from_dict(op) for op in operations]
+    if not action:
+        return "Error: missing action (add, replace or remove), or operations for several changes at once."
+    if action not in ("add", "replace", "remove"):
+        return f"Error: unknown action {action!r}; use add, replace or remove."
+    if action == "add" and not (content or "").strip():
+        return "Error: add needs content (the fact to remember)."
+    if action == "replace" and not (content or "").strip():
+        return "Error: replace needs content (the new text); use remove to delete an entry."
+    return [Change.of(action, content, old_text)]
+
+
 @tool(toolset="memory")
-async def memory(action: Literal["add", "replace", "remove"], target: Literal["memory", "user", "shared"],
-                 content: str | None = None, old_text: str | None = None, *, ctx: ToolContext) -> ToolResult:
+async def memory(*, action: Literal["add", "replace", "remove"] | None = None,
+                 target: Literal["memory", "user", "shared"], content: str | None = None,
+                 old_text: str | None = None, operations: list[dict[str, Any]] | None = None,
+                 ctx: ToolContext) -> ToolResult:
     """Save durable facts for future sessions (in your prompt from the next session on).
     Store declarative facts ("User prefers concise answers", "Project deploys with Docker on Fly.io"), never
     commands or instructions to yourself. One short fact per entry; when full, replace or remove to consolidate.
 
     Args:
-        action: add a new entry; replace the entry containing old_text with content; remove the entry
-            containing old_text
+        action: add a new entry; replace the entry containing old_text with content (the whole new entry);
+            remove the entry containing old_text
         target: memory = your notes (environment, projects, conventions, lessons); user = this person's
             profile (preferences, communication style); shared = notes for this whole group (group chats only)
         content: the entry text (add, replace)
         old_text: a short unique part of the existing entry (replace, remove)
+        operations: instead of action, several changes to one target applied together, all or nothing, e.g.
+            [{"action": "remove", "old_text": "..."}, {"action": "add", "content": "..."}]
     """
     book: MemoryBook | None = ctx.services.get("memory")
     if book is None:
         return ToolResult("Error: memory is not available in this session.", is_error=True)
-    if action not in ("add", "replace", "remove"):
-        return ToolResult(f"Error: unknown action {action!r}; use add, replace or remove.", is_error=True)
     if target not in ("memory", "user", "shared"):
         return ToolResult(f"Error: unknown target {target!r}; use memory, user or shared.", is_error=True)
+    changes = _changes(action, content, old_text, operations)
+    if isinstance(changes, str):
+        return ToolResult(changes, is_error=True)
 
     if target == "shared":
         if not ctx.shared_scope:
@@ -50,15 +80,15 @@ async def memory(action: Literal["add", "replace", "remove"], target: Literal["m
         owner, document = MemoryOwner.person(ctx.person_id), target
         show_entries = ctx.chat_kind == "dm"  # private entries are not echoed into a multi-speaker chat
 
-    if action == "add":
-        if not (content or "").strip():
-            return ToolResult("Error: add needs content (the fact to remember).", is_error=True)
-        result = await book.add(owner, document, content or "", show_entries=show_entries)
-    elif action == "replace":
-        if not (content or "").strip():
-            return ToolResult("Error: replace needs content (the new text); use remove to delete an entry.",
-                              is_error=True)
-        result = await book.replace(owner, document, old_text or "", content or "", show_entries=show_entries)
+    pending: PendingChanges = ctx.services.get("memory_pending") or PendingChanges(book)
+    if ctx.in_review and ctx.person_id is not None and await pending.person_gone(ctx.person_id):
+        return ToolResult("Error: the person this review is about asked to be forgotten; nothing was saved.",
+                          is_error=True)
+    if ctx.in_review and any(c.action != "add" for c in changes):
+        if owner.is_shared:
+            return ToolResult("Error: a background review may only add to the group's shared memory; rewriting or "
+                              "removing its entries needs a live conversation. Nothing was changed.", is_error=True)
+        result = await pending.stage(owner, document, changes, show_entries=show_entries)
     else:
-        result = await book.remove(owner, document, old_text or "", show_entries=show_entries)
+        result = await book.apply(owner, document, changes, show_entries=show_entries)
     return ToolResult(str(result), is_error=not result.ok)

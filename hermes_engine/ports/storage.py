@@ -35,6 +35,22 @@ class AccountRecord:
 
 
 @dataclass(frozen=True)
+class ForgottenPerson:
+    """What `forget_person` deleted, with what the caller needs to remove the files kept beside the database
+    (memory folders by person id, attachment folders by session key, attachment files by path)."""
+
+    person_ids: tuple[int, ...]  # the person and everyone merged into them
+    accounts: tuple[AccountRecord, ...]
+    session_keys: tuple[str, ...]  # keys of the sessions deleted whole (conversations no one else wrote in)
+    sessions: int
+    messages: int  # in those sessions, plus the person's own messages in sessions shared with others
+    inbound: int  # inbox rows holding their messages
+    goals: int
+    link_codes: int
+    attachment_paths: tuple[str, ...]  # files their messages brought, as the inbox recorded them
+
+
+@dataclass(frozen=True)
 class SessionRecord:
     id: int
     key: str
@@ -138,6 +154,14 @@ class PeopleStore(Protocol):
     async def get_person(self, person_id: int) -> PersonRecord | None: ...
 
     async def list_accounts(self, person_id: int) -> list[AccountRecord]: ...
+
+    async def find_accounts(self, *, platform: str | None = None, user_id: str | None = None) -> list[AccountRecord]:
+        """Accounts with this platform and/or platform user id (every account when both are None), by person."""
+
+    async def forget_person(self, person_id: int) -> ForgottenPerson | None:
+        """Delete the person, everyone merged into them, and what the database keeps about them: accounts, link
+        codes, their sessions (with messages, summaries and goals), their messages in sessions shared with
+        others, and inbox rows holding their messages. One transaction; None for an unknown person."""
 
 
 class SessionStore(Protocol):

@@ -1,9 +1,10 @@
 """`hermes-gateway memory …`: look at, hand-edit and export a person's memory documents.
 
 Documents live under `<HERMES_HOME>/memories` (HERMES_HOME from the environment, see `load_settings`).
-`edit` opens $VISUAL/$EDITOR on a copy, then saves it atomically under the store's lock, refusing if the
-bot changed the document meanwhile, and warns about entries the security scan would block (they stay
-saved, but the prompt shows them as `[blocked entry: <rule>]`).
+PERSON is a person id or `platform:user_id` (see `hermes_gateway.cli.people`). `edit` opens $VISUAL/$EDITOR
+on a copy, then saves it atomically under the store's lock, refusing if the bot changed the document
+meanwhile, and warns about entries the security scan would block (they stay saved, but the prompt shows
+them as `[blocked entry: <rule>]`). A document that cannot be read is reported as such and never edited.
 """
 
 import asyncio
@@ -17,12 +18,12 @@ from pathlib import Path
 
 import typer
 
-from hermes_engine.config import MemorySettings, load_settings
-from hermes_engine.errors import ConfigError
+from hermes_engine.config import MemorySettings
 from hermes_engine.memory.store import (
     FILE_NAMES,
     FileMemoryStore,
     MemoryOwner,
+    UnreadableDocument,
     blocked_placeholder,
     format_entries,
     parse_entries,
@@ -30,6 +31,7 @@ from hermes_engine.memory.store import (
     used_chars,
 )
 from hermes_engine.policy.security import scan_text
+from hermes_gateway.cli.people import PERSON_HELP, person_id, settings
 
 app = typer.Typer(help="Inspect and edit what the agent remembers about a person.", no_args_is_help=True)
 
@@ -40,12 +42,15 @@ class Target(StrEnum):
 
 
 def _store() -> FileMemoryStore:
+    return FileMemoryStore.for_home(settings().home)
+
+
+def _read(store: FileMemoryStore, owner: MemoryOwner, target: str) -> list[str] | str:
+    """The entries, or why the document cannot be read."""
     try:
-        home = load_settings().home
-    except ConfigError as exc:
-        typer.echo(f"Error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    return FileMemoryStore.for_home(home)
+        return asyncio.run(store.read(owner, target))
+    except UnreadableDocument as exc:
+        return exc.reason
 
 
 def _limit(target: str) -> int:
@@ -63,12 +68,15 @@ def _blocked(entries: list[str]) -> list[tuple[int, list[str]]]:
 
 
 @app.command()
-def show(person_id: int = typer.Argument(..., help="The person's id.")) -> None:
+def show(person: str = typer.Argument(..., help=PERSON_HELP)) -> None:
     """Print MEMORY.md and USER.md of a person, entries numbered, blocked ones marked."""
     store = _store()
-    owner = MemoryOwner.person(person_id)
+    owner = MemoryOwner.person(person_id(person))
     for target in ("memory", "user"):
-        entries = asyncio.run(store.read(owner, target))
+        entries = _read(store, owner, target)
+        if isinstance(entries, str):
+            typer.echo(f"== {FILE_NAMES[target]} cannot be read ({entries}) {store.path(owner, target)}\n")
+            continue
         typer.echo(f"== {FILE_NAMES[target]} [{usage_text(used_chars(entries), _limit(target))}] "
                    f"{store.path(owner, target)}")
         if not entries:
@@ -81,13 +89,17 @@ def show(person_id: int = typer.Argument(..., help="The person's id.")) -> None:
 
 
 @app.command()
-def edit(person_id: int = typer.Argument(..., help="The person's id."),
+def edit(person: str = typer.Argument(..., help=PERSON_HELP),
          target: Target = typer.Option(Target.memory, "--target", "-t", help="Which document to edit.")) -> None:
-    """Open $EDITOR on a person's MEMORY.md (or USER.md with --target user); entries are separated by a § line."""
+    """Open $EDITOR on a person's MEMORY.md (or USER.md with --target user); each entry ends with a § line."""
     store = _store()
-    owner = MemoryOwner.person(person_id)
+    owner = MemoryOwner.person(person_id(person))
     name = target.value
-    original = asyncio.run(store.read(owner, name))
+    original = _read(store, owner, name)
+    if isinstance(original, str):
+        typer.echo(f"Error: {FILE_NAMES[name]} cannot be read ({original}); fix or remove "
+                   f"{store.path(owner, name)} by hand.", err=True)
+        raise typer.Exit(1)
     workdir = Path(tempfile.mkdtemp(prefix="hermes-memory-"))
     copy = workdir / FILE_NAMES[name]
     copy.write_text(format_entries(original), encoding="utf-8")
@@ -108,7 +120,10 @@ def edit(person_id: int = typer.Argument(..., help="The person's id."),
 
     async def save() -> bool:
         async with store.lock(owner):
-            if await store.read(owner, name) != original:
+            try:
+                if await store.read(owner, name) != original:
+                    return False
+            except UnreadableDocument:
                 return False
             await store.write(owner, name, edited)
             return True
@@ -138,13 +153,17 @@ def _cleanup(copy: Path) -> None:
 
 
 @app.command("export")
-def export(person_id: int = typer.Argument(..., help="The person's id.")) -> None:
+def export(person: str = typer.Argument(..., help=PERSON_HELP)) -> None:
     """Print both documents of a person as JSON."""
     store = _store()
-    owner = MemoryOwner.person(person_id)
-    data: dict[str, object] = {"person_id": person_id}
+    pid = person_id(person)
+    owner = MemoryOwner.person(pid)
+    data: dict[str, object] = {"person_id": pid}
     for target in ("memory", "user"):
-        entries = asyncio.run(store.read(owner, target))
+        entries = _read(store, owner, target)
+        if isinstance(entries, str):
+            data[target] = {"file": FILE_NAMES[target], "unreadable": entries}
+            continue
         data[target] = {
             "file": FILE_NAMES[target],
             "entries": entries,

@@ -2,20 +2,36 @@
 
 `link_accounts` keeps the merged person's row (marked `merged_into`) rather than deleting it, so anything
 keyed by that person id elsewhere (memory files, say) can still be found and moved; accounts and
-messages move to the kept person.
+messages move to the kept person. `forget_person` is the one deletion: a person asked for everything about
+them to go, so it reaches past this role's own tables into sessions, messages, goals and the inbox.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from typing import Any
+
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from hermes_engine.ports.storage import AccountRecord, PersonRecord
-from storage.models import AccountRow, MessageRow, PersonRow
+from hermes_engine.ports.storage import AccountRecord, ForgottenPerson, PersonRecord
+from storage.models import (
+    AccountRow,
+    CompactionRow,
+    GoalRow,
+    InboundEventRow,
+    LinkCodeRow,
+    MessageRow,
+    PersonRow,
+    SessionRow,
+)
 from storage.repos.base import SqlRepository, whole
 from storage.values import clean_text
 
-__all__ = ["PeopleRepository"]
+__all__ = ["REMOVED", "PeopleRepository"]
+
+REMOVED = "[message removed: its author asked to be forgotten]"
 
 
 def _person(row: PersonRow) -> PersonRecord:
@@ -103,3 +119,87 @@ class PeopleRepository(SqlRepository):
             rows = await session.scalars(
                 sa.select(AccountRow).where(AccountRow.person_id == person_id).order_by(AccountRow.id))
             return [_account(row) for row in rows]
+
+    @whole
+    async def find_accounts(self, *, platform: str | None = None, user_id: str | None = None) -> list[AccountRecord]:
+        query = sa.select(AccountRow).order_by(AccountRow.person_id, AccountRow.id)
+        if platform is not None:
+            query = query.where(AccountRow.platform == platform)
+        if user_id is not None:
+            query = query.where(AccountRow.user_id == user_id)
+        async with self._session() as session:
+            return [_account(row) for row in await session.scalars(query)]
+
+    @whole
+    async def forget_person(self, person_id: int) -> ForgottenPerson | None:
+        """A session is deleted whole when no one else wrote in it: the person's DMs and their own
+        conversations in groups (and a DM frozen for them before they wrote). In a session others wrote in
+        too, the person's messages stay as empty turns (text, images and author gone), so the conversation the
+        others keep still alternates as the model expects; what the assistant answered there stays with them."""
+        async with self._write() as session:
+            if await session.get(PersonRow, person_id) is None:
+                return None
+            ids = [person_id, *(await session.scalars(
+                sa.select(PersonRow.id).where(PersonRow.merged_into == person_id)))]
+            accounts = [_account(row) for row in await session.scalars(
+                sa.select(AccountRow).where(AccountRow.person_id.in_(ids)).order_by(AccountRow.id))]
+            whole_ids = await self._sessions_of_only(session, ids)
+            keys = (await session.execute(
+                sa.select(SessionRow.key, SessionRow.bot).where(SessionRow.id.in_(whole_ids)))).all()
+            inbound, paths = await self._inbound_of(session, accounts)
+
+            goals = await _delete(session, GoalRow, sa.or_(
+                GoalRow.session_id.in_(whole_ids),
+                *(sa.and_(GoalRow.session_key == key, GoalRow.bot == bot) for key, bot in keys)))
+            messages = await _delete(session, MessageRow, MessageRow.session_id.in_(whole_ids))
+            blanked = await session.execute(  # a shared conversation keeps its turns, without their words
+                sa.update(MessageRow).where(MessageRow.person_id.in_(ids))
+                .values(content=REMOVED, images=None, meta=None, person_id=None)
+                .execution_options(synchronize_session=False))
+            messages += int(getattr(blanked, "rowcount", 0) or 0)
+            await _delete(session, CompactionRow, CompactionRow.session_id.in_(whole_ids))
+            await session.execute(sa.update(SessionRow).where(SessionRow.parent_id.in_(whole_ids))
+                                  .values(parent_id=None))
+            sessions = await _delete(session, SessionRow, SessionRow.id.in_(whole_ids))
+            inbound_count = await _delete(session, InboundEventRow, InboundEventRow.id.in_(inbound))
+            link_codes = await _delete(session, LinkCodeRow, LinkCodeRow.person_id.in_(ids))
+            await _delete(session, AccountRow, AccountRow.person_id.in_(ids))
+            await session.execute(sa.update(PersonRow).where(PersonRow.merged_into.in_(ids)).values(merged_into=None))
+            await _delete(session, PersonRow, PersonRow.id.in_(ids))
+        return ForgottenPerson(person_ids=tuple(ids), accounts=tuple(accounts),
+                               session_keys=tuple(sorted({key for key, _ in keys})), sessions=sessions,
+                               messages=messages, inbound=inbound_count, goals=goals, link_codes=link_codes,
+                               attachment_paths=tuple(paths))
+
+    @staticmethod
+    async def _sessions_of_only(session: AsyncSession, ids: Collection[int]) -> list[int]:
+        """Sessions the people wrote in, or whose frozen prompt was made for them, where no one else wrote."""
+        wrote = sa.select(MessageRow.session_id).where(MessageRow.person_id.in_(ids))
+        owned = sa.select(SessionRow.id).where(SessionRow.state["owner"].as_integer().in_(ids))
+        others = sa.select(MessageRow.session_id).where(MessageRow.role == "user", MessageRow.person_id.is_not(None),
+                                                        MessageRow.person_id.not_in(ids))
+        query = sa.select(SessionRow.id).where(sa.or_(SessionRow.id.in_(wrote), SessionRow.id.in_(owned)),
+                                               SessionRow.id.not_in(others))
+        return list(await session.scalars(query))
+
+    @staticmethod
+    async def _inbound_of(session: AsyncSession, accounts: Collection[AccountRecord]) -> tuple[list[int], list[str]]:
+        """Inbox rows of messages these accounts sent, and the attachment files those messages recorded."""
+        if not accounts:
+            return [], []
+        payload = InboundEventRow.payload  # {"bot": …, "message": <the InboundMessage as a dict>, …}
+        query = sa.select(InboundEventRow.id, payload).where(sa.or_(*(sa.and_(
+            InboundEventRow.platform == a.platform, payload[("message", "account")].as_string() == a.account,
+            payload[("message", "user_id")].as_string() == a.user_id) for a in accounts)))
+        ids, paths = [], []
+        for row_id, data in (await session.execute(query)).all():
+            ids.append(row_id)
+            message = (data or {}).get("message") or {}
+            paths += [str(item["path"]) for item in message.get("attachments") or ()
+                      if isinstance(item, dict) and item.get("path")]
+        return ids, paths
+
+
+async def _delete(session: AsyncSession, row: Any, condition: Any) -> int:
+    result = await session.execute(sa.delete(row).where(condition).execution_options(synchronize_session=False))
+    return int(getattr(result, "rowcount", 0) or 0)

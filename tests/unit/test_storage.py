@@ -527,3 +527,74 @@ async def test_a_delivery_is_recorded_per_bot_and_platform_and_stays_final(store
     assert await store.prune_deliveries(clock.now - timedelta(seconds=60)) == 1
     assert await store.get_delivery("bot1", "telegram", "e1:reply") is None
     assert await store.get_delivery("bot1", "telegram", "e2:reply") == Delivery(("13",), True)
+
+
+# ----------------------------------------------------------------------------------------- forgetting a person
+
+async def _says(store: SqlStore, session_id: int, person_id: int | None, text: str) -> None:
+    await store.append_message(session_id, Message(role="user", content=text), person_id=person_id)
+    await store.append_message(session_id, Message(role="assistant", content="noted"))
+
+
+def _payload(account: str, user_id: str, text: str, attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    message = {"platform": "telegram", "account": account, "chat_kind": "dm", "chat_id": user_id,
+               "user_id": user_id, "text": text, "message_id": "1", "attachments": attachments or []}
+    return {"bot": "b", "message": message, "purpose": "turn"}
+
+
+async def test_forget_person_deletes_their_people_accounts_sessions_messages_goals_codes_and_inbox(store: SqlStore):
+    from storage.repos.people import REMOVED
+
+    alice = await store.resolve_account("telegram", "bot", "111", "Alice")
+    alice_slack = await store.resolve_account("slack", "T1", "U9", "alice")
+    bob = await store.resolve_account("telegram", "bot", "222", "Bob")
+    await store.link_accounts(alice.person_id, alice_slack.person_id)
+    dm = await store.active_session("telegram:bot:dm:111", "b")
+    await _says(store, dm.id, alice.person_id, "my passport is zebra123")
+    await store.record_compaction(session_id=dm.id, first_message_id=1, last_message_id=2,
+                                  summary="Alice shared her passport zebra123", tokens_before=9, tokens_after=3)
+    frozen = await store.new_session("telegram:bot:dm:111", "b", parent_id=dm.id)  # after /new, not written yet
+    await store.update_session(frozen.id, state={"system_prompt": "USER: Alice likes zebras", "owner": alice.person_id})
+    group = await store.active_session("telegram:bot:group:-1", "b")
+    await store.update_session(group.id, state={"owner": alice.person_id})  # she spoke first there
+    await _says(store, group.id, alice.person_id, "zebra123 is my secret")
+    await _says(store, group.id, bob.person_id, "hello all")
+    bob_dm = await store.active_session("telegram:bot:dm:222", "b")
+    await _says(store, bob_dm.id, bob.person_id, "bob's own words")
+    await store.create_goal("telegram:bot:dm:111", "b", "plan Alice's trip", session_id=frozen.id)
+    await store.create_link_code("ALICE1", alice.person_id, 600)
+    await store.record_inbound("telegram", "e1", _payload("bot", "111", "zebra123", [
+        {"kind": "photo", "file_name": "a.jpg", "mime_type": "image/jpeg", "size": 3, "path": "/home/att/a.jpg"}]))
+    await store.record_inbound("telegram", "e2", _payload("bot", "222", "bob's message"))
+
+    report = await store.forget_person(alice.person_id)
+
+    assert report is not None
+    assert set(report.person_ids) == {alice.person_id, alice_slack.person_id}
+    assert {(a.platform, a.user_id) for a in report.accounts} == {("telegram", "111"), ("slack", "U9")}
+    assert report.session_keys == ("telegram:bot:dm:111",) and report.sessions == 2
+    assert report.messages == 3 and report.goals == 1 and report.link_codes == 1 and report.inbound == 1
+    assert report.attachment_paths == ("/home/att/a.jpg",)
+    assert await store.get_person(alice.person_id) is None and await store.get_person(alice_slack.person_id) is None
+    assert await store.find_accounts(user_id="111") == [] and await store.find_accounts(platform="slack") == []
+    assert await store.get_session(dm.id) is None and await store.get_session(frozen.id) is None
+    assert await store.list_compactions([dm.id]) == []
+    assert await store.active_goal("telegram:bot:dm:111", "b") is None
+    assert await store.redeem_link_code("ALICE1") is None
+    assert [e.event_id for e in await store.pending_inbound("telegram")] == ["e2"]
+    shared = await store.load_stored_messages(group.id)
+    assert [m.message.content for m in shared] == [REMOVED, "noted", "hello all", "noted"]
+    assert shared[0].person_id is None and shared[2].person_id == bob.person_id
+    assert await store.search_messages(person_id=bob.person_id, bot="b", query="zebra123") == []
+    assert [m.content for m in await store.load_messages(bob_dm.id)] == ["bob's own words", "noted"]
+    assert (await store.find_accounts(user_id="222"))[0].person_id == bob.person_id
+    assert await store.forget_person(alice.person_id) is None  # unknown now
+
+
+async def test_find_accounts_filters_by_platform_and_platform_user_id(store: SqlStore) -> None:
+    ann = await store.resolve_account("telegram", "bot1", "42", "Ann")
+    other_bot = await store.resolve_account("telegram", "bot2", "42", "Ann")
+    await store.resolve_account("slack", "T1", "42", "Sam")
+    found = await store.find_accounts(platform="telegram", user_id="42")
+    assert [(a.person_id, a.account) for a in found] == [(ann.person_id, "bot1"), (other_bot.person_id, "bot2")]
+    assert len(await store.find_accounts(user_id="42")) == 3 and len(await store.find_accounts()) == 3

@@ -1,0 +1,205 @@
+"""Forget me: a person (`/forget`) or an operator (`hermes-gateway people forget`) deletes everything kept about
+that person.
+
+What is kept about a person, and where it goes:
+- the database (`PeopleStore.forget_person`): the person and everyone merged into them, their accounts and
+  /link codes, their own conversations (messages, summaries, goals), their words in conversations shared
+  with others (blanked in place), and the inbox rows holding their messages;
+- files under HERMES_HOME: their memory (`memories/<person id>/`: MEMORY.md, USER.md, proposed changes), the
+  attachment folders of their own conversations and the attachment files their other messages brought, and
+  their pairing approval (`pairing.json`).
+The database goes first, in one transaction: if it fails nothing is half-forgotten there, and the files that
+follow are found from what it deleted. Confirmation is a one-time code the person must send back, so a
+stray `/forget` (or someone else's message quoting it) deletes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import secrets
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermes_engine.memory.documents import MemoryOwner, MemoryStore
+from hermes_engine.memory.store import FileMemoryStore
+from hermes_engine.policy.pairing import ALPHABET, Pairing
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.storage import ForgottenPerson, PeopleStore
+
+log = logging.getLogger(__name__)
+
+CODE_LENGTH = 6
+CODE_TTL_SECONDS = 600
+ATTACHMENTS = "attachments"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+EXPLAIN = """This deletes everything I keep about you, for good:
+- what I remember about you (notes and profile, and changes waiting for you),
+- our conversations and your messages (in group chats your messages are blanked; the others keep theirs),
+- files you sent me, your /link codes and linked accounts, and your access approval if you were paired.
+I will not recognise you afterwards; if you write again you start as someone new.
+
+To go ahead, send `/forget {code}` within 10 minutes."""
+
+
+def attachment_folder_name(session_key: str) -> str:
+    """The folder the adapters save a conversation's attachments in (`attachments/<this>/`)."""
+    return _UNSAFE.sub("_", session_key).strip("._")[:120]
+
+
+@dataclass(frozen=True)
+class ForgetOutcome:
+    record: ForgottenPerson
+    memory_folders: int
+    attachment_files: int
+    approvals: int
+    problems: tuple[str, ...] = ()  # files that could not be removed (the database part is done regardless)
+
+    def summary(self) -> str:
+        r = self.record
+        text = (f"Deleted {len(r.person_ids)} person record(s), {len(r.accounts)} account(s), {r.sessions} "
+                f"conversation(s), {r.messages} message(s), {r.goals} goal(s), {r.inbound} inbox row(s), "
+                f"{r.link_codes} link code(s), {self.memory_folders} memory folder(s), {self.attachment_files} "
+                f"attachment(s) and {self.approvals} pairing approval(s).")
+        if self.problems:
+            text += " Could not remove: " + "; ".join(self.problems) + "."
+        return text
+
+
+async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
+                        memory: MemoryStore | None = None) -> ForgetOutcome | None:
+    """Delete everything kept about `person_id` (see the module docstring); None for an unknown person.
+
+    `memory` is the running gateway's memory store, so a memory write in flight finishes before the files go;
+    without it the files under `home` are used directly (the command line)."""
+    record = await store.forget_person(person_id)
+    if record is None:
+        return None
+    memory = memory or FileMemoryStore.for_home(home)
+    problems: list[str] = []
+    folders = 0
+    for pid in record.person_ids:
+        try:
+            folders += await memory.erase(MemoryOwner.person(pid))
+        except OSError as exc:
+            problems.append(f"memory of person {pid} ({exc.strerror or exc})")
+    files = await asyncio.to_thread(_remove_attachments, Path(home) / ATTACHMENTS, record, problems)
+    pairing = Pairing.for_home(home)
+    approvals = 0
+    for account in record.accounts:
+        try:
+            approvals += await asyncio.to_thread(pairing.revoke, account.platform, account.user_id)
+        except OSError as exc:
+            problems.append(f"pairing approval of {account.platform} user {account.user_id} ({exc})")
+    return ForgetOutcome(record, folders, files, approvals, tuple(problems))
+
+
+def _remove_attachments(root: Path, record: ForgottenPerson, problems: list[str]) -> int:
+    """Folders of the deleted conversations, and files recorded for their messages; never anything outside
+    `root`, never through a symlink."""
+    if not root.is_dir() or root.is_symlink():
+        return 0
+    base = root.resolve()
+    removed = 0
+    for key in record.session_keys:
+        name = attachment_folder_name(key)
+        folder = root / name
+        if not name or folder.is_symlink() or not folder.is_dir():
+            continue
+        try:
+            removed += sum(1 for p in folder.rglob("*") if not p.is_dir())
+            shutil.rmtree(folder)
+        except OSError as exc:
+            problems.append(f"{folder} ({exc.strerror or exc})")
+    for path in _inside(base, record.attachment_paths):
+        try:
+            path.unlink()
+            removed += 1
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            problems.append(f"{path} ({exc.strerror or exc})")
+    return removed
+
+
+def _inside(base: Path, paths: Iterable[str]) -> list[Path]:
+    found = []
+    for raw in paths:
+        path = Path(raw)
+        with contextlib.suppress(OSError, ValueError):
+            if path.parent.resolve().is_relative_to(base) and not path.is_symlink() and path.is_file():
+                found.append(path)
+    return found
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+class ForgetFeature(Feature):
+    """`/forget`: explains and hands out a one-time code; `/forget CODE` deletes, in a direct message only."""
+
+    name = "forget"
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.codes: dict[int, tuple[str, float]] = {}
+
+    def register_commands(self, registry: CommandRegistry) -> None:
+        registry.command("forget", "delete everything I keep about you (asks you to confirm)")(self.handle)
+
+    async def handle(self, ctx: CommandContext) -> str:
+        if str(ctx.message.chat_kind) != "dm":
+            return "Send /forget to me in a direct message; it deletes everything I keep about you."
+        given = ctx.args.strip().upper()
+        if not given:
+            code = new_code()
+            self.codes[ctx.person_id] = (code, self.clock() + CODE_TTL_SECONDS)
+            return EXPLAIN.format(code=code)
+        code, expires = self.codes.get(ctx.person_id, ("", 0.0))
+        if not code or self.clock() > expires or not secrets.compare_digest(given, code):
+            return ("That is not the code I gave you, or it has expired; nothing was deleted. Send /forget for a new "
+                    "one.")
+        del self.codes[ctx.person_id]
+        outcome = await self._forget(ctx)
+        if outcome is None:
+            return "I keep nothing about you."
+        if outcome.problems:
+            log.warning("forgetting person %s left files behind: %s", ctx.person_id, "; ".join(outcome.problems))
+            return ("Done: I have deleted everything I kept about you, except some files that could not be "
+                    "removed; the operator has been told.")
+        return "Done: I have deleted everything I kept about you."
+
+    async def _forget(self, ctx: CommandContext) -> ForgetOutcome | None:
+        host, person_id = ctx.host, ctx.person_id
+        book = host.services.get("memory")
+        memory = getattr(book, "store", None)
+        # Conversations loaded in this process that only this person wrote in restart on a fresh record first,
+        # so nothing here keeps pointing at a deleted one; shared ones reload without the person's words.
+        shared = []
+        for session_id in {ctx.session.record.id, *await host.store.export_session_ids(person_id=person_id)}:
+            handle = host.session_by_id(session_id)
+            if handle is None:
+                continue
+            await host.interrupt(handle)
+            stored = await host.store.load_stored_messages(session_id)
+            if all(m.person_id in (None, person_id) for m in stored if m.message.role == "user"):
+                await host.new_session(handle)
+            else:
+                shared.append(handle)
+        outcome = await forget_person(host.store, Path(host.settings.home), person_id,
+                                      memory=memory if isinstance(memory, MemoryStore) else None)
+        for handle in shared:
+            handle.history = None
+        host.forget_people()
+        return outcome
+
+
+__all__ = ["ForgetFeature", "ForgetOutcome", "attachment_folder_name", "forget_person"]

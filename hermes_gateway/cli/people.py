@@ -1,0 +1,138 @@
+"""`hermes-gateway people …`: find a person's id, and forget a person on their behalf.
+
+    hermes-gateway people list --platform telegram --user-id 123456789
+    hermes-gateway people forget telegram:123456789
+
+Everywhere the command line takes a PERSON it takes the id `people list` shows, or `platform:user_id` (the
+id the platform gives the person, e.g. Telegram's numeric user id). A PERSON that names no one is one
+clear sentence, never an empty person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import typer
+
+from hermes_engine.config import Settings, load_settings
+from hermes_engine.errors import ConfigError
+from hermes_engine.ports.storage import Store
+
+app = typer.Typer(help="Find people and forget a person.", no_args_is_help=True)
+
+T = TypeVar("T")
+PERSON_HELP = "The person's id (see `people list`) or platform:user_id, e.g. telegram:123456789."
+REMAINS = ("Not deleted here: database and HERMES_HOME backups you made, log files, exports already written, "
+           "and facts about them in a group's shared memory or in skills. A gateway running now keeps what it "
+           "has loaded for the person until it restarts.")
+
+
+class UnknownPerson(Exception):
+    """PERSON names no one (or more than one person); the message is the sentence to show."""
+
+
+def settings() -> Settings:
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def with_store(work: Callable[[Store], Awaitable[T]]) -> T:
+    """Run `work` against the gateway's database (opened, migrated, closed)."""
+    from hermes_gateway.wiring import open_store
+
+    async def run() -> T:
+        store = open_store(settings())
+        await store.init()
+        try:
+            return await work(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
+async def resolve_person(store: Store, person: str) -> int:
+    """The person id PERSON names: an id that exists, or the one person behind `platform:user_id`."""
+    text = person.strip()
+    if text.isdigit():
+        if await store.get_person(int(text)) is None:
+            raise UnknownPerson(f"No person has id {text} (a platform user id is written platform:user_id, e.g. "
+                                f"telegram:{text}; `hermes-gateway people list` shows everyone).")
+        return int(text)
+    platform, sep, user_id = text.partition(":")
+    if not sep or not platform or not user_id:
+        raise UnknownPerson(f"{person!r} is neither a person id nor platform:user_id (e.g. telegram:123456789).")
+    ids = sorted({a.person_id for a in await store.find_accounts(platform=platform.lower(), user_id=user_id)})
+    if not ids:
+        raise UnknownPerson(f"No {platform.lower()} account with user id {user_id} is known "
+                            f"(`hermes-gateway people list` shows everyone).")
+    if len(ids) > 1:
+        raise UnknownPerson(f"{text} is {len(ids)} different people (ids {', '.join(map(str, ids))}, one per bot "
+                            f"they wrote to); give the id of the one you mean.")
+    return ids[0]
+
+
+def person_id(person: str) -> int:
+    """`resolve_person` for a command: exits with the sentence when PERSON names no one."""
+
+    async def find(store: Store) -> int:
+        return await resolve_person(store, person)
+
+    try:
+        return with_store(find)
+    except UnknownPerson as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command("list")
+def list_(platform: str | None = typer.Option(None, "--platform", help="Only accounts on this platform."),
+          user_id: str | None = typer.Option(None, "--user-id", help="Only this platform user id.")) -> None:
+    """People with their ids and platform accounts."""
+
+    async def rows(store: Store) -> list[str]:
+        accounts = await store.find_accounts(platform=platform.lower() if platform else None, user_id=user_id)
+        lines: list[str] = []
+        for pid in dict.fromkeys(a.person_id for a in accounts):
+            own = [a for a in accounts if a.person_id == pid]
+            record = await store.get_person(pid)
+            name = (record.display_name if record else "") or own[0].display_name or "-"
+            listed = ", ".join(f"{a.platform}:{a.user_id} (bot account {a.account})" for a in own)
+            lines.append(f"{pid:>6}  {name}  {listed}")
+        return lines
+
+    lines = with_store(rows)
+    if not lines:
+        typer.echo("No one matches." if platform or user_id else "No one is known yet.")
+        return
+    typer.echo(f"{'id':>6}  name  accounts")
+    for line in lines:
+        typer.echo(line)
+
+
+@app.command()
+def forget(person: str = typer.Argument(..., help=PERSON_HELP),
+           yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
+    """Delete everything kept about a person: memory, profile, conversations, files, link codes, pairing."""
+    from hermes_engine.policy.forget import forget_person
+
+    pid = person_id(person)
+    if not yes:
+        typer.confirm(f"Delete everything kept about person {pid}? This cannot be undone.", abort=True)
+    home = settings().home
+
+    async def run(store: Store) -> str | None:
+        outcome = await forget_person(store, home, pid)
+        return outcome.summary() if outcome is not None else None
+
+    summary = with_store(run)
+    if summary is None:  # deleted by someone else between the look-up and now
+        typer.echo(f"Person {pid} is no longer known; nothing to delete.", err=True)
+        raise typer.Exit(1)
+    typer.echo(summary)
+    typer.echo(REMAINS)

@@ -1,0 +1,120 @@
+"""Forgetting a person from the command line (`hermes-gateway people …`), and the rules `/forget` keeps: a
+one-time code in a direct message, and files removed only inside the attachments folder."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryOwner
+from hermes_engine.policy.forget import ForgetFeature, attachment_folder_name, forget_person
+from hermes_engine.policy.pairing import Pairing
+from hermes_engine.ports.commands import CommandContext
+from hermes_engine.ports.inbound import ChatKind, InboundMessage
+from hermes_engine.ports.storage import AccountRecord, ForgottenPerson
+from hermes_gateway.cli.people import app, with_store
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    return home
+
+
+def _person(home: Path, platform: str, user_id: str, name: str, memory: str) -> int:
+    pid = with_store(lambda store: store.resolve_account(platform, "bot", user_id, name)).person_id
+    asyncio.run(MemoryBook(FileMemoryStore.for_home(home)).add(MemoryOwner.person(pid), "user", memory))
+    return pid
+
+
+def test_people_list_finds_a_person_by_platform_user_id(home):
+    ann = _person(home, "telegram", "123456789", "Ann", "Likes tea")
+    _person(home, "slack", "U2", "Bob", "Likes coffee")
+    runner = CliRunner()
+    everyone = runner.invoke(app, ["list"])
+    assert everyone.exit_code == 0 and "telegram:123456789" in everyone.output and "slack:U2" in everyone.output
+    found = runner.invoke(app, ["list", "--platform", "Telegram", "--user-id", "123456789"])
+    assert f"{ann:>6}  Ann  telegram:123456789 (bot account bot)" in found.output and "Bob" not in found.output
+    assert runner.invoke(app, ["list", "--user-id", "nobody"]).output.strip() == "No one matches."
+
+
+def test_people_forget_deletes_the_person_their_memory_and_pairing_and_says_what_remains(home):
+    ann = _person(home, "telegram", "123456789", "Ann", "Likes tea")
+    bob = _person(home, "telegram", "222", "Bob", "Likes coffee")
+    Pairing.for_home(home).approve_user("telegram", "123456789", "Ann")
+    runner = CliRunner()
+
+    kept = runner.invoke(app, ["forget", "telegram:123456789"], input="n\n")
+    assert kept.exit_code == 1 and (home / "memories" / str(ann)).exists()  # declined: nothing deleted
+
+    result = runner.invoke(app, ["forget", "telegram:123456789", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "1 memory folder(s)" in result.output and "1 pairing approval(s)" in result.output
+    assert "backups" in result.output and "log" in result.output
+    assert not (home / "memories" / str(ann)).exists() and (home / "memories" / str(bob)).exists()
+    assert not Pairing.for_home(home).is_approved("telegram", "123456789")
+    assert with_store(lambda store: store.get_person(ann)) is None
+    assert "123456789" not in runner.invoke(app, ["list"]).output
+
+    again = runner.invoke(app, ["forget", "telegram:123456789", "--yes"])
+    assert again.exit_code == 1 and again.output.startswith("Error: No telegram account with user id 123456789")
+
+
+@pytest.mark.parametrize("key", ["telegram:bot:dm:123456789", "slack:T1:thread:C1:1712.0042",
+                                 "discord:G1:group:42:user:7", "../../etc:passwd", "a b/c\\d"])
+def test_attachment_folders_are_named_as_the_telegram_adapter_names_them(key):
+    from adapters.telegram.media import safe_name
+
+    assert attachment_folder_name(key) == safe_name(key)
+
+
+class _Forgotten:
+    """A `PeopleStore` whose `forget_person` reports the given attachment paths."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+
+    async def forget_person(self, person_id: int) -> ForgottenPerson:
+        account = AccountRecord(1, person_id, "telegram", "bot", "1", "")
+        return ForgottenPerson((person_id,), (account,), (), 0, 0, 0, 0, 0, tuple(self.paths))
+
+
+async def test_forgetting_removes_attachment_files_only_inside_the_attachments_folder(tmp_path):
+    home = tmp_path / "home"
+    inside = home / "attachments" / "chat" / "m1-photo.jpg"
+    inside.parent.mkdir(parents=True)
+    inside.write_bytes(b"jpeg")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    link = home / "attachments" / "chat" / "m2-link.txt"
+    link.symlink_to(outside)
+    climbing = home / "attachments" / ".." / "secrets.txt"
+    (home / "secrets.txt").write_text("keep")
+
+    outcome = await forget_person(_Forgotten([str(inside), str(outside), str(link), str(climbing)]),  # type: ignore[arg-type]
+                                  home, 5)
+    assert outcome is not None and outcome.attachment_files == 1
+    assert not inside.exists()
+    assert outside.read_text() == "keep" and link.is_symlink() and (home / "secrets.txt").read_text() == "keep"
+
+
+def _command(args: str, chat_kind: ChatKind = ChatKind.DM) -> CommandContext:
+    msg = InboundMessage(platform="console", account="t", chat_kind=chat_kind, chat_id="c", user_id="u",
+                         text=f"/forget {args}".strip(), message_id="m1")
+    return CommandContext(host=None, session=None, message=msg, person_id=1, args=msg.args)  # type: ignore[arg-type]
+
+
+async def test_a_forget_code_is_given_only_in_a_direct_message_and_expires():
+    now = [1000.0]
+    feature = ForgetFeature(clock=lambda: now[0])
+    assert "direct message" in await feature.handle(_command("", ChatKind.GROUP))
+    assert feature.codes == {}
+    explained = await feature.handle(_command(""))
+    code = feature.codes[1][0]
+    assert f"/forget {code}" in explained
+    now[0] += 601
+    assert "expired" in await feature.handle(_command(code))  # never reaches the host: nothing is deleted
