@@ -1,4 +1,6 @@
-"""Nothing one chat does stalls the others: sync tools run off the event loop, with a time limit."""
+"""Nothing one chat does stalls the others, and what the gateway keeps stays bounded: sync tools run off the
+event loop with a time limit, and idle sessions leave memory (with every feature's per-session state) and
+come back from the database on their next message."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import time
 
 from fakes.fake_llm import Reply
 
+from hermes_engine.compression.feature import CompressionFeature
 from hermes_engine.tools.registry import tool
 
 
@@ -71,3 +74,55 @@ async def test_a_tool_over_its_time_limit_yields_a_tool_error_and_the_turn_finis
         release.set()
     [result] = _tool_results(fake_llm.requests[1])
     assert "slow_report did not finish within its time limit of 0.1 s" in result
+
+
+async def test_an_evicted_session_is_reloaded_with_its_history_and_its_compression_caches_dropped(
+        engine, fake_llm, monkeypatch):
+    monkeypatch.setenv("HERMES_MAX_LIVE_SESSIONS", "1")
+    e = await engine()
+    [compression] = [f for f in e.gateway.features if isinstance(f, CompressionFeature)]
+    assert compression.service is not None
+    fake_llm.script(Reply(text="Nice to meet you, Ada."), Reply(text="Hi Bea."), Reply(text="You are Ada."))
+
+    await e.say("my name is Ada", chat="ada", user="ada")
+    ada = e.gateway.sessions.get(e.gateway.session_key(e.message("", chat="ada", user="ada")))
+    assert ada is not None and ada.record.id in compression.service._meters
+    await e.say("hello", chat="bea", user="bea")
+
+    assert len(e.gateway.sessions) == 1 and ada.key not in e.gateway.sessions
+    assert ada.record.id not in compression.service._meters and ada.record.id not in compression.service._fixed
+
+    assert await e.say("what is my name?", chat="ada", user="ada") == "You are Ada."
+    reloaded = e.gateway.sessions.get(ada.key)
+    assert reloaded is not None and reloaded is not ada and reloaded.record.id == ada.record.id
+    sent = [(m["role"], m["content"]) for m in fake_llm.requests[-1].messages if m["role"] != "system"]
+    assert sent[:2] == [("user", "my name is Ada"), ("assistant", "Nice to meet you, Ada.")]
+    assert reloaded.system_prompt == ada.system_prompt
+
+
+async def test_a_session_with_a_turn_running_is_not_evicted_until_it_is_idle(engine, fake_llm, monkeypatch):
+    monkeypatch.setenv("HERMES_MAX_LIVE_SESSIONS", "1")
+    started, release = threading.Event(), threading.Event()
+
+    @tool(toolset="test")
+    def wait_for_release() -> str:
+        """Hold the turn until released."""
+        started.set()
+        return "released" if release.wait(20) else "gave up"
+
+    e = await engine()
+    e.gateway.tools.register(wait_for_release)
+    fake_llm.responder = lambda request: (
+        Reply(tool_calls=[("wait_for_release", {})]) if _asks(request, "hold") and not _tool_results(request)
+        else Reply(text="done"))
+    await e.gateway.handle(e.message("hold on", chat="ada", user="ada"))
+    assert await asyncio.to_thread(started.wait, 20)
+    ada_key = e.gateway.session_key(e.message("", chat="ada", user="ada"))
+
+    await e.say("hello", chat="bea", user="bea")
+    assert ada_key in e.gateway.sessions  # busy: kept although over the limit
+    release.set()
+    await e.outlet.wait_for(2)
+    await e.idle()
+    await e.say("hello", chat="cy", user="cy")
+    assert list(e.gateway.sessions) == [e.gateway.session_key(e.message("", chat="cy", user="cy"))]
