@@ -1,17 +1,21 @@
 """Nothing one chat does stalls the others, and what the gateway keeps stays bounded: sync tools run off the
-event loop with a time limit, and idle sessions leave memory (with every feature's per-session state) and
-come back from the database on their next message."""
+event loop with a time limit, old inbox rows are pruned by a scheduled job, and idle sessions leave memory
+(with every feature's per-session state) and come back from the database on their next message."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 from fakes.fake_llm import Reply
 
 from hermes_engine.compression.feature import CompressionFeature
+from hermes_engine.config import Settings
+from hermes_engine.core.housekeeping import DAY, JOB, InboxPruning
 from hermes_engine.tools.registry import tool
+from storage.store import SqlStore
 
 
 def _tool_results(request) -> list[str]:
@@ -74,6 +78,36 @@ async def test_a_tool_over_its_time_limit_yields_a_tool_error_and_the_turn_finis
         release.set()
     [result] = _tool_results(fake_llm.requests[1])
     assert "slow_report did not finish within its time limit of 0.1 s" in result
+
+
+async def _wait_for_first_run(feature: InboxPruning) -> None:
+    assert feature.scheduler is not None
+    job = feature.scheduler.jobs[JOB]
+    assert job.interval == DAY and job.lease  # daily, on one replica
+    for _ in range(500):
+        if job.runs and not job.running:
+            break
+        await asyncio.sleep(0.02)
+    assert job.runs == 1 and job.last_error is None
+
+
+async def test_the_prune_job_deletes_old_inbox_rows_and_keeps_recent_ones(engine, tmp_path):
+    now = datetime.now(UTC)
+    for event_id, age, answered in (("old", 40, True), ("recent", 1, True), ("old-pending", 40, False)):
+        store = SqlStore(Settings(home=tmp_path).db_url, clock=lambda age=age: now - timedelta(days=age))
+        await store.init()
+        await store.record_inbound("telegram", event_id, {})
+        if answered:
+            await store.complete_inbound("telegram", event_id)
+        await store.close()
+
+    e = await engine()  # the gateway schedules the job; the first run is at start
+    [pruning] = [f for f in e.gateway.features if isinstance(f, InboxPruning)]
+    await _wait_for_first_run(pruning)
+
+    assert await e.store.record_inbound("telegram", "old", {}) is True  # gone: recorded afresh
+    assert await e.store.record_inbound("telegram", "recent", {}) is False  # kept: still a duplicate
+    assert [p.event_id for p in await e.store.pending_inbound("telegram")] == ["old-pending", "old"]
 
 
 async def test_an_evicted_session_is_reloaded_with_its_history_and_its_compression_caches_dropped(
