@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = 8080
     log_level: str = "INFO"
+    inbox_retention_days: float = Field(30, gt=0)  # answered inbox events older than this are deleted
+    max_live_sessions: int = Field(1000, ge=1)  # sessions held in memory per bot; idle ones beyond are dropped
 
     @property
     def db_url(self) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from hermes_engine.compression.feature import CompressionFeature
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
+from hermes_engine.core.housekeeping import InboxPruning
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.feature import Feature
@@ -81,11 +82,12 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
                   features: list[Feature] | None = None) -> Gateway:
     """The gateway for one bot profile. Compression is part of every engine (its settings are in the
-    profile): a hand-picked feature list gets it too."""
+    profile): a hand-picked feature list gets it too, and so does the inbox pruning job."""
     if features is None:
         features = build_features(settings, profile)
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
+    features = [*features, InboxPruning(settings.inbox_retention_days)]
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
                    tools=ToolRegistry(list(CORE_TOOLS)),
                    access=AccessGate(profile.access, Pairing.for_home(settings.home)),

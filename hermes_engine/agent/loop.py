@@ -28,7 +28,6 @@ from hermes_engine.tools.registry import ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)
 
-MAX_TOOL_RESULT_CHARS = 50_000
 INTERRUPTED_RESULT = "[interrupted: the turn was stopped before this tool finished]"
 
 
@@ -164,9 +163,7 @@ class AgentLoop:
         try:
             for call, task in zip(calls, tasks, strict=False):
                 outcome = await task
-                content = outcome.content
-                if len(content) > MAX_TOOL_RESULT_CHARS:
-                    content = content[:MAX_TOOL_RESULT_CHARS] + f"\n[truncated: {len(outcome.content)} chars in all]"
+                content = outcome.content  # already cut to size by the registry
                 if call is calls[-1] and iterations_left <= self.budget_warning_at:
                     content += (f"\n\n[budget: {iterations_left} model calls left in this turn; "
                                 "finish the task or summarise where you are]")

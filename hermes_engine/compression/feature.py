@@ -36,6 +36,10 @@ class CompressionFeature(Feature):
         await context.hygiene()
         return context
 
+    def on_session_evicted(self, scope: SessionScope) -> None:
+        if self.service is not None:
+            self.service.forget(scope.session_id)
+
     def register_commands(self, registry: CommandRegistry) -> None:
         registry.command("compress", "shrink this conversation's context now (nothing is deleted)")(self._compress)
 

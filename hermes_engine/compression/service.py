@@ -73,6 +73,11 @@ class CompactionService:
     def meter(self, session_id: int) -> TokenMeter:
         return self._meters.setdefault(session_id, TokenMeter())
 
+    def forget(self, session_id: int) -> None:
+        """The session left memory: its meter and fixed size are measured afresh if it comes back."""
+        self._meters.pop(session_id, None)
+        self._fixed.pop(session_id, None)
+
     def context(self, session: SessionHandle, message: InboundMessage | None = None) -> SessionContext:
         return SessionContext(self, session, message)
 

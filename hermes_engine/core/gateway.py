@@ -21,6 +21,7 @@ from hermes_engine.compression.lineage import load_history
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob
+from hermes_engine.core.sessions import SessionTable
 from hermes_engine.core.turn import TurnRunner
 from hermes_engine.errors import HermesError
 from hermes_engine.policy.access import AccessGate
@@ -69,14 +70,14 @@ class Gateway:
         for feature in self.features:
             feature.register_commands(self.commands)
         self.outlets: dict[str, Outlet] = {}
-        self.sessions: dict[str, SessionHandle] = {}
+        self.sessions = SessionTable(settings.max_live_sessions)
         self._lanes: dict[str, Lane] = {}
         self._session_lock = asyncio.Lock()
         self._background: set[asyncio.Task[Any]] = set()
         self._watchers: set[asyncio.Task[Any]] = set()  # long-lived: pairing approvals per platform
         self._started = False
         self._stopping = False
-        self._people: dict[tuple[str, str, str], int] = {}  # (platform, account, user id) → person
+        self._people: dict[tuple[str, str, str], int] = {}  # (platform, account, user id) → person; bounded
         self.turns = TurnRunner(host=self, store=store, prompts=self.prompts, agent=self.agent,
                                 features=self.features, streaming=profile.streaming, outlet_for=self.outlets.get,
                                 stopping=lambda: self._stopping)
@@ -223,6 +224,7 @@ class Gateway:
     async def new_session(self, session: SessionHandle) -> SessionHandle:
         """`/new`: a fresh session for the same key, linked to the old one; prompts are frozen anew."""
         record = await self.store.new_session(session.key, self.bot, parent_id=session.record.id)
+        self._evicted(session)  # what features keep for the old session goes with it
         session.record = record
         session.scope = replace(session.scope, session_id=record.id)
         session.history = None
@@ -276,6 +278,8 @@ class Gateway:
         if person_id is None:
             record = await self.store.resolve_account(platform, account, user_id, display_name)
             person_id = self._people[key] = record.person_id
+            if len(self._people) > self.sessions.max_live:
+                del self._people[next(iter(self._people))]
         return person_id
 
     def enqueue(self, session: SessionHandle, job: TurnJob) -> None:
@@ -287,11 +291,21 @@ class Gateway:
     async def session_for(self, msg: InboundMessage) -> SessionHandle:
         key = self.session_key(msg)
         async with self._session_lock:
-            session = self.sessions.get(key)
+            session = self.sessions.use(key)
             if session is None:
                 record = await self.store.active_session(key, self.bot)
-                session = self.sessions[key] = self._handle_for(key, record, msg)
+                session = self._handle_for(key, record, msg)
+                for idle in self.sessions.add(session, busy=lambda k: k in self._lanes and self._lanes[k].busy):
+                    self._lanes.pop(idle.key, None)
+                    self._evicted(idle)
         return session
+
+    def _evicted(self, session: SessionHandle) -> None:
+        for feature in self.features:
+            try:
+                feature.on_session_evicted(session.scope)
+            except Exception:
+                log.exception("feature %s failed to drop session %s", feature.name, session.key)
 
     def _handle_for(self, key: str, record: SessionRecord, msg: InboundMessage) -> SessionHandle:
         dm = msg.chat_kind is ChatKind.DM

@@ -44,7 +44,7 @@ When done, reply with a concise final report: the answer or result first, then k
 agent needs (sources, numbers, caveats). If you could not finish, say what is missing."""
 
 
-@tool(toolset=TOOLSET)
+@tool(toolset=TOOLSET, time_limit=1800.0)  # a whole sub-agent run; its iteration budget bounds it first
 async def delegate_task(goal: str, context: str | None = None, toolsets: list[str] | None = None, *,
                         ctx: ToolContext) -> ToolResult:
     """Hand a self-contained subtask to a sub-agent with a fresh context; returns its final report.

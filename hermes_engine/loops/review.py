@@ -109,6 +109,9 @@ class ReviewFeature(Feature):
             self.running[session_id] = task
             task.add_done_callback(functools.partial(self._finished, session_id))
 
+    def on_session_evicted(self, scope: SessionScope) -> None:
+        self.counters.pop(scope.session_id, None)  # a running review keeps its own reference
+
     def _finished(self, session_id: int, _task: asyncio.Task[Any]) -> None:
         self.running.pop(session_id, None)
 

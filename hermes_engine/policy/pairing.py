@@ -2,8 +2,9 @@
 
 An unknown person who writes to the bot in a direct message gets a short code; the bot's admin approves it
 on the server with ``hermes-gateway pairing approve CODE``; from then on the person is served. Platform
-neutral: adapters (Telegram, Discord) call `Pairing.is_approved` and `Pairing.request`, the CLI calls
-`approve`, `pending`, `approved` and `revoke`.
+neutral: the engine's access gate (`policy.access`) calls `Pairing.is_approved`, `Pairing.request` and
+`claim_unnotified` in worker threads, never on the event loop; the CLI calls `approve`, `pending`,
+`approved` and `revoke`.
 
 - Codes are 8 characters from an alphabet without look-alikes (no 0/O, 1/I), random (`secrets`), valid for
   one hour, unique among pending codes. A person with a live code gets the same code again.
@@ -323,17 +324,3 @@ class Pairing:
                 if not table[key]:
                     del table[key]
 
-
-def access_granted(pairing: Pairing, access: Any, platform: str, user_id: str,
-                   also_allowed: set[str] | frozenset[str] = frozenset()) -> bool:
-    """Deny by default: a person may talk to the bot when listed (profile allowlist or admins, or the
-    platform's environment allowlist in `also_allowed`) or approved through pairing. A damaged pairing
-    store denies, loudly."""
-    listed = set(also_allowed) | {str(u) for u in access.allowed_users} | {str(u) for u in access.admins}
-    if user_id in listed:
-        return True
-    try:
-        return pairing.is_approved(platform, user_id)
-    except Exception:  # noqa: BLE001
-        log.exception("could not read the pairing store; denying %s user %s", platform, user_id)
-        return False

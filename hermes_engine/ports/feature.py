@@ -88,6 +88,12 @@ class Feature:
         """Called after the reply was delivered; must not block (spawn background work)."""
         return None
 
+    def on_session_evicted(self, scope: SessionScope) -> None:
+        """This session left the gateway's memory (idle while too many others were live, or replaced by
+        /new): drop whatever is kept for it. If it comes back it is reloaded from the store. Runs while
+        the session table is locked, so it must be quick."""
+        return None
+
     async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
         """Lines this feature adds to /status."""
         return []

@@ -205,6 +205,10 @@ class SkillsFeature(Feature, PromptContributor):
         ranker = await self.ranker(scope.bot)
         return hint_text(ranker.hints(text, limit=self.hint_limit))
 
+    def on_session_evicted(self, scope: SessionScope) -> None:
+        self._frozen.pop((scope.bot, scope.session_id), None)
+        self._last_used.pop((scope.bot, scope.session_id), None)
+
     # ------------------------------------------------------------------ skills as commands
     async def expand_command(self, name: str, args: str, bot: str) -> str | None:
         return await self.skill_command(name, args, bot=bot)

@@ -9,6 +9,7 @@ every session and most of it never changes.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
@@ -202,17 +203,18 @@ class SkillFolders:
             digest.update(f"{rel}:{st.st_mtime_ns}:{st.st_size}\n".encode())
         return digest.hexdigest()
 
+    # The async side reads in a worker thread: the hints ask for the revision on every message.
     async def list_skills(self, category: str | None = None) -> list[Skill]:
-        return self.list_sync(category)
+        return await asyncio.to_thread(self.list_sync, category)
 
     async def get(self, name: str) -> Skill | None:
-        return self.get_sync(name)
+        return await asyncio.to_thread(self.get_sync, name)
 
     async def read_file(self, name: str, file_path: str) -> str:
-        return self.read_file_sync(name, file_path)
+        return await asyncio.to_thread(self.read_file_sync, name, file_path)
 
     async def revision(self) -> str:
-        return self.revision_sync()
+        return await asyncio.to_thread(self.revision_sync)
 
 
 __all__ = ["MAX_DEPTH", "SkillFolders"]

@@ -2,23 +2,52 @@
 
 Schemas are paid for on every request, so they are kept compact: the first docstring paragraph is the
 description, `Args:` lines describe parameters, and nothing else is sent.
+
+A tool never holds up the event loop every chat shares: a plain (sync) function runs in one of a few
+worker threads, an async one on the loop. Each call has a time limit (the tool's own, `DEFAULT_TIME_LIMIT`
+unless it declares one) and a result cut at `MAX_RESULT_CHARS`; a call over its limit becomes an error
+result the model reads, and the turn goes on. A thread cannot be killed, so a sync tool must also bound
+its own work (see `calculate`): past the limit its thread runs on, but nobody waits for it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import re
+import sys
 import types
 import typing
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin, overload
 
 from hermes_engine.errors import MalformedToolArguments, UnknownTool
 from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.providers.base import ToolSchema
+
+DEFAULT_TIME_LIMIT = 60.0  # seconds a tool call may take unless the tool declares its own limit
+MAX_RESULT_CHARS = 50_000  # a longer result is cut: it would only crowd the context window
+TOOL_THREADS = 4  # sync tools running at once in this process; more wait for a free thread
+GIL_SWITCH_SECONDS = 0.0005
+
+_threads: ThreadPoolExecutor | None = None
+
+
+def _tool_threads() -> ThreadPoolExecutor:
+    """The process's tool threads, made on first use.
+
+    They share the GIL with the event loop, which gives it up at every wait for I/O, hundreds of times a
+    turn, and by default gets it back only after the holder has run 5 ms: one CPU-bound tool would add up
+    to a second to every other chat's reply. Once tool threads exist, the GIL changes hands every 0.5 ms."""
+    global _threads
+    if _threads is None:
+        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_SECONDS))
+        _threads = ThreadPoolExecutor(max_workers=TOOL_THREADS, thread_name_prefix="hermes-tool")
+    return _threads
 
 
 @dataclass
@@ -35,6 +64,10 @@ class ToolContext:
     in_review: bool = False  # background review: no user-visible side effects
 
 
+class ToolTimedOut(Exception):
+    """A tool call went over its time limit; the message is the error the model reads."""
+
+
 @dataclass(frozen=True)
 class ToolResult:
     content: str
@@ -49,19 +82,30 @@ class Tool:
     func: Callable[..., Any]
     toolset: str
     context_param: str | None = None
+    time_limit: float = DEFAULT_TIME_LIMIT
 
     @property
     def schema(self) -> ToolSchema:
         return ToolSchema(self.name, self.description, self.parameters)
 
-    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> Any:
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Run the call; `ToolTimedOut` when it is over the time limit."""
         kwargs = dict(arguments)
         if self.context_param:
             kwargs[self.context_param] = ctx
-        result = self.func(**kwargs)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        deadline = asyncio.timeout(self.time_limit)
+        try:
+            async with deadline:
+                if inspect.iscoroutinefunction(self.func):
+                    return as_result(await self.func(**kwargs))
+                loop = asyncio.get_running_loop()
+                result = await loop.run_in_executor(_tool_threads(), functools.partial(_call_sync, self.func, kwargs))
+                return as_result(await result) if inspect.isawaitable(result) else result
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the tool's own timeout (e.g. a remote call): reported like any other failure
+            raise ToolTimedOut(f"Error: {self.name} did not finish within its time limit of {self.time_limit:g} s "
+                               "and was given up; its result is lost. Try a smaller request.") from None
 
 
 _ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")
@@ -112,18 +156,40 @@ def _json_type(annotation: Any) -> tuple[dict[str, Any], bool]:
     return {}, False
 
 
-@overload
-def tool(func: Callable[..., Any], *, name: str | None = None, toolset: str = "core") -> Tool: ...
+def as_result(value: Any) -> ToolResult:
+    """What a tool returned, as the model reads it: text, cut at `MAX_RESULT_CHARS`."""
+    if isinstance(value, ToolResult):
+        result = value
+    elif isinstance(value, str):
+        result = ToolResult(value)
+    else:
+        result = ToolResult(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+    if len(result.content) <= MAX_RESULT_CHARS:
+        return result
+    cut = f"{result.content[:MAX_RESULT_CHARS]}\n[cut: the result had {len(result.content):,} characters]"
+    return ToolResult(cut, result.is_error)
+
+
+def _call_sync(func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """In a worker thread: the call and the rendering of its result (a big result is costly to render)."""
+    result = func(**kwargs)
+    return result if inspect.isawaitable(result) else as_result(result)
 
 
 @overload
-def tool(func: None = None, *, name: str | None = None,
-         toolset: str = "core") -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(func: Callable[..., Any], *, name: str | None = None, toolset: str = "core",
+         time_limit: float = DEFAULT_TIME_LIMIT) -> Tool: ...
 
 
-def tool(func: Callable[..., Any] | None = None, *, name: str | None = None,
-         toolset: str = "core") -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Turn a typed function into a `Tool`. Use as `@tool` or `@tool(toolset="memory")`."""
+@overload
+def tool(func: None = None, *, name: str | None = None, toolset: str = "core",
+         time_limit: float = DEFAULT_TIME_LIMIT) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(func: Callable[..., Any] | None = None, *, name: str | None = None, toolset: str = "core",
+         time_limit: float = DEFAULT_TIME_LIMIT) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed function into a `Tool`. Use as `@tool` or `@tool(toolset="memory")`; `time_limit` in
+    seconds (a sub-agent needs longer than a lookup)."""
 
     def build(fn: Callable[..., Any]) -> Tool:
         summary, arg_docs = _parse_docstring(fn.__doc__ or "")
@@ -146,7 +212,7 @@ def tool(func: Callable[..., Any] | None = None, *, name: str | None = None,
         parameters: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
             parameters["required"] = required
-        return Tool(name or fn.__name__, summary, parameters, fn, toolset, context_param)
+        return Tool(name or fn.__name__, summary, parameters, fn, toolset, context_param, time_limit)
 
     return build(func) if func is not None else build
 
@@ -190,20 +256,15 @@ class ToolRegistry:
             if t is None:
                 raise UnknownTool(f"Unknown tool {call.name!r}. Available: {', '.join(sorted(self._tools))}.")
             arguments = parse_arguments(call)
-            result = await t.invoke(arguments, ctx)
+            return await t.invoke(arguments, ctx)
         except asyncio.CancelledError:
             raise
-        except (UnknownTool, MalformedToolArguments) as exc:
+        except (UnknownTool, MalformedToolArguments, ToolTimedOut) as exc:
             return ToolResult(str(exc), is_error=True)
         except TypeError as exc:
             return ToolResult(f"Error: bad arguments for {call.name}: {exc}", is_error=True)
         except Exception as exc:  # a tool that raises reports to the model instead of crashing the turn
             return ToolResult(f"Error: {type(exc).__name__}: {exc}", is_error=True)
-        if isinstance(result, ToolResult):
-            return result
-        if isinstance(result, str):
-            return ToolResult(result)
-        return ToolResult(json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str))
 
 
 def parse_arguments(call: ToolCall) -> dict[str, Any]:

@@ -1,0 +1,58 @@
+"""The sessions one gateway holds in memory: a bounded table, the least recently used leave first.
+
+A loaded session carries its whole history, so keeping every session ever seen would grow without end.
+Past `max_live` sessions the least recently used idle ones are dropped (never one the caller says is busy,
+i.e. with a turn queued or running). The store has everything, so the next message for a dropped session
+loads it again.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+
+from hermes_engine.ports.session import SessionHandle
+
+
+class SessionTable:
+    def __init__(self, max_live: int) -> None:
+        if max_live < 1:
+            raise ValueError("max_live must be at least 1")
+        self.max_live = max_live
+        self._sessions: OrderedDict[str, SessionHandle] = OrderedDict()
+
+    def get(self, key: str) -> SessionHandle | None:
+        """A lookup that does not count as use (features, commands)."""
+        return self._sessions.get(key)
+
+    def use(self, key: str) -> SessionHandle | None:
+        """A lookup for a message: the session becomes the most recently used."""
+        session = self._sessions.get(key)
+        if session is not None:
+            self._sessions.move_to_end(key)
+        return session
+
+    def add(self, session: SessionHandle, busy: Callable[[str], bool]) -> list[SessionHandle]:
+        """Hold `session` as the most recently used; returns the idle sessions dropped to make room."""
+        self._sessions[session.key] = session
+        self._sessions.move_to_end(session.key)
+        excess = len(self._sessions) - self.max_live
+        doomed: list[str] = []
+        for key in self._sessions:  # oldest first
+            if len(doomed) >= excess:
+                break
+            if key != session.key and not busy(key):
+                doomed.append(key)
+        return [self._sessions.pop(key) for key in doomed]
+
+    def values(self) -> list[SessionHandle]:
+        return list(self._sessions.values())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._sessions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._sessions))
+
+    def __len__(self) -> int:
+        return len(self._sessions)
