@@ -10,6 +10,7 @@ from pathlib import Path
 from hermes_engine.compression.feature import CompressionFeature
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
+from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.feature import Feature
@@ -61,9 +62,10 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
-                  features: list[Feature] | None = None) -> Gateway:
+                  features: list[Feature] | None = None, storage_health: StorageHealth | None = None) -> Gateway:
     """The gateway for one bot profile. Compression is part of every engine (its settings are in the
-    profile): a hand-picked feature list gets it too."""
+    profile): a hand-picked feature list gets it too. Gateways sharing a store share its `storage_health`
+    (one outage, one notice per chat, one readiness answer); without one, the gateway keeps its own."""
     if features is None:
         features = build_features(settings, profile)
     elif not any(isinstance(f, CompressionFeature) for f in features):
@@ -71,4 +73,4 @@ def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
                    tools=ToolRegistry(list(CORE_TOOLS)),
                    access=AccessGate(profile.access, Pairing.for_home(settings.home)),
-                   features=features)
+                   features=features, storage_health=storage_health)
