@@ -6,7 +6,9 @@ the phases keep together:
   duplicate costs at most a model call and leaves no trace;
 - every step is written behind, in order, while the turn goes on, and the journal is flushed before the
   final answer is shown: a delivered answer is always stored, and a restart never repeats it;
-- after a crash, an answer that was stored but not delivered is delivered once, without a model call;
+- after a crash, an answer that was stored but not delivered is delivered once, without a model call,
+  and a turn cut short goes on from what it stored, however long it was: the model sees every stored tool
+  result, and a tool call whose result is stored is not run again;
 - a write that fails because the store cannot write stops the turn at once (a model call in flight
   included); the person hears it once per chat, and no turn starts until the store writes again
   (`StorageHealth`).
@@ -38,7 +40,6 @@ from hermes_engine.ports.storage import Inbox, SessionStore
 log = logging.getLogger(__name__)
 
 TYPING_EVERY_SECONDS = 4.0
-REPLAY_WINDOW = 50  # stored messages searched for a replayed event's user message
 
 
 class DuplicateEvent(Exception):
@@ -135,11 +136,14 @@ class TurnRunner:
         return Turn(session, job, msg, stream, outlet, user)
 
     async def replay(self, turn: Turn) -> bool:
-        """After a crash: a user message already stored is not said twice, and an answer already stored is
-        delivered (once) instead of generated again. True when the turn is thereby done."""
+        """After a crash: a user message already stored is not said twice (wherever it is in the history:
+        a long turn stores many messages after it, and compression keeps the whole current turn in view),
+        the turn goes on from what it stored (a call cut short gets an "interrupted" result,
+        `repair_history`), and an answer already stored is delivered (once) instead of generated again.
+        True when the turn is thereby done."""
         history = turn.session.history or []
         event_id = turn.message.event_id
-        if not turn.job.replayed or not any(m.meta.get("event_id") == event_id for m in history[-REPLAY_WINDOW:]):
+        if not turn.job.replayed or not any(m.meta.get("event_id") == event_id for m in reversed(history)):
             return False
         turn.user = None  # stored before the crash: continue from there
         answered = _stored_answer(history, event_id)
