@@ -162,7 +162,7 @@ async def test_telegram_updates_redelivered_during_an_outage_cost_no_model_calls
 
 
 async def test_a_write_failing_mid_turn_stops_the_turn_instead_of_letting_the_model_go_on(disk, engine, fake_llm):
-    """The inbox and the user message are stored; then the disk fills while the model works. The turn must
+    """The inbox and the first step are stored; then the disk fills while the model works. The turn must
     stop at the failed write, not go on calling the model until its step limit and fail at the end. (Writes
     are behind the turn, so the next call may already be on its way when the write fails: the fake holds
     that one until the failure is known, so what follows is the engine's doing, not a race.)"""
@@ -173,12 +173,12 @@ async def test_a_write_failing_mid_turn_stops_the_turn_instead_of_letting_the_mo
         if request.last_user_text == "hi":
             return Reply(text="hello there")
         turn_calls.append(request)
-        if len(turn_calls) == 1:
+        if len(turn_calls) == 2:  # the inbox write is done: the first step waited for it
             disk.fill()
-        elif len(turn_calls) == 2:
+        elif len(turn_calls) == 3:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(_until(lambda: not e.gateway.storage_health.ok), 10)
-        elif len(turn_calls) > 3:
+        elif len(turn_calls) > 4:
             return Reply(text="done counting")  # enough to fail the test: no need to go on to the step limit
         return Reply(tool_calls=[("calculate", {"expression": f"{len(turn_calls)} + 1"})])
 
@@ -188,10 +188,10 @@ async def test_a_write_failing_mid_turn_stops_the_turn_instead_of_letting_the_mo
     await e.idle()
     seen = len(e.outlet.delivered)
 
-    await e.gateway.handle(e.message("count for me"))
+    assert await e.gateway.handle(e.message("count for me"))  # recorded before the disk filled
     await e.idle()
 
-    assert len(turn_calls) <= 2  # the call that met the full disk, and at most the next one already sent
+    assert len(turn_calls) <= 3  # the call that met the full disk, and at most the next one already sent
     assert shown(e, seen) == [NOTICE]
     assert not e.gateway.storage_health.ok
 
