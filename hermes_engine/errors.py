@@ -1,8 +1,9 @@
 """Error taxonomy.
 
-Three families, because each needs a different response: a person fixes configuration, the agent loop
-reports model misbehaviour back to the model, and provider/platform failures are retried or routed to a
-fallback. Everything the engine raises on purpose derives from `HermesError`.
+Four families, because each needs a different response: a person fixes configuration, the agent loop
+reports model misbehaviour back to the model, provider/platform failures are retried or routed to a
+fallback, and a store that cannot write pauses the work until it can again. Everything the engine raises
+on purpose derives from `HermesError`.
 """
 
 from __future__ import annotations
@@ -59,6 +60,18 @@ class PlatformError(HermesError):
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class StorageError(HermesError):
+    """The store cannot write: the disk is full, the database is read-only, an I/O error, a lock held past
+    the busy timeout, the connection lost. Raised by the storage layer in place of its database errors, so
+    the engine can tell an outage (pause, no model calls) from a bug. `reason` is a few plain words for a
+    person ("the disk is full")."""
+
+    def __init__(self, reason: str, *, detail: str = "") -> None:
+        super().__init__(f"the store cannot write: {reason}" + (f" ({detail})" if detail else ""))
+        self.reason = reason
+        self.detail = detail
 
 
 class TurnInterrupted(HermesError):

@@ -2,7 +2,11 @@
 
 Each bot profile names its platforms under `platforms:`; an adapter whose credentials are missing is
 skipped with one clear log line, so a partly configured deployment still serves what it can. One aiohttp
-server carries the health endpoint, Slack events and the Telegram webhook.
+server carries the health and readiness endpoints, Slack events and the Telegram webhook.
+
+`/health` says the process is alive. `/ready` says whether it should be sent messages: 503 with a reason
+while it is starting or while the store cannot write (then each request probes whether it can again), 200
+once messages can be taken.
 """
 
 from __future__ import annotations
@@ -19,32 +23,48 @@ from adapters.base import PlatformAdapter
 from adapters.platform import load as load_platform
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
-from hermes_engine.errors import ConfigError
+from hermes_engine.core.storage_health import StorageHealth
+from hermes_engine.errors import ConfigError, StorageError
 from hermes_engine.ports.storage import Store
 from hermes_gateway.wiring import StoredDeliveries, build_gateway, check_models, open_store
 
 log = logging.getLogger(__name__)
 
 
-def health_app() -> web.Application:
+def health_app(storage_health: StorageHealth | None = None, started: asyncio.Event | None = None) -> web.Application:
+    """`/health`, and `/ready` when given what readiness depends on: the store's health and the event set
+    once the gateways have started."""
     app = web.Application()
 
     async def health(_: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
 
+    async def ready(_: web.Request) -> web.Response:
+        if started is not None and not started.is_set():
+            return web.json_response({"status": "unavailable", "reason": "starting"}, status=503)
+        if storage_health is not None:
+            try:
+                await storage_health.ensure_ready()
+            except StorageError as exc:
+                return web.json_response({"status": "unavailable", "reason": f"the store cannot write: {exc.reason}"},
+                                         status=503)
+        return web.json_response({"status": "ready"})
+
     app.router.add_get("/health", health)
+    app.router.add_get("/ready", ready)
     return app
 
 
 async def start_gateways(settings: Settings, profiles: list[BotProfile], http: web.Application,
-                         store: Store) -> tuple[list[Gateway], list[PlatformAdapter]]:
+                         store: Store, storage_health: StorageHealth | None = None,
+                         ) -> tuple[list[Gateway], list[PlatformAdapter]]:
     """Build a gateway per profile and its adapters; return (gateways, adapters). A platform the profile
     does not know, or options it cannot parse, stop the start with one sentence; a platform whose
     credentials are missing is skipped with a warning, so a partly configured deployment serves the rest."""
     gateways, adapters = [], []
     for profile in profiles:
         check_models(profile, settings)
-        gateway = build_gateway(settings, profile, store)
+        gateway = build_gateway(settings, profile, store, storage_health=storage_health)
         for name, raw_options in profile.platforms.items():
             try:
                 platform = load_platform(name)
@@ -67,13 +87,15 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
                 stop: asyncio.Event | None = None) -> None:
     store = open_store(settings)
     await store.init()
-    http = health_app()
-    gateways, adapters = await start_gateways(settings, profiles, http, store)
+    storage_health, started = StorageHealth(store), asyncio.Event()
+    http = health_app(storage_health, started)
+    gateways, adapters = await start_gateways(settings, profiles, http, store, storage_health)
     runner = web.AppRunner(http)
     await runner.setup()
     site = web.TCPSite(runner, settings.http_host, settings.http_port)
     await site.start()
-    log.info("HTTP server on http://%s:%s (health: /health)", settings.http_host, settings.http_port)
+    log.info("HTTP server on http://%s:%s (health: /health, readiness: /ready)", settings.http_host,
+             settings.http_port)
     if not adapters:
         log.warning("no platform adapter is running: give a bot profile with platforms (e.g. --bot "
                     "bots/telegram-dm-assistant) and set its token; serving only the health endpoint")
@@ -87,6 +109,7 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
             await adapter.start()
         for gateway in gateways:
             await gateway.start()
+        started.set()
         if ready is not None:
             ready.set()
         await stop.wait()

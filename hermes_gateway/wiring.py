@@ -12,6 +12,7 @@ from hermes_engine.compression.feature import CompressionFeature
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.core.housekeeping import InboxPruning
+from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.feature import Feature
@@ -80,9 +81,11 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
-                  features: list[Feature] | None = None) -> Gateway:
+                  features: list[Feature] | None = None, storage_health: StorageHealth | None = None) -> Gateway:
     """The gateway for one bot profile. Compression is part of every engine (its settings are in the
-    profile): a hand-picked feature list gets it too, and so does the inbox pruning job."""
+    profile): a hand-picked feature list gets it too, and so does the inbox pruning job. Gateways sharing a
+    store share its `storage_health` (one outage, one notice per chat, one readiness answer); without one,
+    the gateway keeps its own."""
     if features is None:
         features = build_features(settings, profile)
     elif not any(isinstance(f, CompressionFeature) for f in features):
@@ -91,4 +94,4 @@ def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
                    tools=ToolRegistry(list(CORE_TOOLS)),
                    access=AccessGate(profile.access, Pairing.for_home(settings.home)),
-                   features=features)
+                   features=features, storage_health=storage_health)

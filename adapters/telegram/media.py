@@ -147,6 +147,7 @@ class AttachmentFetcher:
         timeout = aiohttp.ClientTimeout(sock_connect=self.options.connect_timeout,
                                         sock_read=self.options.read_timeout)
         data = bytearray()
+        log.debug("downloading %s (at most %d bytes)", url, limit)  # the token in the URL is redacted by the log filter
         try:
             async with aiohttp.ClientSession(timeout=timeout, trust_env=True) as http, http.get(url) as response:
                 if response.status != 200:

@@ -3,7 +3,8 @@
 Adapters call `handle(msg)` (the `EnginePort`); it records the event in the durable inbox (so a duplicate
 is ignored and a message received before a crash is answered after restart), resolves the person,
 dispatches chat commands, and queues turns on the session's lane. Many sessions run concurrently. The
-turn itself is the `TurnRunner`'s; features see the gateway only as their `Host`.
+turn itself is the `TurnRunner`'s; features see the gateway only as their `Host`. While the store cannot
+write (`StorageHealth`), a message is not taken: no turn, no model call, the person told once per chat.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob
 from hermes_engine.core.sessions import SessionTable
+from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.core.turn import TurnRunner
-from hermes_engine.errors import HermesError
+from hermes_engine.errors import HermesError, StorageError
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.secrets import redact
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
@@ -45,11 +47,13 @@ class Gateway:
 
     def __init__(self, *, settings: Settings, profile: BotProfile, store: Store,
                  chain_factory: Callable[[Sequence[str]], ProviderChain], tools: ToolRegistry,
-                 access: AccessGate, features: list[Feature] | None = None) -> None:
+                 access: AccessGate, features: list[Feature] | None = None,
+                 storage_health: StorageHealth | None = None) -> None:
         self.settings = settings
         self.profile = profile
         self.bot = profile.name
         self.store = store
+        self.storage_health = storage_health or StorageHealth(store)
         self.access = access
         self._chain_factory = chain_factory
         self._chains: dict[tuple[str, ...], ProviderChain] = {}
@@ -80,7 +84,7 @@ class Gateway:
         self._people: dict[tuple[str, str, str], int] = {}  # (platform, account, user id) → person; bounded
         self.turns = TurnRunner(host=self, store=store, prompts=self.prompts, agent=self.agent,
                                 features=self.features, streaming=profile.streaming, outlet_for=self.outlets.get,
-                                stopping=lambda: self._stopping)
+                                stopping=lambda: self._stopping, storage_health=self.storage_health)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -129,9 +133,19 @@ class Gateway:
 
     async def handle(self, msg: InboundMessage, *, purpose: str = "turn") -> bool:
         """Accept one inbound message. Returns False for a duplicate. Returns before the turn runs.
+        Raises `StorageError` when the message cannot be recorded (the store cannot write): nothing of it
+        runs then, and the person is told once per chat.
 
         `purpose="goal"` marks an engine-made goal continuation; it goes through the same durable inbox,
         so a restart neither loses nor repeats it."""
+        try:
+            await self.storage_health.ensure_ready()
+            return await self._record(msg, purpose)
+        except StorageError as exc:
+            await self.turns.tell_paused(msg, exc)
+            raise
+
+    async def _record(self, msg: InboundMessage, purpose: str) -> bool:
         payload = {"bot": self.bot, "message": message_to_payload(msg), "purpose": purpose}
         # The turn starts while the event is being recorded; nothing of it is stored, shown or done
         # (tools) before the record says the event is new. The caller hears back once it is durable.

@@ -6,7 +6,12 @@ the phases keep together:
   duplicate costs at most a model call and leaves no trace;
 - every step is written behind, in order, while the turn goes on, and the journal is flushed before the
   final answer is shown: a delivered answer is always stored, and a restart never repeats it;
-- after a crash, an answer that was stored but not delivered is delivered once, without a model call.
+- after a crash, an answer that was stored but not delivered is delivered once, without a model call,
+  and a turn cut short goes on from what it stored, however long it was: the model sees every stored tool
+  result, and a tool call whose result is stored is not run again;
+- a write that fails because the store cannot write stops the turn at once (a model call in flight
+  included); the person hears it once per chat, and no turn starts until the store writes again
+  (`StorageHealth`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from hermes_engine.agent.loop import AgentLoop, CallHook, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder, load_images
 from hermes_engine.core.jobs import TurnJob
 from hermes_engine.core.journal import Journal
-from hermes_engine.errors import HermesError, ProviderError
+from hermes_engine.core.storage_health import StorageHealth
+from hermes_engine.errors import HermesError, ProviderError, StorageError
 from hermes_engine.policy.secrets import redact
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
@@ -35,7 +41,6 @@ from hermes_engine.ports.storage import Inbox, SessionStore
 log = logging.getLogger(__name__)
 
 TYPING_EVERY_SECONDS = 4.0
-REPLAY_WINDOW = 50  # stored messages searched for a replayed event's user message
 
 
 class DuplicateEvent(Exception):
@@ -62,14 +67,16 @@ class Turn:
     interrupted: bool = False
     undelivered: bool = False
     duplicate: bool = False
+    paused: bool = False  # the store could not write: stopped, the event left to be taken again
 
 
 class TurnRunner:
     def __init__(self, *, host: Host, store: TurnStore, prompts: PromptBuilder, agent: AgentLoop,
                  features: Sequence[Feature], streaming: bool, outlet_for: Callable[[str], Outlet | None],
-                 stopping: Callable[[], bool]) -> None:
+                 stopping: Callable[[], bool], storage_health: StorageHealth) -> None:
         self.host = host
         self.store = store
+        self.storage_health = storage_health
         self.prompts = prompts
         self.agent = agent
         self.features = features
@@ -78,23 +85,31 @@ class TurnRunner:
         self.stopping = stopping
 
     async def run(self, session: SessionHandle, job: TurnJob) -> TurnResult | None:
-        turn = await self.prepare(session, job)
-        if await self.replay(turn):
+        try:
+            await self.storage_health.ensure_ready()  # no turn, so no model call, while nothing can be stored
+            turn = await self.prepare(session, job)
+            if await self.replay(turn):
+                return None
+        except StorageError as exc:
+            await self.tell_paused(job.message, exc)
             return None
         typing = asyncio.create_task(self._keep_typing(turn.outlet, job.message.reply_target())) \
             if turn.outlet else None
         try:
-            await self.run_agent(turn)
+            await self._run_agent_until_a_write_fails(turn)
             await _stop(typing)
             await self.deliver(turn)
         except DuplicateEvent:
             turn.duplicate = True
             await _stop(typing)
             session.history = None  # drop what this turn added in memory; the store has none of it
+        except StorageError as exc:
+            await _stop(typing)
+            await self.pause(turn, exc)
         except asyncio.CancelledError:
             turn.interrupted = True
             await _stop(typing)
-            await asyncio.shield(turn.journal.flush())
+            await asyncio.shield(turn.journal.settle())
             await asyncio.shield(turn.stream.abort(None if self.stopping() else "Stopped."))
             raise
         except HermesError as exc:
@@ -125,16 +140,20 @@ class TurnRunner:
             await feature.on_turn_start(session.scope)
         msg = await self._expand_command(msg)
         await self.host.ensure_loaded(session, job.person_id)
-        user = await self.prompts.user_message(session.scope, msg, job.person_id, images=load_images(msg))
+        images = await asyncio.to_thread(load_images, msg)  # up to megabytes from disk: off the loop
+        user = await self.prompts.user_message(session.scope, msg, job.person_id, images=images)
         user = Message(**{**user.__dict__, "meta": {**user.meta, "event_id": msg.event_id}})
         return Turn(session, job, msg, stream, outlet, user)
 
     async def replay(self, turn: Turn) -> bool:
-        """After a crash: a user message already stored is not said twice, and an answer already stored is
-        delivered (once) instead of generated again. True when the turn is thereby done."""
+        """After a crash: a user message already stored is not said twice (wherever it is in the history:
+        a long turn stores many messages after it, and compression keeps the whole current turn in view),
+        the turn goes on from what it stored (a call cut short gets an "interrupted" result,
+        `repair_history`), and an answer already stored is delivered (once) instead of generated again.
+        True when the turn is thereby done."""
         history = turn.session.history or []
         event_id = turn.message.event_id
-        if not turn.job.replayed or not any(m.meta.get("event_id") == event_id for m in history[-REPLAY_WINDOW:]):
+        if not turn.job.replayed or not any(m.meta.get("event_id") == event_id for m in reversed(history)):
             return False
         turn.user = None  # stored before the crash: continue from there
         answered = _stored_answer(history, event_id)
@@ -177,6 +196,19 @@ class TurnRunner:
             on_delta=push if self.streaming else None, on_restart=turn.stream.rewind if self.streaming else None,
             purpose=job.purpose, context=hook)
 
+    async def _run_agent_until_a_write_fails(self, turn: Turn) -> None:
+        """Run the agent; the first write that fails stops it at once, a model call in flight included,
+        and its error is raised in place of the agent's."""
+        agent = asyncio.ensure_future(self.run_agent(turn))
+        turn.journal.on_failure = lambda _exc: agent.cancel()
+        try:
+            await agent
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if turn.journal.failure is None or (current is not None and current.cancelling()):
+                raise
+            raise turn.journal.failure from None
+
     async def deliver(self, turn: Turn) -> None:
         assert turn.result is not None
         await turn.journal.flush()  # the answer is stored before anyone sees it: a restart never repeats it
@@ -189,10 +221,14 @@ class TurnRunner:
     async def fail(self, turn: Turn, exc: HermesError) -> None:
         """Provider failures and model misbehaviour: one clear sentence instead of an answer."""
         turn.failed = True
-        if not await turn.job.is_new():
-            turn.duplicate = True
+        try:
+            if not await turn.job.is_new():
+                turn.duplicate = True
+                return
+            await turn.journal.flush()
+        except StorageError as error:
+            await self.pause(turn, error)
             return
-        await turn.journal.flush()
         log.warning("session %s: turn failed: %s", turn.session.key, exc)
         if isinstance(exc, ProviderError):
             text = f"⚠️ The model is not reachable right now ({_short(exc)}). Please try again shortly."
@@ -200,15 +236,30 @@ class TurnRunner:
             text = f"⚠️ Something went wrong with this answer ({_short(exc)}). Please try again."
         await turn.stream.finish(text)
 
+    async def pause(self, turn: Turn, error: StorageError) -> None:
+        """The store cannot write: stop here and say so, once per chat. What this turn added in memory is
+        dropped (the store has not got it); the event, if it was recorded, stays in the inbox."""
+        turn.paused = True
+        self.storage_health.failed(error)
+        turn.session.history = None
+        await turn.journal.settle()
+        if self.storage_health.first_notice(turn.message.reply_target()):
+            await turn.stream.finish(self.storage_health.notice())
+        else:
+            await turn.stream.abort(None)
+
     async def complete(self, turn: Turn) -> None:
         """Mark the inbox event answered, unless the answer must still be given after a restart."""
-        if (turn.interrupted and self.stopping()) or turn.undelivered or turn.duplicate:
+        if (turn.interrupted and self.stopping()) or turn.undelivered or turn.duplicate or turn.paused:
             return
-        await asyncio.shield(self.store.complete_inbound(turn.message.platform, turn.message.event_id))
+        try:
+            await asyncio.shield(self.store.complete_inbound(turn.message.platform, turn.message.event_id))
+        except StorageError as error:  # answered, but not marked: a restart delivers the stored answer again
+            self.storage_health.failed(error)
 
     async def hooks(self, turn: Turn) -> None:
-        if turn.interrupted or turn.duplicate:
-            return
+        if turn.interrupted or turn.duplicate or turn.paused or not self.storage_health.ok:
+            return  # nor reviews or goal judges (model calls) while nothing they decide can be stored
         result = turn.result
         outcome = TurnOutcome(
             scope=turn.session.scope, person_id=turn.job.person_id,
@@ -222,6 +273,17 @@ class TurnRunner:
                 await feature.on_turn_end(outcome)
             except Exception:
                 log.exception("feature %s failed after a turn", feature.name)
+
+    async def tell_paused(self, msg: InboundMessage, error: StorageError) -> None:
+        """A message that could not be taken or a turn that could not start: the person hears why once
+        per chat."""
+        self.storage_health.failed(error)
+        target = msg.reply_target()
+        if self.storage_health.first_notice(target):
+            try:
+                await self.host.notify(target, self.storage_health.notice(), idempotency_key=f"{msg.event_id}:paused")
+            except Exception as exc:  # noqa: BLE001 - the platform failing too changes nothing here
+                log.warning("could not tell %s that the store cannot write: %s", target.chat_id, exc)
 
     # ----------------------------------------------------------------- helpers
 

@@ -1,5 +1,7 @@
 """What every repository shares: the session factory, the clock, write transactions, advisory locks, the
 per-message write path, and `whole` (a store call runs to completion even when its caller is cancelled).
+Every store call goes through `whole`, `whole_call` or `_hot`, and so through `as_storage_errors`: a
+caller sees a `StorageError` when the database cannot write, never a driver's error.
 
 The repositories are mixins: `storage.store.SqlStore` inherits all of them, so a call costs no more than
 it did as one class, and they share one engine, one SQLite lane and one set of in-flight calls.
@@ -21,6 +23,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from storage.engine import SqliteLane
+from storage.errors import as_storage_errors
 
 __all__ = ["LOCK_GOAL_CREATE", "LOCK_SESSION_CREATE", "SqlRepository", "whole", "whole_call"]
 
@@ -50,7 +53,8 @@ def whole(method: _F) -> _F:
         task = asyncio.ensure_future(method(self, *args, **kwargs))
         self._inflight.add(task)
         task.add_done_callback(self._finished)
-        return await asyncio.shield(task)
+        with as_storage_errors():
+            return await asyncio.shield(task)
 
     return wrapper  # type: ignore[return-value]
 
@@ -61,7 +65,8 @@ def whole_call(fn: Callable[..., Awaitable[_T]]) -> Callable[..., Awaitable[_T]]
 
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> _T:
-        return await asyncio.shield(asyncio.ensure_future(fn(*args, **kwargs)))
+        with as_storage_errors():
+            return await asyncio.shield(asyncio.ensure_future(fn(*args, **kwargs)))
 
     return wrapper
 
@@ -116,7 +121,8 @@ class SqlRepository:
         """A per-message write: on the SQLite lane when there is one (its thread finishes the write even
         when the caller is cancelled), else whole on the async engine."""
         if self._lane is not None:
-            return await self._lane.execute(statement, params, result)
+            with as_storage_errors():
+                return await self._lane.execute(statement, params, result)
         return await self._on_engine(statement, params, result)
 
     @whole

@@ -1,0 +1,36 @@
+"""A PostgreSQL schema of a test's own on the server of HERMES_TEST_POSTGRES_URL, created for the test and
+dropped after it, so tests and test runs sharing one server never see each other's tables. A store uses it
+through `search_path` (`server_settings`)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from sqlalchemy.pool import NullPool
+
+from storage.engine import make_engine
+
+PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
+
+
+async def execute(sql: str) -> None:
+    assert PG_URL, "HERMES_TEST_POSTGRES_URL is not set"
+    engine = make_engine(PG_URL, poolclass=NullPool)
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(sql)
+    finally:
+        await engine.dispose()
+
+
+@asynccontextmanager
+async def fresh_schema() -> AsyncIterator[str]:
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    await execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield schema
+    finally:
+        await execute(f"DROP SCHEMA {schema} CASCADE")
