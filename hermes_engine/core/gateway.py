@@ -102,9 +102,12 @@ class Gateway:
             for platform in self.outlets:
                 self._watchers.add(asyncio.create_task(self._watch_approvals(platform),
                                                        name=f"pairing-approvals:{platform}"))
+        self.storage_health.when_recovered(self.replay_pending)  # turns paused by an outage go on after it
         await self.replay_pending()
 
     async def replay_pending(self) -> None:
+        if self._stopping:
+            return
         for event in await self.store.pending_inbound():
             if event.platform not in self.outlets or event.payload.get("bot", self.bot) != self.bot:
                 continue

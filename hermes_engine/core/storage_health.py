@@ -16,7 +16,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
 
 from hermes_engine.errors import StorageError
 from hermes_engine.ports.inbound import ReplyTarget
@@ -35,6 +35,12 @@ class StorageHealth:
         self.failure: StorageError | None = None
         self._told: set[Hashable] = set()
         self._probe: asyncio.Future[None] | None = None
+        self._on_recovery: list[Callable[[], Awaitable[None]]] = []
+
+    def when_recovered(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Run `hook` each time an outage ends, before the probe that found it ended returns: a gateway
+        queues what was left waiting in its inbox ahead of the message that asked."""
+        self._on_recovery.append(hook)
 
     @property
     def ok(self) -> bool:
@@ -85,6 +91,11 @@ class StorageHealth:
             log.warning("the store writes again (it could not: %s); turns go on", self.failure.reason)
             self.failure = None
             self._told.clear()
+            for hook in self._on_recovery:
+                try:
+                    await hook()
+                except Exception:  # one gateway's trouble must not keep the others waiting
+                    log.exception("taking up what waited for the store failed")
 
 
 def _retrieve(probe: asyncio.Future[None]) -> None:

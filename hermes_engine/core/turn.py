@@ -240,13 +240,12 @@ class TurnRunner:
         """The store cannot write: stop here and say so, once per chat. What this turn added in memory is
         dropped (the store has not got it); the event, if it was recorded, stays in the inbox."""
         turn.paused = True
-        self.storage_health.failed(error)
         turn.session.history = None
         await turn.journal.settle()
-        if self.storage_health.first_notice(turn.message.reply_target()):
-            await turn.stream.finish(self.storage_health.notice())
-        else:
-            await turn.stream.abort(None)
+        # The notice goes under its own key: the reply's stays open for the answer once writing works again
+        # (what was streamed so far is then edited into it).
+        await turn.stream.abort(None)
+        await self.tell_paused(turn.message, error)
 
     async def complete(self, turn: Turn) -> None:
         """Mark the inbox event answered, unless the answer must still be given after a restart."""

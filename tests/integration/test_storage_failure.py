@@ -196,6 +196,33 @@ async def test_a_write_failing_mid_turn_stops_the_turn_instead_of_letting_the_mo
     assert not e.gateway.storage_health.ok
 
 
+async def test_a_turn_paused_by_an_outage_is_answered_once_writing_works_again_without_a_restart(
+        disk, engine, fake_llm):
+    filled = []
+
+    def respond(request):
+        if request.last_user_text == "count for me" and not filled:
+            filled.append(disk.fill())  # the disk fills while the model works on this turn
+            return Reply(tool_calls=[("calculate", {"expression": "1 + 1"})])
+        return Reply(text=f"answer to {request.last_user_text}")
+
+    fake_llm.responder = respond
+    e = await engine(home=disk.path)
+    assert await e.say("hi") == "answer to hi"
+    await e.idle()
+    seen = len(e.outlet.delivered)
+    assert await e.gateway.handle(e.message("count for me"))  # recorded; its turn meets the full disk
+    await e.idle()
+    assert shown(e, seen) == [NOTICE] and not e.gateway.storage_health.ok
+
+    disk.free()
+    assert await e.gateway.handle(e.message("back now?"))  # its probe write finds the store writing again
+    await e.idle()
+    # The paused turn goes first, then the message that found the store back: in the order they were sent.
+    assert shown(e, seen) == [NOTICE, "answer to count for me", "answer to back now?"]
+    assert await e.store.pending_inbound() == []
+
+
 async def _until(condition: Callable[[], bool]) -> None:
     while not condition():  # noqa: ASYNC110 - the health object raises no event; the fake polls it
         await asyncio.sleep(0.01)
