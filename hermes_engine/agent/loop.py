@@ -158,25 +158,39 @@ class AgentLoop:
 
     async def _run_tools(self, calls: list[ToolCall], ctx: ToolContext, history: list[Message],
                          result: TurnResult, persist: Persist, iterations_left: int) -> None:
-        tasks = [asyncio.ensure_future(self.tools.call(call, ctx)) for call in calls]
+        """Run the calls in parallel. Each result is persisted the moment its tool finishes (a crash then
+        never runs a finished tool again, however long its neighbours take); the history gets them in
+        call order."""
+        async def run(call: ToolCall) -> Message:
+            outcome = await self.tools.call(call, ctx)
+            content = outcome.content  # already cut to size by the registry
+            if call is calls[-1] and iterations_left <= self.budget_warning_at:
+                content += (f"\n\n[budget: {iterations_left} model calls left in this turn; "
+                            "finish the task or summarise where you are]")
+            message = Message(role="tool", content=content, tool_call_id=call.id, tool_name=call.name,
+                              is_error=outcome.is_error)
+            await persist(message, None, None)
+            return message
+
+        tasks = [asyncio.ensure_future(run(call)) for call in calls]
         done_upto = 0
         try:
-            for call, task in zip(calls, tasks, strict=False):
-                outcome = await task
-                content = outcome.content  # already cut to size by the registry
-                if call is calls[-1] and iterations_left <= self.budget_warning_at:
-                    content += (f"\n\n[budget: {iterations_left} model calls left in this turn; "
-                                "finish the task or summarise where you are]")
-                message = Message(role="tool", content=content, tool_call_id=call.id, tool_name=call.name,
-                                  is_error=outcome.is_error)
-                await self._append(history, result, persist, message, None, None)
+            for task in tasks:
+                message = await task
+                history.append(message)
+                result.new_messages.append(message)
                 result.tool_calls += 1
                 done_upto += 1
         except asyncio.CancelledError:
             for task in tasks:
                 task.cancel()
-            # Keep the history valid: every tool call gets a result, even when cut short.
-            for call in calls[done_upto:]:
+            # Keep the history valid: every tool call gets a result, even when cut short. A result already
+            # persisted is kept as it is.
+            for call, task in zip(calls[done_upto:], tasks[done_upto:], strict=True):
+                if task.done() and not task.cancelled() and task.exception() is None:
+                    history.append(task.result())
+                    result.new_messages.append(task.result())
+                    continue
                 message = Message(role="tool", content=INTERRUPTED_RESULT, tool_call_id=call.id,
                                   tool_name=call.name, is_error=True)
                 await asyncio.shield(self._append(history, result, persist, message, None, None))

@@ -78,7 +78,7 @@ def _same(message: Message, ref: Any) -> bool:
 
 async def sync_stored_ids(lineage: CompactionLineage, session_id: int, history: Sequence[Message]) -> None:
     """Give messages appended during this process their stored ids (the loop persists every message
-    before appending it, in order), by lining them up with the rows stored after the newest known id."""
+    before appending it), by lining them up with the rows stored after the newest known id."""
     first = next((i for i, m in enumerate(history) if STORED_ID not in m.meta), None)
     if first is None:
         return
@@ -87,9 +87,14 @@ async def sync_stored_ids(lineage: CompactionLineage, session_id: int, history: 
     known = [m.meta[STORED_ID] for m in before if m.meta.get(STORED_ID)]
     known += [m.meta[COMPACTION]["last"] or 0 for m in before if is_summary(m)]
     refs = await lineage.message_refs_after(session_id, max(known, default=0))
-    j = 0
+    # Tool results are stored as their tools finish, so within a step their order may differ from the
+    # history's: they are matched by call id among the rows not taken yet, and only the other messages
+    # move the search forward.
+    j, taken = 0, set()
     for message in unsynced:
-        k = next((k for k in range(j, len(refs)) if _same(message, refs[k])), None)
+        k = next((k for k in range(j, len(refs)) if k not in taken and _same(message, refs[k])), None)
         if k is not None:
             message.meta[STORED_ID] = refs[k].id
-            j = k + 1
+            taken.add(k)
+            if message.role != "tool":
+                j = k + 1
