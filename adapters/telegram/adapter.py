@@ -263,21 +263,25 @@ class TelegramAdapter(PlatformAdapter):
                         exc_info=not isinstance(exc, (TelegramError, OSError)))
                 await asyncio.sleep(delay)
                 continue
-            if failures:
-                log.info("Telegram polling recovered after %d failed attempts", failures)
-                failures = 0
             if not updates:
+                if failures:
+                    log.info("Telegram polling recovered after %d failed attempts", failures)
+                    failures = 0
                 continue
             try:
                 await self.process_updates(updates)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - e.g. the database is down: keep them unconfirmed
+                # Fetching worked but recording did not: the back-off grows until a batch is recorded.
                 failures += 1
                 delay = self._backoff(failures)
                 log.warning("could not record Telegram updates (%s); fetching them again in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
                 continue
+            if failures:
+                log.info("Telegram polling recovered after %d failed attempts", failures)
+                failures = 0
             self._offset = updates[-1].update_id + 1
 
     async def process_updates(self, updates: Sequence[Any]) -> None:

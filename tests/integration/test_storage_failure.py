@@ -131,7 +131,7 @@ async def test_telegram_updates_redelivered_during_an_outage_cost_no_model_calls
     none of that may reach the model, the chat is told once, and both are answered once space is back."""
     alice = FakeUser(42, "Alice", "alice")
     fake_llm.responder = lambda request: Reply(text=f"you said: {request.last_user_text}")
-    options = {"poll_timeout": 1, "poll_backoff": 0.05, "poll_backoff_max": 0.2}
+    options = {"poll_timeout": 1, "poll_backoff": 0.05, "poll_backoff_max": 0.2, "poll_jitter": 0}
     e = await engine(home=disk.path, profile=make_profile(access={"allowed_users": ["42"]},
                                                           platforms={"telegram": options}))
     adapter = TELEGRAM.build(e.gateway, e.settings, TELEGRAM.parse_options(options), None, os.environ)
@@ -142,11 +142,15 @@ async def test_telegram_updates_redelivered_during_an_outage_cost_no_model_calls
         await telegram.wait_for_text(42, "you said: hi")
         await e.idle()
         disk.fill()
-        calls = len(fake_llm.requests)
+        calls, outage_from = len(fake_llm.requests), len(telegram.requests)
         telegram.user_says(42, alice, "are you there?")
         second = telegram.user_says(42, alice, "hello??")["update_id"]
         await telegram.wait_for(lambda: telegram.delivered_update_ids.count(second) >= 5, timeout=30,
                                 message="Telegram kept handing out the unrecorded updates")
+        fetches = [c.time for c in telegram.requests[outage_from:] if c.method == "getUpdates"]
+        # Fetching works but recording does not: the adapter backs off (0.05 s growing to 0.2 s), it does
+        # not start over at the shortest wait after every successful fetch.
+        assert fetches[-1] - fetches[-2] >= 0.15
 
         assert len(fake_llm.requests) - calls <= 1
         await telegram.wait_for(lambda: len(telegram.chat(42).bot_texts) == 2)
