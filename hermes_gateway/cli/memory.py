@@ -30,6 +30,7 @@ from hermes_engine.memory.store import (
     usage_text,
     used_chars,
 )
+from hermes_engine.policy.secrets import redact
 from hermes_engine.policy.security import scan_text
 from hermes_gateway.cli.people import PERSON_HELP, person_id, settings
 
@@ -170,4 +171,4 @@ def export(person: str = typer.Argument(..., help=PERSON_HELP)) -> None:
             "usage": usage_text(used_chars(entries), _limit(target)),
             "blocked": [{"entry": i + 1, "rules": rules} for i, rules in _blocked(entries)],
         }
-    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    typer.echo(redact(json.dumps(data, ensure_ascii=False, indent=2)))  # an export leaves no secret in clear

@@ -465,3 +465,24 @@ def test_cli_shows_an_unreadable_document_as_unreadable(tmp_path, monkeypatch):
     assert json.loads(CliRunner().invoke(app, ["export", str(pid)]).output)["memory"]["unreadable"]
     edited = CliRunner().invoke(app, ["edit", str(pid)])
     assert edited.exit_code == 1 and "cannot be read" in edited.output and path.read_bytes() == b"caf\xe9\n"
+
+
+def test_cli_export_leaves_no_secret_in_clear(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from hermes_gateway.cli.memory import app
+    from hermes_gateway.cli.people import with_store
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    pid = with_store(lambda store: store.resolve_account("telegram", "bot", "123456789", "Ann")).person_id
+    store = FileMemoryStore.for_home(home)
+    path = store.path(person(pid), "memory")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = "sk-ant-api03-" + "x7Q2" * 20
+    path.write_text(f"Their deploy key, pasted by hand: {token}\n§\n", encoding="utf-8")
+
+    exported = CliRunner().invoke(app, ["export", str(pid)])
+
+    assert exported.exit_code == 0 and token not in exported.output
+    assert "Their deploy key" in json.loads(exported.output)["memory"]["entries"][0]
