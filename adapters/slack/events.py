@@ -110,6 +110,8 @@ class EventsEndpoint:
                                             headers=request.headers)  # type: ignore[arg-type]
         except (ValueError, AttributeError, TypeError) as exc:  # Bolt parses the body as it builds this
             return self._unreadable(body, request, exc)
+        if not isinstance(bolt_request.body.get("event", {}), dict):  # Bolt would fail on it later, with a 500
+            return self._unreadable(body, request, ValueError("its event is not an object"))
         bolt_response = await self.app.async_dispatch(bolt_request)
         if bolt_response.status == 200 and event_id:
             self._taken.remember(event_id, None)

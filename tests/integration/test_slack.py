@@ -273,11 +273,12 @@ async def test_forged_signature_or_stale_timestamp_gets_401_and_no_work(slack_bo
 async def test_a_signed_body_that_is_not_a_json_object_gets_400_and_the_bot_goes_on(slack_bot, fake_slack, fake_llm,
                                                                                    caplog):
     bot = await slack_bot()
-    bodies = ['{"type": "event_callback", "event": {"type": "mess', "[1, 2]", "null"]
+    bodies = ['{"type": "event_callback", "event": {"type": "mess', "[1, 2]", "null",
+              '{"type": "event_callback", "event": "just a string"}']
     refused = [await fake_slack.post_signed(body, "application/json") for body in bodies]
     forged = await fake_slack.post_signed("[1, 2]", "application/json", secret="not-the-secret")
-    assert [d.status for d in refused] == [400] * 3 and forged.status == 401
-    assert caplog.text.count("refused a signed Slack request whose body cannot be read") == 3
+    assert [d.status for d in refused] == [400] * 4 and forged.status == 401
+    assert caplog.text.count("refused a signed Slack request whose body cannot be read") == 4
     assert '"event": {"type": "mess' in caplog.text  # what arrived is in the log
     fake_llm.script("Still here.")
     delivery = await fake_slack.post_event({"type": "message", "channel": DM, "user": "UALICE", "text": "hi",
