@@ -1,0 +1,244 @@
+"""Check everything under deploy/ without a network, a cluster or a Docker daemon.
+
+- Kubernetes: every object is validated against the schema of its kind (kubernetes-validate's bundled
+  schemas, strict: an unknown field is an error), and every object it refers to exists: a pod's volume
+  claim, Secret and ConfigMap (in the manifests, or created by a `kubectl create secret|configmap` command
+  in deploy/README.md), a Service's selector and target port, a Deployment's selector.
+- Compose: the compose-spec JSON schema (bundled with check-jsonschema), then what the schema cannot see:
+  build contexts and Dockerfiles, env files (or their `.example` to copy), named volumes, depends_on.
+- Dockerfile: every path it copies exists, and every package the project installs is copied.
+- Every `--bot PROFILE` that a deploy file starts names a folder of the repository.
+
+Usage: python .ci/validate_deploy.py [REPO_ROOT]   (exit 1 and one line per problem when anything is wrong)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tomllib
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+KUBERNETES_VERSION = "1.30"  # the oldest version the manifests promise to work on
+WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"}
+
+
+# ----------------------------------------------------------------------------------------- kubernetes
+
+def load_manifests(folder: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(file name, object) for every object of every YAML file in `folder`."""
+    objects = []
+    for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+        for obj in yaml.safe_load_all(path.read_text()):
+            if obj:
+                objects.append((path.name, obj))
+    return objects
+
+
+def schema_problems(objects: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    problems = []
+    for file, obj in objects:
+        name = f"{file}: {obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
+        try:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            where = ".".join(str(p) for p in exc.path) or "(top)"
+            problems.append(f"{name}: {where}: {exc.message}")
+        except kubernetes_validate.SchemaNotFoundError as exc:
+            problems.append(f"{name}: {exc.message}")
+    return problems
+
+
+def documented_objects(readme: Path) -> set[tuple[str, str]]:
+    """(kind, name) of the Secrets and ConfigMaps that a `kubectl create` command in the README creates."""
+    text = readme.read_text() if readme.exists() else ""
+    found = set()
+    for what, name in re.findall(r"kubectl create (secret generic|configmap) ([a-z0-9][a-z0-9.-]*)", text):
+        found.add(("Secret" if what.startswith("secret") else "ConfigMap", name))
+    return found
+
+
+def pod_template(obj: dict[str, Any]) -> dict[str, Any] | None:
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Pod":
+        return obj
+    if obj.get("kind") == "CronJob":
+        return ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template")
+    return spec.get("template")
+
+
+def _pod_references(pod_spec: dict[str, Any]) -> Iterator[tuple[str, str, bool]]:
+    """(kind, name, optional) of every object a pod spec refers to."""
+    for volume in pod_spec.get("volumes") or []:
+        if "persistentVolumeClaim" in volume:
+            yield "PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"], False
+        if "secret" in volume:
+            yield "Secret", volume["secret"]["secretName"], bool(volume["secret"].get("optional"))
+        if "configMap" in volume:
+            yield "ConfigMap", volume["configMap"]["name"], bool(volume["configMap"].get("optional"))
+    containers = [*(pod_spec.get("initContainers") or []), *(pod_spec.get("containers") or [])]
+    for container in containers:
+        for source in container.get("envFrom") or []:
+            for key, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
+                if key in source:
+                    yield kind, source[key]["name"], bool(source[key].get("optional"))
+        for env in container.get("env") or []:
+            value_from = env.get("valueFrom") or {}
+            for key, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
+                if key in value_from:
+                    yield kind, value_from[key]["name"], bool(value_from[key].get("optional"))
+
+
+def reference_problems(objects: list[tuple[str, dict[str, Any]]], documented: set[tuple[str, str]]) -> list[str]:
+    """Every object a manifest refers to is defined, and every selector selects something."""
+    defined = {(obj["kind"], obj["metadata"]["name"]) for _, obj in objects} | documented
+    problems = []
+    pods: list[tuple[dict[str, str], dict[str, Any]]] = []  # (labels, pod spec) of every workload
+    for file, obj in objects:
+        template = pod_template(obj) if obj.get("kind") in WORKLOAD_KINDS else None
+        if template is None:
+            continue
+        name = f"{file}: {obj['kind']}/{obj['metadata']['name']}"
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        pod_spec = template.get("spec") or {}
+        pods.append((labels, pod_spec))
+        for kind, ref, optional in _pod_references(pod_spec):
+            if (kind, ref) not in defined and not optional:
+                problems.append(f"{name} refers to {kind} '{ref}', which no manifest defines "
+                                f"(nor a `kubectl create` command in deploy/README.md)")
+        volumes = {v["name"] for v in pod_spec.get("volumes") or []}
+        for container in pod_spec.get("containers") or []:
+            for mount in container.get("volumeMounts") or []:
+                if mount["name"] not in volumes:
+                    problems.append(f"{name}: container {container['name']} mounts volume '{mount['name']}', "
+                                    "which the pod does not declare")
+        match = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels")
+        if match is not None and not _selects(match, labels):
+            problems.append(f"{name}: selector {match} does not match its pod labels {labels}")
+    for file, obj in objects:
+        if obj.get("kind") != "Service" or not (obj.get("spec") or {}).get("selector"):
+            continue
+        name = f"{file}: Service/{obj['metadata']['name']}"
+        selector = obj["spec"]["selector"]
+        selected = [spec for labels, spec in pods if _selects(selector, labels)]
+        if not selected:
+            problems.append(f"{name}: selector {selector} matches no workload's pod labels")
+            continue
+        ports = [p for spec in selected for c in spec.get("containers") or [] for p in c.get("ports") or []]
+        for port in obj["spec"].get("ports") or []:
+            target = port.get("targetPort", port.get("port"))
+            if not any(target in (p.get("containerPort"), p.get("name")) for p in ports):
+                problems.append(f"{name}: targetPort {target} is no container port of the pods it selects")
+    return problems
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+# ----------------------------------------------------------------------------------------- compose
+
+def compose_problems(compose_file: Path) -> list[str]:
+    compose = yaml.safe_load(compose_file.read_text())
+    schema_text = resources.files("check_jsonschema.builtin_schemas.vendor").joinpath("compose-spec.json")
+    schema = json.loads(schema_text.read_text())
+    problems = [f"{compose_file.name}: {'.'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}"
+                for e in jsonschema.Draft202012Validator(schema).iter_errors(compose)]
+    if problems:
+        return problems
+    here = compose_file.parent
+    services = compose.get("services") or {}
+    declared_volumes = set(compose.get("volumes") or {})
+    for name, service in services.items():
+        where = f"{compose_file.name}: service {name}"
+        if "image" not in service and "build" not in service:
+            problems.append(f"{where} has neither an image nor a build")
+        build = service.get("build")
+        if build is not None:
+            context = here / (build if isinstance(build, str) else build.get("context", "."))
+            dockerfile = context / ("Dockerfile" if isinstance(build, str) else build.get("dockerfile", "Dockerfile"))
+            if not dockerfile.is_file():
+                problems.append(f"{where}: build finds no Dockerfile at {dockerfile}")
+        env_files = service.get("env_file") or []
+        for entry in [env_files] if isinstance(env_files, str | dict) else env_files:
+            path = here / (entry if isinstance(entry, str) else entry["path"])
+            optional = isinstance(entry, dict) and entry.get("required") is False
+            if not optional and not path.exists() and not path.with_name(path.name + ".example").exists():
+                problems.append(f"{where}: env_file {path.name} exists nowhere, nor {path.name}.example to copy")
+        for volume in service.get("volumes") or []:
+            source = volume.split(":")[0] if isinstance(volume, str) else volume.get("source", "")
+            if source and not source.startswith((".", "/", "~")) and source not in declared_volumes:
+                problems.append(f"{where}: volume '{source}' is not declared under top-level volumes")
+        for dependency in service.get("depends_on") or []:
+            if dependency not in services:
+                problems.append(f"{where}: depends_on names no service '{dependency}'")
+    return problems
+
+
+# ----------------------------------------------------------------------------------------- Dockerfile
+
+def dockerfile_problems(dockerfile: Path, root: Path) -> list[str]:
+    """The Dockerfile is built with the repository root as context: what it copies exists there, and the
+    packages the project installs are all copied (a missing one installs fine and fails at start)."""
+    problems, copied = [], set()
+    for line in dockerfile.read_text().splitlines():
+        parts = line.split()
+        if not parts or parts[0].upper() != "COPY" or any(p.startswith("--from") for p in parts):
+            continue
+        for source in [p for p in parts[1:-1] if not p.startswith("--")]:
+            copied.add(source.rstrip("/"))
+            if not (root / source).exists():
+                problems.append(f"{dockerfile.name}: COPY {source}: no such path in the repository root")
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    for pattern in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]:
+        package = pattern.rstrip("*")
+        if package not in copied:
+            problems.append(f"{dockerfile.name}: the package {package} is installed but never copied")
+    return problems
+
+
+# ----------------------------------------------------------------------------------------- bot profiles
+
+def bot_problems(deploy: Path, root: Path) -> list[str]:
+    """Every `--bot X` (in a command line or an args/command list) names a bot profile folder."""
+    problems = []
+    for path in sorted(p for p in deploy.rglob("*") if p.is_file() and not p.name.endswith(".md")):
+        text = path.read_text()
+        for bot in re.findall(r"--bot[\"']?\s*[,=]?\s*[\"']?([\w./-]+)", text):
+            if not (root / bot / "profile.yaml").is_file():
+                problems.append(f"{path.relative_to(root)}: --bot {bot}: no bot profile at {bot}/profile.yaml")
+    return problems
+
+
+def all_problems(root: Path) -> list[str]:
+    deploy = root / "deploy"
+    objects = load_manifests(deploy / "kubernetes")
+    problems = schema_problems(objects)
+    problems += reference_problems(objects, documented_objects(deploy / "README.md"))
+    problems += compose_problems(deploy / "compose.yaml")
+    problems += dockerfile_problems(deploy / "Dockerfile", root)
+    problems += bot_problems(deploy, root)
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1]
+    problems = all_problems(root)
+    for problem in problems:
+        print(f"deploy: {problem}", file=sys.stderr)
+    if not problems:
+        print(f"deploy: the Kubernetes manifests, the compose file and the Dockerfile are valid "
+              f"(Kubernetes {KUBERNETES_VERSION} schemas, compose-spec)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

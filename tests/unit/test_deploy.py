@@ -1,0 +1,118 @@
+"""deploy/ can be followed: what CI's `.ci/validate_deploy.py` checks, run as part of the suite, offline."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+
+
+@pytest.fixture(scope="module")
+def validator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("validate_deploy", ROOT / ".ci" / "validate_deploy.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def manifests(validator: ModuleType) -> list[tuple[str, dict]]:
+    return validator.load_manifests(DEPLOY / "kubernetes")
+
+
+def test_the_deploy_files_pass_the_validator_that_ci_runs() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / ".ci" / "validate_deploy.py")], capture_output=True,
+                            text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "valid" in result.stdout
+
+
+def test_every_object_a_manifest_refers_to_is_defined_or_created_by_a_documented_command(validator) -> None:
+    objects = manifests(validator)
+    assert validator.reference_problems(objects, validator.documented_objects(DEPLOY / "README.md")) == []
+    kinds = {obj["kind"] for _, obj in objects}
+    assert {"Deployment", "Service", "PersistentVolumeClaim"} <= kinds
+
+
+def test_the_secret_is_created_by_one_documented_command(validator) -> None:
+    assert ("Secret", "hermes-secrets") in validator.documented_objects(DEPLOY / "README.md")
+
+
+def test_a_volume_claim_defined_nowhere_is_reported(validator) -> None:
+    objects = [(f, o) for f, o in manifests(validator) if o["kind"] != "PersistentVolumeClaim"]
+    problems = validator.reference_problems(objects, validator.documented_objects(DEPLOY / "README.md"))
+    assert len(problems) == 1 and "PersistentVolumeClaim 'hermes-data'" in problems[0]
+
+
+def test_a_secret_neither_defined_nor_documented_is_reported(validator) -> None:
+    problems = validator.reference_problems(manifests(validator), set())
+    assert len(problems) == 1 and "Secret 'hermes-secrets'" in problems[0]
+
+
+def test_a_service_whose_selector_matches_no_pod_is_reported(validator) -> None:
+    objects = copy.deepcopy(manifests(validator))
+    service = next(o for _, o in objects if o["kind"] == "Service")
+    service["spec"]["selector"] = {"app": "hermes-gateways"}
+    problems = validator.reference_problems(objects, validator.documented_objects(DEPLOY / "README.md"))
+    assert any("matches no workload" in p for p in problems)
+
+
+def test_a_field_kubernetes_does_not_know_fails_schema_validation(validator) -> None:
+    objects = copy.deepcopy(manifests(validator))
+    deployment = next(o for _, o in objects if o["kind"] == "Deployment")
+    assert validator.schema_problems(objects) == []
+    deployment["spec"]["replicaz"] = 2
+    assert any("replicaz" in p for p in validator.schema_problems(objects))
+    del deployment["spec"]["replicaz"]
+    deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = "8080"
+    assert any("containerPort" in p for p in validator.schema_problems(objects))
+
+
+def test_the_readiness_probe_asks_ready_and_the_liveness_probe_asks_health(validator) -> None:
+    deployment = next(o for _, o in manifests(validator) if o["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/health"
+
+
+def test_a_compose_file_off_the_compose_spec_or_with_an_undeclared_volume_is_reported(validator, tmp_path) -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    (tmp_path / ".env.example").write_text("")
+    good = tmp_path / "compose.yaml"
+    broken = copy.deepcopy(compose)
+    broken["services"]["gateway"]["build"]["context"] = str(ROOT)
+    good.write_text(yaml.safe_dump(broken))
+    assert validator.compose_problems(good) == []
+
+    del broken["volumes"]["hermes-data"]
+    good.write_text(yaml.safe_dump(broken))
+    assert any("volume 'hermes-data'" in p for p in validator.compose_problems(good))
+
+    broken["services"]["gateway"]["depends_on"]["postgres"]["condition"] = "whenever"
+    good.write_text(yaml.safe_dump(broken))
+    assert any("depends_on" in p for p in validator.compose_problems(good))
+
+
+def test_the_compose_env_file_has_an_example_to_copy(validator, tmp_path) -> None:
+    compose = tmp_path / "compose.yaml"
+    compose.write_text((DEPLOY / "compose.yaml").read_text().replace("context: ..", f"context: {ROOT}"))
+    assert any("env_file .env" in p for p in validator.compose_problems(compose))
+    (tmp_path / ".env.example").write_text("ANTHROPIC_API_KEY=\n")
+    assert validator.compose_problems(compose) == []
+
+
+def test_a_dockerfile_that_leaves_out_an_installed_package_is_reported(validator, tmp_path) -> None:
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text((DEPLOY / "Dockerfile").read_text().replace("COPY hermes_gateway ./hermes_gateway\n", ""))
+    problems = validator.dockerfile_problems(dockerfile, ROOT)
+    assert problems == ["Dockerfile: the package hermes_gateway is installed but never copied"]
+    assert validator.dockerfile_problems(DEPLOY / "Dockerfile", ROOT) == []
