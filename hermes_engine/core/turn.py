@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -68,6 +69,7 @@ class Turn:
     undelivered: bool = False
     duplicate: bool = False
     paused: bool = False  # the store could not write: stopped, the event left to be taken again
+    started: float = field(default_factory=time.monotonic)
 
 
 class TurnRunner:
@@ -132,7 +134,7 @@ class TurnRunner:
 
     async def prepare(self, session: SessionHandle, job: TurnJob) -> Turn:
         """Open the reply, tell features a turn starts, load the session and build the user message."""
-        msg = job.message
+        msg, started = job.message, time.monotonic()
         outlet = self.outlet_for(msg.platform)
         stream: ReplyStream = (outlet.open_stream(msg.reply_target(), idempotency_key=f"{msg.event_id}:reply")
                                if outlet is not None else BufferedStream())
@@ -143,7 +145,7 @@ class TurnRunner:
         images = await asyncio.to_thread(load_images, msg)  # up to megabytes from disk: off the loop
         user = await self.prompts.user_message(session.scope, msg, job.person_id, images=images)
         user = Message(**{**user.__dict__, "meta": {**user.meta, "event_id": msg.event_id}})
-        return Turn(session, job, msg, stream, outlet, user)
+        return Turn(session, job, msg, stream, outlet, user, started=started)
 
     async def replay(self, turn: Turn) -> bool:
         """After a crash: a user message already stored is not said twice (wherever it is in the history:
@@ -248,7 +250,9 @@ class TurnRunner:
         await self.tell_paused(turn.message, error)
 
     async def complete(self, turn: Turn) -> None:
-        """Mark the inbox event answered, unless the answer must still be given after a restart."""
+        """Log the turn's one line, and mark the inbox event answered, unless the answer must still be given
+        after a restart."""
+        _log_turn(turn)
         if (turn.interrupted and self.stopping()) or turn.undelivered or turn.duplicate or turn.paused:
             return
         try:
@@ -308,6 +312,23 @@ class TurnRunner:
             with contextlib.suppress(Exception):
                 await outlet.typing(target)
             await asyncio.sleep(TYPING_EVERY_SECONDS)
+
+
+def _log_turn(turn: Turn) -> None:
+    """One line per turn at INFO: who, where, how it ended, how long it took, what it cost. Its fields go
+    to the JSON log as they are."""
+    if turn.duplicate or turn.paused:
+        return  # not a turn: the other copy logs it; a paused turn is logged as the store failing
+    outcome = ("interrupted" if turn.interrupted else "failed" if turn.failed else "undelivered"
+               if turn.undelivered else "error" if turn.result is None else "answered")
+    usage = turn.result.usage if turn.result else Usage()
+    latency_ms = round((time.monotonic() - turn.started) * 1000)
+    tokens_in, tokens_out = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens, usage.output_tokens
+    log.info("turn %s for person %s on %s in %.2f s: %s tokens in, %s out", outcome, turn.job.person_id,
+             turn.message.platform, latency_ms / 1000, tokens_in, tokens_out,
+             extra={"event": "turn", "outcome": outcome, "person_id": turn.job.person_id,
+                    "platform": turn.message.platform, "latency_ms": latency_ms, "tokens_in": tokens_in,
+                    "tokens_out": tokens_out, "model": turn.session.last_model})
 
 
 def _stored_answer(history: list[Message], event_id: str) -> str | None:

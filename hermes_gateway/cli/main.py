@@ -5,7 +5,6 @@ The composition root: it lives beside the adapters because it wires them to the 
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sys
 
@@ -37,15 +36,10 @@ def _fail(exc: Exception) -> None:
 
 
 def _setup_logging(level: str, to_stderr: bool = True) -> None:
-    """Log lines to stderr (or stdout), with secrets redacted from every record of every logger and handler:
-    the known shapes (tokens, keys, passwords, also percent-encoded in URLs) and the values of the
-    secret-named environment variables, whatever their shape."""
-    from hermes_engine.policy.secrets import install_log_redaction, secret_env_values
+    """Log lines to stderr (or stdout), quiet and redacted; text or JSON lines (see hermes_gateway.logs)."""
+    from hermes_gateway.logs import setup_logging
 
-    install_log_redaction(extra=secret_env_values(os.environ))
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr if to_stderr else sys.stdout)
+    setup_logging(level, stream=sys.stderr if to_stderr else sys.stdout, environ=os.environ)
 
 
 @app.command()

@@ -255,7 +255,7 @@ def test_log_filter_redacts_tracebacks_and_known_values() -> None:
 
 
 def test_the_cli_logging_setup_redacts_every_logger() -> None:
-    code = ("import logging; from hermes_gateway.cli.main import _setup_logging; _setup_logging('INFO'); "
+    code = ("import logging; from hermes_gateway.cli.main import _setup_logging; _setup_logging('DEBUG'); "
             f"logging.getLogger('httpx').info('HTTP Request: POST %s', 'https://api.telegram.org/bot{TELEGRAM_TOKEN}"
             "/getMe')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
@@ -267,7 +267,7 @@ def test_the_cli_logging_setup_redacts_every_logger() -> None:
 def test_the_cli_logging_setup_redacts_encoded_urls_and_secret_environment_values() -> None:
     odd_key = "self-hosted-model-key"  # no vendor shape: only known because it is set in the environment
     encoded = TELEGRAM_TOKEN.replace(":", "%3A")
-    code = ("import logging; from hermes_gateway.cli.main import _setup_logging; _setup_logging('INFO'); "
+    code = ("import logging; from hermes_gateway.cli.main import _setup_logging; _setup_logging('DEBUG'); "
             f"logging.getLogger('httpx').info('HTTP Request: GET %s', 'https://api.telegram.org/file/bot{encoded}"
             "/documents/file_1.pdf'); "
             f"logging.getLogger('hermes').warning('provider refused key {odd_key}')")
