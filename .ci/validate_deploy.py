@@ -7,6 +7,7 @@
 - Compose: the compose-spec JSON schema (bundled with check-jsonschema), then what the schema cannot see:
   build contexts and Dockerfiles, env files (or their `.example` to copy), named volumes, depends_on.
 - Dockerfile: every path it copies exists, and every package the project installs is copied.
+- The `.env.example` to copy holds only `NAME=value` lines that compose, kubectl and systemd read alike.
 - Every `--bot PROFILE` that a deploy file starts names a folder of the repository.
 
 Usage: python .ci/validate_deploy.py [REPO_ROOT]   (exit 1 and one line per problem when anything is wrong)
@@ -205,6 +206,21 @@ def dockerfile_problems(dockerfile: Path, root: Path) -> list[str]:
     return problems
 
 
+def env_file_problems(env_file: Path) -> list[str]:
+    """The env file template is read by compose, `kubectl create secret --from-env-file` and systemd alike:
+    only comments and `NAME=value` lines, no `export`, no quotes around values."""
+    problems = []
+    for number, line in enumerate(env_file.read_text().splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, equals, value = line.partition("=")
+        if not equals or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            problems.append(f"{env_file.name}:{number}: not a NAME=value line: {line!r}")
+        elif value.startswith(("'", '"')):
+            problems.append(f"{env_file.name}:{number}: quotes would be part of the value for kubectl and systemd")
+    return problems
+
+
 # ----------------------------------------------------------------------------------------- bot profiles
 
 def bot_problems(deploy: Path, root: Path) -> list[str]:
@@ -214,7 +230,7 @@ def bot_problems(deploy: Path, root: Path) -> list[str]:
         text = path.read_text()
         for bot in re.findall(r"--bot[\"']?\s*[,=]?\s*[\"']?([\w./-]+)", text):
             if not (root / bot / "profile.yaml").is_file():
-                problems.append(f"{path.relative_to(root)}: --bot {bot}: no bot profile at {bot}/profile.yaml")
+                problems.append(f"{path.relative_to(deploy)}: --bot {bot}: no bot profile at {bot}/profile.yaml")
     return problems
 
 
@@ -225,6 +241,7 @@ def all_problems(root: Path) -> list[str]:
     problems += reference_problems(objects, documented_objects(deploy / "README.md"))
     problems += compose_problems(deploy / "compose.yaml")
     problems += dockerfile_problems(deploy / "Dockerfile", root)
+    problems += env_file_problems(deploy / ".env.example")
     problems += bot_problems(deploy, root)
     return problems
 

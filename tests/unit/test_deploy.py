@@ -116,3 +116,22 @@ def test_a_dockerfile_that_leaves_out_an_installed_package_is_reported(validator
     problems = validator.dockerfile_problems(dockerfile, ROOT)
     assert problems == ["Dockerfile: the package hermes_gateway is installed but never copied"]
     assert validator.dockerfile_problems(DEPLOY / "Dockerfile", ROOT) == []
+
+
+def test_a_deploy_file_that_starts_a_bot_profile_that_does_not_exist_is_reported(validator, tmp_path) -> None:
+    assert validator.bot_problems(DEPLOY, ROOT) == []
+    for file in ("Dockerfile", "compose.yaml", "hermes-gateway.service"):
+        text = (DEPLOY / file).read_text()
+        assert "--bot" in text
+        (tmp_path / file).write_text(text.replace("bots/telegram-dm-assistant", "bots/telegram-assistant"))
+    problems = validator.bot_problems(tmp_path, ROOT)
+    assert sorted(p.split(":")[0] for p in problems) == ["Dockerfile", "compose.yaml", "hermes-gateway.service"]
+    assert all("no bot profile at bots/telegram-assistant/profile.yaml" in p for p in problems)
+
+
+def test_the_env_file_template_is_read_alike_by_compose_kubectl_and_systemd(validator, tmp_path) -> None:
+    assert validator.env_file_problems(DEPLOY / ".env.example") == []
+    env = tmp_path / ".env.example"
+    env.write_text("# comment\nANTHROPIC_API_KEY=\nexport TELEGRAM_BOT_TOKEN=x\nSLACK_BOT_TOKEN=\"xoxb\"\n")
+    problems = validator.env_file_problems(env)
+    assert [p.split(":")[1] for p in problems] == ["3", "4"]
