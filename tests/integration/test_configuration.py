@@ -169,3 +169,25 @@ async def _get_when_up(http: aiohttp.ClientSession, url: str) -> tuple[int, dict
             pass
         await asyncio.sleep(0.1)
     raise AssertionError(f"{url} never answered")
+
+
+def test_people_without_a_subcommand_lists_everyone_with_their_platform_accounts(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from hermes_gateway.cli.main import app
+    from hermes_gateway.cli.people import with_store
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    ann = with_store(lambda store: store.resolve_account("telegram", "bot", "12345", "Ann")).person_id
+    bob = with_store(lambda store: store.resolve_account("slack", "bot", "U123", "Bob")).person_id
+    listed = CliRunner().invoke(app, ["people"])
+    assert listed.exit_code == 0, listed.output
+    assert f"{ann:>6}  Ann  telegram:12345 (bot account bot)" in listed.output
+    assert f"{bob:>6}  Bob  slack:U123 (bot account bot)" in listed.output
+
+
+async def test_an_unknown_log_level_is_one_sentence_naming_the_variable(fake_llm, tmp_path):
+    env = {**only_anthropic(fake_llm), "HERMES_HOME": str(tmp_path / "home"), "HERMES_LOG_LEVEL": "loud"}
+    code, _, err = await cli("run", env=env)
+    assert code == 2
+    assert_one_sentence(err, "HERMES_LOG_LEVEL is invalid", "DEBUG, INFO, WARNING, ERROR, CRITICAL")
