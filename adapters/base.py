@@ -52,6 +52,7 @@ class PlatformAdapter(ABC):
     platform: ClassVar[str] = ""
     capabilities: Capabilities  # a class attribute; an adapter configured per bot may set its own
     stream_cursor: ClassVar[str] = ""  # appended to interim frames, e.g. " ▌"
+    connected: bool = False  # set by the adapter while the platform accepts it; `/ready` reports it
 
     def __init__(self, *, ledger: DeliveryLedger | None = None,
                  scheduler: OutboundScheduler | None = None) -> None:

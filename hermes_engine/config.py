@@ -18,6 +18,7 @@ from hermes_engine.errors import ConfigError
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
 PROFILE_FILE = "profile.yaml"
 SOUL_FILE = "SOUL.md"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 class Settings(BaseSettings):
@@ -35,6 +36,13 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     inbox_retention_days: float = Field(30, gt=0)  # answered inbox events older than this are deleted
     max_live_sessions: int = Field(1000, ge=1)  # sessions held in memory per bot; idle ones beyond are dropped
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        if value.upper() not in LOG_LEVELS:
+            raise ValueError(f"use one of {', '.join(LOG_LEVELS)}")
+        return value.upper()
 
     @property
     def db_url(self) -> str:
@@ -163,7 +171,8 @@ def load_settings() -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         name = "HERMES_" + str(first["loc"][0]).upper()
-        raise ConfigError(f"Environment variable {name} is invalid: {first['msg']}.") from None
+        reason = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"Environment variable {name} is invalid: {reason}.") from None
 
 
 def resolve_profile_dir(bot: str | None, search_roots: list[Path] | None = None) -> Path | None:

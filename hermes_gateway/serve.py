@@ -1,12 +1,14 @@
 """`hermes-gateway run`: one process serving every configured bot on every configured platform.
 
-Each bot profile names its platforms under `platforms:`; an adapter whose credentials are missing is
-skipped with one clear log line, so a partly configured deployment still serves what it can. One aiohttp
-server carries the health and readiness endpoints, Slack events and the Telegram webhook.
+Each bot profile names its platforms under `platforms:`. One aiohttp server carries the health and
+readiness endpoints, Slack events and the Telegram webhook.
 
-`/health` says the process is alive. `/ready` says whether it should be sent messages: 503 with a reason
-while it is starting or while the store cannot write (then each request probes whether it can again), 200
-once messages can be taken.
+The configuration is checked before anything happens (`hermes_gateway.preflight`): a platform the profile
+names must be known, its options valid and its credentials set, or the gateway does not start.
+
+`/health` says the process is alive. `/ready` says whether it should be sent messages: 503 while it is
+starting, while the store cannot write (then each request probes whether it can again) or while a
+configured platform is not connected; the JSON body's `reason` names each thing that is not ready.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import contextlib
 import logging
 import os
 import signal
+from collections.abc import Sequence
 
 from aiohttp import web
 
@@ -26,28 +29,33 @@ from hermes_engine.core.gateway import Gateway
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.errors import ConfigError, StorageError
 from hermes_engine.ports.storage import Store
+from hermes_gateway import preflight
 from hermes_gateway.wiring import StoredDeliveries, build_gateway, check_models, open_store
 
 log = logging.getLogger(__name__)
 
 
-def health_app(storage_health: StorageHealth | None = None, started: asyncio.Event | None = None) -> web.Application:
-    """`/health`, and `/ready` when given what readiness depends on: the store's health and the event set
-    once the gateways have started."""
+def health_app(storage_health: StorageHealth | None = None, started: asyncio.Event | None = None,
+               adapters: Sequence[PlatformAdapter] = ()) -> web.Application:
+    """`/health`, and `/ready` when given what readiness depends on: the store's health, the event set
+    once the gateways have started, and the adapters that must be connected."""
     app = web.Application()
 
     async def health(_: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
 
     async def ready(_: web.Request) -> web.Response:
+        waiting: list[str] = []
         if started is not None and not started.is_set():
-            return web.json_response({"status": "unavailable", "reason": "starting"}, status=503)
+            waiting.append("starting")
         if storage_health is not None:
             try:
                 await storage_health.ensure_ready()
             except StorageError as exc:
-                return web.json_response({"status": "unavailable", "reason": f"the store cannot write: {exc.reason}"},
-                                         status=503)
+                waiting.append(f"the store cannot write: {exc.reason}")
+        waiting += [f"{adapter.platform} is not connected" for adapter in adapters if not adapter.connected]
+        if waiting:
+            return web.json_response({"status": "unavailable", "reason": "; ".join(waiting)}, status=503)
         return web.json_response({"status": "ready"})
 
     app.router.add_get("/health", health)
@@ -59,8 +67,7 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
                          store: Store, storage_health: StorageHealth | None = None,
                          ) -> tuple[list[Gateway], list[PlatformAdapter]]:
     """Build a gateway per profile and its adapters; return (gateways, adapters). A platform the profile
-    does not know, or options it cannot parse, stop the start with one sentence; a platform whose
-    credentials are missing is skipped with a warning, so a partly configured deployment serves the rest."""
+    does not know, options it cannot parse or credentials it lacks stop the start with one sentence."""
     gateways, adapters = [], []
     for profile in profiles:
         check_models(profile, settings)
@@ -74,8 +81,7 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
             try:
                 adapter = platform.build(gateway, settings, options, http, os.environ)
             except ConfigError as exc:
-                log.warning("%s adapter for bot %s is off: %s", name, profile.name, exc)
-                continue
+                raise ConfigError(f"Bot profile '{profile.name}', platform {name}: {exc}") from None
             adapter.keep_deliveries_in(StoredDeliveries(store, profile.name, name))
             gateway.attach(adapter)
             adapters.append(adapter)
@@ -85,11 +91,14 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
 
 async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asyncio.Event | None = None,
                 stop: asyncio.Event | None = None) -> None:
+    settings, profiles = await preflight.check(settings, profiles, serving=True)
     store = open_store(settings)
     await store.init()
     storage_health, started = StorageHealth(store), asyncio.Event()
-    http = health_app(storage_health, started)
-    gateways, adapters = await start_gateways(settings, profiles, http, store, storage_health)
+    adapters: list[PlatformAdapter] = []
+    http = health_app(storage_health, started, adapters)
+    gateways, built = await start_gateways(settings, profiles, http, store, storage_health)
+    adapters += built
     runner = web.AppRunner(http)
     await runner.setup()
     site = web.TCPSite(runner, settings.http_host, settings.http_port)

@@ -176,6 +176,7 @@ class DiscordAdapter(PlatformAdapter):
             self.account = str(self.client.user.id)
             log.info("Discord connected as %s (%s) in %d guild(s)", self.client.user, self.account,
                      len(self.client.guilds))
+        self.connected = True
         self._ready.set()
 
     async def stop_receiving(self) -> None:
@@ -184,6 +185,7 @@ class DiscordAdapter(PlatformAdapter):
 
     async def stop(self) -> None:
         self.receiving = False
+        self.connected = False
         await super().stop()
         if self.client is not None:
             await self.client.close()

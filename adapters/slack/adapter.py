@@ -74,6 +74,7 @@ class SlackAdapter(PlatformAdapter):
         await self.api.open()
         try:
             await self.api.identify()
+            self.connected = True
         except SlackCallError as exc:
             if exc.error in REFUSED_TOKEN:
                 raise ConfigError(f"Slack refused {self.options.bot_token_env} ({exc.error}).") from None
@@ -107,6 +108,7 @@ class SlackAdapter(PlatformAdapter):
             log.debug("closing the Socket Mode connection failed", exc_info=True)
 
     async def stop(self) -> None:
+        self.connected = False
         await self.stop_receiving()
         for task in list(self._tasks):
             task.cancel()

@@ -132,6 +132,7 @@ class TelegramAdapter(PlatformAdapter):
         if self._stopping and self._main is None:
             return
         self._stopping = True
+        self.connected = False
         tasks = [t for t in [self._main, *self._tasks] if t is not None]
         for task in tasks:
             task.cancel()
@@ -163,6 +164,7 @@ class TelegramAdapter(PlatformAdapter):
     async def _run(self) -> None:
         await self._with_backoff("connect", self._setup)
         self.ready.set()
+        self.connected = True
         log.info("Telegram bot @%s is up (%s mode)", self.username, self.options.mode)
         if self.options.mode == "polling":
             await self._poll()

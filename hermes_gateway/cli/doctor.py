@@ -1,40 +1,28 @@
-"""`hermes-gateway doctor`: every check a newcomer's setup needs, one line each."""
+"""`hermes-gateway doctor`: the checks `run` makes before it starts, one line each, with what each missing
+key is for."""
 
 from __future__ import annotations
 
-import os
+import asyncio
 from collections.abc import Iterator
 
-from adapters.platform import load as load_platform
 from hermes_engine.config import load_profile, load_settings
 from hermes_engine.errors import HermesError
+from hermes_gateway.preflight import Finding, database_problem, model_findings, platform_findings, port_problem
 
 
-def diagnose(bot: str | None) -> Iterator[tuple[bool, str]]:
+def diagnose(bot: str | None) -> Iterator[Finding]:
     try:
         settings = load_settings()
         profile = load_profile(bot)
     except HermesError as exc:
-        yield False, str(exc)
+        yield Finding("fix", str(exc))
         return
-    yield True, f"bot profile '{profile.name}' loaded"
-    yield True, f"data folder {settings.home}"
-    from hermes_engine.providers.registry import check_provider
-
-    for spec in profile.models(settings):
-        try:
-            check_provider(spec)
-            yield True, f"model {spec} configured"
-        except HermesError as exc:
-            yield False, str(exc)
-    for name, raw_options in profile.platforms.items():
-        try:  # each platform says what it needs: its options model and its environment
-            platform = load_platform(name)
-            problems = platform.problems(platform.parse_options(raw_options), os.environ)
-        except HermesError as exc:
-            yield False, str(exc)
-            continue
-        if problems:
-            yield from ((False, problem) for problem in problems)
-        else:
-            yield True, f"{name}: options valid, credentials present"
+    yield Finding("ok", f"bot profile '{profile.name}' loaded")
+    yield Finding("ok", f"data folder {settings.home}")
+    yield from model_findings(profile, settings)
+    yield from platform_findings(profile)
+    bad_database = asyncio.run(database_problem(settings))
+    yield Finding("fix", bad_database) if bad_database else Finding("ok", "database reachable")
+    busy = port_problem(settings)  # the gateway itself may be the one listening there
+    yield Finding("warn", busy) if busy else Finding("ok", f"HTTP port {settings.http_port} free")

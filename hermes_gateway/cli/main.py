@@ -44,17 +44,20 @@ def _setup_logging(level: str, to_stderr: bool = True) -> None:
 
 @app.command()
 def chat(bot: str | None = typer.Option(None, "--bot", help="Bot profile folder or name under ./bots.")) -> None:
-    """Chat with the agent in the terminal (streamed). Reads one message per line when piped."""
+    """Chat with the agent in the terminal (streamed). Reads one message per line when piped; exits with
+    status 1 when a turn failed, so a script notices."""
     from adapters.console import chat as console_chat
-    from hermes_gateway.wiring import build_gateway, check_models, open_store
+    from hermes_gateway import preflight
+    from hermes_gateway.cli.turns import FailedTurns
+    from hermes_gateway.wiring import build_features, build_gateway, open_store
+
+    failed = FailedTurns()
 
     async def main() -> None:
-        settings = load_settings()
-        profile = load_profile(bot)
-        check_models(profile, settings)
+        settings, [profile] = await preflight.check(load_settings(), [load_profile(bot)], serving=False)
         store = open_store(settings)
         await store.init()
-        gateway = build_gateway(settings, profile, store)
+        gateway = build_gateway(settings, profile, store, features=[*build_features(settings, profile), failed])
         try:
             await console_chat(gateway)
         finally:
@@ -68,6 +71,9 @@ def chat(bot: str | None = typer.Option(None, "--bot", help="Bot profile folder 
         _fail(exc)
     except KeyboardInterrupt:
         pass
+    if failed.count:
+        typer.echo(f"hermes-gateway: {failed.count} turn(s) failed (see the answers above).", err=True)
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -91,9 +97,9 @@ def doctor(bot: str | None = typer.Option(None, "--bot")) -> None:
     from hermes_gateway.cli.doctor import diagnose
 
     problems = 0
-    for ok, line in diagnose(bot):
-        typer.echo(("ok    " if ok else "FIX   ") + line)
-        problems += 0 if ok else 1
+    for finding in diagnose(bot):
+        typer.echo(f"{finding.level.upper() if finding.level != 'ok' else 'ok':6}{finding.text}")
+        problems += finding.level == "fix"
     raise typer.Exit(1 if problems else 0)
 
 
@@ -110,7 +116,7 @@ _mount("curator", "hermes_gateway.cli.curator", "Run the skill curator or read i
 _mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code.")
 _mount("export", "hermes_gateway.cli.export", "Export conversations.")
 _mount("security", "hermes_gateway.cli.security", "Scan memory and skill files; approve content held for an admin.")
-_mount("people", "hermes_gateway.cli.people", "Find a person's id, or forget a person.")
+_mount("people", "hermes_gateway.cli.people", "List people with their platform accounts, or forget a person.")
 
 
 def main() -> None:

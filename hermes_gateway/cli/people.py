@@ -1,5 +1,6 @@
 """`hermes-gateway people …`: find a person's id, and forget a person on their behalf.
 
+    hermes-gateway people                (everyone, with their platform accounts)
     hermes-gateway people list --platform telegram --user-id 123456789
     hermes-gateway people forget telegram:123456789
 
@@ -20,10 +21,11 @@ from hermes_engine.config import Settings, load_settings
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.storage import Store
 
-app = typer.Typer(help="Find people and forget a person.", no_args_is_help=True)
+app = typer.Typer(help="Find people and forget a person.", invoke_without_command=True)
 
 T = TypeVar("T")
-PERSON_HELP = "The person's id (see `people list`) or platform:user_id, e.g. telegram:123456789."
+PERSON_HELP = ("The person's id (see `hermes-gateway people`) or platform:user_id, e.g. telegram:123456789, "
+               "slack:U0123ABCD or discord:123456789012345678.")
 REMAINS = ("Not deleted here: database and HERMES_HOME backups you made, log files, exports already written, "
            "and facts about them in a group's shared memory or in skills. A gateway running now keeps what it "
            "has loaded for the person until it restarts.")
@@ -113,6 +115,13 @@ def list_(platform: str | None = typer.Option(None, "--platform", help="Only acc
     typer.echo(f"{'id':>6}  name  accounts")
     for line in lines:
         typer.echo(line)
+
+
+@app.callback()
+def everyone(ctx: typer.Context) -> None:
+    """Without a subcommand: everyone known, with their ids and platform accounts (as `people list`)."""
+    if ctx.invoked_subcommand is None:
+        list_(platform=None, user_id=None)
 
 
 @app.command()

@@ -45,7 +45,7 @@ def test_bad_model_spec_and_bad_profile_are_one_sentence_each(tmp_path):
 def test_doctor_says_what_is_missing():
     result = run_cli("doctor", "--bot", "bots/telegram-dm-assistant")
     assert result.returncode == 1
-    assert "FIX   ANTHROPIC_API_KEY is not set" in result.stdout
+    assert "FIX   ANTHROPIC_API_KEY: the key of the primary model" in result.stdout
     assert "FIX   telegram: set TELEGRAM_BOT_TOKEN" in result.stdout
 
 
