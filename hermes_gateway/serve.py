@@ -30,7 +30,7 @@ from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.errors import ConfigError, StorageError
 from hermes_engine.ports.storage import Store
 from hermes_gateway import preflight
-from hermes_gateway.wiring import StoredDeliveries, build_gateway, check_models, open_store
+from hermes_gateway.wiring import StoredDeliveries, build_gateway, check_models, open_store, preload_models
 
 log = logging.getLogger(__name__)
 
@@ -93,12 +93,14 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
                 stop: asyncio.Event | None = None) -> None:
     settings, profiles = await preflight.check(settings, profiles, serving=True)
     store = open_store(settings)
-    await store.init()
     storage_health, started = StorageHealth(store), asyncio.Event()
     adapters: list[PlatformAdapter] = []
     http = health_app(storage_health, started, adapters)
     gateways, built = await start_gateways(settings, profiles, http, store, storage_health)
     adapters += built
+    # The database migrates while a thread imports the model SDKs; both are done before any adapter
+    # takes a message, so the first turn finds its provider ready.
+    await asyncio.gather(store.init(), asyncio.to_thread(preload_models, gateways))
     runner = web.AppRunner(http)
     await runner.setup()
     site = web.TCPSite(runner, settings.http_host, settings.http_port)
@@ -114,8 +116,7 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     try:
-        for adapter in adapters:
-            await adapter.start()
+        await asyncio.gather(*(adapter.start() for adapter in adapters))  # each platform logs in at once
         for gateway in gateways:
             await gateway.start()
         started.set()

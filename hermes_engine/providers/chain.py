@@ -12,14 +12,17 @@ drops what it had of this call, so a person sees the partial answer replaced by 
 second answer glued below it. Tool calls are only ever reported complete, so a half-received one is simply
 gone. Once `Completed` is passed on the call is over: whatever the connection does next is no failure.
 
-`build_chain` is the one way from model specs (primary first, then fallbacks) to a chain.
+`build_chain` is the one way from model specs (primary first, then fallbacks) to a chain. A fallback is
+built the first time it is needed: its SDK is never imported (memory and start-up time) while the primary
+answers, and its key is still checked at start.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
+from functools import partial
 
 from hermes_engine.errors import ProviderError
 from hermes_engine.providers.base import (
@@ -91,6 +94,26 @@ class TurnRouter:
         """Nothing to release: the providers belong to the chain."""
 
 
+class DeferredProvider:
+    """A provider known by its spec and built on its first call."""
+
+    def __init__(self, spec: str, build: Callable[[], Provider]) -> None:
+        self.spec = spec
+        self._build = build
+        self._provider: Provider | None = None
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+        if self._provider is None:
+            self._provider = self._build()
+        async with aclosing(self._provider.stream(request)) as events:
+            async for event in events:
+                yield event
+
+    async def aclose(self) -> None:
+        if self._provider is not None:
+            await self._provider.aclose()
+
+
 class ProviderChain:
     """The primary model and its fallbacks, in order. Call `route()` once per turn."""
 
@@ -128,4 +151,9 @@ def build_chain(models: Sequence[str], *, max_retries: int = 3) -> ProviderChain
     before any provider is built, so a bad fallback is a `ConfigError` now, not during an outage."""
     for spec in models:
         check_provider(spec)
-    return ProviderChain([make_provider(spec, max_retries=max_retries) for spec in models])
+    if not models:
+        raise ValueError("build_chain needs at least one model")
+    primary, *fallbacks = models
+    return ProviderChain([make_provider(primary, max_retries=max_retries),
+                          *(DeferredProvider(spec, partial(make_provider, spec, max_retries=max_retries))
+                            for spec in fallbacks)])
