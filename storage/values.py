@@ -8,13 +8,13 @@ JSON values that are not JSON types (a `datetime` in a raw payload) are stored a
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from hermes_engine.ports.inbound import encodable_text
+
 __all__ = ["clean", "clean_text", "json_dumps", "utc", "utcnow"]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _J = TypeVar("_J")
 
 
@@ -24,13 +24,10 @@ def json_dumps(value: Any) -> str:
 
 
 def clean_text(text: str) -> str:
+    """Text every backend can store: NUL (PostgreSQL refuses it) becomes U+FFFD, then `encodable_text`."""
     if "\x00" in text:
         text = text.replace("\x00", "\ufffd")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = _SURROGATE.sub("\ufffd", text)
-    return text
+    return encodable_text(text)
 
 
 def clean(value: _J) -> _J:

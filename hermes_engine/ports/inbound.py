@@ -24,16 +24,24 @@ class ChatKind(StrEnum):
     THREAD = "thread"
 
 
-def valid_text(text: str) -> str:
-    """`text` as valid Unicode: NUL removed, a surrogate pair held as two characters joined into one,
-    a lone surrogate replaced with U+FFFD."""
-    if "\x00" in text:
-        text = text.replace("\x00", "")
+def encodable_text(text: str) -> str:
+    """`text` that UTF-8 can encode: a surrogate pair held as two characters joined into one, a lone
+    surrogate replaced with U+FFFD. Text that needs no change is returned as it is (the same object);
+    most text is ASCII, which `isascii` tells without encoding it."""
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
+
+
+def valid_text(text: str) -> str:
+    """`text` as valid Unicode where it enters: NUL removed, then `encodable_text`."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return encodable_text(text)
 
 
 @dataclass(frozen=True)

@@ -4,16 +4,15 @@ provider's key as a known value.)"""
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any, TypeVar
 
 from hermes_engine.ports.conversation import Message, ToolCall
+from hermes_engine.ports.inbound import encodable_text
 from hermes_engine.providers.base import ModelRequest
 
 T = TypeVar("T")
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -29,22 +28,15 @@ def retry_after_seconds(headers: Any) -> float | None:
 
 
 def encodable(value: T) -> T:
-    """`value` (text, or JSON made of dicts and lists) with every lone surrogate replaced by U+FFFD.
+    """`value` (text, or JSON made of dicts and lists) with every string made `encodable_text`.
 
     A Python string can hold half of a surrogate pair (text stored before input was sanitised, a tool's
     output, a `\\ud83d` escape in JSON the model wrote); UTF-8 cannot, so the SDK would fail to encode the
     request, and since history is sent again every turn, so would every later turn of that chat. What needs
-    no change is returned as it is: most text is ASCII, which `isascii` tells without reading it, and
-    encoding is the quickest test of the rest.
+    no change is returned as it is.
     """
     if isinstance(value, str):
-        if value.isascii():
-            return value
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            return _LONE_SURROGATE.sub("\ufffd", value)  # type: ignore[return-value]
-        return value
+        return encodable_text(value)  # type: ignore[return-value]
     if isinstance(value, dict):
         return {encodable(k): encodable(v) for k, v in value.items()}  # type: ignore[return-value]
     if isinstance(value, list):
