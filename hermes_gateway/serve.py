@@ -30,7 +30,7 @@ from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.errors import ConfigError, StorageError
 from hermes_engine.ports.storage import Store
 from hermes_gateway import preflight
-from hermes_gateway.wiring import StoredDeliveries, build_gateway, check_models, open_store, preload_models
+from hermes_gateway.wiring import StoredDeliveries, build_gateway, open_store, preload_models
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,6 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
     does not know, options it cannot parse or credentials it lacks stop the start with one sentence."""
     gateways, adapters = [], []
     for profile in profiles:
-        check_models(profile, settings)
         gateway = build_gateway(settings, profile, store, storage_health=storage_health)
         for name, raw_options in profile.platforms.items():
             try:

@@ -19,18 +19,9 @@ from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.reply import Delivery
 from hermes_engine.ports.storage import DeliveryLog, Store
 from hermes_engine.providers.chain import build_chain
-from hermes_engine.providers.registry import check_provider, make_provider, parse_model_spec
+from hermes_engine.providers.registry import make_provider
 from hermes_engine.tools.core import CORE_TOOLS
 from hermes_engine.tools.registry import ToolRegistry
-
-
-def check_models(profile: BotProfile, settings: Settings) -> None:
-    """Fail early with one sentence when a model spec or the primary's key is wrong. Builds nothing, so no
-    SDK is imported."""
-    models = profile.models(settings)
-    for spec in models:
-        parse_model_spec(spec)
-    check_provider(models[0])
 
 
 def preload_models(gateways: Sequence[Gateway]) -> None:
