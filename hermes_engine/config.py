@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     inbox_retention_days: float = Field(30, gt=0)  # answered inbox events older than this are deleted
     max_live_sessions: int = Field(1000, ge=1)  # sessions held in memory per bot; idle ones beyond are dropped
+    web_search_url: str | None = None  # a SearXNG-compatible JSON endpoint; unset: no web_search tool
+    web_search_key: str | None = None  # sent to it as a bearer token
 
     @field_validator("log_level")
     @classmethod
@@ -119,6 +121,18 @@ class DelegationSettings(BaseModel):
     model: str | None = None  # None: the parent turn's provider chain
 
 
+class WebSettings(BaseModel):
+    """`web_fetch` (hermes_engine/tools/web/): its limits and what it may reach beyond the public internet."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow: list[str] = Field(default_factory=list)  # host names, addresses or CIDR networks, e.g. 10.1.0.0/16
+    time_limit: float = Field(20, gt=0, le=90)  # seconds for a whole fetch, redirects and body included
+    max_bytes: int = Field(2_000_000, ge=1024)  # of a body read; the rest is not downloaded
+    max_chars: int = Field(20_000, ge=1000, le=40_000)  # of text returned per call; more with `offset`
+    max_redirects: int = Field(5, ge=0, le=20)
+
+
 class BotProfile(BaseModel):
     """One bot: persona, model, tools and behaviour. Loaded from `bots/<name>/profile.yaml`."""
 
@@ -142,6 +156,7 @@ class BotProfile(BaseModel):
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     skills: SkillSettings = Field(default_factory=SkillSettings)
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
     path: Path | None = Field(default=None, exclude=True)
 

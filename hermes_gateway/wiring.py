@@ -74,6 +74,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.policy.forget import ForgetFeature
     from hermes_engine.policy.identity import IdentityFeature
     from hermes_engine.skills.feature import SkillsFeature
+    from hermes_engine.tools.web.feature import WebFeature
 
     return [
         MemoryFeature(FileMemoryStore(Path(settings.home) / "memories"), profile.memory),
@@ -89,6 +90,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
         CompressionFeature(),
         SearchFeature(),
         DelegationFeature(profile.delegation),
+        WebFeature.from_settings(settings, profile.web),
     ]
 
 

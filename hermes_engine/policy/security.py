@@ -32,6 +32,7 @@ API (imported by memory, skills and the CLI):
     scan_on_load(text, kind) -> str    the text, or its `[blocked entry: …]` placeholder
     blocked_on_load(text, kind)        the findings behind that placeholder (a skill file is then not loaded)
     admin_approval(by)                 context in which low findings are accepted and recorded
+    strict_scan(active)                context in which every finding blocks (a turn that read outside text)
     ApprovedHashes                     the store of approved fingerprints
     BlockedContent, explain, placeholder
 """
@@ -41,6 +42,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import hashlib
 import re
@@ -55,7 +57,7 @@ from hermes_engine.policy.secrets import find_secrets, mask
 
 __all__ = ["ApprovedHashes", "BlockedContent", "Finding", "HIGH", "INVISIBLE_RANGES", "KINDS", "LOW", "RULES",
            "ScanResult", "admin_approval", "blocked_on_load", "explain", "placeholder", "scan", "scan_on_load",
-           "scan_text"]
+           "scan_text", "strict_scan"]
 
 
 @dataclass(frozen=True)
@@ -358,6 +360,20 @@ def admin_approval(by: str) -> Iterator[None]:
         _approver.reset(token)
 
 
+_strict: contextvars.ContextVar[bool] = contextvars.ContextVar("security_strict", default=False)
+
+
+@contextlib.contextmanager
+def strict_scan(active: bool = True) -> Iterator[None]:
+    """Scans inside (when `active`) treat every finding as high: nothing is held for an admin or passes on
+    an earlier approval. For writes in a turn that read outside text, which may be steering the agent."""
+    token = _strict.set(active or _strict.get())
+    try:
+        yield
+    finally:
+        _strict.reset(token)
+
+
 def _check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise ValueError(f"scan: kind must be one of {KINDS}, not {kind!r}")
@@ -394,6 +410,8 @@ def scan(text: str, *, kind: str = "memory", approvals: ApprovedHashes | None = 
                                                 _fingerprint(rule.id, doc.unit(match.start())))))
     hits.sort(key=lambda h: h[0])
     findings = tuple(dict.fromkeys(f for _, f in hits))
+    if _strict.get():
+        return ScanResult(tuple(dataclasses.replace(f, severity=HIGH) for f in findings))
     if not any(f.severity == LOW for f in findings):
         return ScanResult(findings)
     store = approvals or ApprovedHashes.default()

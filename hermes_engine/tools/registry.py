@@ -62,6 +62,7 @@ class ToolContext:
     shared_scope: str | None = None  # key of the group/channel/server for shared memory
     services: dict[str, Any] = field(default_factory=dict)  # memory store, skill library, ...
     in_review: bool = False  # background review: no user-visible side effects
+    read_untrusted: bool = False  # the turn has read outside text (`tools.untrusted`): self-writes scan strictly
 
 
 class ToolTimedOut(Exception):

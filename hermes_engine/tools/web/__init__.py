@@ -1,0 +1,1 @@
+"""The `web` toolset: fetching pages safely and searching the web (see `feature.WebFeature`)."""

@@ -1,0 +1,77 @@
+"""A fetched body as text the model can read: HTML as Markdown, text and JSON as they are.
+
+Markdown keeps what matters to a reader (headings, links, lists, tables, code) at a fraction of the
+tokens of HTML. Scripts, styles and other markup that is never read are dropped before conversion.
+`markdownify` (with BeautifulSoup) is imported on the first HTML page, not when the process starts.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+
+from hermes_engine.tools.web.fetch import Fetched
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+UNREAD_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "head")
+_BLANK_LINES = re.compile(r"\n{3,}")
+
+
+class NotReadable(Exception):
+    """A body web_fetch does not turn into text; the message is what the model reads."""
+
+
+def is_text(media: str) -> bool:
+    return (media.startswith("text/") or media in ("application/json", "application/xml", "application/javascript")
+            or media.endswith(("+json", "+xml")))
+
+
+def _decode(fetched: Fetched) -> str:
+    charset = fetched.charset or "utf-8"
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        charset = "utf-8"
+    return fetched.body.decode(charset, errors="replace")
+
+
+def _looks_binary(body: bytes) -> bool:
+    return b"\x00" in body[:4096]
+
+
+def html_to_markdown(html: str) -> str:
+    """Readable Markdown of an HTML page, its title first."""
+    from bs4 import BeautifulSoup
+    from markdownify import MarkdownConverter
+
+    soup = BeautifulSoup(html, "html.parser")
+    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    for tag in soup(UNREAD_TAGS):
+        tag.decompose()
+    text = MarkdownConverter(heading_style="ATX", bullets="-", strip=["img"]).convert_soup(soup)
+    text = _BLANK_LINES.sub("\n\n", "\n".join(line.rstrip() for line in text.splitlines())).strip()
+    return f"# {title}\n\n{text}" if title and not text.startswith("#") else text
+
+
+def readable(fetched: Fetched) -> str:
+    """The body as text for the model; `NotReadable` for images, PDFs, archives and other binaries."""
+    media = fetched.content_type
+    if media in HTML_TYPES:
+        return html_to_markdown(_decode(fetched))
+    if media == "application/json" or media.endswith("+json"):
+        text = _decode(fetched)
+        if fetched.truncated:
+            return text
+        try:
+            return json.dumps(json.loads(text), ensure_ascii=False, indent=1)
+        except ValueError:
+            return text
+    if is_text(media) or (not media and not _looks_binary(fetched.body)):
+        return _decode(fetched)
+    what = media or "binary data"
+    raise NotReadable(f"Error: refused: {fetched.url} is {what}, not a web page; web_fetch reads HTML, text and JSON "
+                      "only.")
+
+
+__all__ = ["NotReadable", "html_to_markdown", "is_text", "readable"]
