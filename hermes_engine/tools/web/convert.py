@@ -2,7 +2,8 @@
 
 Markdown keeps what matters to a reader (headings, links, lists, tables, code) at a fraction of the
 tokens of HTML. Scripts, styles and other markup that is never read are dropped before conversion.
-`markdownify` (with BeautifulSoup) is imported on the first HTML page, not when the process starts.
+`markdownify` (with BeautifulSoup) is imported on the first HTML page, not when the process starts; the
+conversion is CPU work, so the tool runs it in a worker thread, off the event loop every chat shares.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import re
 from hermes_engine.tools.web.fetch import Fetched
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-UNREAD_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "head")
+UNREAD_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "head", "title")
+MAX_HTML_CHARS = 400_000  # of markup converted (after scripts and styles are cut): a few seconds of work
 _BLANK_LINES = re.compile(r"\n{3,}")
+_UNREAD_OPEN = re.compile(r"<(script|style|noscript|template|svg)\b", re.IGNORECASE)
 
 
 class NotReadable(Exception):
@@ -40,17 +43,37 @@ def _looks_binary(body: bytes) -> bool:
     return b"\x00" in body[:4096]
 
 
+def _drop_unread(html: str) -> str:
+    """The markup without scripts, styles and the like, in one pass (an element never closed runs to the end,
+    as a browser reads it). Most of a modern page's bytes go here, before the costly parse."""
+    lower = html.lower()
+    kept: list[str] = []
+    at = 0
+    while (found := _UNREAD_OPEN.search(html, at)) is not None:
+        kept.append(html[at:found.start()])
+        close = lower.find(f"</{found.group(1).lower()}", found.end())
+        end = lower.find(">", close) if close >= 0 else -1
+        at = len(html) if end < 0 else end + 1
+    kept.append(html[at:])
+    return "".join(kept)
+
+
 def html_to_markdown(html: str) -> str:
-    """Readable Markdown of an HTML page, its title first."""
+    """Readable Markdown of an HTML page, its title first. Parsing and converting cost about a second per
+    100 KB of markup, so only the first `MAX_HTML_CHARS` of it are converted, and the result says so."""
     from bs4 import BeautifulSoup
     from markdownify import MarkdownConverter
 
-    soup = BeautifulSoup(html, "html.parser")
+    html = _drop_unread(html)
+    cut = len(html) > MAX_HTML_CHARS
+    soup = BeautifulSoup(html[:MAX_HTML_CHARS], "html.parser")
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
     for tag in soup(UNREAD_TAGS):
         tag.decompose()
     text = MarkdownConverter(heading_style="ATX", bullets="-", strip=["img"]).convert_soup(soup)
     text = _BLANK_LINES.sub("\n\n", "\n".join(line.rstrip() for line in text.splitlines())).strip()
+    if cut:
+        text += f"\n\n[the page's markup is longer than {MAX_HTML_CHARS:,} characters; only its start was read]"
     return f"# {title}\n\n{text}" if title and not text.startswith("#") else text
 
 

@@ -7,6 +7,7 @@ at the end of each part names the `offset` of the next.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import httpcore2
@@ -64,7 +65,7 @@ async def web_fetch(url: str, ctx: ToolContext, offset: int = 0) -> ToolResult:
         fetched = await access.fetcher.fetch(url)
         if fetched.status >= 400:
             return ToolResult(f"Error: {fetched.url} answered HTTP {fetched.status}.", is_error=True)
-        text = readable(fetched)
+        text = await asyncio.to_thread(readable, fetched)  # parsing is CPU work: off the shared event loop
     except (Refused, NotReadable) as exc:
         return ToolResult(str(exc), is_error=True)
     except TimeoutError:
