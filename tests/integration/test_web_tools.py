@@ -248,3 +248,17 @@ async def test_a_skill_written_after_reading_a_page_is_scanned_strictly(engine, 
     await e.say("read the page, then save the tide skill")
     blocked = [m["content"] for m in fake_llm.requests[4].messages if m["role"] == "tool"][-1]
     assert "Blocked because" in blocked and "Held for an admin" not in blocked
+
+
+async def test_a_page_read_by_a_sub_agent_makes_the_parent_turn_scan_strictly(engine, fake_llm, site, tmp_path):
+    profile = make_profile(toolsets=["core", "skills", "web", "delegate"], web=WebSettings(allow=["127.0.0.1"]))
+    e = await engine(profile=profile)
+    create = {"action": "create", "name": "tide-check", "content": SKILL_WITH_INJECTION_EXAMPLE}
+    fake_llm.script(Reply(tool_calls=[("delegate_task", {"goal": "read the tide page", "toolsets": ["web"]})]),
+                    Reply(tool_calls=[("web_fetch", {"url": f"{site.url}/page"})]),
+                    Reply(text="High water at 06:12."),
+                    Reply(tool_calls=[("skill_manage", create)]), Reply(text="done"))
+    await e.say("have a helper read the page, then save the tide skill")
+    assert site.hits == {"/page": 1}
+    blocked = [m["content"] for m in fake_llm.requests[4].messages if m["role"] == "tool"][-1]
+    assert "Blocked because" in blocked and "Held for an admin" not in blocked
