@@ -11,6 +11,7 @@ body included, has one time limit; the body is read up to `max_bytes` and the re
 from __future__ import annotations
 
 import asyncio
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +95,19 @@ def check_url(url: str) -> tuple[str, str, int]:
     return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
+def ascii_url(url: str) -> str:
+    """`url` with an internationalised host name in its ASCII (IDNA) form, as it goes on the wire."""
+    parts = urlsplit(url.strip())
+    host = parts.hostname or ""
+    if host.isascii():
+        return url.strip()
+    try:
+        encoded = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise Refused(f"Error: {host!r} is not a valid host name in this URL.") from None
+    return parts._replace(netloc=encoded + (f":{parts.port}" if parts.port else "")).geturl()
+
+
 class Fetcher:
     """One configured way to fetch; `fetch` may run for many turns at once."""
 
@@ -112,6 +126,8 @@ class Fetcher:
                                                      max_connections=4) as pool:
                 for _ in range(self.limits.max_redirects + 1):
                     scheme, host, port = check_url(url)
+                    url = ascii_url(url)
+                    host = urlsplit(url).hostname or host
                     pins[_pin_key(host)] = await self.policy.vet(_pin_key(host), port, self.resolver)
                     fetched, location = await self._one(pool, url)
                     if location is None:
@@ -129,7 +145,22 @@ class Fetcher:
             if location is not None:
                 return Fetched(url, response.status, media, charset, b"", False), location
             body, truncated = await self._read(response)
+            encoding = head.get("content-encoding", "identity").strip().lower()
+            if encoding in ("gzip", "x-gzip", "deflate"):
+                body, truncated = self._inflate(body, truncated)
+            elif encoding not in ("", "identity"):
+                raise Refused(f"Error: refused: {url} came {encoding}-encoded, which web_fetch does not read.")
             return Fetched(url, response.status, media, charset, body, truncated), None
+
+    def _inflate(self, body: bytes, truncated: bool) -> tuple[bytes, bool]:
+        """A compressed body (sent although identity was asked for), unpacked to at most `max_bytes`: a
+        small body cannot unpack into gigabytes."""
+        inflater = zlib.decompressobj(wbits=47)  # gzip or zlib header, told apart by the data
+        try:
+            data = inflater.decompress(body, self.limits.max_bytes)
+        except zlib.error:
+            raise Refused("Error: the page's compressed body is corrupt.") from None
+        return data, truncated or bool(inflater.unconsumed_tail)
 
     async def _read(self, response: httpcore2.Response) -> tuple[bytes, bool]:
         chunks: list[bytes] = []
@@ -152,4 +183,4 @@ def _content_type(value: str) -> tuple[str, str | None]:
     return media.strip().lower(), charset
 
 
-__all__ = ["FetchLimits", "Fetched", "Fetcher", "check_url"]
+__all__ = ["FetchLimits", "Fetched", "Fetcher", "ascii_url", "check_url"]
