@@ -1,18 +1,14 @@
-"""What `web_fetch` may reach, how a vetted address is pinned for the connection, and how outside text is
-fenced for the model."""
+"""What `web_fetch` may reach, and how outside text is fenced for the model."""
 
 from __future__ import annotations
 
 import ipaddress
 
 import pytest
-from aiohttp import web
-from fakes.loopback import LoopbackServer
 
 from hermes_engine.tools.registry import ToolContext
 from hermes_engine.tools.untrusted import CLOSE, OPEN, mark_untrusted
 from hermes_engine.tools.web.addresses import AddressPolicy, IPAddress, Refused
-from hermes_engine.tools.web.fetch import Fetcher, FetchLimits
 
 
 @pytest.mark.parametrize("address", [
@@ -37,19 +33,6 @@ def test_the_allowlist_admits_named_hosts_and_networks_only():
     assert not policy.permits("other.test", ipaddress.ip_address("169.254.169.254"))
 
 
-class Answers:
-    """A resolver whose answer changes after the first question: a rebinding name."""
-
-    def __init__(self, *answers: str) -> None:
-        self.answers = [ipaddress.ip_address(a) for a in answers]
-        self.asked = 0
-
-    async def resolve(self, host: str, port: int) -> list[IPAddress]:
-        answer = self.answers[min(self.asked, len(self.answers) - 1)]
-        self.asked += 1
-        return [answer]
-
-
 async def test_a_name_with_any_private_answer_is_refused():
     class Mixed:
         async def resolve(self, host: str, port: int) -> list[IPAddress]:
@@ -57,25 +40,6 @@ async def test_a_name_with_any_private_answer_is_refused():
 
     with pytest.raises(Refused, match="10.0.0.8"):
         await AddressPolicy().vet("mixed.test", 80, Mixed())
-
-
-class Page(LoopbackServer):
-    def build_app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_get("/", self._host)
-        return app
-
-    async def _host(self, request: web.Request) -> web.Response:
-        return web.Response(text=f"host {request.host}")
-
-
-async def test_the_connection_goes_to_the_vetted_address_not_a_later_answer():
-    async with Page() as page:
-        resolver = Answers("127.0.0.1", "127.0.0.2")  # vetted first, then "rebound" to an address not allowed
-        fetcher = Fetcher(AddressPolicy.allowing(["127.0.0.1/32"]), FetchLimits(time_limit=5), resolver)
-        fetched = await fetcher.fetch(f"http://rebind.test:{page.port}/")
-    assert fetched.status == 200 and fetched.body == f"host rebind.test:{page.port}".encode()
-    assert resolver.asked == 1
 
 
 def test_outside_text_is_fenced_and_cannot_close_the_fence_itself():
