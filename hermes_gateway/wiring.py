@@ -74,9 +74,8 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.policy.forget import ForgetFeature
     from hermes_engine.policy.identity import IdentityFeature
     from hermes_engine.skills.feature import SkillsFeature
-    from hermes_engine.tools.web.feature import WebFeature
 
-    return [
+    features: list[Feature] = [
         MemoryFeature(FileMemoryStore(Path(settings.home) / "memories"), profile.memory),
         SkillsFeature.from_settings(settings, bot=profile.name, require_approval=profile.skills.require_approval,
                                     curator_interval_seconds=profile.skills.curator_every_days * 86400,
@@ -90,8 +89,12 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
         CompressionFeature(),
         SearchFeature(),
         DelegationFeature(profile.delegation),
-        WebFeature.from_settings(settings, profile.web),
     ]
+    if {"web", "web_fetch", "web_search"} & set(profile.toolsets):  # its HTTP stack is loaded only when used
+        from hermes_engine.tools.web.feature import WebFeature
+
+        features.append(WebFeature.from_settings(settings, profile.web))
+    return features
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
