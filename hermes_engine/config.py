@@ -119,6 +119,23 @@ class DelegationSettings(BaseModel):
     model: str | None = None  # None: the parent turn's provider chain
 
 
+class UsageLimitSettings(BaseModel):
+    """Daily limits, counted per UTC day (they reset at midnight UTC); unset means no limit. Admins are
+    never refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turns_per_day: int | None = Field(None, ge=1)  # per person
+    tokens_per_day: int | None = Field(None, ge=1)  # per person: input (cached included) and output
+    total_turns_per_day: int | None = Field(None, ge=1)  # everyone with this bot together
+    total_tokens_per_day: int | None = Field(None, ge=1)
+
+    @property
+    def enabled(self) -> bool:
+        return any(v is not None for v in (self.turns_per_day, self.tokens_per_day, self.total_turns_per_day,
+                                           self.total_tokens_per_day))
+
+
 class BotProfile(BaseModel):
     """One bot: persona, model, tools and behaviour. Loaded from `bots/<name>/profile.yaml`."""
 
@@ -142,6 +159,7 @@ class BotProfile(BaseModel):
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     skills: SkillSettings = Field(default_factory=SkillSettings)
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)
+    limits: UsageLimitSettings = Field(default_factory=UsageLimitSettings)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
     path: Path | None = Field(default=None, exclude=True)
 

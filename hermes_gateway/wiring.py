@@ -14,8 +14,10 @@ from hermes_engine.core.gateway import Gateway
 from hermes_engine.core.housekeeping import InboxPruning
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.policy.access import AccessGate
+from hermes_engine.policy.limits import UsageLimits
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Delivery
 from hermes_engine.ports.storage import DeliveryLog, Store
 from hermes_engine.providers.chain import build_chain
@@ -81,17 +83,19 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
-                  features: list[Feature] | None = None, storage_health: StorageHealth | None = None) -> Gateway:
+                  features: list[Feature] | None = None, storage_health: StorageHealth | None = None,
+                  metrics: Metrics = NO_METRICS) -> Gateway:
     """The gateway for one bot profile. Compression is part of every engine (its settings are in the
     profile): a hand-picked feature list gets it too, and so does the inbox pruning job. Gateways sharing a
     store share its `storage_health` (one outage, one notice per chat, one readiness answer); without one,
-    the gateway keeps its own."""
+    the gateway keeps its own. Usage limits are part of every engine too (off unless the profile sets them)."""
     if features is None:
         features = build_features(settings, profile)
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
-    features = [*features, InboxPruning(settings.inbox_retention_days)]
+    access = AccessGate(profile.access, Pairing.for_home(settings.home))
+    features = [UsageLimits(profile.limits, is_admin=access.is_admin, metrics=metrics), *features,
+                InboxPruning(settings.inbox_retention_days)]
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
-                   tools=ToolRegistry(list(CORE_TOOLS)),
-                   access=AccessGate(profile.access, Pairing.for_home(settings.home)),
-                   features=features, storage_health=storage_health)
+                   tools=ToolRegistry(list(CORE_TOOLS)), access=access,
+                   features=features, storage_health=storage_health, metrics=metrics)

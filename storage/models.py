@@ -12,7 +12,7 @@ Portable types:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -257,3 +257,16 @@ class DeliveryRow(Base):
     message_ids: Mapped[list[str]] = mapped_column(JsonType, nullable=False)
     final: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class UsageRow(Base):
+    """Turns and tokens one person used with one bot on one day (UTC): what usage limits count."""
+
+    __tablename__ = "usage_days"
+    __table_args__ = (sa.Index(None, "bot", "day"),)
+
+    bot: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    person_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("people.id", ondelete="CASCADE"), primary_key=True)
+    day: Mapped[date] = mapped_column(sa.Date(), primary_key=True)
+    turns: Mapped[int] = mapped_column(sa.Integer(), nullable=False, default=0)
+    tokens: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0)

@@ -33,6 +33,7 @@ from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget, message_from_payload, message_to_payload
+from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Outlet
 from hermes_engine.ports.session import SessionHandle, SessionScope
 from hermes_engine.ports.storage import SessionRecord, Store
@@ -48,8 +49,9 @@ class Gateway:
     def __init__(self, *, settings: Settings, profile: BotProfile, store: Store,
                  chain_factory: Callable[[Sequence[str]], ProviderChain], tools: ToolRegistry,
                  access: AccessGate, features: list[Feature] | None = None,
-                 storage_health: StorageHealth | None = None) -> None:
+                 storage_health: StorageHealth | None = None, metrics: Metrics = NO_METRICS) -> None:
         self.settings = settings
+        self.metrics = metrics
         self.profile = profile
         self.bot = profile.name
         self.store = store
@@ -84,7 +86,8 @@ class Gateway:
         self._people: dict[tuple[str, str, str], int] = {}  # (platform, account, user id) → person; bounded
         self.turns = TurnRunner(host=self, store=store, prompts=self.prompts, agent=self.agent,
                                 features=self.features, streaming=profile.streaming, outlet_for=self.outlets.get,
-                                stopping=lambda: self._stopping, storage_health=self.storage_health)
+                                stopping=lambda: self._stopping, storage_health=self.storage_health,
+                                metrics=metrics)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -302,6 +305,7 @@ class Gateway:
     def enqueue(self, session: SessionHandle, job: TurnJob) -> None:
         lane = self._lanes.setdefault(session.key, Lane())
         lane.queue.put_nowait(job)
+        self.metrics.turns_pending(self.bot, 1)
         if lane.worker is None or lane.worker.done():
             lane.worker = asyncio.create_task(self._work(session, lane), name=f"session:{session.key}")
 
@@ -334,6 +338,7 @@ class Gateway:
     async def _work(self, session: SessionHandle, lane: Lane) -> None:
         while not lane.queue.empty():
             job = lane.queue.get_nowait()
+            self.metrics.turns_pending(self.bot, -1)
             try:
                 result = await self._run_job(session, lane, job)
                 if job.done is not None and not job.done.done():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal, Protocol
 
 from hermes_engine.ports.conversation import Message, Usage
@@ -293,8 +293,30 @@ class HistoryStore(SessionStore, CompactionLineage, Protocol):
     """What rebuilding a session's view (stored messages + the latest summary) needs."""
 
 
+@dataclass(frozen=True)
+class UsageCount:
+    """Turns and tokens counted for one day (UTC)."""
+
+    turns: int = 0
+    tokens: int = 0
+
+
+class UsageLedger(Protocol):
+    """Turns and tokens per bot, person and day, kept in the database so every replica and every restart
+    counts against the same limits."""
+
+    async def add_usage(self, bot: str, person_id: int, day: date, *, turns: int = 0, tokens: int = 0) -> None:
+        """Add to the day's counts, atomically (one upsert adding to what is there)."""
+
+    async def usage_of(self, bot: str, person_id: int, day: date) -> UsageCount:
+        """One person's counts for the day (zeros when nothing was counted)."""
+
+    async def usage_total(self, bot: str, day: date) -> UsageCount:
+        """Everyone's counts for the day, summed."""
+
+
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
-            CompactionLineage, DeliveryLog, Protocol):
+            CompactionLineage, DeliveryLog, UsageLedger, Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:

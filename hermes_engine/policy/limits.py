@@ -1,0 +1,109 @@
+"""Daily usage limits: turns and tokens per person and for the whole bot, per UTC day.
+
+The counts live in the store (`UsageLedger`), so every replica and every restart counts against the same
+limit. A turn is counted when it is let through, its tokens when it ends; a person whose limit is reached
+is told when it resets and no model is called. Admins are never refused (their use is still counted).
+Limits are checked before a turn, so the turn that crosses a token limit finishes; the next one is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, date, datetime, time, timedelta
+
+from hermes_engine.config import UsageLimitSettings
+from hermes_engine.ports.feature import Feature, TurnOutcome
+from hermes_engine.ports.host import Host
+from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.metrics import NO_METRICS, Metrics
+from hermes_engine.ports.session import SessionScope
+from hermes_engine.ports.storage import UsageCount
+
+IsAdmin = Callable[..., bool]  # AccessGate.is_admin(user_id, *, platform_admin=...)
+Clock = Callable[[], datetime]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UsageLimits(Feature):
+    name = "usage-limits"
+
+    def __init__(self, settings: UsageLimitSettings, *, is_admin: IsAdmin, metrics: Metrics = NO_METRICS,
+                 clock: Clock = _utcnow) -> None:
+        self.settings = settings
+        self.is_admin = is_admin
+        self.metrics = metrics
+        self.clock = clock
+        self.host: Host | None = None
+
+    async def start(self, host: Host) -> None:
+        self.host = host
+
+    async def accept_turn(self, message: InboundMessage, purpose: str) -> bool:
+        """A person's turn under every limit is counted and goes on; over one, they hear when it resets."""
+        if not self.settings.enabled or purpose != "turn" or message.synthetic or self.host is None:
+            return True
+        store, bot, day = self.host.store, self.host.bot, self.clock().date()
+        person = (await store.resolve_account(message.platform, message.account, message.user_id,
+                                              message.user_name)).person_id
+        if not self.is_admin(message.user_id, platform_admin=message.platform_admin):
+            reached = await self._reached(bot, person, day)
+            if reached is not None:
+                limit, text = reached
+                self.metrics.limit_reached(bot, limit)
+                await self.host.notify(message.reply_target(), f"{text} {self._resets()}",
+                                       idempotency_key=f"{message.event_id}:limit")
+                return False
+        await store.add_usage(bot, person, day, turns=1)
+        return True
+
+    async def on_turn_end(self, outcome: TurnOutcome) -> None:
+        if not self.settings.enabled or outcome.person_id is None or self.host is None:
+            return
+        usage = outcome.usage
+        tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens
+        if tokens:
+            await self.host.store.add_usage(self.host.bot, outcome.person_id, self.clock().date(), tokens=tokens)
+
+    async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
+        if not self.settings.enabled or person_id is None or self.host is None:
+            return []
+        mine = await self.host.store.usage_of(self.host.bot, person_id, self.clock().date())
+        parts = [_of(mine.turns, self.settings.turns_per_day, "turns"),
+                 _of(mine.tokens, self.settings.tokens_per_day, "tokens")]
+        return [f"Today: {', '.join(parts)}. {self._resets()}"]
+
+    async def _reached(self, bot: str, person: int, day: date) -> tuple[str, str] | None:
+        """The limit reached, as (metric label, sentence for the person), or None."""
+        s = self.settings
+        store = self.host.store if self.host is not None else None
+        assert store is not None
+        mine = await store.usage_of(bot, person, day)
+        if s.turns_per_day is not None and mine.turns >= s.turns_per_day:
+            return "person_turns", f"You have reached your daily limit of {_count(s.turns_per_day, 'turn')}."
+        if s.tokens_per_day is not None and mine.tokens >= s.tokens_per_day:
+            return "person_tokens", f"You have reached your daily limit of {_count(s.tokens_per_day, 'token')}."
+        if s.total_turns_per_day is None and s.total_tokens_per_day is None:
+            return None
+        total: UsageCount = await store.usage_total(bot, day)
+        if s.total_turns_per_day is not None and total.turns >= s.total_turns_per_day:
+            return "bot_turns", "I have answered as many messages as I may today."
+        if s.total_tokens_per_day is not None and total.tokens >= s.total_tokens_per_day:
+            return "bot_tokens", "I have used all the tokens I may use today."
+        return None
+
+    def _resets(self) -> str:
+        now = self.clock()
+        midnight = datetime.combine(now.date() + timedelta(days=1), time(0), tzinfo=UTC)
+        hours, rest = divmod(int((midnight - now).total_seconds()), 3600)
+        return f"It resets at midnight UTC (in {hours} h {rest // 60} min)."
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _of(used: int, limit: int | None, what: str) -> str:
+    return f"{used} of {limit} {what}" if limit is not None else f"{used} {what} (no limit)"

@@ -1,0 +1,46 @@
+"""Turns and tokens per bot, person and day (the `UsageLedger` role): what usage limits count."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import sqlalchemy as sa
+
+from hermes_engine.ports.storage import UsageCount
+from storage.models import UsageRow, table_of
+from storage.repos.base import SqlRepository, whole
+
+__all__ = ["UsageRepository"]
+
+
+class UsageRepository(SqlRepository):
+    """`hermes_engine.ports.storage.UsageLedger`: one row per bot, person and day."""
+
+    @whole
+    async def add_usage(self, bot: str, person_id: int, day: date, *, turns: int = 0, tokens: int = 0) -> None:
+        """One upsert that adds to the stored counts in the database, so replicas counting at the same
+        moment both count (no read-modify-write)."""
+        table = table_of(UsageRow)
+        stmt = self._insert(table).values(bot=bot, person_id=person_id, day=day, turns=turns, tokens=tokens)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["bot", "person_id", "day"],
+            set_={"turns": table.c.turns + stmt.excluded.turns, "tokens": table.c.tokens + stmt.excluded.tokens})
+        async with self._session() as session, session.begin():
+            await session.execute(stmt)
+
+    @whole
+    async def usage_of(self, bot: str, person_id: int, day: date) -> UsageCount:
+        async with self._session() as session:
+            row = (await session.execute(
+                sa.select(UsageRow.turns, UsageRow.tokens)
+                .where(UsageRow.bot == bot, UsageRow.person_id == person_id, UsageRow.day == day))).first()
+        return UsageCount(row.turns, row.tokens) if row is not None else UsageCount()
+
+    @whole
+    async def usage_total(self, bot: str, day: date) -> UsageCount:
+        async with self._session() as session:
+            row = (await session.execute(
+                sa.select(sa.func.coalesce(sa.func.sum(UsageRow.turns), 0),
+                          sa.func.coalesce(sa.func.sum(UsageRow.tokens), 0))
+                .where(UsageRow.bot == bot, UsageRow.day == day))).one()
+        return UsageCount(int(row[0]), int(row[1]))
