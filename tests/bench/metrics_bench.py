@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import statistics
@@ -23,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ (fakes, engine_harness)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_bench import run_turns  # noqa: E402
+from engine_bench import run_turns, turns_from_command_line  # noqa: E402
 from engine_harness import Engine, fake_llm_environment, make_profile  # noqa: E402
 from fakes.fake_llm import FakeLLM  # noqa: E402
 
@@ -74,13 +73,9 @@ async def engine_p50s(turns: int) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=300)
-    args = parser.parse_args()
-    for key in ("NO_PROXY", "no_proxy"):
-        os.environ[key] = "127.0.0.1,localhost"
+    turns = turns_from_command_line(__doc__)
     print(f"Prometheus hooks of one one-tool turn: {hooks_per_turn_us():.1f} µs")
-    p50 = asyncio.run(engine_p50s(args.turns))
-    print(f"engine time per plain turn, p50 over {args.turns} turns each (fake LLM time subtracted), SQLite:")
+    p50 = asyncio.run(engine_p50s(turns))
+    print(f"engine time per plain turn, p50 over {turns} turns each (fake LLM time subtracted), SQLite:")
     for name, ms in p50.items():
         print(f"  {name:18s} {ms:6.2f} ms   ({ms - p50['off']:+.2f} ms)")

@@ -5,18 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import socket
-import sys
-from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
-from engine_harness import fake_llm_environment, make_profile
+from engine_harness import make_profile
 from fakes.fake_llm import Reply
-from fakes.fake_telegram import FakeTelegram, FakeUser
+from fakes.fake_telegram import FakeUser
 from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.telegram import PLATFORM
@@ -25,7 +20,6 @@ from hermes_gateway.serve import health_app
 
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 
-ROOT = Path(__file__).resolve().parents[2]
 # The label names a series may carry: closed sets an operator aggregates over, nothing about a person.
 ALLOWED_LABELS = {"bot", "platform", "outcome", "kind", "tool", "limit", "le"}
 
@@ -150,45 +144,3 @@ async def test_no_series_carries_a_person_a_chat_a_name_or_message_text(engine, 
     assert not {v for v in label_values for f in forbidden if f in v or v == f}
     assert label_values <= {"testbot", "test", "answered", "input", "output"}
 
-
-async def test_the_running_gateway_serves_its_turns_at_metrics(fake_llm, tmp_path):
-    """`hermes-gateway run` as an operator starts it: the scrape counts the DM it answered."""
-    fake_llm.responder = lambda request: Reply(text="Hello from the gateway.")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    async with FakeTelegram() as telegram:
-        env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_HOME": str(tmp_path),
-               "HERMES_MODEL": "openai:gpt-test", "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(port),
-               "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
-               "TELEGRAM_ALLOWED_USERS": "4242"}
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "hermes_gateway.cli.main", "run", "--bot", "bots/telegram-dm-assistant",
-            cwd=ROOT, env=env, stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE)
-        try:
-            telegram.user_says(4242, 4242, "hi there")
-            await telegram.wait_for_text(4242, "Hello from the gateway.", timeout=60)
-            answered = await _scrape_until_answered(port)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            _, stderr = await asyncio.wait_for(proc.communicate(), 60)
-        assert proc.returncode == 0, stderr.decode()[-2000:]
-    assert answered == [("telegram", 1.0)]
-
-
-async def _scrape_until_answered(port: int) -> list[tuple[str, float]]:
-    """The answered-turn samples of the process's /metrics, once there are any: the reply shows a moment
-    before its turn is complete."""
-    async with aiohttp.ClientSession(trust_env=False) as http:
-        for _ in range(400):
-            async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
-                assert response.status == 200
-                text = await response.text()
-            answered = [(s.labels["platform"], s.value) for family in text_string_to_metric_families(text)
-                        for s in family.samples
-                        if s.name == "hermes_turns_total" and s.labels.get("outcome") == "answered"]
-            if answered:
-                return answered
-            await asyncio.sleep(0.025)
-    return []
