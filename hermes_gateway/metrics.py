@@ -42,6 +42,8 @@ class PrometheusMetrics(Metrics):
                                         ["platform"], registry=registry)
         self.pending = prom.Gauge("hermes_turns_pending", "Turns queued and not yet started.", ["bot"],
                                   registry=registry)
+        self.leases = prom.Gauge("hermes_leases_held", "Scheduled jobs running here under their lease.",
+                                 ["job"], registry=registry)
         self.limits = prom.Counter("hermes_usage_limit_refusals", "Turns refused by a usage limit.",
                                    ["bot", "limit"], registry=registry)
 
@@ -69,6 +71,9 @@ class PrometheusMetrics(Metrics):
 
     def turns_pending(self, bot: str, change: int) -> None:
         self.pending.labels(bot).inc(change)
+
+    def lease_held(self, job: str, held: bool) -> None:
+        self.leases.labels(job).inc(1 if held else -1)
 
     def limit_reached(self, bot: str, limit: str) -> None:
         self.limits.labels(bot, limit).inc()

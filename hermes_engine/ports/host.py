@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from hermes_engine.config import BotProfile, Settings
     from hermes_engine.ports.inbound import InboundMessage, ReplyTarget
+    from hermes_engine.ports.metrics import Metrics
     from hermes_engine.ports.session import SessionHandle
     from hermes_engine.ports.storage import Store
     from hermes_engine.providers.chain import ProviderChain
@@ -31,6 +32,11 @@ class Host(Protocol):
 
     @property
     def store(self) -> Store: ...
+
+    @property
+    def metrics(self) -> Metrics:
+        """Where the engine reports for monitoring (scheduled jobs' leases, ...)."""
+        ...
 
     @property
     def tools(self) -> ToolRegistry:

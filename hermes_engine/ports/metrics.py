@@ -34,6 +34,9 @@ class Metrics:
     def turns_pending(self, bot: str, change: int) -> None:
         """Turns queued behind a running one (or waiting to start) went up or down by `change`."""
 
+    def lease_held(self, job: str, held: bool) -> None:
+        """This replica took (True) or let go of (False) the lease of scheduled job `job` to run it."""
+
     def limit_reached(self, bot: str, limit: str) -> None:
         """A turn was refused because a usage limit (`limit`: person_turns, bot_tokens, ...) was reached."""
 

@@ -158,7 +158,7 @@ class SkillsFeature(Feature, PromptContributor):
         if not self.curator_interval:
             return
         if self.scheduler is None:
-            self.scheduler = Scheduler(host.store)
+            self.scheduler = Scheduler(host.store, metrics=host.metrics)
         self.scheduler.every(f"skills-curator:{self.bot}", self.curator_interval, self.run_curators)
         if self._own_scheduler:
             await self.scheduler.start()
