@@ -4,6 +4,8 @@ The counts live in the store (`UsageLedger`), so every replica and every restart
 limit. A turn is counted when it is let through, its tokens when it ends; a person whose limit is reached
 is told when it resets and no model is called. Admins are never refused (their use is still counted).
 Limits are checked before a turn, so the turn that crosses a token limit finishes; the next one is refused.
+A person's limits are checked and the turn counted in one statement (replicas cannot both let the last
+turn through); the bot's totals are read first, so turns starting at the same moment may pass them by a few.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.session import SessionScope
-from hermes_engine.ports.storage import UsageCount
 
 IsAdmin = Callable[..., bool]  # AccessGate.is_admin(user_id, *, platform_admin=...)
 Clock = Callable[[], datetime]
@@ -45,27 +46,31 @@ class UsageLimits(Feature):
         """A person's turn under every limit is counted and goes on; over one, they hear when it resets."""
         if not self.settings.enabled or purpose != "turn" or message.synthetic or self.host is None:
             return True
-        store, bot, day = self.host.store, self.host.bot, self.clock().date()
-        person = (await store.resolve_account(message.platform, message.account, message.user_id,
-                                              message.user_name)).person_id
-        if not self.is_admin(message.user_id, platform_admin=message.platform_admin):
-            reached = await self._reached(bot, person, day)
-            if reached is not None:
-                limit, text = reached
-                self.metrics.limit_reached(bot, limit)
-                await self.host.notify(message.reply_target(), f"{text} {self._resets()}",
-                                       idempotency_key=f"{message.event_id}:limit")
-                return False
-        await store.add_usage(bot, person, day, turns=1)
-        return True
+        host, s, day = self.host, self.settings, self.clock().date()
+        person = await host.person_of(message.platform, message.account, message.user_id, message.user_name)
+        if self.is_admin(message.user_id, platform_admin=message.platform_admin):
+            await host.store.add_usage(host.bot, person, day, turns=1)
+            return True
+        refused = await self._bot_limit(day)
+        if refused is None and not await host.store.count_turn(host.bot, person, day, max_turns=s.turns_per_day,
+                                                               max_tokens=s.tokens_per_day):
+            refused = await self._person_limit(person, day)
+        if refused is None:
+            return True
+        limit, text = refused
+        self.metrics.limit_reached(host.bot, limit)
+        await host.notify(message.reply_target(), f"{text} {self._resets()}",
+                          idempotency_key=f"{message.event_id}:limit")
+        return False
 
     async def on_turn_end(self, outcome: TurnOutcome) -> None:
         if not self.settings.enabled or outcome.person_id is None or self.host is None:
             return
         usage = outcome.usage
         tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens
-        if tokens:
-            await self.host.store.add_usage(self.host.bot, outcome.person_id, self.clock().date(), tokens=tokens)
+        if tokens:  # off the session's lane: the next turn need not wait for this write
+            self.host.spawn(self.host.store.add_usage(self.host.bot, outcome.person_id, self.clock().date(),
+                                                      tokens=tokens), "usage-tokens")
 
     async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
         if not self.settings.enabled or person_id is None or self.host is None:
@@ -75,24 +80,26 @@ class UsageLimits(Feature):
                  _of(mine.tokens, self.settings.tokens_per_day, "tokens")]
         return [f"Today: {', '.join(parts)}. {self._resets()}"]
 
-    async def _reached(self, bot: str, person: int, day: date) -> tuple[str, str] | None:
-        """The limit reached, as (metric label, sentence for the person), or None."""
-        s = self.settings
-        store = self.host.store if self.host is not None else None
-        assert store is not None
-        mine = await store.usage_of(bot, person, day)
-        if s.turns_per_day is not None and mine.turns >= s.turns_per_day:
-            return "person_turns", f"You have reached your daily limit of {_count(s.turns_per_day, 'turn')}."
-        if s.tokens_per_day is not None and mine.tokens >= s.tokens_per_day:
-            return "person_tokens", f"You have reached your daily limit of {_count(s.tokens_per_day, 'token')}."
-        if s.total_turns_per_day is None and s.total_tokens_per_day is None:
+    async def _bot_limit(self, day: date) -> tuple[str, str] | None:
+        """The bot's total limit reached, as (metric label, sentence), or None."""
+        s, host = self.settings, self.host
+        if (s.total_turns_per_day is None and s.total_tokens_per_day is None) or host is None:
             return None
-        total: UsageCount = await store.usage_total(bot, day)
+        total = await host.store.usage_total(host.bot, day)
         if s.total_turns_per_day is not None and total.turns >= s.total_turns_per_day:
             return "bot_turns", "I have answered as many messages as I may today."
         if s.total_tokens_per_day is not None and total.tokens >= s.total_tokens_per_day:
             return "bot_tokens", "I have used all the tokens I may use today."
         return None
+
+    async def _person_limit(self, person: int, day: date) -> tuple[str, str]:
+        """Which of the person's limits refused the turn, as (metric label, sentence)."""
+        s, host = self.settings, self.host
+        assert host is not None
+        mine = await host.store.usage_of(host.bot, person, day)
+        if s.turns_per_day is not None and mine.turns >= s.turns_per_day:
+            return "person_turns", f"You have reached your daily limit of {_count(s.turns_per_day, 'turn')}."
+        return "person_tokens", f"You have reached your daily limit of {_count(s.tokens_per_day or 0, 'token')}."
 
     def _resets(self) -> str:
         now = self.clock()

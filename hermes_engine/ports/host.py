@@ -85,6 +85,10 @@ class Host(Protocol):
         """Cancel the turn in flight, if any (queued messages stay queued)."""
         ...
 
+    async def person_of(self, platform: str, account: str, user_id: str, display_name: str = "") -> int:
+        """The person behind a platform account (cached)."""
+        ...
+
     def forget_people(self) -> None:
         """Drop cached account → person lookups (after accounts were linked)."""
         ...

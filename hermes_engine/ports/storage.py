@@ -308,6 +308,11 @@ class UsageLedger(Protocol):
     async def add_usage(self, bot: str, person_id: int, day: date, *, turns: int = 0, tokens: int = 0) -> None:
         """Add to the day's counts, atomically (one upsert adding to what is there)."""
 
+    async def count_turn(self, bot: str, person_id: int, day: date, *, max_turns: int | None = None,
+                         max_tokens: int | None = None) -> bool:
+        """Count one turn unless the day's counts already reached `max_turns` turns or `max_tokens` tokens;
+        True when counted. One statement, so replicas at the limit cannot both pass."""
+
     async def usage_of(self, bot: str, person_id: int, day: date) -> UsageCount:
         """One person's counts for the day (zeros when nothing was counted)."""
 

@@ -29,6 +29,20 @@ class UsageRepository(SqlRepository):
             await session.execute(stmt)
 
     @whole
+    async def count_turn(self, bot: str, person_id: int, day: date, *, max_turns: int | None = None,
+                         max_tokens: int | None = None) -> bool:
+        """The upsert's update only fires under the limits; no row back means the turn was refused."""
+        table = table_of(UsageRow)
+        under = [column < limit for column, limit in ((table.c.turns, max_turns), (table.c.tokens, max_tokens))
+                 if limit is not None]
+        stmt = self._insert(table).values(bot=bot, person_id=person_id, day=day, turns=1, tokens=0)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["bot", "person_id", "day"], set_={"turns": table.c.turns + 1},
+            where=sa.and_(*under) if under else None).returning(table.c.turns)
+        async with self._session() as session, session.begin():
+            return (await session.execute(stmt)).first() is not None
+
+    @whole
     async def usage_of(self, bot: str, person_id: int, day: date) -> UsageCount:
         async with self._session() as session:
             row = (await session.execute(

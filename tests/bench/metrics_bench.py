@@ -3,8 +3,9 @@
 1. The Prometheus hooks alone: the calls one turn with one tool call makes, on `PrometheusMetrics`,
    timed over many repetitions.
 2. The engine (as `engine_bench.py` measures it: the fake LLM's serving time subtracted) without metrics,
-   with metrics, and with metrics and usage limits on (the limit check reads the day's counts and a turn
-   writes two increments), in alternating blocks so machine noise falls on all three alike.
+   with metrics, with a person's limits too (one upsert that checks and counts the turn; the tokens are
+   added after the reply) and with the bot's total limit as well (one more read), in alternating blocks so
+   machine noise falls on all of them alike.
 
     python tests/bench/metrics_bench.py [--turns 300]
 """
@@ -49,8 +50,9 @@ async def engine_p50s(turns: int) -> dict[str, float]:
     configs: dict[str, tuple[Metrics, dict[str, object]]] = {
         "off": (NO_METRICS, {}),
         "metrics": (PrometheusMetrics(), {}),
-        "metrics + limits": (PrometheusMetrics(), {"turns_per_day": 10**9, "tokens_per_day": 10**12,
-                                                   "total_turns_per_day": 10**9}),
+        "+ person limits": (PrometheusMetrics(), {"turns_per_day": 10**9, "tokens_per_day": 10**12}),
+        "+ bot total limit": (PrometheusMetrics(), {"turns_per_day": 10**9, "tokens_per_day": 10**12,
+                                                    "total_turns_per_day": 10**9}),
     }
     times: dict[str, list[float]] = {name: [] for name in configs}
     async with FakeLLM() as fake:

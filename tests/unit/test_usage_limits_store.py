@@ -76,3 +76,23 @@ async def test_counts_are_kept_apart_per_bot_person_and_day_and_totals_sum_the_p
     assert await store.usage_of("bot", alice, NEXT_DAY) == UsageCount(turns=3, tokens=0)
     assert await store.usage_total("bot", DAY) == UsageCount(turns=3, tokens=500)
     assert await store.usage_total("nobody", DAY) == UsageCount()
+
+
+async def test_two_replicas_at_a_turn_limit_let_exactly_the_limit_through(replicas: list[SqlStore]) -> None:
+    a, b = replicas
+    alice = await person(a, "alice")
+    counted = await asyncio.gather(*(store.count_turn("bot", alice, DAY, max_turns=10)
+                                     for store in (a, b) for _ in range(15)))
+    assert counted.count(True) == 10
+    assert await a.usage_of("bot", alice, DAY) == UsageCount(turns=10, tokens=0)
+
+
+async def test_a_turn_is_refused_once_the_day_used_its_tokens_and_counted_again_the_next_day(
+        replicas: list[SqlStore]) -> None:
+    store = replicas[0]
+    alice = await person(store, "alice")
+    assert await store.count_turn("bot", alice, DAY, max_tokens=1000)
+    await store.add_usage("bot", alice, DAY, tokens=1000)
+    assert not await store.count_turn("bot", alice, DAY, max_turns=5, max_tokens=1000)
+    assert await store.count_turn("bot", alice, NEXT_DAY, max_turns=5, max_tokens=1000)
+    assert await store.usage_of("bot", alice, DAY) == UsageCount(turns=1, tokens=1000)
