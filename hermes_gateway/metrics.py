@@ -7,6 +7,8 @@ a `hermes-gateway` command that serves nothing does not pay for it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from hermes_engine.ports.metrics import Metrics
@@ -24,6 +26,7 @@ class PrometheusMetrics(Metrics):
 
         self._prom = prom
         self.registry = registry = prom.CollectorRegistry(auto_describe=True)
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         self.turns = prom.Counter("hermes_turns", "Turns finished, by how they ended.",
                                   ["bot", "platform", "outcome"], registry=registry)
         self.turn_seconds = prom.Histogram("hermes_turn_seconds", "Time from a turn's start to its end.",
@@ -48,35 +51,44 @@ class PrometheusMetrics(Metrics):
                                    ["bot", "limit"], registry=registry)
 
     def turn_finished(self, bot: str, platform: str, outcome: str, seconds: float) -> None:
-        self.turns.labels(bot, platform, outcome).inc()
-        self.turn_seconds.labels(bot, platform).observe(seconds)
+        self._child(self.turns, bot, platform, outcome).inc()
+        self._child(self.turn_seconds, bot, platform).observe(seconds)
 
     def model_request_started(self, bot: str, platform: str, seconds_since_received: float) -> None:
-        self.added_seconds.labels(bot, platform).observe(seconds_since_received)
+        self._child(self.added_seconds, bot, platform).observe(seconds_since_received)
 
     def tokens_used(self, bot: str, platform: str, *, input_tokens: int, output_tokens: int,
                     cached_tokens: int) -> None:
         for kind, amount in (("input", input_tokens), ("output", output_tokens), ("cached", cached_tokens)):
             if amount:
-                self.tokens.labels(bot, platform, kind).inc(amount)
+                self._child(self.tokens, bot, platform, kind).inc(amount)
 
     def tool_called(self, bot: str, tool: str) -> None:
-        self.tool_calls.labels(bot, tool).inc()
+        self._child(self.tool_calls, bot, tool).inc()
 
     def error(self, bot: str, kind: str) -> None:
-        self.errors.labels(bot, kind).inc()
+        self._child(self.errors, bot, kind).inc()
 
     def rate_limited(self, platform: str) -> None:
-        self.rate_limits.labels(platform).inc()
+        self._child(self.rate_limits, platform).inc()
 
     def turns_pending(self, bot: str, change: int) -> None:
-        self.pending.labels(bot).inc(change)
+        self._child(self.pending, bot).inc(change)
 
     def lease_held(self, job: str, held: bool) -> None:
-        self.leases.labels(job).inc(1 if held else -1)
+        self._child(self.leases, job).inc(1 if held else -1)
 
     def limit_reached(self, bot: str, limit: str) -> None:
-        self.limits.labels(bot, limit).inc()
+        self._child(self.limits, bot, limit).inc()
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """The series of `metric` for `labels`, found once: `labels()` takes a lock and builds a key on
+        every call, and the label sets are few (closed sets), so they are kept here."""
+        key = (metric, labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def exposition(self) -> tuple[bytes, str]:
         """The registry in Prometheus' text format, and its content type."""

@@ -267,7 +267,8 @@ class TurnRunner:
         _log_turn(turn)
         if not (turn.duplicate or turn.paused):
             report_turn(self.metrics, self.host.bot, turn.message.platform, outcome=_outcome(turn),
-                        started=turn.started, error_kind=turn.error_kind, result=turn.result)
+                        started=turn.started, error_kind=turn.error_kind, result=turn.result,
+                        tools=self.host.tools)
         if (turn.interrupted and self.stopping()) or turn.undelivered or turn.duplicate or turn.paused:
             return
         try:

@@ -13,6 +13,7 @@ from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.ports.metrics import Metrics
 from hermes_engine.providers.base import EventStream, ModelRequest
+from hermes_engine.tools.registry import ToolRegistry
 
 
 class FirstRequestRouter:
@@ -43,8 +44,9 @@ def first_request_reporter(metrics: Metrics, bot: str, message: InboundMessage, 
 
 
 def report_turn(metrics: Metrics, bot: str, platform: str, *, outcome: str, started: float,
-                error_kind: str | None, result: TurnResult | None) -> None:
-    """One finished turn (not a duplicate, not one paused by the store) into `metrics`."""
+                error_kind: str | None, result: TurnResult | None, tools: ToolRegistry) -> None:
+    """One finished turn (not a duplicate, not one paused by the store) into `metrics`. A tool name the
+    bot does not have counts as "unknown": the model may call any name, and labels must stay a closed set."""
     metrics.turn_finished(bot, platform, outcome, time.monotonic() - started)
     if error_kind is not None:
         metrics.error(bot, error_kind)
@@ -55,4 +57,4 @@ def report_turn(metrics: Metrics, bot: str, platform: str, *, outcome: str, star
                         cached_tokens=usage.cache_read_tokens + usage.cache_write_tokens)
     for message in result.new_messages:
         if message.role == "tool" and message.tool_name:
-            metrics.tool_called(bot, message.tool_name)
+            metrics.tool_called(bot, message.tool_name if tools.get(message.tool_name) else "unknown")

@@ -43,7 +43,8 @@ def value(samples: dict[Any, float], name: str, **labels: str) -> float:
 async def test_turns_latency_tokens_and_tool_calls_are_counted_and_served(engine, fake_llm):
     metrics = PrometheusMetrics()
     fake_llm.script(
-        Reply(tool_calls=[("calculate", {"expression": "2*21"})], usage={"input": 100, "output": 10}),
+        Reply(tool_calls=[("calculate", {"expression": "2*21"}), ("ask_alice_at_5551", {})],
+              usage={"input": 100, "output": 10}),
         Reply(text="It is 42.", usage={"input": 120, "output": 5, "cache_read": 80}),
         Reply(text="Hello again.", usage={"input": 30, "output": 3}))
     e = await engine(metrics=metrics)
@@ -60,6 +61,9 @@ async def test_turns_latency_tokens_and_tool_calls_are_counted_and_served(engine
     assert value(samples, "hermes_tokens_total", kind="output", **turn) == 18
     assert value(samples, "hermes_tokens_total", kind="cached", **turn) == 80
     assert value(samples, "hermes_tool_calls_total", bot="testbot", tool="calculate") == 1
+    # a name the model made up is not a tool of the bot: counted, but never as a label of its own
+    assert value(samples, "hermes_tool_calls_total", bot="testbot", tool="unknown") == 1
+    assert not [key for key in samples if "ask_alice_at_5551" in str(key)]
     assert value(samples, "hermes_turns_pending", bot="testbot") == 0
     assert value(samples, "hermes_errors_total", bot="testbot", kind="provider") == 0
 
