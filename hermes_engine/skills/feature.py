@@ -38,7 +38,7 @@ from hermes_engine.skills.library import (
 )
 from hermes_engine.skills.model import NAME_RE, SkillError
 from hermes_engine.skills.tools import TOOLS
-from hermes_engine.skills.usage import UsageLog, utcnow
+from hermes_engine.skills.usage import UsageLog, describe, ranked, utcnow
 from hermes_engine.tools.registry import Tool
 
 if TYPE_CHECKING:
@@ -91,6 +91,7 @@ class SkillsFeature(Feature, PromptContributor):
         self._rankers: dict[str, tuple[str, HintRanker]] = {}
         self._frozen: OrderedDict[tuple[str, int], str] = OrderedDict()
         self._last_used: OrderedDict[tuple[str, int], list[str]] = OrderedDict()
+        self._revisions: dict[str, str] = {}  # the library revision the usage log last saw, per bot
         self._background: set[asyncio.Task[Any]] = set()
 
     @classmethod
@@ -261,14 +262,42 @@ class SkillsFeature(Feature, PromptContributor):
             previous = self._last_used.pop(key, None)
             if previous and user_text and CORRECTION.search(user_text):
                 await asyncio.to_thread(usage.record_correction, previous, self.clock())
+            calls = [c.name for m in outcome.new_messages if m.role == "assistant" for c in m.tool_calls]
+            wrote = "skill_manage" in calls  # this turn is the work its new skill was learned from
+            if not used and wrote:
+                await asyncio.to_thread(usage.record_plain_turn, len(calls))
+            await self._note_library(bot, library, usage)
+            if not used and not wrote:
+                await asyncio.to_thread(usage.record_plain_turn, len(calls))
             if used:
                 failed = outcome.failed and not outcome.interrupted
-                await asyncio.to_thread(usage.record_turn, dict(used), failed=failed, at=self.clock())
+                await asyncio.to_thread(usage.record_turn, dict(used), failed=failed, at=self.clock(),
+                                        calls=len(calls))
                 self._last_used[key] = sorted(used)
                 while len(self._last_used) > _CACHE_SESSIONS:
                     self._last_used.popitem(last=False)
         except Exception:  # usage is bookkeeping: never let it break a turn
             log.warning("skills: recording usage failed", exc_info=True)
+
+    async def _note_library(self, bot: str, library: SkillLibrary, usage: UsageLog) -> None:
+        """Tell the usage log which skills exist when the library changed, so new ones get their baseline."""
+        revision = await library.revision()
+        if self._revisions.get(bot) == revision:
+            return
+        names = [s.name for s in await library.list_skills()]
+        await asyncio.to_thread(usage.note_library, names)
+        self._revisions[bot] = revision
+
+    async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
+        skills = await self.library_for(scope.bot).list_skills()
+        if not skills:
+            return ["Skills: none saved yet"]
+        usages = await asyncio.to_thread(self.usage_for(scope.bot).all)
+        rows = ranked(usages, [s.name for s in skills])
+        shown = [r for r in rows if r[1].turns][:5]
+        lines = [f"Skills: {len(skills)} saved, {sum(1 for r in rows if r[1].turns)} used"]
+        lines += [f"- {describe(n, u)}" for n, u in shown]
+        return lines
 
     # ------------------------------------------------------------------ commands
     def _bot_of(self, ctx: CommandContext) -> str:

@@ -333,7 +333,11 @@ async def test_a_skill_that_would_exfiltrate_secrets_is_blocked_and_the_library_
     result = tool_results(fake_llm.requests[-1])[0]
     assert result.startswith("Error: Blocked by the security scan") and "Nothing was written" in result
     assert answer == "I could not save that skill: the security scan refused it."
-    assert library_files(e) == before  # no folder, no staging leftovers, usage untouched
+    after = library_files(e)
+    usage = json.loads(after.pop(".usage.json"))
+    before.pop(".usage.json", None)
+    assert after == before  # no folder, no staging leftovers
+    assert "deploy-helper" not in usage["skills"] and "deploy-helper" not in usage["known"]  # no usage either
     assert not (skills_root(e) / "devops").exists()
     assert [s.name for s in await skills_feature(e).raw_library(BOT).list_skills()] == [NAME]
 

@@ -31,6 +31,22 @@ async def test_with_the_loops_on_later_tasks_of_a_family_take_fewer_tool_calls(e
     assert all(r.skill_views == 1 for r in later)  # the right skill was hinted first, every time
     assert rows[-1].skills_after == len(FAMILIES)
 
+    # The usage log's estimate agrees with the suite's: the exploring task's calls minus a following task's.
+    skills = next(f for f in e.gateway.features if f.name == "skills")
+    usages = skills.usage_for().all()
+    for family in FAMILIES:
+        calls = by_family(rows)[family.name]
+        usage = usages[family.skill_name]
+        assert (usage.turns, usage.successes, usage.baseline_calls) == (len(calls) - 1, len(calls) - 1, calls[0])
+        assert usage.calls_saved_per_use == calls[0] - sum(calls[1:]) / len(calls[1:])
+        assert usage.last_used is not None
+    status = await e.say("/status", chat="status")
+    assert f"Skills: {len(FAMILIES)} saved, {len(FAMILIES)} used" in status
+    for family in FAMILIES:
+        usage = usages[family.skill_name]
+        assert f"- {family.skill_name}: 4 uses, 4 ok, last used " in status
+        assert f"{usage.calls_saved_per_use:.1f} tool calls saved per use" in status
+
 
 async def test_with_the_loops_off_every_task_explores_as_the_first_did(engine, fake_llm, tmp_path: Path):
     e = await engine(profile=profile(False), home=tmp_path / "off")

@@ -1,0 +1,74 @@
+"""Skill usage statistics: successes, tool calls per use against the baseline of the work a skill was learned
+from, and `hermes-gateway skills stats` showing them."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from hermes_engine.skills.contract import SkillChange
+from hermes_engine.skills.files import FileSkillLibrary
+from hermes_engine.skills.usage import UsageLog, describe
+from hermes_gateway.cli.skills import app
+
+SKILL = "---\nname: {n}\ndescription: Do {n}.\n---\n\n## When to use\nx\n\n## Steps\n1. y\n\n## Pitfalls\n- z\n"
+AT = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
+
+
+def test_a_new_skill_takes_the_longest_skill_less_turn_since_the_last_change_as_its_baseline(tmp_path: Path):
+    log = UsageLog(tmp_path / ".usage.json")
+    log.note_library([])
+    log.record_plain_turn(3)
+    log.record_plain_turn(11)  # the long task the review learned from
+    assert log.note_library(["rotate-logs"]) == ["rotate-logs"]
+    log.record_plain_turn(7)  # later skill-less work belongs to the next new skill, not this one
+    assert log.note_library(["rotate-logs"]) == []
+    log.record_turn({"rotate-logs": 1}, calls=4, at=AT)
+    log.record_turn({"rotate-logs": 1}, calls=6, failed=True, at=AT)
+    assert log.note_library(["rotate-logs", "renew-certs"]) == ["renew-certs"]
+
+    rotate, certs = log.get("rotate-logs"), log.get("renew-certs")
+    assert (rotate.baseline_calls, rotate.calls_per_use, rotate.calls_saved_per_use) == (11, 5.0, 6.0)
+    assert (rotate.turns, rotate.successes) == (2, 1)
+    assert certs.baseline_calls == 7 and certs.calls_saved_per_use is None  # not used yet
+    assert describe("rotate-logs", rotate) == (
+        "rotate-logs: 2 uses, 1 ok, last used 2026-11-30 09:15 UTC, 6.0 tool calls saved per use")
+    assert describe("renew-certs", certs) == (
+        "renew-certs: 0 uses, 0 ok, never used, tool calls saved per use: unknown")
+
+
+def test_a_correction_takes_a_use_out_of_the_successes(tmp_path: Path):
+    log = UsageLog(tmp_path / ".usage.json")
+    log.record_turn({"rotate-logs": 1}, calls=2, at=AT)
+    log.record_correction(["rotate-logs"], at=AT)
+    assert log.get("rotate-logs").successes == 0
+
+
+def test_skills_stats_lists_uses_successes_last_use_and_calls_saved(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    runner = CliRunner()
+    assert "No skills saved under" in runner.invoke(app, ["stats"]).output
+
+    root = tmp_path / "skills" / "helper"
+    library = FileSkillLibrary(root)
+    for name in ("rotate-logs", "renew-certs"):
+        library.apply_sync(SkillChange("create", name, content=SKILL.format(n=name)))
+    log = UsageLog.for_library(root)
+    log.record_plain_turn(10)
+    log.note_library(["rotate-logs", "renew-certs"])
+    for calls in (4, 5):
+        log.record_turn({"rotate-logs": 1}, calls=calls, at=AT)
+
+    shown = runner.invoke(app, ["stats"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.splitlines() == [
+        "[helper] 2 skill(s)",
+        "  rotate-logs: 2 uses, 2 ok, last used 2026-11-30 09:15 UTC, 5.5 tool calls saved per use",
+        "  renew-certs: 0 uses, 0 ok, never used, tool calls saved per use: unknown"]
+    data = json.loads(runner.invoke(app, ["stats", "--bot", "helper", "--json"]).output)
+    assert data["helper"][0] == {"name": "rotate-logs", "uses": 2, "successes": 2,
+                                 "last_used": "2026-11-30T09:15:00+00:00", "tool_calls_per_use": 4.5,
+                                 "baseline_tool_calls": 10, "tool_calls_saved_per_use": 5.5}
