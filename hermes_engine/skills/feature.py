@@ -91,7 +91,9 @@ class SkillsFeature(Feature, PromptContributor):
         self._rankers: dict[str, tuple[str, HintRanker]] = {}
         self._frozen: OrderedDict[tuple[str, int], str] = OrderedDict()
         self._last_used: OrderedDict[tuple[str, int], list[str]] = OrderedDict()
-        self._revisions: dict[str, str] = {}  # the library revision the usage log last saw, per bot
+        self._seen_revision: dict[str, str] = {}  # per bot: the library revision the last turn saw
+        self._known: dict[str, set[str]] = {}  # per bot: skills this process has seen in the library
+        self._plain_calls: dict[str, int] = {}  # most tool calls of a skill-less turn since the library changed
         self._background: set[asyncio.Task[Any]] = set()
 
     @classmethod
@@ -263,12 +265,13 @@ class SkillsFeature(Feature, PromptContributor):
             if previous and user_text and CORRECTION.search(user_text):
                 await asyncio.to_thread(usage.record_correction, previous, self.clock())
             calls = [c.name for m in outcome.new_messages if m.role == "assistant" for c in m.tool_calls]
-            wrote = "skill_manage" in calls  # this turn is the work its new skill was learned from
-            if not used and wrote:
-                await asyncio.to_thread(usage.record_plain_turn, len(calls))
-            await self._note_library(bot, library, usage)
-            if not used and not wrote:
-                await asyncio.to_thread(usage.record_plain_turn, len(calls))
+            plain = 0 if used else len(calls)
+            wrote = "skill_manage" in calls  # a skill written in this turn was learned from this turn's work
+            if wrote:
+                self._plain_calls[bot] = max(self._plain_calls.get(bot, 0), plain)
+            self._note_new_skills(bot, library, usage)
+            if not wrote:
+                self._plain_calls[bot] = max(self._plain_calls.get(bot, 0), plain)
             if used:
                 failed = outcome.failed and not outcome.interrupted
                 await asyncio.to_thread(usage.record_turn, dict(used), failed=failed, at=self.clock(),
@@ -279,14 +282,29 @@ class SkillsFeature(Feature, PromptContributor):
         except Exception:  # usage is bookkeeping: never let it break a turn
             log.warning("skills: recording usage failed", exc_info=True)
 
-    async def _note_library(self, bot: str, library: SkillLibrary, usage: UsageLog) -> None:
-        """Tell the usage log which skills exist when the library changed, so new ones get their baseline."""
-        revision = await library.revision()
-        if self._revisions.get(bot) == revision:
+    def _note_new_skills(self, bot: str, library: SkillLibrary, usage: UsageLog) -> None:
+        """When the library changed since the last turn (the hint ranker saw a new revision), the skills new to
+        this process take the baseline of the skill-less work done since; listed off the turn's path."""
+        cached = self._rankers.get(bot)
+        if cached is None or self._seen_revision.get(bot) == cached[0]:
             return
-        names = [s.name for s in await library.list_skills()]
-        await asyncio.to_thread(usage.note_library, names)
-        self._revisions[bot] = revision
+        first = bot not in self._seen_revision  # what exists at start was not learned here
+        self._seen_revision[bot] = cached[0]
+        baseline, self._plain_calls[bot] = (0 if first else self._plain_calls.get(bot, 0)), 0
+        task = asyncio.create_task(self._adopt(bot, library, usage, baseline))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _adopt(self, bot: str, library: SkillLibrary, usage: UsageLog, baseline: int) -> None:
+        try:
+            names = {s.name for s in await library.list_skills()}
+            known = self._known.setdefault(bot, set())
+            new = sorted(names - known)
+            known |= names
+            if new and baseline:
+                await asyncio.to_thread(usage.set_baseline, new, baseline)
+        except Exception:  # bookkeeping, like the rest of usage
+            log.warning("skills: recording the baseline of new skills failed", exc_info=True)
 
     async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
         skills = await self.library_for(scope.bot).list_skills()

@@ -3,10 +3,11 @@
 For each skill: how often it was viewed, in how many turns, how those turns ended (ok / error / the
 person corrected the agent next), when it was last used, and the curator's status (active / stale).
 
-It also estimates what a skill saves: the tool calls of the turns that used it, against a baseline taken
-when the skill appeared in the library — the most tool calls any turn without a skill made since the
-library last changed (the work the skill was learned from; the background review writes a skill right
-after such a turn). The same method as the learning-curve suite: exploring calls minus following calls.
+It also estimates what a skill saves: the tool calls of the turns that used it, against a baseline given
+when the skill appeared in the library — the most tool calls a turn without a skill made since the library
+last changed (the work the skill was learned from; the background review writes a skill right after such a
+turn; the skills feature tracks it and calls `set_baseline`). The learning-curve suite's method: exploring
+calls minus following calls.
 """
 
 from __future__ import annotations
@@ -168,31 +169,16 @@ class UsageLog:
                     entry["status"], entry["status_since"] = "active", stamp
                 entry["recent"] = (entry["recent"] + [{"at": stamp, "outcome": "error" if failed else "ok"}])[-RECENT:]
 
-    def record_plain_turn(self, calls: int) -> None:
-        """A turn that used no skill made `calls` tool calls: a candidate baseline for the next new skill."""
-        if calls <= 0:
+    def set_baseline(self, names: Iterable[str], baseline: int) -> None:
+        """New skills `names` were learned from work that took `baseline` tool calls (skills that already have
+        a baseline keep it)."""
+        if baseline <= 0:
             return
         with self._update() as data:
-            plain = data.setdefault("plain", {})
-            plain["max_calls"] = max(int(plain.get("max_calls") or 0), int(calls))
-
-    def note_library(self, names: Iterable[str]) -> list[str]:
-        """The library now holds `names`; skills not seen before get the baseline of the skill-less work done
-        since the last change (then it starts afresh). Returns the new names."""
-        names = sorted(set(names))
-        with self._update() as data:
-            known = set(data.get("known") or [])
-            new = [n for n in names if n not in known]
-            plain = data.setdefault("plain", {})
-            baseline = int(plain.get("max_calls") or 0)
-            if new:
-                for name in new:
-                    entry = self._entry(data, name)
-                    if entry.get("baseline_calls") is None and baseline:
-                        entry["baseline_calls"] = baseline
-                plain["max_calls"] = 0
-            data["known"] = names
-        return new
+            for name in names:
+                entry = self._entry(data, name)
+                if entry.get("baseline_calls") is None:
+                    entry["baseline_calls"] = int(baseline)
 
     def record_view(self, name: str, at: datetime | None = None) -> None:
         self.record_turn({name: 1}, at=at)

@@ -18,17 +18,13 @@ SKILL = "---\nname: {n}\ndescription: Do {n}.\n---\n\n## When to use\nx\n\n## St
 AT = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
 
 
-def test_a_new_skill_takes_the_longest_skill_less_turn_since_the_last_change_as_its_baseline(tmp_path: Path):
+def test_calls_per_use_count_against_the_first_baseline_a_skill_was_given(tmp_path: Path):
     log = UsageLog(tmp_path / ".usage.json")
-    log.note_library([])
-    log.record_plain_turn(3)
-    log.record_plain_turn(11)  # the long task the review learned from
-    assert log.note_library(["rotate-logs"]) == ["rotate-logs"]
-    log.record_plain_turn(7)  # later skill-less work belongs to the next new skill, not this one
-    assert log.note_library(["rotate-logs"]) == []
+    log.set_baseline(["rotate-logs"], 11)
+    log.set_baseline(["rotate-logs"], 99)  # it keeps the work it was learned from
     log.record_turn({"rotate-logs": 1}, calls=4, at=AT)
     log.record_turn({"rotate-logs": 1}, calls=6, failed=True, at=AT)
-    assert log.note_library(["rotate-logs", "renew-certs"]) == ["renew-certs"]
+    log.set_baseline(["renew-certs"], 7)
 
     rotate, certs = log.get("rotate-logs"), log.get("renew-certs")
     assert (rotate.baseline_calls, rotate.calls_per_use, rotate.calls_saved_per_use) == (11, 5.0, 6.0)
@@ -57,8 +53,7 @@ def test_skills_stats_lists_uses_successes_last_use_and_calls_saved(tmp_path: Pa
     for name in ("rotate-logs", "renew-certs"):
         library.apply_sync(SkillChange("create", name, content=SKILL.format(n=name)))
     log = UsageLog.for_library(root)
-    log.record_plain_turn(10)
-    log.note_library(["rotate-logs", "renew-certs"])
+    log.set_baseline(["rotate-logs", "renew-certs"], 10)
     for calls in (4, 5):
         log.record_turn({"rotate-logs": 1}, calls=calls, at=AT)
 
