@@ -7,14 +7,12 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from skills_kit import used_library
 from typer.testing import CliRunner
 
-from hermes_engine.skills.contract import SkillChange
-from hermes_engine.skills.files import FileSkillLibrary
 from hermes_engine.skills.usage import UsageLog, describe
 from hermes_gateway.cli.skills import app
 
-SKILL = "---\nname: {n}\ndescription: Do {n}.\n---\n\n## When to use\nx\n\n## Steps\n1. y\n\n## Pitfalls\n- z\n"
 AT = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
 
 
@@ -48,14 +46,7 @@ def test_skills_stats_lists_uses_successes_last_use_and_calls_saved(tmp_path: Pa
     runner = CliRunner()
     assert "No skills saved under" in runner.invoke(app, ["stats"]).output
 
-    root = tmp_path / "skills" / "helper"
-    library = FileSkillLibrary(root)
-    for name in ("rotate-logs", "renew-certs"):
-        library.apply_sync(SkillChange("create", name, content=SKILL.format(n=name)))
-    log = UsageLog.for_library(root)
-    log.set_baseline(["rotate-logs", "renew-certs"], 10)
-    for calls in (4, 5):
-        log.record_turn({"rotate-logs": 1}, calls=calls, at=AT)
+    used_library(tmp_path / "skills" / "helper", baseline=10, calls=[4, 5], at=AT)
 
     shown = runner.invoke(app, ["stats"])
     assert shown.exit_code == 0, shown.output
