@@ -33,7 +33,7 @@ for path in (HERE, HERE.parent):  # tests/learning (the suite) and tests/ (fakes
 from engine_harness import Engine, fake_llm_environment, make_profile  # noqa: E402
 from environment import FAMILIES, LOOKUP, Family  # noqa: E402
 from fakes.fake_llm import FakeLLM, RecordedRequest  # noqa: E402
-from scripted_model import REVIEW, calls_since, respond  # noqa: E402
+from scripted_model import REVIEW, SKILL_NAMES, calls_since, respond  # noqa: E402
 
 RUNS = ("on", "off")
 
@@ -46,6 +46,7 @@ class TaskRow:
     subject: str
     tool_calls: int  # by the agent answering the task (skill_view included)
     skill_views: int
+    hinted: str  # the skills the hint named on the task's request, in order ("" when none)
     model_calls: int
     tokens: int  # request (chars / 4, as the fake bills) + reply tokens of the task's model calls
     skill_tokens: int  # of which the skills index and hint on the task's first request
@@ -78,9 +79,17 @@ def skill_tokens(request: RecordedRequest) -> int:
     system = request.system
     at = system.find("# Skills\n")
     index = system[at:].split("\n# ", 1)[0] if at >= 0 else ""
-    user = request.last_user_text
-    hint = user[user.find("(Skills that may fit"):] if "(Skills that may fit" in user else ""
-    return (len(index) + len(hint)) // 4
+    return (len(index) + len(task_note(request.last_user_text))) // 4
+
+
+def hinted(request: RecordedRequest) -> list[str]:
+    """The skill names in the hint riding on the user message, as the scripted model reads them."""
+    return SKILL_NAMES.findall(task_note(request.last_user_text))
+
+
+def task_note(user_text: str) -> str:
+    at = user_text.find("(Skills that may fit")
+    return user_text[at:] if at >= 0 else ""
 
 
 def reply_tokens(requests: list[RecordedRequest], following: list[RecordedRequest]) -> int:
@@ -116,7 +125,8 @@ async def run_tasks(engine: Engine, fake: FakeLLM, run: str) -> list[TaskRow]:
         served = sum(r.served_seconds for r in task)
         rows.append(TaskRow(
             run=run, family=family.name, step=step, subject=subject, tool_calls=len(calls),
-            skill_views=sum(1 for c in calls if c.name == "skill_view"), model_calls=len(task),
+            skill_views=sum(1 for c in calls if c.name == "skill_view"), hinted=" ".join(hinted(task[0])),
+            model_calls=len(task),
             tokens=sum(request_tokens(r) for r in task) + reply_tokens(task, task[1:]),
             skill_tokens=skill_tokens(task[0]), engine_ms=round(1000 * (wall - served), 1),
             review_calls=len(reviews), review_tokens=sum(request_tokens(r) for r in reviews),
