@@ -1,6 +1,6 @@
 """The learning-curve environment: task families that share a procedure, and the knowledge-base tool.
 
-Every family is a repeated chore (deploy a service, set up a new hire, reconcile a month): each task names
+The families are data (`families.json`). Every family is a repeated chore (deploy a service, set up a new hire, reconcile a month): each task names
 a different subject, and all of them are solved by the same few lookups. Without a skill, the work starts by
 finding out where things are (orientation lookups) before the lookups that matter; a saved procedure
 names the lookups that matter. Everything here is a pure function of its input, so every run is the same.
@@ -8,9 +8,11 @@ names the lookups that matter. Everything here is a pure function of its input, 
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 from hermes_engine.tools.registry import Tool, tool
 
@@ -54,36 +56,16 @@ class Family:
                 "- The orientation pages (handbooks, runbook lists) add nothing; go straight to the steps.\n")
 
 
-FAMILIES: tuple[Family, ...] = (
-    Family(
-        name="deploy", task="Deploy the {s} service to staging.", pattern=r"Deploy the (\w+) service to staging",
-        subjects=("billing", "search", "checkout", "notifications", "reports"),
-        orientation=("runbooks", "runbooks/deploy", "services/{s}", "owners/{s}", "environments", "changelog/{s}"),
-        procedure=("ci/{s}", "config/{s}/staging", "migrations/{s}", "health/{s}/staging"),
-        placeholder="<service>", marker="deploy a service to staging", skill_name="staging-deploy-checklist",
-        category="devops", description="Deploy a service to staging after checking CI, config, migrations and health.",
-        tags=("deploy", "staging", "service"), answer="Deployed {s} to staging: CI green, config and migrations "
-        "checked, health ok."),
-    Family(
-        name="onboarding", task="Set up accounts for the new hire {s}.", pattern=r"accounts for the new hire (\w+)",
-        subjects=("alice", "bruno", "chen", "dana", "emeka"),
-        orientation=("handbook", "handbook/onboarding", "people/{s}", "teams", "it/tickets", "policies/access"),
-        procedure=("directory/{s}", "groups/{s}", "laptop/{s}", "vpn/{s}"),
-        placeholder="<person>", marker="set up accounts for a new hire", skill_name="new-hire-account-setup",
-        category="people", description="Set up the accounts of a new hire (directory, groups, laptop, VPN).",
-        tags=("onboarding", "hire", "accounts"), answer="Accounts for {s} are ready: directory, groups, laptop "
-        "and VPN."),
-    Family(
-        name="invoices", task="Reconcile the {s} invoices with the bank statement.",
-        pattern=r"Reconcile the (\w+) invoices", subjects=("january", "february", "march", "april", "may"),
-        orientation=("finance", "finance/close", "ledger/{s}", "vendors", "bank", "policies/approvals"),
-        procedure=("invoices/{s}", "statement/{s}", "mismatches/{s}", "approvals/{s}"),
-        placeholder="<month>", marker="reconcile a month's invoices with the bank statement",
-        skill_name="monthly-invoice-reconciliation", category="finance",
-        description="Reconcile a month's invoices with the bank statement.",
-        tags=("invoices", "reconcile", "bank", "statement"), answer="The {s} invoices match the statement "
-        "after the listed corrections."),
-)
+FAMILIES_FILE = Path(__file__).with_name("families.json")
+
+
+def load_families(path: Path = FAMILIES_FILE) -> tuple[Family, ...]:
+    """The families, kept as data in `families.json` (lists there are tuples here)."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return tuple(Family(**{k: tuple(v) if isinstance(v, list) else v for k, v in f.items()}) for f in raw)
+
+
+FAMILIES: tuple[Family, ...] = load_families()
 
 
 def family_of(text: str) -> tuple[Family, str] | None:
