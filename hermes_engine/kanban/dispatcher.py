@@ -1,0 +1,143 @@
+"""The dispatcher: one per database and profile (a lease), ticking every `tick_seconds` and at once when a
+card changes, in six phases:
+
+1. reclaim stale claims: running cards whose lease (renewed by heartbeats) expired — their worker's process
+   died or hung — fail that attempt and go back to ready (or blocked, by the circuit breaker);
+2. detect crashed workers of this process: an attempt task that died without ending its attempt fails it;
+3. auto-decompose triage cards (a few per tick, with the model);
+4. promote todo cards whose dependencies are done to ready;
+5. claim ready cards (at most `max_in_progress_per_profile` running) and start their workers;
+6. sleep until the next tick or a poke.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hermes_engine.config import KanbanSettings
+from hermes_engine.kanban.attempt import AttemptEnd
+from hermes_engine.ports.storage import CardRecord, CardStore, LeaseStore
+
+log = logging.getLogger(__name__)
+
+RunAttempt = Callable[[CardRecord, str], Awaitable[AttemptEnd]]
+OnCard = Callable[[CardRecord], Awaitable[None]]
+
+
+class BoardStore(CardStore, LeaseStore, Protocol):
+    """What the dispatcher needs of the store."""
+
+
+@dataclass
+class TickReport:
+    leader: bool = False
+    reclaimed: list[int] = field(default_factory=list)
+    crashed: list[int] = field(default_factory=list)
+    decomposed: list[int] = field(default_factory=list)
+    promoted: list[int] = field(default_factory=list)
+    started: list[int] = field(default_factory=list)
+
+
+class Dispatcher:
+    def __init__(self, store: BoardStore, profile: str, settings: KanbanSettings, run_attempt: RunAttempt, *,
+                 holder: str, on_card: OnCard | None = None,
+                 decompose: Callable[[CardRecord], Awaitable[None]] | None = None) -> None:
+        self.store = store
+        self.profile = profile
+        self.settings = settings
+        self.run_attempt = run_attempt
+        self.holder = holder
+        self.on_card = on_card
+        self.decompose = decompose
+        self.workers: dict[int, tuple[str, asyncio.Task[AttemptEnd]]] = {}  # card id → (claim, attempt)
+        self._wake = asyncio.Event()
+        self._loop: asyncio.Task[None] | None = None
+
+    @property
+    def lease_name(self) -> str:
+        return f"kanban-dispatcher:{self.profile}"
+
+    def poke(self) -> None:
+        """A card changed: tick now rather than at the next interval."""
+        self._wake.set()
+
+    async def tick(self) -> TickReport:
+        report = TickReport()
+        ttl = max(self.settings.lease_seconds, self.settings.tick_seconds * 2)
+        if not await self.store.acquire_lease(self.lease_name, self.holder, ttl):
+            return report  # another process dispatches this board
+        report.leader = True
+        limit = self.settings.max_failures
+        for card in await self.store.reclaim_stale(self.profile, max_failures=limit):
+            report.reclaimed.append(card.id)
+            log.warning("kanban: card %s reclaimed (%s)", card.id, card.reason)
+            await self._tell(card)
+        for card_id, (claim, task) in list(self.workers.items()):
+            if not task.done():
+                continue
+            del self.workers[card_id]
+            if task.cancelled() or task.exception() is not None:
+                why = "cancelled" if task.cancelled() else repr(task.exception())
+                end = await self.store.finish_attempt(card_id, claim, ok=False, max_failures=limit,
+                                                      handoff={"error": f"the worker crashed: {why}"})
+                if end is not None:
+                    report.crashed.append(card_id)
+                    await self._tell(end)
+        if self.decompose is not None and self.settings.decompose_per_tick:
+            for card in (await self.store.list_cards(profile=self.profile, status="triage"))[
+                    :self.settings.decompose_per_tick]:
+                await self.decompose(card)
+                report.decomposed.append(card.id)
+        report.promoted = await self.store.promote_ready(self.profile)
+        for card in await self.store.claim_cards(self.profile, self.holder, lease_seconds=self.settings.lease_seconds,
+                                                 max_running=self.settings.max_in_progress_per_profile):
+            assert card.claim is not None
+            task = asyncio.create_task(self._attempt(card, card.claim), name=f"kanban-card:{card.id}")
+            self.workers[card.id] = (card.claim, task)
+            report.started.append(card.id)
+        return report
+
+    async def _attempt(self, card: CardRecord, claim: str) -> AttemptEnd:
+        end = await self.run_attempt(card, claim)
+        if end.card is not None and end.card.claim is None:
+            await self._tell(end.card)
+        self.poke()  # a slot is free and dependants may be ready
+        return end
+
+    async def _tell(self, card: CardRecord) -> None:
+        if self.on_card is None:
+            return
+        try:
+            await self.on_card(card)
+        except Exception:  # a conversation that is gone never stops the board
+            log.warning("kanban: could not post about card %s", card.id, exc_info=True)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("kanban dispatcher tick failed")
+            # Tick often enough to renew the dispatcher lease and notice expired claims.
+            delay = min(self.settings.tick_seconds, self.settings.lease_seconds / 2)
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+
+    def start(self) -> None:
+        if self._loop is None or self._loop.done():
+            self._loop = asyncio.create_task(self._run(), name=f"kanban-dispatcher:{self.profile}")
+
+    async def stop(self) -> None:
+        tasks = [t for t in [self._loop, *(task for _c, task in self.workers.values())] if t and not t.done()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._loop = None
+        with contextlib.suppress(Exception):
+            await self.store.release_lease(self.lease_name, self.holder)
