@@ -4,11 +4,12 @@ and PostgreSQL. Requests are routed by their system prompt: a worker's starts wi
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from engine_harness import RecordingOutlet, fake_llm_environment, make_profile
+from engine_harness import RecordingOutlet, fake_llm_environment, goal_script, make_profile, verdict
 from fakes.fake_llm import Reply
 from kanban_kit import BACKENDS, database
 
@@ -71,22 +72,34 @@ class Board:
 
 
 @pytest.fixture
-async def board(backend, tmp_path, fake_llm, monkeypatch):
+async def open_board(backend, tmp_path, fake_llm, monkeypatch):
+    """Start a gateway on the test's database; several calls = several processes sharing the board."""
     for name, value in fake_llm_environment(fake_llm).items():
         monkeypatch.setenv(name, value)
+    started: list[Board] = []
     async with database(backend, tmp_path) as make:
-        store = make()
-        await store.init()
-        profile = make_profile(toolsets=["core", "test", "kanban"], kanban=FAST)
-        gateway = build_gateway(Settings(home=tmp_path), profile, store)
-        outlet = RecordingOutlet("test")
-        gateway.attach(outlet)
-        await gateway.start()
+        async def start(settings: KanbanSettings = FAST) -> Board:
+            store = make()
+            await store.init()
+            profile = make_profile(toolsets=["core", "test", "kanban"], kanban=settings)
+            gateway = build_gateway(Settings(home=tmp_path), profile, store)
+            outlet = RecordingOutlet("test")
+            gateway.attach(outlet)
+            await gateway.start()
+            started.append(Board(gateway, store, outlet))
+            return started[-1]
+
         try:
-            yield Board(gateway, store, outlet)
+            yield start
         finally:
-            await gateway.stop()
-            await store.close()
+            for b in reversed(started):
+                await b.gateway.stop()
+                await b.store.close()
+
+
+@pytest.fixture
+async def board(open_board):
+    return await open_board()
 
 
 def completing(result: str = "finished it") -> Callable[[Any], Reply]:
@@ -212,3 +225,53 @@ async def test_kanban_command_adds_shows_moves_and_cancels_cards(board, fake_llm
     await board.say(f"/kanban cancel {card_id}")
     assert (await board.store.get_card(card_id)).status == "archived"
     assert "buy milk" not in await board.say("/kanban")
+
+
+async def test_two_gateways_on_one_database_run_each_card_once(open_board, fake_llm):
+    fake_llm.responder = completing()
+    first = await open_board()
+    second = await open_board()
+    cards = await first.add(*(CardSpec(f"card {i}", status="ready", profile="testbot") for i in range(8)))
+    second.gateway.services["kanban"].dispatcher.poke()
+    for card in cards:
+        await first.until(card.id, lambda c: c.status == "done")
+    for card in cards:
+        kinds = [e.kind for e in await first.store.card_events(card.id)]
+        assert kinds.count("claimed") == 1 and kinds.count("completed") == 1
+    runs = [card_of(r) for r in fake_llm.requests if is_worker(r) and not tool_results(r)]
+    assert sorted(runs) == sorted(c.id for c in cards)
+
+
+async def test_a_goal_card_runs_until_the_judge_says_done(board, fake_llm):
+    respond, counts = goal_script([verdict("continue", "half way"), verdict("done", "all counted")])
+    fake_llm.responder = respond
+    [card] = await board.add(CardSpec("count every star", status="ready", profile="testbot", goal_mode=True))
+    done = await board.until(card.id, lambda c: c.status == "done")
+    assert counts == {"judge": 2, "worker": 2}
+    assert done.result == "worked step 2" and done.attempts == 1
+
+
+async def test_a_goal_card_the_judge_finds_blocked_is_blocked_with_the_reason(board, fake_llm):
+    respond, _counts = goal_script([verdict("blocked", "needs the admin password")])
+    fake_llm.responder = respond
+    [card] = await board.add(CardSpec("rotate the keys", status="ready", profile="testbot", goal_mode=True))
+    blocked = await board.until(card.id, lambda c: c.status == "blocked")
+    assert "needs the admin password" in blocked.result
+
+
+async def test_a_triage_card_is_split_by_the_model_into_dependent_cards(board, fake_llm):
+    from hermes_engine.kanban.triage import DECOMPOSE_SYSTEM
+
+    plan = {"tasks": [{"title": "gather data", "after": []}, {"title": "write report", "after": [1]}]}
+
+    def respond(request):
+        if request.system.startswith(DECOMPOSE_SYSTEM.splitlines()[0]):
+            return Reply(text=json.dumps(plan))
+        return completing()(request)
+
+    fake_llm.responder = respond
+    [card] = await board.add(CardSpec("quarterly report", status="triage", profile="testbot"))
+    await board.until(card.id, lambda c: c.status == "archived")
+    gather, write = await board.store.list_cards(parent_id=card.id)
+    assert (gather.title, write.title, write.depends_on) == ("gather data", "write report", (gather.id,))
+    await board.until(write.id, lambda c: c.status == "done")
