@@ -232,24 +232,25 @@ class CardRepository(SqlRepository):
                 free = min(free, limit)
             if free <= 0:
                 return []
-            stmt = (sa.select(CardRow).where(CardRow.profile == profile, CardRow.status == "ready")
+            stmt = (sa.select(CardRow.id).where(CardRow.profile == profile, CardRow.status == "ready")
                     .order_by(CardRow.id).limit(free))
             if self.dialect == "postgresql":
                 stmt = stmt.with_for_update(skip_locked=True)
-            claimed: list[CardRow] = []
-            for row in list(await session.scalars(stmt)):
-                claim = f"{holder}#{row.attempts + 1}"
-                done = await session.execute(
-                    sa.update(CardRow).where(CardRow.id == row.id, CardRow.status == "ready")
-                    .values(status="running", claim=claim, attempts=CardRow.attempts + 1,
-                            lease_expires_at=now + timedelta(seconds=lease_seconds), updated_at=now)
-                    .returning(CardRow.id))
-                if done.first() is None:
-                    continue
-                await session.refresh(row)
+            ids = list(await session.scalars(stmt))
+            if not ids:
+                return []
+            attempt = CardRow.attempts + 1
+            await session.execute(
+                sa.update(CardRow).where(CardRow.id.in_(ids), CardRow.status == "ready")
+                .values(status="running", attempts=attempt,
+                        claim=sa.literal(f"{holder}#") + sa.cast(attempt, sa.String()),
+                        lease_expires_at=now + timedelta(seconds=lease_seconds), updated_at=now)
+                .execution_options(synchronize_session=False))
+            claimed = list(await session.scalars(
+                sa.select(CardRow).where(CardRow.id.in_(ids), CardRow.status == "running")
+                .order_by(CardRow.id).execution_options(populate_existing=True)))
+            for row in claimed:
                 self._event(session, row.id, holder, "claimed", "ready", "running", f"attempt {row.attempts}")
-                claimed.append(row)
-            await session.flush()
             return await self._records(session, claimed)
 
     @whole
