@@ -95,8 +95,9 @@ class AttemptRunner:
         try:
             work = await task
         except asyncio.CancelledError:
-            if not keeper.done():
-                raise  # shut down: the claim's lease runs out and another dispatcher reclaims the card
+            if not keeper.done():  # stopped (a shutdown): give the card back for the next dispatcher
+                await asyncio.shield(store.release_card(card.id, claim, reason="the gateway stopped"))
+                raise
             return AttemptEnd(await store.get_card(card.id), False)  # the claim was lost: someone else has it
         finally:
             keeper.cancel()

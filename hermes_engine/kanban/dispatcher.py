@@ -69,6 +69,16 @@ class Dispatcher:
     def lease_name(self) -> str:
         return f"kanban-dispatcher:{self.profile}"
 
+    @property
+    def interval(self) -> float:
+        """Seconds between full ticks: often enough to notice expired claims well within their lease."""
+        return min(self.settings.tick_seconds, self.settings.lease_seconds / 2)
+
+    @property
+    def lease_ttl(self) -> float:
+        """The dispatcher's own lease: three missed ticks and another process takes over."""
+        return self.interval * 3
+
     def poke(self) -> None:
         """A card changed: tick now rather than at the next interval."""
         self._full = True
@@ -76,7 +86,7 @@ class Dispatcher:
 
     async def tick(self) -> TickReport:
         report = TickReport()
-        ttl = max(self.settings.lease_seconds, self.settings.tick_seconds * 2)
+        ttl = self.lease_ttl
         asked = time.monotonic()
         if not await self.store.acquire_lease(self.lease_name, self.holder, ttl):
             self._leader_until = 0.0
@@ -125,10 +135,15 @@ class Dispatcher:
             report.started.append(card.id)
 
     async def _attempt(self, card: CardRecord, claim: str) -> AttemptEnd:
-        end = await self.run_attempt(card, claim)
+        try:
+            end = await self.run_attempt(card, claim)
+        except Exception:
+            self._full = True  # a crash: the next tick's phase 2 fails the attempt
+            raise
+        finally:
+            self._wake.set()  # a slot is free and dependants may be ready: refill
         if end.card is not None and end.card.claim is None:
             await self._tell(end.card)
-        self._wake.set()  # a slot is free and dependants may be ready: refill
         return end
 
     async def _tell(self, card: CardRecord) -> None:
@@ -140,8 +155,7 @@ class Dispatcher:
             log.warning("kanban: could not post about card %s", card.id, exc_info=True)
 
     async def _run(self) -> None:
-        # Tick often enough to renew the dispatcher lease and notice expired claims.
-        delay = min(self.settings.tick_seconds, self.settings.lease_seconds / 2)
+        delay = self.interval
         next_full = 0.0
         while True:
             full = self._full or time.monotonic() >= next_full

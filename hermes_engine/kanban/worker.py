@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_engine.errors import HermesError
 from hermes_engine.ports.storage import CardRecord, CardSpec, CardStore
 from hermes_engine.tools.registry import ToolContext, ToolResult, tool
+
+log = logging.getLogger(__name__)
 
 WORKER_SERVICE = "kanban_worker"
 WORKER_TOOLSET = "kanban_worker"
@@ -136,6 +140,11 @@ async def keep_alive(scope: WorkerScope, task: asyncio.Task[Any]) -> None:
         await asyncio.sleep(scope.lease_seconds / 3)
         if scope.finished is not None:
             return
-        if not await scope.store.heartbeat_card(scope.card.id, scope.claim, lease_seconds=scope.lease_seconds):
+        try:
+            alive = await scope.store.heartbeat_card(scope.card.id, scope.claim, lease_seconds=scope.lease_seconds)
+        except HermesError as exc:  # the database is away: keep working, the next beat may land
+            log.warning("kanban card %s: heartbeat failed: %s", scope.card.id, exc)
+            continue
+        if not alive:
             task.cancel()
             return

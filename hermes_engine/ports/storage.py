@@ -238,6 +238,10 @@ class CardStore(Protocol):
         at `max_failures` consecutive failures. None (nothing changes) when `claim` no longer holds the
         card, so an attempt finishes a card at most once."""
 
+    async def release_card(self, card_id: int, claim: str, *, reason: str) -> bool:
+        """Give a running card back (ready, its failure count untouched): the attempt was stopped, not
+        failed, e.g. by a shutdown. False when `claim` no longer holds it."""
+
     async def reclaim_stale(self, profile: str, *, max_failures: int = 2) -> list[CardRecord]:
         """Running cards whose lease expired: their attempt fails ("lease expired") like `finish_attempt`."""
 

@@ -303,6 +303,17 @@ class CardRepository(SqlRepository):
             return (await self._records(session, [row]))[0]
 
     @whole
+    async def release_card(self, card_id: int, claim: str, *, reason: str) -> bool:
+        async with self._write() as session:
+            row = await session.scalar(sa.select(CardRow).where(CardRow.id == card_id, CardRow.claim == claim,
+                                                                CardRow.status == "running").with_for_update())
+            if row is None:
+                return False
+            row.status, row.claim, row.lease_expires_at, row.updated_at = "ready", None, None, self._now()
+            self._event(session, card_id, claim, "released", "running", "ready", reason)
+            return True
+
+    @whole
     async def reclaim_stale(self, profile: str, *, max_failures: int = 2) -> list[CardRecord]:
         now = self._now()
         async with self._write() as session:

@@ -275,3 +275,23 @@ async def test_a_triage_card_is_split_by_the_model_into_dependent_cards(board, f
     gather, write = await board.store.list_cards(parent_id=card.id)
     assert (gather.title, write.title, write.depends_on) == ("gather data", "write report", (gather.id,))
     await board.until(write.id, lambda c: c.status == "done")
+
+
+async def test_a_gateway_stopped_mid_card_gives_the_card_back_without_counting_a_failure(open_board, fake_llm):
+    board = await open_board()
+    working = asyncio.Event()
+
+    def respond(request):
+        if not is_worker(request):
+            return None
+        working.set()
+        return Reply(chunks=["working "] * 100, delay=0.5)
+
+    fake_llm.responder = respond
+    [card] = await board.add(CardSpec("long job", status="ready", profile="testbot"))
+    await asyncio.wait_for(working.wait(), 30)
+    await board.gateway.stop()
+    back = await board.store.get_card(card.id)
+    assert (back.status, back.failures, back.claim, back.attempts) == ("ready", 0, None, 1)
+    last = (await board.store.card_events(card.id))[-1]
+    assert (last.kind, last.reason) == ("released", "the gateway stopped")
