@@ -295,3 +295,24 @@ async def test_a_gateway_stopped_mid_card_gives_the_card_back_without_counting_a
     assert (back.status, back.failures, back.claim, back.attempts) == ("ready", 0, None, 1)
     last = (await board.store.card_events(card.id))[-1]
     assert (last.kind, last.reason) == ("released", "the gateway stopped")
+
+
+async def test_a_worker_splits_its_own_card_into_child_cards_that_run_in_turn(board, fake_llm):
+    def respond(request):
+        if tool_results(request):
+            return Reply(text="ok")
+        card_id = card_of(request)
+        if "big job" in request.last_user_text:
+            return Reply(tool_calls=[("kanban_complete", {"card_id": card_id, "result": "too big for one go",
+                                                           "children": ["part one", "part two"]})])
+        return Reply(tool_calls=[("kanban_complete", {"card_id": card_id, "result": f"did {card_id}"})])
+
+    fake_llm.responder = respond
+    [parent] = await board.add(CardSpec("big job", status="ready", profile="testbot"))
+    done = await board.until(parent.id, lambda c: c.status == "done")
+    one, two = await board.store.list_cards(parent_id=parent.id)
+    assert (one.title, two.title) == ("part one", "part two")
+    assert f"#{one.id}" in done.result and f"#{two.id}" in done.result
+    for child in (one, two):
+        finished = await board.until(child.id, lambda c: c.status == "done")
+        assert finished.result == f"did {child.id}"
