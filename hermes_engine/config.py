@@ -119,6 +119,22 @@ class DelegationSettings(BaseModel):
     model: str | None = None  # None: the parent turn's provider chain
 
 
+class KanbanSettings(BaseModel):
+    """The kanban board and its dispatcher (hermes_engine/kanban/)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    tick_seconds: float = Field(60.0, gt=0)  # the dispatcher also ticks at once when a card changes
+    lease_seconds: float = Field(900.0, gt=0)  # a running card's claim; workers renew it with heartbeats
+    max_in_progress_per_profile: int = Field(3, ge=1)
+    max_failures: int = Field(2, ge=1)  # consecutive failed attempts before a card is blocked
+    decompose_per_tick: int = Field(3, ge=0)  # triage cards split by the model per tick
+    max_iterations: int = Field(50, ge=1)  # a worker's model calls per attempt
+    goal_rounds: int = Field(5, ge=1)  # worker runs a goal card gets before it is blocked
+    model: str | None = None  # None: the profile's models
+
+
 class BotProfile(BaseModel):
     """One bot: persona, model, tools and behaviour. Loaded from `bots/<name>/profile.yaml`."""
 
@@ -142,6 +158,7 @@ class BotProfile(BaseModel):
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     skills: SkillSettings = Field(default_factory=SkillSettings)
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)
+    kanban: KanbanSettings = Field(default_factory=KanbanSettings)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
     path: Path | None = Field(default=None, exclude=True)
 

@@ -66,6 +66,7 @@ async def open_migrated(store: Store, url: str) -> None:
 
 def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.history.search import SearchFeature
+    from hermes_engine.kanban.feature import KanbanFeature
     from hermes_engine.loops.delegation import DelegationFeature
     from hermes_engine.loops.goals import GoalFeature
     from hermes_engine.loops.review import ReviewFeature
@@ -89,6 +90,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
         CompressionFeature(),
         SearchFeature(),
         DelegationFeature(profile.delegation),
+        KanbanFeature(profile.kanban),
     ]
 
 

@@ -118,6 +118,7 @@ _mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for ac
 _mount("export", "hermes_gateway.cli.export", "Export conversations.")
 _mount("security", "hermes_gateway.cli.security", "Scan memory and skill files; approve content held for an admin.")
 _mount("people", "hermes_gateway.cli.people", "List people with their platform accounts, or forget a person.")
+_mount("kanban", "hermes_gateway.cli.kanban", "Show the kanban board; move or retry a card.")
 
 
 def main() -> None:
