@@ -207,10 +207,15 @@ class Gateway:
             self._chains[key] = self._chain_factory(list(models))
         return self._chains[key]
 
-    def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False) -> ToolContext:
+    def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False,
+                     is_admin: bool = False) -> ToolContext:
         return ToolContext(bot=self.bot, session_id=session.record.id, session_key=session.key,
                            person_id=person_id, chat_kind=session.scope.chat_kind,
-                           shared_scope=session.scope.shared_scope, services=self.services, in_review=in_review)
+                           shared_scope=session.scope.shared_scope, services=self.services, in_review=in_review,
+                           is_admin=is_admin)
+
+    def is_admin(self, msg: InboundMessage) -> bool:
+        return self.access.is_admin(msg.user_id, platform_admin=msg.platform_admin)
 
     def session(self, key: str) -> SessionHandle | None:
         return self.sessions.get(key)

@@ -62,6 +62,7 @@ class ToolContext:
     shared_scope: str | None = None  # key of the group/channel/server for shared memory
     services: dict[str, Any] = field(default_factory=dict)  # memory store, skill library, ...
     in_review: bool = False  # background review: no user-visible side effects
+    is_admin: bool = False  # the person speaking administers the bot (admin-only tools)
 
 
 class ToolTimedOut(Exception):
