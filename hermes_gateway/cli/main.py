@@ -116,6 +116,7 @@ _mount("curator", "hermes_gateway.cli.curator", "Run the skill curator or read i
 _mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code.")
 _mount("export", "hermes_gateway.cli.export", "Export conversations.")
 _mount("security", "hermes_gateway.cli.security", "Scan memory and skill files; approve content held for an admin.")
+_mount("mcp", "hermes_gateway.cli.mcp", "Start a bot profile's MCP servers and list their tools.")
 _mount("people", "hermes_gateway.cli.people", "List people with their platform accounts, or forget a person.")
 
 
