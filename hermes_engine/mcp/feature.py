@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_engine.mcp.names import tool_names
 from hermes_engine.mcp.remote import McpServers, RemoteResult, RemoteTool, ServerUnavailable
-from hermes_engine.mcp.results import ResultPages, mark_untrusted, render
+from hermes_engine.mcp.results import ResultPages, render
 from hermes_engine.mcp.settings import McpServerSettings
+from hermes_engine.policy import untrusted
 from hermes_engine.ports.feature import Feature
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult
 
@@ -170,8 +171,9 @@ class McpFeature(Feature):
             return ToolResult(f"Error: {source} did not answer within {rules.timeout:g} s.", is_error=True)
         except Exception as exc:  # whatever the transport or the server raised; the turn goes on
             return ToolResult(f"Error: {source} failed: {type(exc).__name__}: {exc}", is_error=True)
+        ctx.untrusted = True  # the model reads it next: this turn's writes to memory and skills scan strictly
         return self.as_tool_result(result, source, rules.max_result_chars)
 
     def as_tool_result(self, result: RemoteResult, source: str, limit: int) -> ToolResult:
         text = self.pages.cut(render(result), limit)
-        return ToolResult(mark_untrusted(text, source), is_error=result.is_error)
+        return ToolResult(untrusted.mark(text, source), is_error=result.is_error)
