@@ -2,7 +2,8 @@
 
 Run as `python mcp_server.py stdio` or `python mcp_server.py http PORT` (Streamable HTTP on 127.0.0.1).
 `FAKE_MCP_LABEL` names the instance (echo says it), so tests can tell two servers apart;
-`FAKE_MCP_FAIL=1` makes it exit before speaking (a server that fails to start).
+`FAKE_MCP_FAIL=1` makes it exit before speaking (a server that fails to start); `FAKE_MCP_PIDFILE` is
+where it writes its process id.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from mcp.types import ResourceLink, TextContent
 
 LABEL = os.environ.get("FAKE_MCP_LABEL", "fake")
 server = MCPServer(LABEL, log_level="WARNING")
@@ -57,6 +59,13 @@ def picture() -> Image:
 
 
 @server.tool()
+def attachment(name: str) -> list[TextContent | ResourceLink]:
+    """A text and a link to a resource the client may read."""
+    return [TextContent(type="text", text=f"see {name}"),
+            ResourceLink(type="resource_link", name=name, uri=f"file:///reports/{name}", mime_type="text/plain")]
+
+
+@server.tool()
 def fail(reason: str) -> str:
     """Raises, so the server answers with a tool error."""
     raise ToolError(reason)
@@ -77,6 +86,8 @@ def look_up_plain(key: str) -> str:
 if __name__ == "__main__":
     if os.environ.get("FAKE_MCP_FAIL"):
         sys.exit(2)
+    if os.environ.get("FAKE_MCP_PIDFILE"):
+        Path(os.environ["FAKE_MCP_PIDFILE"]).write_text(str(os.getpid()), encoding="utf-8")
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -199,3 +200,31 @@ async def test_after_reading_an_mcp_result_memory_writes_are_scanned_with_the_st
     assert await e.say("read the server", chat="after", user="u2", timeout=30) == "refused"
     refused = tool_results(fake_llm.requests[2])[-1]
     assert "destructive" in refused.lower()
+
+
+async def test_images_links_and_server_errors_reach_the_model_as_text_and_tool_errors(engine, fake_llm):
+    e = await engine(profile=make_profile(mcp_servers={"fake": stdio()}))
+    fake_llm.script(Reply(tool_calls=[("fake__picture", {}), ("fake__attachment", {"name": "q3.txt"}),
+                                      ("fake__fail", {"reason": "no such record"})]), Reply(text="ok"))
+    assert await e.say("all three", timeout=30) == "ok"
+    picture, link, failed = tool_results(fake_llm.requests[1])
+    assert "[image image/png, 67 bytes: images from tools are not shown to the model]" in picture
+    assert "see q3.txt" in link and "[resource q3.txt: file:///reports/q3.txt]" in link
+    assert "no such record" in failed
+    session = next(iter(e.gateway.sessions.values()))
+    stored = [m for m in await e.store.load_messages(session.record.id) if m.role == "tool"]
+    assert [m.is_error for m in stored] == [False, False, True]
+
+
+async def test_servers_start_once_per_gateway_and_stop_with_it(engine, fake_llm, tmp_path):
+    pidfile = tmp_path / "pid"
+    e = await engine(profile=make_profile(mcp_servers={"fake": stdio(env={"FAKE_MCP_PIDFILE": str(pidfile)})}))
+    pid = int(pidfile.read_text())
+    fake_llm.script(Reply(tool_calls=[("fake__echo", {"text": "a"})]), Reply(text="one"),
+                    Reply(tool_calls=[("fake__echo", {"text": "b"})]), Reply(text="two"))
+    assert await e.say("first", chat="c1", timeout=30) == "one"
+    assert await e.say("second", chat="c2", user="u2", timeout=30) == "two"
+    assert int(pidfile.read_text()) == pid  # both conversations used the one process
+    await e.gateway.stop()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
