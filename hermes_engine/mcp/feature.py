@@ -151,6 +151,8 @@ class McpFeature(Feature):
 
     def refusal(self, server: str, ctx: ToolContext) -> str | None:
         access = self.settings[server].access
+        if ctx.in_review:
+            return f"Error: the tools of {server} are not used in the background review (they may act on the world)."
         if access.chats == "dm" and ctx.chat_kind != "dm":
             return f"Error: the tools of {server} may be used in direct messages only."
         if access.people == "admins" and not ctx.is_admin:

@@ -71,7 +71,8 @@ class ServerRunner:
         self.started = asyncio.Event()  # set when the first attempt ended, well or not
         self._live = asyncio.Event()
         self._broken = asyncio.Event()
-        self.starts = 0
+        self.starts = 0  # sessions that came up
+        self.attempts = 0
 
     def _client(self, stack: AsyncExitStack) -> Client:
         s = self.settings
@@ -108,15 +109,18 @@ class ServerRunner:
     async def run(self) -> None:
         pause = FIRST_PAUSE
         while True:
+            self.attempts += 1
             try:
                 await self._session()
                 pause = FIRST_PAUSE
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # noqa: BLE001 - any failure of a server is logged, never raised
-                self.problem = _reason(exc) if not isinstance(exc, TimeoutError) else (
+                before, self.problem = self.problem, _reason(exc) if not isinstance(exc, TimeoutError) else (
                     f"no answer within {self.settings.start_timeout:g} s")
-                log.error("MCP server %s failed: %s; trying again in %g s", self.name, self.problem, pause)
+                # One line per new problem; the same failure again (every retry) only at debug level.
+                log.log(logging.DEBUG if self.problem == before else logging.ERROR,
+                        "MCP server %s failed: %s; trying again in %g s", self.name, self.problem, pause)
             finally:
                 self.client = None
                 self._live.clear()

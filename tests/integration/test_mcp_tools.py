@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import socket
 import sys
@@ -96,7 +97,8 @@ async def test_the_published_time_server_answers_through_the_agent(engine, fake_
     assert '"timezone": "Europe/Berlin"' in body and '"datetime"' in body
 
 
-async def test_a_server_that_fails_to_start_leaves_the_bot_serving_and_ready_names_it(engine, fake_llm):
+async def test_a_server_that_fails_to_start_leaves_the_bot_serving_and_ready_names_it(engine, fake_llm, caplog):
+    caplog.set_level(logging.ERROR, logger="hermes_gateway.mcp.manager")
     broken = stdio(env={"FAKE_MCP_FAIL": "1"})
     e = await engine(profile=make_profile(mcp_servers={"broken": broken, "fake": stdio()}))
     fake_llm.script(Reply(text="still here"))
@@ -107,6 +109,11 @@ async def test_a_server_that_fails_to_start_leaves_the_bot_serving_and_ready_nam
         response = await http.get("/ready")
         assert response.status == 503
         assert "MCP server broken is not running" in (await response.json())["reason"]
+    runner = feature_of(e).servers.runners["broken"]  # type: ignore[attr-defined]
+    while runner.attempts < 3:  # it is started again with growing pauses; the same failure is logged once
+        await asyncio.sleep(0.05)
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(lines) == 1 and lines[0].startswith("MCP server broken failed: "), lines
 
 
 async def test_a_server_crashing_mid_call_is_an_error_to_the_model_and_the_next_call_works(engine, fake_llm,
