@@ -2,7 +2,8 @@
 
 Secrets never live in the profile: a value in `env` or `headers` may hold `${NAME}` references, filled
 from the gateway's environment when the server starts (a reference to an unset variable is a config
-error naming it). Everything else of the gateway's environment is not passed to a stdio server.
+error naming it). A stdio server gets those and the SDK's short list of safe variables (PATH, HOME, ...),
+never the rest of the gateway's environment (its API keys).
 """
 
 from __future__ import annotations
