@@ -31,6 +31,12 @@ def echo(text: str) -> str:
 
 
 @server.tool()
+def env_var(name: str) -> str:
+    """The value of an environment variable of this process, or "unset"."""
+    return os.environ.get(name, "unset")
+
+
+@server.tool()
 def crash_once(marker: str) -> str:
     """The first call (no marker file yet) kills the server process; later calls answer."""
     if not Path(marker).exists():

@@ -239,3 +239,13 @@ async def test_servers_start_once_per_gateway_and_stop_with_it(engine, fake_llm,
     await e.gateway.stop()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_a_stdio_server_gets_its_env_references_but_not_the_gateways_keys(engine, fake_llm, monkeypatch):
+    monkeypatch.setenv("FAKE_SERVICE_TOKEN", "tok-123")
+    e = await engine(profile=make_profile(mcp_servers={"fake": stdio(env={"SERVICE_TOKEN": "${FAKE_SERVICE_TOKEN}"})}))
+    fake_llm.script(Reply(tool_calls=[("fake__env_var", {"name": "SERVICE_TOKEN"}),
+                                      ("fake__env_var", {"name": "OPENAI_API_KEY"})]), Reply(text="ok"))
+    assert await e.say("env", timeout=30) == "ok"
+    token, key = tool_results(fake_llm.requests[1])
+    assert "\ntok-123\n" in token and "\nunset\n" in key
