@@ -2,7 +2,7 @@
 
 - First-request tokens (the fake LLM counts request body bytes / 4, as a provider's input tokens) of the
   default toolset alone, then with two typical servers attached (the published `mcp-server-time` and the
-  test server, 10 tools) at the default schema budget, and with a budget of 0 (everything compact).
+  test server, 12 tools in all) at the default schema budget, and with a budget of 0 (everything compact).
   Target: at most 3,000 tokens with the two servers.
 - Per-call overhead: the mean wall time of a `fake__echo` call through the gateway's manager and the
   feature (untrusted marking, size cap) against the server's own round trip through a bare SDK `Client`,
