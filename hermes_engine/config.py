@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hermes_engine.errors import ConfigError
+from hermes_engine.mcp.settings import McpServerSettings, check_server_names
 
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
 PROFILE_FILE = "profile.yaml"
@@ -160,6 +161,8 @@ class BotProfile(BaseModel):
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)
     kanban: KanbanSettings = Field(default_factory=KanbanSettings)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
+    mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)  # tools from MCP servers
+    mcp_schema_budget: int = Field(1500, ge=0)  # schema tokens of MCP tools listed in full; beyond: compact
     path: Path | None = Field(default=None, exclude=True)
 
     @field_validator("max_iterations")
@@ -167,6 +170,12 @@ class BotProfile(BaseModel):
     def _positive(cls, value: int) -> int:
         if value < 1:
             raise ValueError("must be at least 1")
+        return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        check_server_names(value)
         return value
 
     def models(self, settings: Settings) -> list[str]:

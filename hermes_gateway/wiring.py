@@ -91,7 +91,18 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
         SearchFeature(),
         DelegationFeature(profile.delegation),
         KanbanFeature(profile.kanban),
+        *mcp_features(profile),
     ]
+
+
+def mcp_features(profile: BotProfile) -> list[Feature]:
+    """The profile's MCP servers as one feature (none without servers: the SDK is then not imported)."""
+    if not profile.mcp_servers:
+        return []
+    from hermes_engine.mcp.feature import McpFeature
+    from hermes_gateway.mcp.manager import ServerManager
+
+    return [McpFeature(ServerManager(profile.mcp_servers), profile.mcp_servers, profile.mcp_schema_budget)]
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
