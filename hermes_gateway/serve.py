@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
 
@@ -28,20 +28,23 @@ from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.errors import ConfigError, StorageError
+from hermes_engine.mcp.feature import McpFeature
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.storage import Store
 from hermes_gateway import preflight
 from hermes_gateway.metrics import PrometheusMetrics
-from hermes_gateway.wiring import StoredDeliveries, build_gateway, open_store, preload_models
+from hermes_gateway.wiring import StoredDeliveries, build_gateway, open_migrated, open_store, preload_models
 
 log = logging.getLogger(__name__)
 
 
 def health_app(storage_health: StorageHealth | None = None, started: asyncio.Event | None = None,
-               adapters: Sequence[PlatformAdapter] = (), metrics: PrometheusMetrics | None = None,
-               ) -> web.Application:
+               adapters: Sequence[PlatformAdapter] = (), checks: Sequence[Callable[[], list[str]]] = (),
+               metrics: PrometheusMetrics | None = None) -> web.Application:
     """`/health`, and `/ready` when given what readiness depends on: the store's health, the event set
-    once the gateways have started, and the adapters that must be connected; `/metrics` when given them."""
+    once the gateways have started, the adapters that must be connected, and further `checks` (each
+    gives one phrase per thing not ready, e.g. an MCP server that is not running); `/metrics` when given
+    the metrics."""
     app = web.Application()
 
     async def health(_: web.Request) -> web.Response:
@@ -57,6 +60,7 @@ def health_app(storage_health: StorageHealth | None = None, started: asyncio.Eve
             except StorageError as exc:
                 waiting.append(f"the store cannot write: {exc.reason}")
         waiting += [f"{adapter.platform} is not connected" for adapter in adapters if not adapter.connected]
+        waiting += [phrase for check in checks for phrase in check()]
         if waiting:
             return web.json_response({"status": "unavailable", "reason": "; ".join(waiting)}, status=503)
         return web.json_response({"status": "ready"})
@@ -100,12 +104,16 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     store = open_store(settings)
     storage_health, started, metrics = StorageHealth(store), asyncio.Event(), PrometheusMetrics()
     adapters: list[PlatformAdapter] = []
-    http = health_app(storage_health, started, adapters, metrics)
+    checks: list[Callable[[], list[str]]] = []
+    http = health_app(storage_health, started, adapters, checks, metrics)
     gateways, built = await start_gateways(settings, profiles, http, store, storage_health, metrics)
     adapters += built
-    # The database migrates while a thread imports the model SDKs; both are done before any adapter
-    # takes a message, so the first turn finds its provider ready.
-    await asyncio.gather(store.init(), asyncio.to_thread(preload_models, gateways))
+    checks += [feature.not_ready for gateway in gateways for feature in gateway.features
+               if isinstance(feature, McpFeature)]
+    # The database migrates in a child process (on another core, Alembic never loaded here) while a thread
+    # imports the model SDKs; both are done before any adapter takes a message, so the first turn finds
+    # its provider ready.
+    await asyncio.gather(open_migrated(store, settings.db_url), asyncio.to_thread(preload_models, gateways))
     runner = web.AppRunner(http)
     await runner.setup()
     site = web.TCPSite(runner, settings.http_host, settings.http_port)

@@ -54,8 +54,21 @@ def open_store(settings: Settings) -> Store:
     return SqlStore(settings.db_url)
 
 
+async def open_migrated(store: Store, url: str) -> None:
+    """Open `store` with its schema at head. The migrations run first in a child process
+    (`storage.revision`), so this process never loads Alembic; should the child fail, `init` migrates here
+    and reports the problem as it always does."""
+    from storage.engine import is_memory_sqlite, normalize_url
+    from storage.revision import upgrade_in_child
+
+    if not is_memory_sqlite(normalize_url(url)):  # another process cannot see this one's memory
+        await upgrade_in_child(url)
+    await store.init()
+
+
 def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.history.search import SearchFeature
+    from hermes_engine.kanban.feature import KanbanFeature
     from hermes_engine.loops.delegation import DelegationFeature
     from hermes_engine.loops.goals import GoalFeature
     from hermes_engine.loops.review import ReviewFeature
@@ -79,7 +92,19 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
         CompressionFeature(),
         SearchFeature(),
         DelegationFeature(profile.delegation),
+        KanbanFeature(profile.kanban),
+        *mcp_features(profile),
     ]
+
+
+def mcp_features(profile: BotProfile) -> list[Feature]:
+    """The profile's MCP servers as one feature (none without servers: the SDK is then not imported)."""
+    if not profile.mcp_servers:
+        return []
+    from hermes_engine.mcp.feature import McpFeature
+    from hermes_gateway.mcp.manager import ServerManager
+
+    return [McpFeature(ServerManager(profile.mcp_servers), profile.mcp_servers, profile.mcp_schema_budget)]
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,

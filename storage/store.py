@@ -31,11 +31,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from storage import migrate
+from storage import revision
 from storage.engine import SqliteLane, is_memory_sqlite, make_engine, normalize_url
 from storage.repos.deliveries import DeliveryRepository
 from storage.repos.goals import GoalRepository
 from storage.repos.inbox import InboxRepository
+from storage.repos.kanban import CardRepository
 from storage.repos.leases import LeaseRepository, LinkCodeRepository
 from storage.repos.lineage import LineageRepository
 from storage.repos.people import PeopleRepository
@@ -48,7 +49,8 @@ __all__ = ["SqlStore", "make_engine", "normalize_url", "is_memory_sqlite"]
 
 
 class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalRepository, LeaseRepository,
-               LinkCodeRepository, SearchRepository, LineageRepository, DeliveryRepository, UsageRepository):
+               LinkCodeRepository, SearchRepository, LineageRepository, DeliveryRepository, CardRepository,
+               UsageRepository):
     """`hermes_engine.ports.storage.Store` for SQLite and PostgreSQL. See the module docstring for the guarantees.
 
     `clock` returns the current time (timezone-aware); tests pass a fake one to expire leases without
@@ -71,13 +73,17 @@ class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalReposit
         self._lane: SqliteLane | None = None
 
     async def init(self) -> None:
-        """Open the engine and apply the migrations (`storage.migrate.upgrade`). Idempotent."""
+        """Open the engine and apply the migrations (`storage.migrate.upgrade`) unless the database is at head
+        already. Idempotent."""
         async with self._init_lock:
             if self._engine is not None:
                 return
             engine = make_engine(self.url, **self._engine_options)
             try:
-                await migrate.upgrade(engine)
+                if not await revision.is_current(engine):
+                    from storage import migrate  # Alembic loads only when there is something to apply
+
+                    await migrate.upgrade(engine)
             except BaseException:
                 await engine.dispose()
                 raise

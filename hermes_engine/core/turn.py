@@ -198,12 +198,13 @@ class TurnRunner:
             await turn.stream.push(delta)
 
         hook = await self._call_hook(session, turn.message)
+        ctx = self.host.tool_context(session, job.person_id, is_admin=self.host.is_admin(job.message))
         router = FirstRequestRouter(self.host.chain_for(session).route(),
                                     first_request_reporter(self.metrics, self.host.bot, turn.message,
                                                            replayed=job.replayed))
         turn.result = await self.agent.run(
             router=router, system=session.system_prompt, history=session.history,
-            user=turn.user, ctx=self.host.tool_context(session, job.person_id), persist=persist,
+            user=turn.user, ctx=ctx, persist=persist,
             on_delta=push if self.streaming else None, on_restart=turn.stream.rewind if self.streaming else None,
             purpose=job.purpose, context=hook)
 
