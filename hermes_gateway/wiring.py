@@ -118,9 +118,8 @@ def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
         features = build_features(settings, profile)
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
-    access = AccessGate(profile.access, Pairing.for_home(settings.home))
-    features = [UsageLimits(profile.limits, is_admin=access.is_admin, metrics=metrics), *features,
-                InboxPruning(settings.inbox_retention_days)]
+    features = [UsageLimits(profile.limits), *features, InboxPruning(settings.inbox_retention_days)]
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
-                   tools=ToolRegistry(list(CORE_TOOLS)), access=access,
+                   tools=ToolRegistry(list(CORE_TOOLS)),
+                   access=AccessGate(profile.access, Pairing.for_home(settings.home)),
                    features=features, storage_health=storage_health, metrics=metrics)

@@ -17,10 +17,8 @@ from hermes_engine.config import UsageLimitSettings
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage
-from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.session import SessionScope
 
-IsAdmin = Callable[..., bool]  # AccessGate.is_admin(user_id, *, platform_admin=...)
 Clock = Callable[[], datetime]
 
 
@@ -31,11 +29,8 @@ def _utcnow() -> datetime:
 class UsageLimits(Feature):
     name = "usage-limits"
 
-    def __init__(self, settings: UsageLimitSettings, *, is_admin: IsAdmin, metrics: Metrics = NO_METRICS,
-                 clock: Clock = _utcnow) -> None:
+    def __init__(self, settings: UsageLimitSettings, *, clock: Clock = _utcnow) -> None:
         self.settings = settings
-        self.is_admin = is_admin
-        self.metrics = metrics
         self.clock = clock
         self.host: Host | None = None
 
@@ -48,7 +43,7 @@ class UsageLimits(Feature):
             return True
         host, s, day = self.host, self.settings, self.clock().date()
         person = await host.person_of(message.platform, message.account, message.user_id, message.user_name)
-        if self.is_admin(message.user_id, platform_admin=message.platform_admin):
+        if host.is_admin(message):
             await host.store.add_usage(host.bot, person, day, turns=1)
             return True
         refused = await self._bot_limit(day)
@@ -58,7 +53,7 @@ class UsageLimits(Feature):
         if refused is None:
             return True
         limit, text = refused
-        self.metrics.limit_reached(host.bot, limit)
+        host.metrics.limit_reached(host.bot, limit)
         await host.notify(message.reply_target(), f"{text} {self._resets()}",
                           idempotency_key=f"{message.event_id}:limit")
         return False
