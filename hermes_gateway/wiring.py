@@ -62,6 +62,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.policy.forget import ForgetFeature
     from hermes_engine.policy.identity import IdentityFeature
     from hermes_engine.skills.feature import SkillsFeature
+    from hermes_engine.workspace.feature import WorkspaceFeature
 
     return [
         MemoryFeature(FileMemoryStore(Path(settings.home) / "memories"), profile.memory),
@@ -77,6 +78,8 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
         CompressionFeature(),
         SearchFeature(),
         DelegationFeature(profile.delegation),
+        WorkspaceFeature(settings.home, profile.name, profile.workspace, admins=profile.access.admins,
+                         toolsets=profile.toolsets),
     ]
 
 

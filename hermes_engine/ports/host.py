@@ -58,8 +58,10 @@ class Host(Protocol):
         """The chain a turn of this session uses (its /model choice first)."""
         ...
 
-    def tool_context(self, session: SessionHandle, person_id: int | None, *,
-                     in_review: bool = False) -> ToolContext: ...
+    def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False,
+                     message: InboundMessage | None = None) -> ToolContext:
+        """What tools know of a turn; `message` (the one the turn answers) names the sender and the chat."""
+        ...
 
     def session(self, key: str) -> SessionHandle | None:
         """The session loaded in this process for `key`, if any."""

@@ -27,6 +27,7 @@ from typing import Any, Literal, get_args, get_origin, overload
 
 from hermes_engine.errors import MalformedToolArguments, UnknownTool
 from hermes_engine.ports.conversation import ToolCall
+from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.providers.base import ToolSchema
 
 DEFAULT_TIME_LIMIT = 60.0  # seconds a tool call may take unless the tool declares its own limit
@@ -62,6 +63,9 @@ class ToolContext:
     shared_scope: str | None = None  # key of the group/channel/server for shared memory
     services: dict[str, Any] = field(default_factory=dict)  # memory store, skill library, ...
     in_review: bool = False  # background review: no user-visible side effects
+    user_id: str | None = None  # who sent the message this turn answers (None: no person, e.g. a review)
+    is_admin: bool = False  # that sender administers the bot
+    target: ReplyTarget | None = None  # where the turn answers (approval questions are asked there)
 
 
 class ToolTimedOut(Exception):

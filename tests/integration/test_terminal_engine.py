@@ -1,0 +1,77 @@
+"""The terminal and file tools through the real engine and the fake LLM: a model lists, writes, patches and
+runs a script in its sandboxed workspace; strangers and non-admins get nothing; limits end runaway commands
+while other chats are answered."""
+
+from __future__ import annotations
+
+import asyncio
+
+from engine_harness import make_profile
+from fakes.fake_llm import Reply
+
+ADMIN = "admin1"
+
+
+def profile(**workspace):
+    return make_profile(toolsets=["core", "terminal", "files"], access={"admins": [ADMIN]},
+                        workspace={"approve": [], **workspace})
+
+
+def results(request) -> list[str]:
+    messages = request.messages
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    return [m["content"] for m in messages[last_user + 1:] if m["role"] == "tool"]
+
+
+async def test_a_model_lists_writes_patches_and_runs_a_script_in_its_workspace(engine, fake_llm):
+    e = await engine(profile=profile())
+    fake_llm.script(
+        Reply(tool_calls=[("terminal", {"command": "ls -a; id -u"})]),
+        Reply(tool_calls=[("write_file", {"path": "tools/hello.sh", "content": "echo hello $1\n"})]),
+        Reply(tool_calls=[("patch", {"path": "tools/hello.sh", "old": "hello", "new": "goodbye"})]),
+        Reply(tool_calls=[("terminal", {"command": "sh tools/hello.sh world; ls tools"})]),
+        Reply(text="done"))
+    assert await e.say("make me a script", user=ADMIN) == "done"
+    seen = [results(r) for r in fake_llm.requests[1:]]
+    listing, uid = seen[0][0].split("\n")[-3:-1]
+    assert listing == "." or ".." in seen[0][0]
+    assert uid != "0" and uid.strip().isdigit()
+    assert seen[1][-1].startswith("Wrote 14 bytes to tools/hello.sh")
+    assert seen[2][-1] == "Patched tools/hello.sh."
+    assert seen[3][-1] == "goodbye world\nhello.sh\n[exit code 0]"
+    ws = next((e.home / "workspaces" / "testbot").iterdir())
+    assert ws.name.startswith("person-")
+    assert (ws / "tools" / "hello.sh").read_text() == "echo goodbye $1\n"
+
+
+async def test_a_person_who_is_not_an_admin_cannot_run_commands(engine, fake_llm):
+    e = await engine(profile=profile())
+    fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo pwned > x"})]), Reply(text="ok"))
+    await e.say("run it", user="someone")
+    assert "only an admin" in results(fake_llm.requests[-1])[0]
+    assert not any((e.home / "workspaces" / "testbot").glob("*/x"))
+
+
+async def test_an_endless_loop_and_a_fork_bomb_end_by_limits_while_other_chats_are_answered(engine, fake_llm):
+    e = await engine(profile=profile(timeout_seconds=3, processes=32))
+
+    def respond(request):
+        text = request.last_user_text
+        if results(request):
+            return Reply(text="finished " + text)
+        if text == "loop":
+            return Reply(tool_calls=[("terminal", {"command": "while :; do :; done"})])
+        if text == "bomb":
+            return Reply(tool_calls=[("terminal", {"command": "b(){ b|b& }; b"})])
+        return Reply(text="pong")
+
+    fake_llm.responder = respond
+    loop = asyncio.ensure_future(e.say("loop", user=ADMIN, chat="c1", timeout=30))
+    bomb = asyncio.ensure_future(e.say("bomb", user=ADMIN, chat="c2", timeout=30))
+    await asyncio.sleep(0.5)
+    assert await e.say("ping", user="other", chat="c3") == "pong"  # answered while both run
+    await asyncio.gather(loop, bomb)
+    await e.idle()
+    assert {"finished loop", "finished bomb", "pong"} <= set(e.outlet.texts)
+    tool_texts = [r for req in fake_llm.requests for r in results(req)]
+    assert any("[killed: the command ran past its time limit]" in t for t in tool_texts)
