@@ -9,6 +9,8 @@ import asyncio
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
+from hermes_engine.ports.approval import Decision
+
 ADMIN = "admin1"
 
 
@@ -75,3 +77,84 @@ async def test_an_endless_loop_and_a_fork_bomb_end_by_limits_while_other_chats_a
     assert {"finished loop", "finished bomb", "pong"} <= set(e.outlet.texts)
     tool_texts = [r for req in fake_llm.requests for r in results(req)]
     assert any("[killed: the command ran past its time limit]" in t for t in tool_texts)
+
+
+class Asker:
+    """Shows nothing; the test answers what was asked."""
+
+    def __init__(self) -> None:
+        self.asked: asyncio.Queue = asyncio.Queue()
+
+    async def ask(self, request, answers) -> None:
+        self.asked.put_nowait((request, answers))
+
+    async def settled(self, request, decision, note) -> None:
+        return None
+
+
+def with_asker(e_profile, asker, tmp_path):
+    from hermes_engine.workspace.feature import WorkspaceFeature
+
+    return [WorkspaceFeature(tmp_path, e_profile.name, e_profile.workspace, admins=e_profile.access.admins,
+                             asker=asker, toolsets=e_profile.toolsets)]
+
+
+async def test_a_dangerous_command_waits_for_an_admins_approval_and_a_new_message_denies_it(engine, fake_llm,
+                                                                                           tmp_path):
+    p = profile(approve=["dangerous"])
+    asker = Asker()
+    e = await engine(profile=p, features=with_asker(p, asker, tmp_path))
+
+    def respond(request):
+        if results(request):
+            return Reply(text="result: " + results(request)[0])
+        if request.last_user_text == "clean":
+            return Reply(tool_calls=[("terminal", {"command": "mkdir -p build && rm -rf build && echo cleaned"})])
+        return Reply(text="ok")
+
+    fake_llm.responder = respond
+    first = asyncio.ensure_future(e.say("clean", user=ADMIN))
+    request, answers = await asyncio.wait_for(asker.asked.get(), 10)
+    assert request.risk == "dangerous" and "rm -rf build" in request.command
+    assert answers.answer(request.id, "stranger", Decision.ONCE) is False
+    assert answers.answer(request.id, ADMIN, Decision.ONCE) is True
+    assert (await first) == "result: cleaned\n[exit code 0]"
+
+    second = asyncio.ensure_future(e.say("clean", user=ADMIN))
+    request, answers = await asyncio.wait_for(asker.asked.get(), 10)
+    await e.gateway.handle(e.message("never mind", user=ADMIN))
+    denied = await second
+    assert "Denied: the command was not run" in denied and "a new message arrived" in denied
+    assert answers.answer(request.id, ADMIN, Decision.ONCE) is False
+
+
+async def test_workspace_command_shows_the_size_and_only_admins_reset_it(engine, fake_llm):
+    e = await engine(profile=profile(quota_mb=1))
+    fake_llm.script(Reply(tool_calls=[("write_file", {"path": "a.txt", "content": "x" * 300_000})]),
+                    Reply(text="written"))
+    await e.say("write", user=ADMIN)
+    assert await e.say("/workspace", user=ADMIN) == "Workspace: 0.29 MB used of 1 MB."
+    assert await e.say("/workspace reset", user="someone", chat="c9") == "Only an admin of this bot can reset a workspace."
+    assert await e.say("/workspace reset", user=ADMIN) == "The workspace is empty now."
+    assert await e.say("/workspace", user=ADMIN) == "Workspace: 0.00 MB used of 1 MB."
+
+
+async def test_the_terminal_refuses_to_start_without_bwrap_or_with_network(tmp_path, monkeypatch):
+    import pytest
+
+    from hermes_engine.config import WorkspaceSettings
+    from hermes_engine.errors import ConfigError
+    from hermes_engine.workspace import sandbox
+    from hermes_engine.workspace.feature import WorkspaceFeature
+
+    with pytest.raises(ConfigError, match="network"):
+        await WorkspaceFeature(tmp_path, "b", WorkspaceSettings(network=True), admins=[],
+                               toolsets=["terminal"]).start(None)  # type: ignore[arg-type]
+    monkeypatch.setenv("PATH", str(tmp_path))
+    sandbox.unavailable_reason.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match="bubblewrap"):
+            await WorkspaceFeature(tmp_path, "b", WorkspaceSettings(), admins=[],
+                                   toolsets=["terminal"]).start(None)  # type: ignore[arg-type]
+    finally:
+        sandbox.unavailable_reason.cache_clear()
