@@ -15,6 +15,7 @@ from hermes_engine.core.housekeeping import InboxPruning
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.pairing import Pairing
+from hermes_engine.ports.approval import ApprovalAsker
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.reply import Delivery
 from hermes_engine.ports.storage import DeliveryLog, Store
@@ -52,7 +53,8 @@ def open_store(settings: Settings) -> Store:
     return SqlStore(settings.db_url)
 
 
-def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
+def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAsker | None = None) -> list[Feature]:
+    """Every feature of a bot; `asker` shows the terminal's approval requests (none: they are denied)."""
     from hermes_engine.history.search import SearchFeature
     from hermes_engine.loops.delegation import DelegationFeature
     from hermes_engine.loops.goals import GoalFeature
@@ -79,7 +81,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
         SearchFeature(),
         DelegationFeature(profile.delegation),
         WorkspaceFeature(settings.home, profile.name, profile.workspace, admins=profile.access.admins,
-                         toolsets=profile.toolsets),
+                         asker=asker, toolsets=profile.toolsets),
     ]
 
 
