@@ -86,13 +86,14 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
-                  features: list[Feature] | None = None, storage_health: StorageHealth | None = None) -> Gateway:
+                  features: list[Feature] | None = None, storage_health: StorageHealth | None = None,
+                  asker: ApprovalAsker | None = None) -> Gateway:
     """The gateway for one bot profile. Compression is part of every engine (its settings are in the
     profile): a hand-picked feature list gets it too, and so does the inbox pruning job. Gateways sharing a
     store share its `storage_health` (one outage, one notice per chat, one readiness answer); without one,
     the gateway keeps its own."""
     if features is None:
-        features = build_features(settings, profile)
+        features = build_features(settings, profile, asker=asker)
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
     features = [*features, InboxPruning(settings.inbox_retention_days)]

@@ -40,6 +40,10 @@ class ApprovalAnswers(Protocol):
         """True when the answer was taken (a pending request, an allowed person)."""
         ...
 
+    def deny(self, request_id: str, note: str) -> None:
+        """The request cannot be shown (`note` says why): it ends denied."""
+        ...
+
 
 class ApprovalAsker(Protocol):
     """The adapter side: shows a request to the people who may approve it."""

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from hermes_engine.ports.approval import ApprovalAsker, ApprovalRequest, Decision
+from hermes_engine.ports.approval import ApprovalAnswers, ApprovalAsker, ApprovalRequest, Decision
 from hermes_engine.ports.inbound import ReplyTarget
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,13 @@ class ApprovalGate:
         pending.future.set_result(decision)
         return True
 
+    def deny(self, request_id: str, note: str) -> None:
+        """End a request denied on the engine's own account (nobody can be asked)."""
+        pending = self._pending.get(request_id)
+        if pending is not None and not pending.future.done():
+            pending.note = note
+            pending.future.set_result(Decision.DENY)
+
     def supersede(self, session_key: str) -> None:
         """A new message in the conversation: its pending requests are denied."""
         for pending in list(self._pending.values()):
@@ -87,3 +94,26 @@ class ApprovalGate:
 
     def pending(self) -> list[ApprovalRequest]:
         return [p.request for p in self._pending.values()]
+
+
+class ApprovalRouter:
+    """One asker per platform: a request is shown on the platform of the conversation it came from (the
+    gateway's adapters register theirs once they are built). A platform without one denies."""
+
+    def __init__(self) -> None:
+        self._askers: dict[str, ApprovalAsker] = {}
+
+    def add(self, platform: str, asker: ApprovalAsker) -> None:
+        self._askers[platform] = asker
+
+    async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
+        asker = self._askers.get(request.target.platform)
+        if asker is None:
+            answers.deny(request.id, f"{request.target.platform} cannot show approval requests")
+            return
+        await asker.ask(request, answers)
+
+    async def settled(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
+        asker = self._askers.get(request.target.platform)
+        if asker is not None:
+            await asker.settled(request, decision, note)
