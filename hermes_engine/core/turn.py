@@ -192,9 +192,11 @@ class TurnRunner:
             await turn.stream.push(delta)
 
         hook = await self._call_hook(session, turn.message)
+        ctx = self.host.tool_context(session, job.person_id, message=turn.message)
+        ctx.progress = push if self.streaming else None
         turn.result = await self.agent.run(
             router=self.host.chain_for(session).route(), system=session.system_prompt, history=session.history,
-            user=turn.user, ctx=self.host.tool_context(session, job.person_id, message=turn.message), persist=persist,
+            user=turn.user, ctx=ctx, persist=persist,
             on_delta=push if self.streaming else None, on_restart=turn.stream.rewind if self.streaming else None,
             purpose=job.purpose, context=hook)
 

@@ -66,6 +66,9 @@ class ToolContext:
     user_id: str | None = None  # who sent the message this turn answers (None: no person, e.g. a review)
     is_admin: bool = False  # that sender administers the bot
     target: ReplyTarget | None = None  # where the turn answers (approval questions are asked there)
+    # Interim text shown to the person while the tool runs (a command's output), replaced by the answer
+    # when it comes; None when the reply is not streamed.
+    progress: Callable[[str], Awaitable[None]] | None = None
 
 
 class ToolTimedOut(Exception):

@@ -27,6 +27,7 @@ from hermes_engine.ports.session import SessionScope
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
 from hermes_engine.workspace import files, sandbox
 from hermes_engine.workspace.approvals import ApprovalGate
+from hermes_engine.workspace.progress import OutputShown
 from hermes_engine.workspace.risk import classify
 from hermes_engine.workspace.space import Workspace, WorkspaceError, scope_name
 
@@ -122,13 +123,17 @@ class WorkspaceFeature(Feature):
                                 processes=self.settings.processes, cpu_seconds=self.settings.cpu_seconds,
                                 file_bytes=room)
         stop = threading.Event()
+        shown = OutputShown(ctx.progress, command) if ctx.progress is not None else None
         try:
             result = await asyncio.get_running_loop().run_in_executor(
-                None, functools.partial(sandbox.run, ws.root, command, limits, stop=stop))
+                None, functools.partial(sandbox.run, ws.root, command, limits, stop=stop,
+                                        on_output=shown.feed if shown else None))
         except sandbox.SandboxUnavailable as exc:
             return ToolResult(f"Error: the terminal is unavailable: {exc}", is_error=True)
         finally:
             stop.set()  # a cancelled turn (/stop) ends the command too
+            if shown is not None:
+                await shown.close()
         text = result.text()
         if await asyncio.to_thread(ws.size) > ws.quota_bytes:
             text += f"\n[the workspace is over its quota of {ws.quota_bytes:,} bytes: delete files]"

@@ -158,3 +158,13 @@ async def test_the_terminal_refuses_to_start_without_bwrap_or_with_network(tmp_p
                                    toolsets=["terminal"]).start(None)  # type: ignore[arg-type]
     finally:
         sandbox.unavailable_reason.cache_clear()
+
+
+async def test_a_commands_output_streams_into_the_reply_while_it_runs_and_the_answer_replaces_it(engine, fake_llm):
+    e = await engine(profile=profile())
+    fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo first; sleep 0.3; echo second"})]),
+                    Reply(text="all done"))
+    assert await e.say("run it", user=ADMIN) == "all done"
+    shown = "".join(e.outlet.delivered[-1].deltas)
+    assert "`$ echo first; sleep 0.3; echo second`\n```\nfirst\n" in shown
+    assert shown.index("first") < shown.index("second") < shown.index("all done")
