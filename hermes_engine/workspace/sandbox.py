@@ -128,10 +128,10 @@ def bwrap_argv(workspace_fd: int, command: str) -> list[str]:
     if drops_privileges():
         argv = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
         shell = [SETPRIV, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
-                 "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "/bin/sh", "-c", command]
+                 "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", *_shell(command)]
     else:
         argv = ["bwrap", "--unshare-all", "--unshare-user", "--cap-drop", "ALL"]
-        shell = ["/bin/sh", "-c", command]
+        shell = _shell(command)
     argv += ["--die-with-parent", "--new-session"]
     for path in _SYSTEM_RO:
         if os.path.exists(path):
@@ -144,6 +144,13 @@ def bwrap_argv(workspace_fd: int, command: str) -> list[str]:
     argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
              "--bind-fd", str(workspace_fd), INSIDE, "--chdir", INSIDE, "--setenv", "HOME", INSIDE, "--", *shell]
     return argv
+
+
+def _shell(command: str) -> list[str]:
+    """`/bin/sh -c command`, with the file-size signal ignored first: a write past the quota then fails with
+    "File too large" instead of killing the shell, so the commands after it (an `rm`) still run. The
+    command stays the last argument, read by the inner shell as `$1`."""
+    return ["/bin/sh", "-c", 'trap "" XFSZ; exec /bin/sh -c "$1"', "sh", command]
 
 
 def _set_limits(limits: Limits) -> Callable[[], None]:

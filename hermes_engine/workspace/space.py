@@ -24,7 +24,8 @@ from hermes_engine.errors import HermesError
 from hermes_engine.skills.confine import inside, is_real_dir, lstat_or_none
 from hermes_engine.workspace.sandbox import SANDBOX_UID, drops_privileges
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# Never follow a planted symlink, and never block on a FIFO a command left where a file was expected.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 class WorkspaceError(HermesError):
@@ -138,7 +139,9 @@ class Workspace:
         if target == self.root:
             raise WorkspaceError("Give a file name, not the workspace itself.")
         old = lstat_or_none(target)
-        old_size = old.st_size if old is not None and stat.S_ISREG(old.st_mode) else 0
+        if old is not None and not stat.S_ISREG(old.st_mode):
+            raise WorkspaceError(f"{path} exists and is not a regular file; nothing was written.")
+        old_size = old.st_size if old is not None else 0
         used = self.size()
         if used - old_size + len(data) > self.quota_bytes:
             raise WorkspaceError(f"Refused: writing {len(data):,} bytes would take the workspace past its quota "
