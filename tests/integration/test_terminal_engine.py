@@ -168,3 +168,15 @@ async def test_a_commands_output_streams_into_the_reply_while_it_runs_and_the_an
     shown = "".join(e.outlet.delivered[-1].deltas)
     assert "`$ echo first; sleep 0.3; echo second`\n```\nfirst\n" in shown
     assert shown.index("first") < shown.index("second") < shown.index("all done")
+
+
+async def test_allowed_people_may_use_the_workspace_in_their_own_dm_but_not_in_a_group(engine, fake_llm):
+    from hermes_engine.ports.inbound import ChatKind
+
+    e = await engine(profile=profile(users="allowed_in_dm"))
+    fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo mine > note; cat note"})]), Reply(text="a"),
+                    Reply(tool_calls=[("list_files", {})]), Reply(text="b"))
+    await e.say("in my dm", user="friend", chat="dm-friend")
+    assert results(fake_llm.requests[1])[0] == "mine\n[exit code 0]"
+    await e.say("in the group", user="friend", chat="g1", kind=ChatKind.GROUP)
+    assert "only an admin" in results(fake_llm.requests[3])[0] and "direct message" in results(fake_llm.requests[3])[0]
