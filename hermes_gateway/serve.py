@@ -31,7 +31,7 @@ from hermes_engine.errors import ConfigError, StorageError
 from hermes_engine.ports.storage import Store
 from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_gateway import preflight
-from hermes_gateway.wiring import StoredDeliveries, build_gateway, open_store, preload_models
+from hermes_gateway.wiring import StoredDeliveries, build_gateway, open_migrated, open_store, preload_models
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +102,10 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     http = health_app(storage_health, started, adapters)
     gateways, built = await start_gateways(settings, profiles, http, store, storage_health)
     adapters += built
-    # The database migrates while a thread imports the model SDKs; both are done before any adapter
-    # takes a message, so the first turn finds its provider ready.
-    await asyncio.gather(store.init(), asyncio.to_thread(preload_models, gateways))
+    # The database migrates in a child process (on another core, Alembic never loaded here) while a thread
+    # imports the model SDKs; both are done before any adapter takes a message, so the first turn finds
+    # its provider ready.
+    await asyncio.gather(open_migrated(store, settings.db_url), asyncio.to_thread(preload_models, gateways))
     runner = web.AppRunner(http)
     await runner.setup()
     site = web.TCPSite(runner, settings.http_host, settings.http_port)

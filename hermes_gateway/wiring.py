@@ -53,6 +53,18 @@ def open_store(settings: Settings) -> Store:
     return SqlStore(settings.db_url)
 
 
+async def open_migrated(store: Store, url: str) -> None:
+    """Open `store` with its schema at head. The migrations run first in a child process
+    (`storage.revision`), so this process never loads Alembic; should the child fail, `init` migrates here
+    and reports the problem as it always does."""
+    from storage.engine import is_memory_sqlite, normalize_url
+    from storage.revision import upgrade_in_child
+
+    if not is_memory_sqlite(normalize_url(url)):  # another process cannot see this one's memory
+        await upgrade_in_child(url)
+    await store.init()
+
+
 def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAsker | None = None) -> list[Feature]:
     """Every feature of a bot; `asker` shows the terminal's approval requests (none: they are denied)."""
     from hermes_engine.history.search import SearchFeature

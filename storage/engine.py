@@ -79,9 +79,12 @@ def make_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
         if memory:
             kwargs.setdefault("poolclass", StaticPool)
         else:
-            path = Path(url.database or "").expanduser()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            url = url.set(database=str(path))
+            if url.query.get("uri") == "true":  # a `file:` URI names its file after the scheme and before `?`
+                Path((url.database or "").removeprefix("file:")).parent.mkdir(parents=True, exist_ok=True)
+            else:
+                path = Path(url.database or "").expanduser()
+                path.parent.mkdir(parents=True, exist_ok=True)
+                url = url.set(database=str(path))
             if "poolclass" not in kwargs:
                 kwargs.update(pool_size=1, max_overflow=0, pool_timeout=60)
     elif backend == "postgresql":

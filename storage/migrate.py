@@ -139,3 +139,11 @@ async def current_revision(target: str | URL | AsyncEngine) -> str | None:
             return await conn.run_sync(_current_on)
 
     return await _with_engine(target, run)
+
+
+if __name__ == "__main__":  # `storage.revision.upgrade_in_child` runs this in a short-lived process
+    import os
+
+    from storage.revision import URL_VARIABLE
+
+    upgrade_sync(os.environ[URL_VARIABLE])

@@ -31,7 +31,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from storage import migrate
+from storage import revision
 from storage.engine import SqliteLane, is_memory_sqlite, make_engine, normalize_url
 from storage.repos.deliveries import DeliveryRepository
 from storage.repos.goals import GoalRepository
@@ -70,13 +70,17 @@ class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalReposit
         self._lane: SqliteLane | None = None
 
     async def init(self) -> None:
-        """Open the engine and apply the migrations (`storage.migrate.upgrade`). Idempotent."""
+        """Open the engine and apply the migrations (`storage.migrate.upgrade`) unless the database is at head
+        already. Idempotent."""
         async with self._init_lock:
             if self._engine is not None:
                 return
             engine = make_engine(self.url, **self._engine_options)
             try:
-                await migrate.upgrade(engine)
+                if not await revision.is_current(engine):
+                    from storage import migrate  # Alembic loads only when there is something to apply
+
+                    await migrate.upgrade(engine)
             except BaseException:
                 await engine.dispose()
                 raise

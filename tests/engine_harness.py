@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,16 @@ def goal_script(verdicts: list[str], worker: Any = None) -> tuple[Any, dict[str,
         return worker(request, state["worker"])
 
     return respond, state
+
+
+def stored_tool_results(home: Path) -> list[str]:
+    """The tool results in the database, read as another process would (the gateway is still running)."""
+    db = home / "hermes.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+        try:
+            rows = conn.execute("SELECT content FROM messages WHERE role = 'tool' ORDER BY id").fetchall()
+        except sqlite3.OperationalError:  # not migrated yet
+            return []
+    return [row[0] for row in rows]

@@ -119,6 +119,7 @@ def _mount(name: str, module: str, help_text: str) -> None:
 
 _mount("memory", "hermes_gateway.cli.memory", "Show, edit or export what the agent remembers about a person.")
 _mount("curator", "hermes_gateway.cli.curator", "Run the skill curator or read its report.")
+_mount("skills", "hermes_gateway.cli.skills", "Saved skills: uses, successes, last use, tool calls saved.")
 _mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code.")
 _mount("export", "hermes_gateway.cli.export", "Export conversations.")
 _mount("security", "hermes_gateway.cli.security", "Scan memory and skill files; approve content held for an admin.")

@@ -1,4 +1,7 @@
-"""A process killed mid-turn loses nothing it had persisted, and the message is answered after restart."""
+"""A process killed mid-turn loses nothing it had persisted, and the message is answered after restart.
+
+The kill comes once the tool step is stored: steps are written behind, so one killed before its write
+lands is lost by design (and redone after the restart)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import os
 import signal
 import sys
 
-from engine_harness import fake_llm_environment, make_profile
+from engine_harness import fake_llm_environment, make_profile, stored_tool_results
 from fakes.fake_llm import Reply
 
 
@@ -30,6 +33,10 @@ async def test_killed_process_loses_nothing_persisted_and_answers_after_restart(
             break
         await asyncio.sleep(0.05)
     assert len(fake_llm.requests) == 2, (await proc.stderr.read()).decode()[-2000:]
+    for _ in range(200):  # the tool step is written behind, while the next model call goes on
+        if await asyncio.to_thread(stored_tool_results, tmp_path):
+            break
+        await asyncio.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     await proc.wait()
 

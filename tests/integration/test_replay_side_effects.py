@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
-from engine_harness import fake_llm_environment, make_profile
+from engine_harness import fake_llm_environment, make_profile, stored_tool_results
 from fakes.fake_llm import Reply
 
 TEA = "Likes green tea"
@@ -26,19 +25,6 @@ ASK = "remember that I like green tea"
 
 def remember(content: str) -> Reply:
     return Reply(tool_calls=[("memory", {"action": "add", "target": "memory", "content": content})])
-
-
-def stored_tool_results(home: Path) -> list[str]:
-    """The tool results in the database, read as another process would (the gateway is still running)."""
-    db = home / "hermes.db"
-    if not db.exists():
-        return []
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
-        try:
-            rows = conn.execute("SELECT content FROM messages WHERE role = 'tool' ORDER BY id").fetchall()
-        except sqlite3.OperationalError:  # not migrated yet
-            return []
-    return [row[0] for row in rows]
 
 
 def memory_entries(home: Path) -> str:
