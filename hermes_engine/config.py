@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hermes_engine.errors import ConfigError
+from hermes_engine.mcp.settings import McpServerSettings, check_server_names
 
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
 PROFILE_FILE = "profile.yaml"
@@ -135,6 +136,20 @@ class WorkspaceSettings(BaseModel):
     approve: list[str] = Field(default_factory=lambda: ["dangerous"])  # risk classes asked about first
     approvers: list[str] = Field(default_factory=list)  # user ids; empty: the profile's admins
     approval_timeout_seconds: float = Field(300, gt=0)
+class KanbanSettings(BaseModel):
+    """The kanban board and its dispatcher (hermes_engine/kanban/)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    tick_seconds: float = Field(60.0, gt=0)  # the dispatcher also ticks at once when a card changes
+    lease_seconds: float = Field(900.0, gt=0)  # a running card's claim; workers renew it with heartbeats
+    max_in_progress_per_profile: int = Field(3, ge=1)
+    max_failures: int = Field(2, ge=1)  # consecutive failed attempts before a card is blocked
+    decompose_per_tick: int = Field(3, ge=0)  # triage cards split by the model per tick
+    max_iterations: int = Field(50, ge=1)  # a worker's model calls per attempt
+    goal_rounds: int = Field(5, ge=1)  # worker runs a goal card gets before it is blocked
+    model: str | None = None  # None: the profile's models
 
 
 class BotProfile(BaseModel):
@@ -161,7 +176,10 @@ class BotProfile(BaseModel):
     skills: SkillSettings = Field(default_factory=SkillSettings)
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    kanban: KanbanSettings = Field(default_factory=KanbanSettings)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
+    mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)  # tools from MCP servers
+    mcp_schema_budget: int = Field(1500, ge=0)  # schema tokens of MCP tools listed in full; beyond: compact
     path: Path | None = Field(default=None, exclude=True)
 
     @field_validator("max_iterations")
@@ -169,6 +187,12 @@ class BotProfile(BaseModel):
     def _positive(cls, value: int) -> int:
         if value < 1:
             raise ValueError("must be at least 1")
+        return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        check_server_names(value)
         return value
 
     def models(self, settings: Settings) -> list[str]:

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
 
@@ -28,6 +28,7 @@ from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.errors import ConfigError, StorageError
+from hermes_engine.mcp.feature import McpFeature
 from hermes_engine.ports.storage import Store
 from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_gateway import preflight
@@ -37,9 +38,11 @@ log = logging.getLogger(__name__)
 
 
 def health_app(storage_health: StorageHealth | None = None, started: asyncio.Event | None = None,
-               adapters: Sequence[PlatformAdapter] = ()) -> web.Application:
+               adapters: Sequence[PlatformAdapter] = (), checks: Sequence[Callable[[], list[str]]] = (),
+               ) -> web.Application:
     """`/health`, and `/ready` when given what readiness depends on: the store's health, the event set
-    once the gateways have started, and the adapters that must be connected."""
+    once the gateways have started, the adapters that must be connected, and further `checks` (each
+    gives one phrase per thing not ready, e.g. an MCP server that is not running)."""
     app = web.Application()
 
     async def health(_: web.Request) -> web.Response:
@@ -55,6 +58,7 @@ def health_app(storage_health: StorageHealth | None = None, started: asyncio.Eve
             except StorageError as exc:
                 waiting.append(f"the store cannot write: {exc.reason}")
         waiting += [f"{adapter.platform} is not connected" for adapter in adapters if not adapter.connected]
+        waiting += [phrase for check in checks for phrase in check()]
         if waiting:
             return web.json_response({"status": "unavailable", "reason": "; ".join(waiting)}, status=503)
         return web.json_response({"status": "ready"})
@@ -99,9 +103,12 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     store = open_store(settings)
     storage_health, started = StorageHealth(store), asyncio.Event()
     adapters: list[PlatformAdapter] = []
-    http = health_app(storage_health, started, adapters)
+    checks: list[Callable[[], list[str]]] = []
+    http = health_app(storage_health, started, adapters, checks)
     gateways, built = await start_gateways(settings, profiles, http, store, storage_health)
     adapters += built
+    checks += [feature.not_ready for gateway in gateways for feature in gateway.features
+               if isinstance(feature, McpFeature)]
     # The database migrates in a child process (on another core, Alembic never loaded here) while a thread
     # imports the model SDKs; both are done before any adapter takes a message, so the first turn finds
     # its provider ready.

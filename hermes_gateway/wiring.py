@@ -68,6 +68,7 @@ async def open_migrated(store: Store, url: str) -> None:
 def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAsker | None = None) -> list[Feature]:
     """Every feature of a bot; `asker` shows the terminal's approval requests (none: they are denied)."""
     from hermes_engine.history.search import SearchFeature
+    from hermes_engine.kanban.feature import KanbanFeature
     from hermes_engine.loops.delegation import DelegationFeature
     from hermes_engine.loops.goals import GoalFeature
     from hermes_engine.loops.review import ReviewFeature
@@ -94,7 +95,19 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
         DelegationFeature(profile.delegation),
         WorkspaceFeature(settings.home, profile.name, profile.workspace, admins=profile.access.admins,
                          asker=asker, toolsets=profile.toolsets),
+        KanbanFeature(profile.kanban),
+        *mcp_features(profile),
     ]
+
+
+def mcp_features(profile: BotProfile) -> list[Feature]:
+    """The profile's MCP servers as one feature (none without servers: the SDK is then not imported)."""
+    if not profile.mcp_servers:
+        return []
+    from hermes_engine.mcp.feature import McpFeature
+    from hermes_gateway.mcp.manager import ServerManager
+
+    return [McpFeature(ServerManager(profile.mcp_servers), profile.mcp_servers, profile.mcp_schema_budget)]
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,

@@ -28,6 +28,7 @@ from hermes_engine.core.turn import TurnRunner
 from hermes_engine.errors import HermesError, StorageError
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.secrets import redact
+from hermes_engine.policy.untrusted import has_read_untrusted
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
@@ -208,15 +209,17 @@ class Gateway:
         return self._chains[key]
 
     def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False,
-                     message: InboundMessage | None = None) -> ToolContext:
+                     is_admin: bool = False, message: InboundMessage | None = None) -> ToolContext:
         sender = message if message is not None and not message.synthetic else None
         return ToolContext(bot=self.bot, session_id=session.record.id, session_key=session.key,
                            person_id=person_id, chat_kind=session.scope.chat_kind,
                            shared_scope=session.scope.shared_scope, services=self.services, in_review=in_review,
+                           is_admin=is_admin, untrusted=has_read_untrusted(session.history or ()),
                            user_id=sender.user_id if sender else None,
-                           is_admin=bool(sender and self.access.is_admin(sender.user_id,
-                                                                         platform_admin=sender.platform_admin)),
                            target=message.reply_target() if message is not None else None)
+
+    def is_admin(self, msg: InboundMessage) -> bool:
+        return self.access.is_admin(msg.user_id, platform_admin=msg.platform_admin)
 
     def session(self, key: str) -> SessionHandle | None:
         return self.sessions.get(key)

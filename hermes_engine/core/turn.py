@@ -192,7 +192,8 @@ class TurnRunner:
             await turn.stream.push(delta)
 
         hook = await self._call_hook(session, turn.message)
-        ctx = self.host.tool_context(session, job.person_id, message=turn.message)
+        ctx = self.host.tool_context(session, job.person_id, is_admin=self.host.is_admin(job.message),
+                                     message=turn.message)
         ctx.progress = push if self.streaming else None
         turn.result = await self.agent.run(
             router=self.host.chain_for(session).route(), system=session.system_prompt, history=session.history,

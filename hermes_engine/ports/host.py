@@ -59,8 +59,12 @@ class Host(Protocol):
         ...
 
     def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False,
-                     message: InboundMessage | None = None) -> ToolContext:
+                     is_admin: bool = False, message: InboundMessage | None = None) -> ToolContext:
         """What tools know of a turn; `message` (the one the turn answers) names the sender and the chat."""
+        ...
+
+    def is_admin(self, msg: InboundMessage) -> bool:
+        """The sender administers the bot (listed in `access.admins`, or so named by the platform)."""
         ...
 
     def session(self, key: str) -> SessionHandle | None:

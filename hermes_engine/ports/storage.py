@@ -141,6 +141,114 @@ class SearchHit:
     score: float  # higher is better (comparable within one search)
 
 
+CardStatus = Literal["triage", "todo", "ready", "running", "blocked", "done", "archived"]
+CARD_STATUSES: tuple[CardStatus, ...] = ("triage", "todo", "ready", "running", "blocked", "done", "archived")
+
+
+@dataclass(frozen=True)
+class CardSpec:
+    """A card to create. `depends_on` names cards by id (int, existing cards) or by the `key` of another
+    spec in the same batch (str), so a task split into cards can wire its parts together in one call."""
+
+    title: str
+    body: str = ""
+    profile: str = "default"
+    depends_on: tuple[int | str, ...] = ()
+    key: str | None = None
+    parent_id: int | None = None
+    goal_mode: bool = False
+    status: CardStatus = "todo"
+    origin: dict[str, Any] = field(default_factory=dict)  # where progress goes (a ReplyTarget as a dict)
+
+
+@dataclass(frozen=True)
+class CardRecord:
+    """A kanban card. `claim` is who runs it now ("holder#attempt"), with `lease_expires_at`; `failures`
+    counts consecutive failed attempts (the circuit breaker blocks a card at the limit)."""
+
+    id: int
+    title: str
+    body: str
+    status: CardStatus
+    profile: str
+    depends_on: tuple[int, ...]
+    parent_id: int | None
+    goal_mode: bool
+    origin: dict[str, Any]
+    result: str | None
+    reason: str | None  # why it is blocked (or was last moved)
+    attempts: int
+    failures: int
+    claim: str | None
+    lease_expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class CardEvent:
+    """One line of a card's history: who moved it, when, why; an attempt's end carries its handoff."""
+
+    id: int
+    card_id: int
+    actor: str
+    kind: str  # "created" | "moved" | "claimed" | "heartbeat" | "completed" | "failed" | "reclaimed" | ...
+    from_status: str | None
+    to_status: str | None
+    reason: str
+    handoff: dict[str, Any]
+    created_at: datetime
+
+
+class CardStore(Protocol):
+    """The kanban board: cards, their dependencies, claims with leases, and each card's history."""
+
+    async def create_cards(self, specs: Sequence[CardSpec], *, actor: str) -> list[CardRecord]:
+        """Create the cards in one transaction. ValueError (nothing created) for an unknown dependency, a
+        key used twice, or dependencies that form a cycle."""
+
+    async def get_card(self, card_id: int) -> CardRecord | None: ...
+
+    async def list_cards(self, *, profile: str | None = None, status: CardStatus | None = None,
+                         parent_id: int | None = None) -> list[CardRecord]:
+        """Cards, oldest first; archived ones only when asked for by status."""
+
+    async def add_dependency(self, card_id: int, depends_on: int, *, actor: str) -> None:
+        """ValueError when either card is unknown or the new edge would close a cycle."""
+
+    async def move_card(self, card_id: int, status: CardStatus, *, actor: str, reason: str = "") -> CardRecord | None:
+        """Set a card's status by hand (a person, the CLI); a claim on it is dropped. None: unknown card."""
+
+    async def promote_ready(self, profile: str) -> list[int]:
+        """Move `todo` cards whose dependencies are all done to `ready`; their ids."""
+
+    async def claim_cards(self, profile: str, holder: str, *, lease_seconds: float, max_running: int,
+                          limit: int | None = None) -> list[CardRecord]:
+        """Claim ready cards of `profile`, oldest first, while fewer than `max_running` run. Atomic: two
+        claimers never get the same card (SKIP LOCKED on PostgreSQL, a conditional update under the write
+        lock on SQLite)."""
+
+    async def heartbeat_card(self, card_id: int, claim: str, *, lease_seconds: float, note: str = "") -> bool:
+        """Renew the lease of a running card; False when `claim` no longer holds it."""
+
+    async def finish_attempt(self, card_id: int, claim: str, *, ok: bool, result: str = "",
+                             handoff: dict[str, Any] | None = None, max_failures: int = 2,
+                             to_status: CardStatus | None = None) -> CardRecord | None:
+        """End the attempt `claim` holds: done (ok), or back to ready — blocked, with the error as reason,
+        at `max_failures` consecutive failures. None (nothing changes) when `claim` no longer holds the
+        card, so an attempt finishes a card at most once."""
+
+    async def release_card(self, card_id: int, claim: str, *, reason: str) -> bool:
+        """Give a running card back (ready, its failure count untouched): the attempt was stopped, not
+        failed, e.g. by a shutdown. False when `claim` no longer holds it."""
+
+    async def reclaim_stale(self, profile: str, *, max_failures: int = 2) -> list[CardRecord]:
+        """Running cards whose lease expired: their attempt fails ("lease expired") like `finish_attempt`."""
+
+    async def card_events(self, card_id: int) -> list[CardEvent]:
+        """The card's history, oldest first."""
+
+
 class PeopleStore(Protocol):
     """People and their platform accounts (one person, many accounts once linked)."""
 
@@ -294,7 +402,7 @@ class HistoryStore(SessionStore, CompactionLineage, Protocol):
 
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
-            CompactionLineage, DeliveryLog, Protocol):
+            CompactionLineage, DeliveryLog, CardStore, Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:

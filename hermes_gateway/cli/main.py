@@ -123,7 +123,9 @@ _mount("skills", "hermes_gateway.cli.skills", "Saved skills: uses, successes, la
 _mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code.")
 _mount("export", "hermes_gateway.cli.export", "Export conversations.")
 _mount("security", "hermes_gateway.cli.security", "Scan memory and skill files; approve content held for an admin.")
+_mount("mcp", "hermes_gateway.cli.mcp", "Start a bot profile's MCP servers and list their tools.")
 _mount("people", "hermes_gateway.cli.people", "List people with their platform accounts, or forget a person.")
+_mount("kanban", "hermes_gateway.cli.kanban", "Show the kanban board; move or retry a card.")
 
 
 def main() -> None:
