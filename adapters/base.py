@@ -32,6 +32,7 @@ from adapters.render import Rendered
 from adapters.splitting import measure, split_message
 from adapters.streaming import StreamingReply
 from hermes_engine.errors import PlatformError
+from hermes_engine.ports.approval import ApprovalAsker
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.metrics import Metrics
 from hermes_engine.ports.reply import Delivery, DeliveryLedger
@@ -65,6 +66,10 @@ class PlatformAdapter(ABC):
             caps.edit_interval_seconds, global_rate=caps.global_rate_per_second,
             is_transient=self.is_transient_error)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
+
+    def approval_asker(self) -> ApprovalAsker | None:
+        """How this platform shows approval requests (buttons); None: it cannot, and they are denied."""
+        return None
 
     def report_to(self, metrics: Metrics) -> None:
         """Count the platform's rate-limit answers in `metrics` (every outbound call goes through the

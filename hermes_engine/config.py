@@ -137,6 +137,22 @@ class UsageLimitSettings(BaseModel):
                                            self.total_tokens_per_day))
 
 
+class WorkspaceSettings(BaseModel):
+    """The `terminal` and `files` toolsets (hermes_engine/workspace/): limits, who may use them, approvals."""
+
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+    quota_mb: float = Field(100, gt=0)
+    users: str = Field("admins", pattern="^(admins|allowed_in_dm)$")  # or allowed people, in their own DM
+    network: bool = False  # True is refused: a sandbox with network would reach the host's loopback
+    timeout_seconds: float = Field(60, gt=0)  # a command's default time; the model may ask for up to max
+    max_timeout_seconds: float = Field(600, gt=0)
+    memory_mb: int = Field(1024, ge=64)
+    processes: int = Field(128, ge=8)
+    cpu_seconds: int = Field(120, ge=1)
+    approve: list[str] = Field(default_factory=lambda: ["dangerous"])  # risk classes asked about first
+    approvers: list[str] = Field(default_factory=list)  # user ids; empty: the profile's admins
+    approval_timeout_seconds: float = Field(300, gt=0)
 class KanbanSettings(BaseModel):
     """The kanban board and its dispatcher (hermes_engine/kanban/)."""
 
@@ -177,6 +193,7 @@ class BotProfile(BaseModel):
     skills: SkillSettings = Field(default_factory=SkillSettings)
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)
     limits: UsageLimitSettings = Field(default_factory=UsageLimitSettings)
+    workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     kanban: KanbanSettings = Field(default_factory=KanbanSettings)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)  # tools from MCP servers

@@ -31,6 +31,7 @@ from hermes_engine.errors import ConfigError, StorageError
 from hermes_engine.mcp.feature import McpFeature
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.storage import Store
+from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_gateway import preflight
 from hermes_gateway.metrics import PrometheusMetrics
 from hermes_gateway.wiring import StoredDeliveries, build_gateway, open_migrated, open_store, preload_models
@@ -79,7 +80,9 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
     does not know, options it cannot parse or credentials it lacks stop the start with one sentence."""
     gateways, adapters = [], []
     for profile in profiles:
-        gateway = build_gateway(settings, profile, store, storage_health=storage_health, metrics=metrics)
+        askers = ApprovalRouter()  # each adapter shows the approval requests of its own conversations
+        gateway = build_gateway(settings, profile, store, storage_health=storage_health, asker=askers,
+                                metrics=metrics)
         for name, raw_options in profile.platforms.items():
             try:
                 platform = load_platform(name)
@@ -92,6 +95,9 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
                 raise ConfigError(f"Bot profile '{profile.name}', platform {name}: {exc}") from None
             adapter.keep_deliveries_in(StoredDeliveries(store, profile.name, name))
             adapter.report_to(metrics)
+            asker = adapter.approval_asker()
+            if asker is not None:
+                askers.add(adapter.platform, asker)
             gateway.attach(adapter)
             adapters.append(adapter)
         gateways.append(gateway)

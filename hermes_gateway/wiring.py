@@ -16,6 +16,7 @@ from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.limits import UsageLimits
 from hermes_engine.policy.pairing import Pairing
+from hermes_engine.ports.approval import ApprovalAsker
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Delivery
@@ -66,7 +67,8 @@ async def open_migrated(store: Store, url: str) -> None:
     await store.init()
 
 
-def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
+def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAsker | None = None) -> list[Feature]:
+    """Every feature of a bot; `asker` shows the terminal's approval requests (none: they are denied)."""
     from hermes_engine.history.search import SearchFeature
     from hermes_engine.kanban.feature import KanbanFeature
     from hermes_engine.loops.delegation import DelegationFeature
@@ -77,6 +79,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.policy.forget import ForgetFeature
     from hermes_engine.policy.identity import IdentityFeature
     from hermes_engine.skills.feature import SkillsFeature
+    from hermes_engine.workspace.feature import WorkspaceFeature
 
     return [
         MemoryFeature(FileMemoryStore(Path(settings.home) / "memories"), profile.memory),
@@ -92,6 +95,8 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
         CompressionFeature(),
         SearchFeature(),
         DelegationFeature(profile.delegation),
+        WorkspaceFeature(settings.home, profile.name, profile.workspace, admins=profile.access.admins,
+                         asker=asker, toolsets=profile.toolsets),
         KanbanFeature(profile.kanban),
         *mcp_features(profile),
     ]
@@ -109,13 +114,13 @@ def mcp_features(profile: BotProfile) -> list[Feature]:
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
                   features: list[Feature] | None = None, storage_health: StorageHealth | None = None,
-                  metrics: Metrics = NO_METRICS) -> Gateway:
+                  asker: ApprovalAsker | None = None, metrics: Metrics = NO_METRICS) -> Gateway:
     """The gateway for one bot profile. Compression is part of every engine (its settings are in the
     profile): a hand-picked feature list gets it too, and so does the inbox pruning job. Gateways sharing a
     store share its `storage_health` (one outage, one notice per chat, one readiness answer); without one,
     the gateway keeps its own. Usage limits are part of every engine too (off unless the profile sets them)."""
     if features is None:
-        features = build_features(settings, profile)
+        features = build_features(settings, profile, asker=asker)
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
     features = [UsageLimits(profile.limits), *features, InboxPruning(settings.inbox_retention_days)]

@@ -212,11 +212,14 @@ class Gateway:
         return self._chains[key]
 
     def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False,
-                     is_admin: bool = False) -> ToolContext:
+                     is_admin: bool = False, message: InboundMessage | None = None) -> ToolContext:
+        sender = message if message is not None and not message.synthetic else None
         return ToolContext(bot=self.bot, session_id=session.record.id, session_key=session.key,
                            person_id=person_id, chat_kind=session.scope.chat_kind,
                            shared_scope=session.scope.shared_scope, services=self.services, in_review=in_review,
-                           is_admin=is_admin, untrusted=has_read_untrusted(session.history or ()))
+                           is_admin=is_admin, untrusted=has_read_untrusted(session.history or ()),
+                           user_id=sender.user_id if sender else None,
+                           target=message.reply_target() if message is not None else None)
 
     def is_admin(self, msg: InboundMessage) -> bool:
         return self.access.is_admin(msg.user_id, platform_admin=msg.platform_admin)
@@ -292,6 +295,9 @@ class Gateway:
         session = await self.session_for(msg)
         command = self.commands.get(msg.command) if purpose == "turn" else None
         job = TurnJob(msg, person_id, "command" if command else purpose, replayed=replayed, recorded=recorded)
+        if not msg.synthetic and not replayed:
+            for feature in self.features:
+                feature.on_message(session.key, msg)
         if command is not None and command.immediate:  # answered at once, without holding up the caller
             self.spawn(self._run_command(session, job), f"command:{msg.command}")
             return

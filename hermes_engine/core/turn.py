@@ -198,7 +198,9 @@ class TurnRunner:
             await turn.stream.push(delta)
 
         hook = await self._call_hook(session, turn.message)
-        ctx = self.host.tool_context(session, job.person_id, is_admin=self.host.is_admin(job.message))
+        ctx = self.host.tool_context(session, job.person_id, is_admin=self.host.is_admin(job.message),
+                                     message=turn.message)
+        ctx.progress = push if self.streaming else None
         router = FirstRequestRouter(self.host.chain_for(session).route(),
                                     first_request_reporter(self.metrics, self.host.bot, turn.message,
                                                            replayed=job.replayed))

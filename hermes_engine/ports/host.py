@@ -64,8 +64,10 @@ class Host(Protocol):
         """The chain a turn of this session uses (its /model choice first)."""
         ...
 
-    def tool_context(self, session: SessionHandle, person_id: int | None, *,
-                     in_review: bool = False, is_admin: bool = False) -> ToolContext: ...
+    def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False,
+                     is_admin: bool = False, message: InboundMessage | None = None) -> ToolContext:
+        """What tools know of a turn; `message` (the one the turn answers) names the sender and the chat."""
+        ...
 
     def is_admin(self, msg: InboundMessage) -> bool:
         """The sender administers the bot (listed in `access.admins`, or so named by the platform)."""

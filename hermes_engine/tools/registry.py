@@ -29,6 +29,7 @@ from typing import Any, Literal, get_args, get_origin, overload
 from hermes_engine.errors import MalformedToolArguments, UnknownTool
 from hermes_engine.policy.security import strict_scans
 from hermes_engine.ports.conversation import ToolCall
+from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.providers.base import ToolSchema
 
 DEFAULT_TIME_LIMIT = 60.0  # seconds a tool call may take unless the tool declares its own limit
@@ -66,6 +67,11 @@ class ToolContext:
     in_review: bool = False  # background review: no user-visible side effects
     is_admin: bool = False  # the person speaking administers the bot (admin-only tools)
     untrusted: bool = False  # the session has read untrusted content: writes to itself scan strictly
+    user_id: str | None = None  # who sent the message this turn answers (None: no person, e.g. a review)
+    target: ReplyTarget | None = None  # where the turn answers (approval questions are asked there)
+    # Interim text shown to the person while the tool runs (a command's output), replaced by the answer
+    # when it comes; None when the reply is not streamed.
+    progress: Callable[[str], Awaitable[None]] | None = None
 
 
 class ToolTimedOut(Exception):

@@ -47,6 +47,7 @@ def chat(bot: str | None = typer.Option(None, "--bot", help="Bot profile folder 
     """Chat with the agent in the terminal (streamed). Reads one message per line when piped; exits with
     status 1 when a turn failed, so a script notices."""
     from adapters.console import chat as console_chat
+    from adapters.console_approval import ConsoleAsker
     from hermes_gateway import preflight
     from hermes_gateway.cli.turns import FailedTurns
     from hermes_gateway.wiring import build_features, build_gateway, open_store
@@ -57,7 +58,12 @@ def chat(bot: str | None = typer.Option(None, "--bot", help="Bot profile folder 
         settings, [profile] = await preflight.check(load_settings(), [load_profile(bot)], serving=False)
         store = open_store(settings)
         await store.init()
-        gateway = build_gateway(settings, profile, store, features=[*build_features(settings, profile), failed])
+        # The chat waits for each answer before reading on, so an approval question may read the next line.
+        import getpass
+
+        asker = ConsoleAsker(sys.stdin, sys.stdout, operator_id=getpass.getuser())
+        features = [*build_features(settings, profile, asker=asker), failed]
+        gateway = build_gateway(settings, profile, store, features=features)
         try:
             await console_chat(gateway)
         finally:
