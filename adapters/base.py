@@ -32,7 +32,9 @@ from adapters.render import Rendered
 from adapters.splitting import measure, split_message
 from adapters.streaming import StreamingReply
 from hermes_engine.errors import PlatformError
+from hermes_engine.ports.approval import ApprovalAsker
 from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.metrics import Metrics
 from hermes_engine.ports.reply import Delivery, DeliveryLedger
 
 __all__ = ["DROPPED", "PlatformAdapter"]
@@ -64,6 +66,16 @@ class PlatformAdapter(ABC):
             caps.edit_interval_seconds, global_rate=caps.global_rate_per_second,
             is_transient=self.is_transient_error)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
+
+    def approval_asker(self) -> ApprovalAsker | None:
+        """How this platform shows approval requests (buttons); None: it cannot, and they are denied."""
+        return None
+
+    def report_to(self, metrics: Metrics) -> None:
+        """Count the platform's rate-limit answers in `metrics` (every outbound call goes through the
+        scheduler, which sees them all)."""
+        platform = self.platform
+        self.scheduler.on_rate_limited = lambda: metrics.rate_limited(platform)
 
     def keep_deliveries_in(self, ledger: DeliveryLedger) -> None:
         """Record deliveries in `ledger` (the gateway's durable one) instead of this process's memory."""

@@ -63,6 +63,10 @@ def default_is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (ConnectionError, TimeoutError, asyncio.TimeoutError, OSError))
 
 
+def _nothing() -> None:
+    return None
+
+
 class TokenBucket:
     """A plain token bucket: `rate` tokens a second, at most `burst` saved up."""
 
@@ -136,6 +140,7 @@ class OutboundScheduler:
                         if global_rate else None)
         self._lanes: dict[Hashable, _Lane] = {}
         self._closed = False
+        self.on_rate_limited: Callable[[], None] = _nothing  # told of every rate-limit answer (metrics)
 
     # -- submitting ---------------------------------------------------------------------------------
     def enqueue(self, key: Hashable, fn: Callable[[], Awaitable[Any]], *, interim: bool = False,
@@ -280,6 +285,8 @@ class OutboundScheduler:
 
     def _failed(self, lane: _Lane, op: _Op, exc: Exception) -> None:
         now = self.clock()
+        if isinstance(exc, PlatformError) and exc.retry_after is not None:
+            self.on_rate_limited()
         if op.interim and op.merge_key is not None and any(
                 o.interim and o.merge_key == op.merge_key for o in lane.queue):
             _resolve(op.future, DROPPED)  # a newer frame is already waiting; it replaces the retry

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hermes_engine.errors import ConfigError
+from hermes_engine.mcp.settings import McpServerSettings, check_server_names
 
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
 PROFILE_FILE = "profile.yaml"
@@ -133,6 +134,55 @@ class WebSettings(BaseModel):
     max_redirects: int = Field(5, ge=0, le=20)
 
 
+class UsageLimitSettings(BaseModel):
+    """Daily limits, counted per UTC day (they reset at midnight UTC); unset means no limit. Admins are
+    never refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turns_per_day: int | None = Field(None, ge=1)  # per person
+    tokens_per_day: int | None = Field(None, ge=1)  # per person: input (cached included) and output
+    total_turns_per_day: int | None = Field(None, ge=1)  # everyone with this bot together
+    total_tokens_per_day: int | None = Field(None, ge=1)
+
+    @property
+    def enabled(self) -> bool:
+        return any(v is not None for v in (self.turns_per_day, self.tokens_per_day, self.total_turns_per_day,
+                                           self.total_tokens_per_day))
+
+
+class WorkspaceSettings(BaseModel):
+    """The `terminal` and `files` toolsets (hermes_engine/workspace/): limits, who may use them, approvals."""
+
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+    quota_mb: float = Field(100, gt=0)
+    users: str = Field("admins", pattern="^(admins|allowed_in_dm)$")  # or allowed people, in their own DM
+    network: bool = False  # True is refused: a sandbox with network would reach the host's loopback
+    timeout_seconds: float = Field(60, gt=0)  # a command's default time; the model may ask for up to max
+    max_timeout_seconds: float = Field(600, gt=0)
+    memory_mb: int = Field(1024, ge=64)
+    processes: int = Field(128, ge=8)
+    cpu_seconds: int = Field(120, ge=1)
+    approve: list[str] = Field(default_factory=lambda: ["dangerous"])  # risk classes asked about first
+    approvers: list[str] = Field(default_factory=list)  # user ids; empty: the profile's admins
+    approval_timeout_seconds: float = Field(300, gt=0)
+class KanbanSettings(BaseModel):
+    """The kanban board and its dispatcher (hermes_engine/kanban/)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    tick_seconds: float = Field(60.0, gt=0)  # the dispatcher also ticks at once when a card changes
+    lease_seconds: float = Field(900.0, gt=0)  # a running card's claim; workers renew it with heartbeats
+    max_in_progress_per_profile: int = Field(3, ge=1)
+    max_failures: int = Field(2, ge=1)  # consecutive failed attempts before a card is blocked
+    decompose_per_tick: int = Field(3, ge=0)  # triage cards split by the model per tick
+    max_iterations: int = Field(50, ge=1)  # a worker's model calls per attempt
+    goal_rounds: int = Field(5, ge=1)  # worker runs a goal card gets before it is blocked
+    model: str | None = None  # None: the profile's models
+
+
 class BotProfile(BaseModel):
     """One bot: persona, model, tools and behaviour. Loaded from `bots/<name>/profile.yaml`."""
 
@@ -157,7 +207,12 @@ class BotProfile(BaseModel):
     skills: SkillSettings = Field(default_factory=SkillSettings)
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    limits: UsageLimitSettings = Field(default_factory=UsageLimitSettings)
+    workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    kanban: KanbanSettings = Field(default_factory=KanbanSettings)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
+    mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)  # tools from MCP servers
+    mcp_schema_budget: int = Field(1500, ge=0)  # schema tokens of MCP tools listed in full; beyond: compact
     path: Path | None = Field(default=None, exclude=True)
 
     @field_validator("max_iterations")
@@ -165,6 +220,12 @@ class BotProfile(BaseModel):
     def _positive(cls, value: int) -> int:
         if value < 1:
             raise ValueError("must be at least 1")
+        return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        check_server_names(value)
         return value
 
     def models(self, settings: Settings) -> list[str]:

@@ -86,6 +86,20 @@ def platform_findings(profile: BotProfile) -> list[Finding]:
     return found
 
 
+def mcp_findings(profile: BotProfile) -> list[Finding]:
+    """Each MCP server of the profile: every environment variable its env/headers refer to is set. A
+    server that then fails to start does not stop the gateway (it is logged, retried, named on /ready)."""
+    found: list[Finding] = []
+    for name, server in profile.mcp_servers.items():
+        missing = server.missing_variables(os.environ)
+        if missing:
+            found.append(Finding("fix", f"{missing[0]} is not set: MCP server {name} of bot profile "
+                                        f"'{profile.name}' refers to it; export it or remove the reference."))
+        else:
+            found.append(Finding("ok", f"MCP server {name}: its environment references are set"))
+    return found
+
+
 def port_problem(settings: Settings) -> str | None:
     """Whether the HTTP server could listen where the settings say (a quick bind, released at once)."""
     try:
@@ -163,7 +177,8 @@ async def check(settings: Settings, profiles: list[BotProfile], *, serving: bool
     model chain taken from the environment into each profile, fallbacks without a key left out).
     `serving`: the platforms and the HTTP port are checked too (`run`, not `chat`)."""
     for profile in profiles:
-        findings = model_findings(profile, settings) + (platform_findings(profile) if serving else [])
+        findings = [*model_findings(profile, settings), *(platform_findings(profile) if serving else []),
+                    *mcp_findings(profile)]
         problem = next((f for f in findings if f.level == "fix"), None)
         if problem is not None:
             raise ConfigError(_primary_sentence(profile, settings) or problem.text)

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
 
@@ -28,17 +28,24 @@ from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.errors import ConfigError, StorageError
+from hermes_engine.mcp.feature import McpFeature
+from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.storage import Store
+from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_gateway import preflight
+from hermes_gateway.metrics import PrometheusMetrics
 from hermes_gateway.wiring import StoredDeliveries, build_gateway, open_migrated, open_store, preload_models
 
 log = logging.getLogger(__name__)
 
 
 def health_app(storage_health: StorageHealth | None = None, started: asyncio.Event | None = None,
-               adapters: Sequence[PlatformAdapter] = ()) -> web.Application:
+               adapters: Sequence[PlatformAdapter] = (), checks: Sequence[Callable[[], list[str]]] = (),
+               metrics: PrometheusMetrics | None = None) -> web.Application:
     """`/health`, and `/ready` when given what readiness depends on: the store's health, the event set
-    once the gateways have started, and the adapters that must be connected."""
+    once the gateways have started, the adapters that must be connected, and further `checks` (each
+    gives one phrase per thing not ready, e.g. an MCP server that is not running); `/metrics` when given
+    the metrics."""
     app = web.Application()
 
     async def health(_: web.Request) -> web.Response:
@@ -54,23 +61,28 @@ def health_app(storage_health: StorageHealth | None = None, started: asyncio.Eve
             except StorageError as exc:
                 waiting.append(f"the store cannot write: {exc.reason}")
         waiting += [f"{adapter.platform} is not connected" for adapter in adapters if not adapter.connected]
+        waiting += [phrase for check in checks for phrase in check()]
         if waiting:
             return web.json_response({"status": "unavailable", "reason": "; ".join(waiting)}, status=503)
         return web.json_response({"status": "ready"})
 
     app.router.add_get("/health", health)
     app.router.add_get("/ready", ready)
+    if metrics is not None:
+        app.router.add_get("/metrics", metrics.handle)
     return app
 
 
 async def start_gateways(settings: Settings, profiles: list[BotProfile], http: web.Application,
                          store: Store, storage_health: StorageHealth | None = None,
-                         ) -> tuple[list[Gateway], list[PlatformAdapter]]:
+                         metrics: Metrics = NO_METRICS) -> tuple[list[Gateway], list[PlatformAdapter]]:
     """Build a gateway per profile and its adapters; return (gateways, adapters). A platform the profile
     does not know, options it cannot parse or credentials it lacks stop the start with one sentence."""
     gateways, adapters = [], []
     for profile in profiles:
-        gateway = build_gateway(settings, profile, store, storage_health=storage_health)
+        askers = ApprovalRouter()  # each adapter shows the approval requests of its own conversations
+        gateway = build_gateway(settings, profile, store, storage_health=storage_health, asker=askers,
+                                metrics=metrics)
         for name, raw_options in profile.platforms.items():
             try:
                 platform = load_platform(name)
@@ -82,6 +94,10 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
             except ConfigError as exc:
                 raise ConfigError(f"Bot profile '{profile.name}', platform {name}: {exc}") from None
             adapter.keep_deliveries_in(StoredDeliveries(store, profile.name, name))
+            adapter.report_to(metrics)
+            asker = adapter.approval_asker()
+            if asker is not None:
+                askers.add(adapter.platform, asker)
             gateway.attach(adapter)
             adapters.append(adapter)
         gateways.append(gateway)
@@ -92,11 +108,14 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
                 stop: asyncio.Event | None = None) -> None:
     settings, profiles = await preflight.check(settings, profiles, serving=True)
     store = open_store(settings)
-    storage_health, started = StorageHealth(store), asyncio.Event()
+    storage_health, started, metrics = StorageHealth(store), asyncio.Event(), PrometheusMetrics()
     adapters: list[PlatformAdapter] = []
-    http = health_app(storage_health, started, adapters)
-    gateways, built = await start_gateways(settings, profiles, http, store, storage_health)
+    checks: list[Callable[[], list[str]]] = []
+    http = health_app(storage_health, started, adapters, checks, metrics)
+    gateways, built = await start_gateways(settings, profiles, http, store, storage_health, metrics)
     adapters += built
+    checks += [feature.not_ready for gateway in gateways for feature in gateway.features
+               if isinstance(feature, McpFeature)]
     # The database migrates in a child process (on another core, Alembic never loaded here) while a thread
     # imports the model SDKs; both are done before any adapter takes a message, so the first turn finds
     # its provider ready.
@@ -105,7 +124,7 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     await runner.setup()
     site = web.TCPSite(runner, settings.http_host, settings.http_port)
     await site.start()
-    log.info("HTTP server on http://%s:%s (health: /health, readiness: /ready)", settings.http_host,
+    log.info("HTTP server on http://%s:%s (health: /health, readiness: /ready, metrics: /metrics)", settings.http_host,
              settings.http_port)
     if not adapters:
         log.warning("no platform adapter is running: give a bot profile with platforms (e.g. --bot "

@@ -14,8 +14,11 @@ from hermes_engine.core.gateway import Gateway
 from hermes_engine.core.housekeeping import InboxPruning
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.policy.access import AccessGate
+from hermes_engine.policy.limits import UsageLimits
 from hermes_engine.policy.pairing import Pairing
+from hermes_engine.ports.approval import ApprovalAsker
 from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Delivery
 from hermes_engine.ports.storage import DeliveryLog, Store
 from hermes_engine.providers.chain import build_chain
@@ -64,8 +67,10 @@ async def open_migrated(store: Store, url: str) -> None:
     await store.init()
 
 
-def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
+def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAsker | None = None) -> list[Feature]:
+    """Every feature of a bot; `asker` shows the terminal's approval requests (none: they are denied)."""
     from hermes_engine.history.search import SearchFeature
+    from hermes_engine.kanban.feature import KanbanFeature
     from hermes_engine.loops.delegation import DelegationFeature
     from hermes_engine.loops.goals import GoalFeature
     from hermes_engine.loops.review import ReviewFeature
@@ -74,6 +79,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.policy.forget import ForgetFeature
     from hermes_engine.policy.identity import IdentityFeature
     from hermes_engine.skills.feature import SkillsFeature
+    from hermes_engine.workspace.feature import WorkspaceFeature
 
     features: list[Feature] = [
         MemoryFeature(FileMemoryStore(Path(settings.home) / "memories"), profile.memory),
@@ -89,6 +95,10 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
         CompressionFeature(),
         SearchFeature(),
         DelegationFeature(profile.delegation),
+        WorkspaceFeature(settings.home, profile.name, profile.workspace, admins=profile.access.admins,
+                         asker=asker, toolsets=profile.toolsets),
+        KanbanFeature(profile.kanban),
+        *mcp_features(profile),
     ]
     if {"web", "web_fetch", "web_search"} & set(profile.toolsets):  # its HTTP stack is loaded only when used
         from hermes_engine.tools.web.feature import WebFeature
@@ -97,18 +107,29 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     return features
 
 
+def mcp_features(profile: BotProfile) -> list[Feature]:
+    """The profile's MCP servers as one feature (none without servers: the SDK is then not imported)."""
+    if not profile.mcp_servers:
+        return []
+    from hermes_engine.mcp.feature import McpFeature
+    from hermes_gateway.mcp.manager import ServerManager
+
+    return [McpFeature(ServerManager(profile.mcp_servers), profile.mcp_servers, profile.mcp_schema_budget)]
+
+
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
-                  features: list[Feature] | None = None, storage_health: StorageHealth | None = None) -> Gateway:
+                  features: list[Feature] | None = None, storage_health: StorageHealth | None = None,
+                  asker: ApprovalAsker | None = None, metrics: Metrics = NO_METRICS) -> Gateway:
     """The gateway for one bot profile. Compression is part of every engine (its settings are in the
     profile): a hand-picked feature list gets it too, and so does the inbox pruning job. Gateways sharing a
     store share its `storage_health` (one outage, one notice per chat, one readiness answer); without one,
-    the gateway keeps its own."""
+    the gateway keeps its own. Usage limits are part of every engine too (off unless the profile sets them)."""
     if features is None:
-        features = build_features(settings, profile)
+        features = build_features(settings, profile, asker=asker)
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
-    features = [*features, InboxPruning(settings.inbox_retention_days)]
+    features = [UsageLimits(profile.limits), *features, InboxPruning(settings.inbox_retention_days)]
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
                    tools=ToolRegistry(list(CORE_TOOLS)),
                    access=AccessGate(profile.access, Pairing.for_home(settings.home)),
-                   features=features, storage_health=storage_health)
+                   features=features, storage_health=storage_health, metrics=metrics)

@@ -89,10 +89,31 @@ def make_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
                 kwargs.update(pool_size=1, max_overflow=0, pool_timeout=60)
     elif backend == "postgresql":
         kwargs.setdefault("pool_pre_ping", True)
+        url = _server_settings_from_options(url, kwargs)
     engine = create_async_engine(url, **kwargs)
     if backend == "sqlite":
         install_sqlite_pragmas(engine, wal=not memory)
     return engine
+
+
+def _server_settings_from_options(url: URL, kwargs: dict[str, Any]) -> URL:
+    """libpq's `options=-c name=value ...` in the URL (e.g. `?options=-csearch_path%3Dhermes` to keep the
+    tables in a schema of their own) becomes asyncpg's `server_settings`, which has no URL form."""
+    options = url.query.get("options")
+    if not options:
+        return url
+    settings: dict[str, str] = {}
+    words = str(options).split()
+    for i, word in enumerate(words):
+        pair = word[2:] if word.startswith("-c") and len(word) > 2 else (
+            words[i + 1] if word == "-c" and i + 1 < len(words) else "")
+        name, sep, value = pair.partition("=")
+        if sep and name:
+            settings[name] = value
+    connect_args = dict(kwargs.get("connect_args") or {})
+    connect_args["server_settings"] = {**settings, **dict(connect_args.get("server_settings") or {})}
+    kwargs["connect_args"] = connect_args
+    return url.difference_update_query(["options"])
 
 
 def install_sqlite_pragmas(engine: AsyncEngine | sa.Engine, *, wal: bool) -> None:

@@ -12,7 +12,7 @@ Portable types:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -257,3 +257,78 @@ class DeliveryRow(Base):
     message_ids: Mapped[list[str]] = mapped_column(JsonType, nullable=False)
     final: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+CARD_STATUSES = ("triage", "todo", "ready", "running", "blocked", "done", "archived")
+
+
+class CardRow(Base):
+    """A kanban card: a task the dispatcher hands to a worker of its profile once its dependencies are done."""
+
+    __tablename__ = "kanban_cards"
+    __table_args__ = (
+        sa.CheckConstraint(f"status IN ({', '.join(repr(s) for s in CARD_STATUSES)})", name="status"),
+        sa.Index(None, "profile", "status", "id"),
+        sa.Index(None, "parent_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    title: Mapped[str] = mapped_column(sa.Text(), nullable=False)
+    body: Mapped[str] = mapped_column(sa.Text(), nullable=False)
+    status: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    profile: Mapped[str] = mapped_column(sa.String(128), nullable=False)
+    parent_id: Mapped[int | None] = mapped_column(
+        Id, sa.ForeignKey("kanban_cards.id", ondelete="SET NULL"), nullable=True)
+    goal_mode: Mapped[bool] = mapped_column(sa.Boolean(), nullable=False, default=False)
+    origin: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    result: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
+    reason: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
+    attempts: Mapped[int] = mapped_column(sa.Integer(), nullable=False, default=0)
+    failures: Mapped[int] = mapped_column(sa.Integer(), nullable=False, default=0)
+    claim: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class CardDependencyRow(Base):
+    """Card `card_id` waits for card `depends_on` to be done."""
+
+    __tablename__ = "kanban_dependencies"
+    __table_args__ = (sa.Index(None, "depends_on"),)
+
+    card_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("kanban_cards.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    depends_on: Mapped[int] = mapped_column(Id, sa.ForeignKey("kanban_cards.id", ondelete="CASCADE"),
+                                            primary_key=True)
+
+
+class CardEventRow(Base):
+    """One line of a card's history (who moved what, when, why; an attempt's handoff)."""
+
+    __tablename__ = "kanban_events"
+    __table_args__ = (sa.Index(None, "card_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    card_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("kanban_cards.id", ondelete="CASCADE"),
+                                         nullable=False)
+    actor: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    kind: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    from_status: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
+    to_status: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
+    reason: Mapped[str] = mapped_column(sa.Text(), nullable=False)
+    handoff: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class UsageRow(Base):
+    """Turns and tokens one person used with one bot on one day (UTC): what usage limits count."""
+
+    __tablename__ = "usage_days"
+    __table_args__ = (sa.Index(None, "bot", "day"),)
+
+    bot: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    person_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("people.id", ondelete="CASCADE"), primary_key=True)
+    day: Mapped[date] = mapped_column(sa.Date(), primary_key=True)
+    turns: Mapped[int] = mapped_column(sa.Integer(), nullable=False, default=0)
+    tokens: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0)

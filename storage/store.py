@@ -36,18 +36,21 @@ from storage.engine import SqliteLane, is_memory_sqlite, make_engine, normalize_
 from storage.repos.deliveries import DeliveryRepository
 from storage.repos.goals import GoalRepository
 from storage.repos.inbox import InboxRepository
+from storage.repos.kanban import CardRepository
 from storage.repos.leases import LeaseRepository, LinkCodeRepository
 from storage.repos.lineage import LineageRepository
 from storage.repos.people import PeopleRepository
 from storage.repos.search import SearchRepository
 from storage.repos.sessions import SessionRepository
+from storage.repos.usage import UsageRepository
 from storage.values import utcnow
 
 __all__ = ["SqlStore", "make_engine", "normalize_url", "is_memory_sqlite"]
 
 
 class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalRepository, LeaseRepository,
-               LinkCodeRepository, SearchRepository, LineageRepository, DeliveryRepository):
+               LinkCodeRepository, SearchRepository, LineageRepository, DeliveryRepository, CardRepository,
+               UsageRepository):
     """`hermes_engine.ports.storage.Store` for SQLite and PostgreSQL. See the module docstring for the guarantees.
 
     `clock` returns the current time (timezone-aware); tests pass a fake one to expire leases without

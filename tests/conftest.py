@@ -62,8 +62,9 @@ async def engine(fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: P
         monkeypatch.setenv(name, value)
     started: list[Engine] = []
 
-    async def make(profile=None, features=None, home: Path | None = None, platform: str = "test") -> Engine:
-        e = Engine(home or tmp_path, profile or make_profile(), features, platform)
+    async def make(profile=None, features=None, home: Path | None = None, platform: str = "test",
+                   **options) -> Engine:
+        e = Engine(home or tmp_path, profile or make_profile(), features, platform, **options)
         started.append(await e.start())
         return e
 

@@ -15,6 +15,7 @@ from hermes_engine.config import BotProfile, Settings, default_soul
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
+from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import ReplyStream
 from hermes_gateway.wiring import build_gateway
 from storage.store import SqlStore
@@ -98,8 +99,9 @@ class Engine:
     """One bot's gateway on a temporary SQLite database, with a recording outlet attached."""
 
     def __init__(self, home: Path, profile: BotProfile, features: list[Feature] | None = None,
-                 platform: str = "test") -> None:
+                 platform: str = "test", metrics: Metrics = NO_METRICS) -> None:
         self.home = home
+        self.metrics = metrics
         self.settings = Settings(home=home)
         self.profile = profile
         self.features = features
@@ -111,7 +113,8 @@ class Engine:
     async def start(self) -> Engine:
         self.store = SqlStore(self.settings.db_url)
         await self.store.init()
-        self.gateway = build_gateway(self.settings, self.profile, self.store, features=self.features)
+        self.gateway = build_gateway(self.settings, self.profile, self.store, features=self.features,
+                                     metrics=self.metrics)
         self.gateway.attach(self.outlet)
         await self.gateway.start()
         return self

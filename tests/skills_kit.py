@@ -4,6 +4,7 @@ byte snapshot of a library (to prove a refused or staged write left it unchanged
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 from hermes_engine.ports.conversation import ToolCall
@@ -48,3 +49,19 @@ def snapshot(root: Path, *, skip: tuple[str, ...] = (".locks",)) -> dict[str, by
     """Every file under `root` (symlinks not followed) except the given bookkeeping folders."""
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
             if p.is_file() and not p.is_symlink() and not set(skip) & set(p.relative_to(root).parts)}
+
+
+def used_library(root: Path, *, baseline: int, calls: list[int], at: datetime) -> None:
+    """Two skills, as usage statistics see them: rotate-logs, learned from work of `baseline` tool calls and
+    used once per entry of `calls` (that many tool calls each), and renew-certs, never used."""
+    from hermes_engine.skills.contract import SkillChange
+    from hermes_engine.skills.files import FileSkillLibrary
+    from hermes_engine.skills.usage import UsageLog
+
+    library = FileSkillLibrary(root)
+    for name in ("rotate-logs", "renew-certs"):
+        library.apply_sync(SkillChange("create", name, content=skill_md(name, f"Do {name}.")))
+    log = UsageLog.for_library(root)
+    log.set_baseline(["rotate-logs", "renew-certs"], baseline)
+    for n in calls:
+        log.record_turn({"rotate-logs": 1}, calls=n, at=at)

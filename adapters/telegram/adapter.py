@@ -36,6 +36,7 @@ from adapters.base import PlatformAdapter
 from adapters.outbound import OutboundScheduler, default_is_transient
 from adapters.parts import TELEGRAM, OutPart
 from adapters.render import Rendered, render_telegram
+from adapters.telegram.approvals import TelegramApprovals
 from adapters.telegram.botapi import (
     ALLOWED_UPDATES,
     TelegramCallError,
@@ -96,6 +97,7 @@ class TelegramAdapter(PlatformAdapter):
                                              read_timeout=opts.read_timeout))
         self.reader = UpdateReader(self.platform, self.account, knows_command=engine.knows_command)
         self.sender = TelegramSender(self.bot, opts)
+        self.approvals = TelegramApprovals(self.bot)
         self.media = AttachmentFetcher(self.bot, Path(home), opts)
         self.ready = asyncio.Event()  # set once getMe succeeded and the bot is set up
         self._offset: int | None = None
@@ -306,6 +308,9 @@ class TelegramAdapter(PlatformAdapter):
     async def process_update(self, update: Any) -> bool:
         """One update → the engine (or the engine's reply to a stranger, or nothing). True if the engine
         took it. Raises only when the engine could not record it."""
+        if update.callback_query is not None:  # a press on an approval request's buttons
+            await self.approvals.on_press(update.callback_query)
+            return False
         try:
             incoming = self.reader.read(update)
         except Exception:  # noqa: BLE001 - a malformed update must not block the ones after it
@@ -372,6 +377,9 @@ class TelegramAdapter(PlatformAdapter):
         return web.Response(status=200, text="ok")
 
     # ----------------------------------------------------------------- sending (see `sending`)
+    def approval_asker(self) -> TelegramApprovals:
+        return self.approvals
+
     def render(self, markdown: str) -> Rendered:
         return render_telegram(markdown)
 

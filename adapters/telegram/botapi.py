@@ -14,7 +14,7 @@ from typing import Any
 from hermes_engine.errors import PlatformError
 
 DEFAULT_API_BASE_URL = "https://api.telegram.org/bot"
-ALLOWED_UPDATES = ["message"]
+ALLOWED_UPDATES = ["message", "callback_query"]
 
 _MARKUP_ERRORS = ("can't parse entities", "can't find end", "unsupported start tag", "entity", "entities")
 

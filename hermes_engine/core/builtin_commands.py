@@ -61,3 +61,12 @@ def register_builtin_commands(registry: CommandRegistry, gateway: Host, features
         await gateway.store.update_session(session.record.id, model=spec)
         session.record = replace(session.record, model=spec)
         return f"This conversation now uses {spec}."
+
+    @registry.command("tools", "list the tools the agent has here, grouped by where they come from")
+    async def tools(ctx: CommandContext) -> str:
+        groups: dict[str, list[str]] = {}
+        for t in gateway.tools:
+            groups.setdefault(t.toolset, []).append(t.name)
+        if not groups:
+            return "No tools."
+        return "\n".join(f"{source}: {', '.join(sorted(names))}" for source, names in sorted(groups.items()))

@@ -28,11 +28,13 @@ from hermes_engine.core.turn import TurnRunner
 from hermes_engine.errors import HermesError, StorageError
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.secrets import redact
+from hermes_engine.policy.untrusted import has_read_untrusted
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget, message_from_payload, message_to_payload
+from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Outlet
 from hermes_engine.ports.session import SessionHandle, SessionScope
 from hermes_engine.ports.storage import SessionRecord, Store
@@ -48,8 +50,9 @@ class Gateway:
     def __init__(self, *, settings: Settings, profile: BotProfile, store: Store,
                  chain_factory: Callable[[Sequence[str]], ProviderChain], tools: ToolRegistry,
                  access: AccessGate, features: list[Feature] | None = None,
-                 storage_health: StorageHealth | None = None) -> None:
+                 storage_health: StorageHealth | None = None, metrics: Metrics = NO_METRICS) -> None:
         self.settings = settings
+        self.metrics = metrics
         self.profile = profile
         self.bot = profile.name
         self.store = store
@@ -84,7 +87,8 @@ class Gateway:
         self._people: dict[tuple[str, str, str], int] = {}  # (platform, account, user id) → person; bounded
         self.turns = TurnRunner(host=self, store=store, prompts=self.prompts, agent=self.agent,
                                 features=self.features, streaming=profile.streaming, outlet_for=self.outlets.get,
-                                stopping=lambda: self._stopping, storage_health=self.storage_health)
+                                stopping=lambda: self._stopping, storage_health=self.storage_health,
+                                metrics=metrics)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -207,10 +211,18 @@ class Gateway:
             self._chains[key] = self._chain_factory(list(models))
         return self._chains[key]
 
-    def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False) -> ToolContext:
+    def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False,
+                     is_admin: bool = False, message: InboundMessage | None = None) -> ToolContext:
+        sender = message if message is not None and not message.synthetic else None
         return ToolContext(bot=self.bot, session_id=session.record.id, session_key=session.key,
                            person_id=person_id, chat_kind=session.scope.chat_kind,
-                           shared_scope=session.scope.shared_scope, services=self.services, in_review=in_review)
+                           shared_scope=session.scope.shared_scope, services=self.services, in_review=in_review,
+                           is_admin=is_admin, untrusted=has_read_untrusted(session.history or ()),
+                           user_id=sender.user_id if sender else None,
+                           target=message.reply_target() if message is not None else None)
+
+    def is_admin(self, msg: InboundMessage) -> bool:
+        return self.access.is_admin(msg.user_id, platform_admin=msg.platform_admin)
 
     def session(self, key: str) -> SessionHandle | None:
         return self.sessions.get(key)
@@ -283,6 +295,9 @@ class Gateway:
         session = await self.session_for(msg)
         command = self.commands.get(msg.command) if purpose == "turn" else None
         job = TurnJob(msg, person_id, "command" if command else purpose, replayed=replayed, recorded=recorded)
+        if not msg.synthetic and not replayed:
+            for feature in self.features:
+                feature.on_message(session.key, msg)
         if command is not None and command.immediate:  # answered at once, without holding up the caller
             self.spawn(self._run_command(session, job), f"command:{msg.command}")
             return
@@ -302,6 +317,7 @@ class Gateway:
     def enqueue(self, session: SessionHandle, job: TurnJob) -> None:
         lane = self._lanes.setdefault(session.key, Lane())
         lane.queue.put_nowait(job)
+        self.metrics.turns_pending(self.bot, 1)
         if lane.worker is None or lane.worker.done():
             lane.worker = asyncio.create_task(self._work(session, lane), name=f"session:{session.key}")
 
@@ -334,6 +350,7 @@ class Gateway:
     async def _work(self, session: SessionHandle, lane: Lane) -> None:
         while not lane.queue.empty():
             job = lane.queue.get_nowait()
+            self.metrics.turns_pending(self.bot, -1)
             try:
                 result = await self._run_job(session, lane, job)
                 if job.done is not None and not job.done.done():

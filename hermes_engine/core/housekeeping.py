@@ -49,7 +49,7 @@ class InboxPruning(Feature):
 
     async def start(self, host: Host) -> None:
         self.inbox = host.store
-        self.scheduler = Scheduler(host.store)
+        self.scheduler = Scheduler(host.store, metrics=host.metrics)
         self.scheduler.every(JOB, self.every_seconds, self.prune)
         await self.scheduler.start()
 

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.storage import LeaseStore
 
 log = logging.getLogger(__name__)
@@ -53,8 +54,10 @@ def default_holder() -> str:
 
 class Scheduler:
     def __init__(self, store: LeaseStore | None = None, *, holder: str | None = None,
-                 clock: Callable[[], float] = time.monotonic, poll_seconds: float = 60.0) -> None:
+                 clock: Callable[[], float] = time.monotonic, poll_seconds: float = 60.0,
+                 metrics: Metrics = NO_METRICS) -> None:
         self.store = store
+        self.metrics = metrics
         self.holder = holder or default_holder()
         self.clock = clock
         self.poll_seconds = poll_seconds
@@ -118,7 +121,10 @@ class Scheduler:
                 await self.store.acquire_lease(job.name, self.holder, job.interval)
 
     async def _run(self, job: Job) -> None:
-        keeper = asyncio.create_task(self._keep_lease(job)) if job.lease and self.leases_supported else None
+        leased = job.lease and self.leases_supported
+        keeper = asyncio.create_task(self._keep_lease(job)) if leased else None
+        if leased:
+            self.metrics.lease_held(job.name, True)
         try:
             await job.func()
             job.last_error = None
@@ -131,6 +137,8 @@ class Scheduler:
         finally:
             if keeper is not None:
                 keeper.cancel()
+            if leased:
+                self.metrics.lease_held(job.name, False)
 
     async def tick(self, *, wait: bool = False) -> list[str]:
         """Start every due job whose lease this replica wins; returns their names.

@@ -29,12 +29,14 @@ from hermes_engine.agent.prompt import PromptBuilder, load_images
 from hermes_engine.core.jobs import TurnJob
 from hermes_engine.core.journal import Journal
 from hermes_engine.core.storage_health import StorageHealth
+from hermes_engine.core.turn_metrics import FirstRequestRouter, first_request_reporter, report_turn
 from hermes_engine.errors import HermesError, ProviderError, StorageError
 from hermes_engine.policy.secrets import redact
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage, ReplyTarget
+from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import BufferedStream, Outlet, ReplyStream
 from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import Inbox, SessionStore
@@ -69,14 +71,17 @@ class Turn:
     undelivered: bool = False
     duplicate: bool = False
     paused: bool = False  # the store could not write: stopped, the event left to be taken again
+    error_kind: str | None = None  # for metrics: provider, model, delivery or internal
     started: float = field(default_factory=time.monotonic)
 
 
 class TurnRunner:
     def __init__(self, *, host: Host, store: TurnStore, prompts: PromptBuilder, agent: AgentLoop,
                  features: Sequence[Feature], streaming: bool, outlet_for: Callable[[str], Outlet | None],
-                 stopping: Callable[[], bool], storage_health: StorageHealth) -> None:
+                 stopping: Callable[[], bool], storage_health: StorageHealth,
+                 metrics: Metrics = NO_METRICS) -> None:
         self.host = host
+        self.metrics = metrics
         self.store = store
         self.storage_health = storage_health
         self.prompts = prompts
@@ -118,6 +123,7 @@ class TurnRunner:
             await _stop(typing)
             await self.fail(turn, exc)
         except Exception:
+            turn.error_kind = "internal"
             await _stop(typing)
             with contextlib.suppress(Exception):
                 await turn.journal.flush()
@@ -192,9 +198,15 @@ class TurnRunner:
             await turn.stream.push(delta)
 
         hook = await self._call_hook(session, turn.message)
+        ctx = self.host.tool_context(session, job.person_id, is_admin=self.host.is_admin(job.message),
+                                     message=turn.message)
+        ctx.progress = push if self.streaming else None
+        router = FirstRequestRouter(self.host.chain_for(session).route(),
+                                    first_request_reporter(self.metrics, self.host.bot, turn.message,
+                                                           replayed=job.replayed))
         turn.result = await self.agent.run(
-            router=self.host.chain_for(session).route(), system=session.system_prompt, history=session.history,
-            user=turn.user, ctx=self.host.tool_context(session, job.person_id), persist=persist,
+            router=router, system=session.system_prompt, history=session.history,
+            user=turn.user, ctx=ctx, persist=persist,
             on_delta=push if self.streaming else None, on_restart=turn.stream.rewind if self.streaming else None,
             purpose=job.purpose, context=hook)
 
@@ -217,12 +229,14 @@ class TurnRunner:
         try:
             await turn.stream.finish(turn.result.final_text)
         except Exception:
-            turn.undelivered = True  # stays in the inbox: the stored answer is delivered after a restart
+            turn.undelivered = True
+            turn.error_kind = "delivery"  # stays in the inbox: the stored answer is delivered after a restart
             raise
 
     async def fail(self, turn: Turn, exc: HermesError) -> None:
         """Provider failures and model misbehaviour: one clear sentence instead of an answer."""
         turn.failed = True
+        turn.error_kind = "provider" if isinstance(exc, ProviderError) else "model"
         try:
             if not await turn.job.is_new():
                 turn.duplicate = True
@@ -242,6 +256,7 @@ class TurnRunner:
         """The store cannot write: stop here and say so, once per chat. What this turn added in memory is
         dropped (the store has not got it); the event, if it was recorded, stays in the inbox."""
         turn.paused = True
+        self.metrics.error(self.host.bot, "storage")
         turn.session.history = None
         await turn.journal.settle()
         # The notice goes under its own key: the reply's stays open for the answer once writing works again
@@ -253,6 +268,10 @@ class TurnRunner:
         """Log the turn's one line, and mark the inbox event answered, unless the answer must still be given
         after a restart."""
         _log_turn(turn)
+        if not (turn.duplicate or turn.paused):
+            report_turn(self.metrics, self.host.bot, turn.message.platform, outcome=_outcome(turn),
+                        started=turn.started, error_kind=turn.error_kind, result=turn.result,
+                        tools=self.host.tools)
         if (turn.interrupted and self.stopping()) or turn.undelivered or turn.duplicate or turn.paused:
             return
         try:
@@ -319,8 +338,7 @@ def _log_turn(turn: Turn) -> None:
     to the JSON log as they are."""
     if turn.duplicate or turn.paused:
         return  # not a turn: the other copy logs it; a paused turn is logged as the store failing
-    outcome = ("interrupted" if turn.interrupted else "failed" if turn.failed else "undelivered"
-               if turn.undelivered else "error" if turn.result is None else "answered")
+    outcome = _outcome(turn)
     usage = turn.result.usage if turn.result else Usage()
     latency_ms = round((time.monotonic() - turn.started) * 1000)
     tokens_in, tokens_out = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens, usage.output_tokens
@@ -329,6 +347,11 @@ def _log_turn(turn: Turn) -> None:
              extra={"event": "turn", "outcome": outcome, "person_id": turn.job.person_id,
                     "platform": turn.message.platform, "latency_ms": latency_ms, "tokens_in": tokens_in,
                     "tokens_out": tokens_out, "model": turn.session.last_model})
+
+
+def _outcome(turn: Turn) -> str:
+    return ("interrupted" if turn.interrupted else "failed" if turn.failed else "undelivered"
+            if turn.undelivered else "error" if turn.result is None else "answered")
 
 
 def _stored_answer(history: list[Message], event_id: str) -> str | None:

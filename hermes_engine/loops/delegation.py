@@ -148,7 +148,7 @@ class DelegationFeature(Feature):
                 return self._finish(usage, depth, f"Error: the sub-agent failed: {type(exc).__name__}: "
                                                   f"{_short(exc)}", error=True)
             finally:  # what the sub-agent read from outside now steers the parent's answer too
-                ctx.read_untrusted = ctx.read_untrusted or sub_ctx.read_untrusted
+                ctx.untrusted = ctx.untrusted or sub_ctx.untrusted
         header = (f"[sub-agent: {result.model_calls} iterations, {result.tool_calls} tool calls, "
                   f"{usage.input_tokens} in / {usage.output_tokens} out tokens]")
         if result.budget_exhausted:

@@ -17,7 +17,6 @@ from typing import Any, Literal
 from hermes_engine.memory.book import Change, MemoryBook
 from hermes_engine.memory.documents import MemoryOwner
 from hermes_engine.memory.pending import PendingChanges
-from hermes_engine.policy.security import strict_scan
 from hermes_engine.tools.registry import ToolContext, ToolResult, tool
 
 
@@ -89,9 +88,7 @@ async def memory(*, action: Literal["add", "replace", "remove"] | None = None,
         if owner.is_shared:
             return ToolResult("Error: a background review may only add to the group's shared memory; rewriting or "
                               "removing its entries needs a live conversation. Nothing was changed.", is_error=True)
-        with strict_scan(ctx.read_untrusted):
-            result = await pending.stage(owner, document, changes, show_entries=show_entries)
+        result = await pending.stage(owner, document, changes, show_entries=show_entries)
     else:
-        with strict_scan(ctx.read_untrusted):  # outside text read this turn may be steering the write
-            result = await book.apply(owner, document, changes, show_entries=show_entries)
+        result = await book.apply(owner, document, changes, show_entries=show_entries)
     return ToolResult(str(result), is_error=not result.ok)

@@ -32,7 +32,8 @@ API (imported by memory, skills and the CLI):
     scan_on_load(text, kind) -> str    the text, or its `[blocked entry: …]` placeholder
     blocked_on_load(text, kind)        the findings behind that placeholder (a skill file is then not loaded)
     admin_approval(by)                 context in which low findings are accepted and recorded
-    strict_scan(active)                context in which every finding blocks (a turn that read outside text)
+    strict_scans(on)                   context of a turn that read untrusted content (MCP results): every
+                                       rule of every kind applies and a low finding blocks, approved or not
     ApprovedHashes                     the store of approved fingerprints
     BlockedContent, explain, placeholder
 """
@@ -42,7 +43,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import contextvars
-import dataclasses
 import functools
 import hashlib
 import re
@@ -57,7 +57,7 @@ from hermes_engine.policy.secrets import find_secrets, mask
 
 __all__ = ["ApprovedHashes", "BlockedContent", "Finding", "HIGH", "INVISIBLE_RANGES", "KINDS", "LOW", "RULES",
            "ScanResult", "admin_approval", "blocked_on_load", "explain", "placeholder", "scan", "scan_on_load",
-           "scan_text", "strict_scan"]
+           "scan_text", "strict_scans"]
 
 
 @dataclass(frozen=True)
@@ -134,11 +134,26 @@ _Compiled = tuple[Rule, re.Pattern[str], re.Pattern[str] | None]
 
 
 @functools.cache
-def _compiled(kind: str) -> list[_Compiled]:
-    """The rules for `kind`, compiled on the first scan: compiling them all takes about 0.1 s, which a
-    gateway starting up would otherwise spend before its first answer, whether or not anything is scanned."""
+def _compiled(kind: str | None) -> list[_Compiled]:
+    """The rules for `kind` (every rule once when None), compiled on the first scan: compiling them all takes
+    about 0.1 s, which a gateway starting up would otherwise spend before its first answer, whether or not
+    anything is scanned."""
     return [(rule, re.compile(rule.pattern, _FLAGS), re.compile(rule.within, _FLAGS) if rule.within else None)
-            for rule in RULES if kind in rule.kinds]
+            for rule in RULES if kind is None or kind in rule.kinds]
+
+
+_strict: contextvars.ContextVar[bool] = contextvars.ContextVar("hermes_strict_scans", default=False)
+
+
+@contextlib.contextmanager
+def strict_scans(on: bool = True) -> Iterator[None]:
+    """Scans inside use the strictest rules. For the writes of a turn whose session read untrusted content:
+    text that came from outside may be trying to plant itself in memory or a skill."""
+    token = _strict.set(on or _strict.get())
+    try:
+        yield
+    finally:
+        _strict.reset(token)
 
 
 def _matches(pattern: re.Pattern[str], within: re.Pattern[str] | None, text: str) -> Iterator[re.Match[str]]:
@@ -360,20 +375,6 @@ def admin_approval(by: str) -> Iterator[None]:
         _approver.reset(token)
 
 
-_strict: contextvars.ContextVar[bool] = contextvars.ContextVar("security_strict", default=False)
-
-
-@contextlib.contextmanager
-def strict_scan(active: bool = True) -> Iterator[None]:
-    """Scans inside (when `active`) treat every finding as high: nothing is held for an admin or passes on
-    an earlier approval. For writes in a turn that read outside text, which may be steering the agent."""
-    token = _strict.set(active or _strict.get())
-    try:
-        yield
-    finally:
-        _strict.reset(token)
-
-
 def _check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise ValueError(f"scan: kind must be one of {KINDS}, not {kind!r}")
@@ -395,7 +396,8 @@ def scan(text: str, *, kind: str = "memory", approvals: ApprovedHashes | None = 
     doc = _Text.of(_fold(text))
     secrets = find_secrets(doc.text)
     hits.extend((s.start, Finding("secret", s.describe())) for s in secrets)
-    for rule, pattern, within in _compiled(kind):
+    strict = _strict.get()
+    for rule, pattern, within in _compiled(None if strict else kind):
         for match in _matches(pattern, within, doc.text):
             code = doc.code_at(match.start())
             severity = rule.in_code if code else HIGH
@@ -410,9 +412,7 @@ def scan(text: str, *, kind: str = "memory", approvals: ApprovedHashes | None = 
                                                 _fingerprint(rule.id, doc.unit(match.start())))))
     hits.sort(key=lambda h: h[0])
     findings = tuple(dict.fromkeys(f for _, f in hits))
-    if _strict.get():
-        return ScanResult(tuple(dataclasses.replace(f, severity=HIGH) for f in findings))
-    if not any(f.severity == LOW for f in findings):
+    if strict or not any(f.severity == LOW for f in findings):
         return ScanResult(findings)
     store = approvals or ApprovedHashes.default()
     approver = _approver.get()

@@ -67,6 +67,11 @@ class Feature:
         """Text to run as a user message for a command no one registered (e.g. `/<skill-name>`)."""
         return None
 
+    def on_message(self, session_key: str, message: InboundMessage) -> None:
+        """A person's message arrived for this session, before it is queued (e.g. it answers, and so
+        denies, a question still waiting for approval). Must be quick."""
+        return None
+
     async def accept_turn(self, message: InboundMessage, purpose: str) -> bool:
         """Last word before a queued turn runs; False skips it (e.g. a goal paused while it waited)."""
         return True

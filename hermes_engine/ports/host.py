@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from hermes_engine.config import BotProfile, Settings
     from hermes_engine.ports.inbound import InboundMessage, ReplyTarget
+    from hermes_engine.ports.metrics import Metrics
     from hermes_engine.ports.session import SessionHandle
     from hermes_engine.ports.storage import Store
     from hermes_engine.providers.chain import ProviderChain
@@ -31,6 +32,11 @@ class Host(Protocol):
 
     @property
     def store(self) -> Store: ...
+
+    @property
+    def metrics(self) -> Metrics:
+        """Where the engine reports for monitoring (scheduled jobs' leases, ...)."""
+        ...
 
     @property
     def tools(self) -> ToolRegistry:
@@ -58,8 +64,14 @@ class Host(Protocol):
         """The chain a turn of this session uses (its /model choice first)."""
         ...
 
-    def tool_context(self, session: SessionHandle, person_id: int | None, *,
-                     in_review: bool = False) -> ToolContext: ...
+    def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False,
+                     is_admin: bool = False, message: InboundMessage | None = None) -> ToolContext:
+        """What tools know of a turn; `message` (the one the turn answers) names the sender and the chat."""
+        ...
+
+    def is_admin(self, msg: InboundMessage) -> bool:
+        """The sender administers the bot (listed in `access.admins`, or so named by the platform)."""
+        ...
 
     def session(self, key: str) -> SessionHandle | None:
         """The session loaded in this process for `key`, if any."""
@@ -77,6 +89,10 @@ class Host(Protocol):
 
     async def interrupt(self, session: SessionHandle) -> bool:
         """Cancel the turn in flight, if any (queued messages stay queued)."""
+        ...
+
+    async def person_of(self, platform: str, account: str, user_id: str, display_name: str = "") -> int:
+        """The person behind a platform account (cached)."""
         ...
 
     def forget_people(self) -> None:

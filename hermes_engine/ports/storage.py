@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal, Protocol
 
 from hermes_engine.ports.conversation import Message, Usage
@@ -139,6 +139,114 @@ class SearchHit:
     snippet: str
     created_at: datetime
     score: float  # higher is better (comparable within one search)
+
+
+CardStatus = Literal["triage", "todo", "ready", "running", "blocked", "done", "archived"]
+CARD_STATUSES: tuple[CardStatus, ...] = ("triage", "todo", "ready", "running", "blocked", "done", "archived")
+
+
+@dataclass(frozen=True)
+class CardSpec:
+    """A card to create. `depends_on` names cards by id (int, existing cards) or by the `key` of another
+    spec in the same batch (str), so a task split into cards can wire its parts together in one call."""
+
+    title: str
+    body: str = ""
+    profile: str = "default"
+    depends_on: tuple[int | str, ...] = ()
+    key: str | None = None
+    parent_id: int | None = None
+    goal_mode: bool = False
+    status: CardStatus = "todo"
+    origin: dict[str, Any] = field(default_factory=dict)  # where progress goes (a ReplyTarget as a dict)
+
+
+@dataclass(frozen=True)
+class CardRecord:
+    """A kanban card. `claim` is who runs it now ("holder#attempt"), with `lease_expires_at`; `failures`
+    counts consecutive failed attempts (the circuit breaker blocks a card at the limit)."""
+
+    id: int
+    title: str
+    body: str
+    status: CardStatus
+    profile: str
+    depends_on: tuple[int, ...]
+    parent_id: int | None
+    goal_mode: bool
+    origin: dict[str, Any]
+    result: str | None
+    reason: str | None  # why it is blocked (or was last moved)
+    attempts: int
+    failures: int
+    claim: str | None
+    lease_expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class CardEvent:
+    """One line of a card's history: who moved it, when, why; an attempt's end carries its handoff."""
+
+    id: int
+    card_id: int
+    actor: str
+    kind: str  # "created" | "moved" | "claimed" | "heartbeat" | "completed" | "failed" | "reclaimed" | ...
+    from_status: str | None
+    to_status: str | None
+    reason: str
+    handoff: dict[str, Any]
+    created_at: datetime
+
+
+class CardStore(Protocol):
+    """The kanban board: cards, their dependencies, claims with leases, and each card's history."""
+
+    async def create_cards(self, specs: Sequence[CardSpec], *, actor: str) -> list[CardRecord]:
+        """Create the cards in one transaction. ValueError (nothing created) for an unknown dependency, a
+        key used twice, or dependencies that form a cycle."""
+
+    async def get_card(self, card_id: int) -> CardRecord | None: ...
+
+    async def list_cards(self, *, profile: str | None = None, status: CardStatus | None = None,
+                         parent_id: int | None = None) -> list[CardRecord]:
+        """Cards, oldest first; archived ones only when asked for by status."""
+
+    async def add_dependency(self, card_id: int, depends_on: int, *, actor: str) -> None:
+        """ValueError when either card is unknown or the new edge would close a cycle."""
+
+    async def move_card(self, card_id: int, status: CardStatus, *, actor: str, reason: str = "") -> CardRecord | None:
+        """Set a card's status by hand (a person, the CLI); a claim on it is dropped. None: unknown card."""
+
+    async def promote_ready(self, profile: str) -> list[int]:
+        """Move `todo` cards whose dependencies are all done to `ready`; their ids."""
+
+    async def claim_cards(self, profile: str, holder: str, *, lease_seconds: float, max_running: int,
+                          limit: int | None = None) -> list[CardRecord]:
+        """Claim ready cards of `profile`, oldest first, while fewer than `max_running` run. Atomic: two
+        claimers never get the same card (SKIP LOCKED on PostgreSQL, a conditional update under the write
+        lock on SQLite)."""
+
+    async def heartbeat_card(self, card_id: int, claim: str, *, lease_seconds: float, note: str = "") -> bool:
+        """Renew the lease of a running card; False when `claim` no longer holds it."""
+
+    async def finish_attempt(self, card_id: int, claim: str, *, ok: bool, result: str = "",
+                             handoff: dict[str, Any] | None = None, max_failures: int = 2,
+                             to_status: CardStatus | None = None) -> CardRecord | None:
+        """End the attempt `claim` holds: done (ok), or back to ready — blocked, with the error as reason,
+        at `max_failures` consecutive failures. None (nothing changes) when `claim` no longer holds the
+        card, so an attempt finishes a card at most once."""
+
+    async def release_card(self, card_id: int, claim: str, *, reason: str) -> bool:
+        """Give a running card back (ready, its failure count untouched): the attempt was stopped, not
+        failed, e.g. by a shutdown. False when `claim` no longer holds it."""
+
+    async def reclaim_stale(self, profile: str, *, max_failures: int = 2) -> list[CardRecord]:
+        """Running cards whose lease expired: their attempt fails ("lease expired") like `finish_attempt`."""
+
+    async def card_events(self, card_id: int) -> list[CardEvent]:
+        """The card's history, oldest first."""
 
 
 class PeopleStore(Protocol):
@@ -293,8 +401,35 @@ class HistoryStore(SessionStore, CompactionLineage, Protocol):
     """What rebuilding a session's view (stored messages + the latest summary) needs."""
 
 
+@dataclass(frozen=True)
+class UsageCount:
+    """Turns and tokens counted for one day (UTC)."""
+
+    turns: int = 0
+    tokens: int = 0
+
+
+class UsageLedger(Protocol):
+    """Turns and tokens per bot, person and day, kept in the database so every replica and every restart
+    counts against the same limits."""
+
+    async def add_usage(self, bot: str, person_id: int, day: date, *, turns: int = 0, tokens: int = 0) -> None:
+        """Add to the day's counts, atomically (one upsert adding to what is there)."""
+
+    async def count_turn(self, bot: str, person_id: int, day: date, *, max_turns: int | None = None,
+                         max_tokens: int | None = None) -> bool:
+        """Count one turn unless the day's counts already reached `max_turns` turns or `max_tokens` tokens;
+        True when counted. One statement, so replicas at the limit cannot both pass."""
+
+    async def usage_of(self, bot: str, person_id: int, day: date) -> UsageCount:
+        """One person's counts for the day (zeros when nothing was counted)."""
+
+    async def usage_total(self, bot: str, day: date) -> UsageCount:
+        """Everyone's counts for the day, summed."""
+
+
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
-            CompactionLineage, DeliveryLog, Protocol):
+            CompactionLineage, DeliveryLog, CardStore, UsageLedger, Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:

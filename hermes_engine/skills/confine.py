@@ -42,13 +42,15 @@ def is_real_dir(path: Path) -> bool:
     return st is not None and stat.S_ISDIR(st.st_mode)
 
 
-def inside(folder: Path, rel: PurePosixPath) -> Path:
-    """`folder/rel`, refused when the skill folder or any existing part of `rel` is a symlink.
+def inside(folder: Path, rel: PurePosixPath, *, owner: str = "skills",
+           error: type[Exception] = SkillError) -> Path:
+    """`folder/rel`, refused (as `error`) when the folder or any existing part of `rel` is a symlink.
 
     `rel` is already validated (relative, no `..`); parts that do not exist yet are created later as real
-    folders by the writer, so only the existing prefix can lead elsewhere."""
+    folders by the writer, so only the existing prefix can lead elsewhere. The workspace tools share this
+    rule (`owner` names who refuses)."""
     if not is_real_dir(folder):
-        raise SkillError(f"The skill folder {folder.name} is a symlink or missing; skills never follow symlinks.")
+        raise error(f"The folder {folder.name} is a symlink or missing; {owner} never follow symlinks.")
     current = folder
     for part in rel.parts:
         current = current / part
@@ -57,7 +59,7 @@ def inside(folder: Path, rel: PurePosixPath) -> Path:
             break
         if stat.S_ISLNK(st.st_mode):
             where = current.relative_to(folder).as_posix()
-            raise SkillError(f"{rel.as_posix()} goes through a symlink ({where}); skills never follow symlinks, "
+            raise error(f"{rel.as_posix()} goes through a symlink ({where}); {owner} never follow symlinks, "
                              f"so nothing was read, written or removed. A person can replace the link with a "
                              f"real file.")
     return folder / rel

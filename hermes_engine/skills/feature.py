@@ -38,7 +38,7 @@ from hermes_engine.skills.library import (
 )
 from hermes_engine.skills.model import NAME_RE, SkillError
 from hermes_engine.skills.tools import TOOLS
-from hermes_engine.skills.usage import UsageLog, utcnow
+from hermes_engine.skills.usage import UsageLog, describe, ranked, utcnow
 from hermes_engine.tools.registry import Tool
 
 if TYPE_CHECKING:
@@ -91,6 +91,9 @@ class SkillsFeature(Feature, PromptContributor):
         self._rankers: dict[str, tuple[str, HintRanker]] = {}
         self._frozen: OrderedDict[tuple[str, int], str] = OrderedDict()
         self._last_used: OrderedDict[tuple[str, int], list[str]] = OrderedDict()
+        self._seen_revision: dict[str, str] = {}  # per bot: the library revision the last turn saw
+        self._known: dict[str, set[str]] = {}  # per bot: skills this process has seen in the library
+        self._plain_calls: dict[str, int] = {}  # most tool calls of a skill-less turn since the library changed
         self._background: set[asyncio.Task[Any]] = set()
 
     @classmethod
@@ -158,7 +161,7 @@ class SkillsFeature(Feature, PromptContributor):
         if not self.curator_interval:
             return
         if self.scheduler is None:
-            self.scheduler = Scheduler(host.store)
+            self.scheduler = Scheduler(host.store, metrics=host.metrics)
         self.scheduler.every(f"skills-curator:{self.bot}", self.curator_interval, self.run_curators)
         if self._own_scheduler:
             await self.scheduler.start()
@@ -261,14 +264,58 @@ class SkillsFeature(Feature, PromptContributor):
             previous = self._last_used.pop(key, None)
             if previous and user_text and CORRECTION.search(user_text):
                 await asyncio.to_thread(usage.record_correction, previous, self.clock())
+            calls = [c.name for m in outcome.new_messages if m.role == "assistant" for c in m.tool_calls]
+            plain = 0 if used else len(calls)
+            wrote = "skill_manage" in calls  # a skill written in this turn was learned from this turn's work
+            if wrote:
+                self._plain_calls[bot] = max(self._plain_calls.get(bot, 0), plain)
+            self._note_new_skills(bot, library, usage)
+            if not wrote:
+                self._plain_calls[bot] = max(self._plain_calls.get(bot, 0), plain)
             if used:
                 failed = outcome.failed and not outcome.interrupted
-                await asyncio.to_thread(usage.record_turn, dict(used), failed=failed, at=self.clock())
+                await asyncio.to_thread(usage.record_turn, dict(used), failed=failed, at=self.clock(),
+                                        calls=len(calls))
                 self._last_used[key] = sorted(used)
                 while len(self._last_used) > _CACHE_SESSIONS:
                     self._last_used.popitem(last=False)
         except Exception:  # usage is bookkeeping: never let it break a turn
             log.warning("skills: recording usage failed", exc_info=True)
+
+    def _note_new_skills(self, bot: str, library: SkillLibrary, usage: UsageLog) -> None:
+        """When the library changed since the last turn (the hint ranker saw a new revision), the skills new to
+        this process take the baseline of the skill-less work done since; listed off the turn's path."""
+        cached = self._rankers.get(bot)
+        if cached is None or self._seen_revision.get(bot) == cached[0]:
+            return
+        first = bot not in self._seen_revision  # what exists at start was not learned here
+        self._seen_revision[bot] = cached[0]
+        baseline, self._plain_calls[bot] = (0 if first else self._plain_calls.get(bot, 0)), 0
+        task = asyncio.create_task(self._adopt(bot, library, usage, baseline))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _adopt(self, bot: str, library: SkillLibrary, usage: UsageLog, baseline: int) -> None:
+        try:
+            names = {s.name for s in await library.list_skills()}
+            known = self._known.setdefault(bot, set())
+            new = sorted(names - known)
+            known |= names
+            if new and baseline:
+                await asyncio.to_thread(usage.set_baseline, new, baseline)
+        except Exception:  # bookkeeping, like the rest of usage
+            log.warning("skills: recording the baseline of new skills failed", exc_info=True)
+
+    async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
+        skills = await self.library_for(scope.bot).list_skills()
+        if not skills:
+            return ["Skills: none saved yet"]
+        usages = await asyncio.to_thread(self.usage_for(scope.bot).all)
+        rows = ranked(usages, [s.name for s in skills])
+        shown = [r for r in rows if r[1].turns][:5]
+        lines = [f"Skills: {len(skills)} saved, {sum(1 for r in rows if r[1].turns)} used"]
+        lines += [f"- {describe(n, u)}" for n, u in shown]
+        return lines
 
     # ------------------------------------------------------------------ commands
     def _bot_of(self, ctx: CommandContext) -> str:

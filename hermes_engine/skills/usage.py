@@ -2,6 +2,12 @@
 
 For each skill: how often it was viewed, in how many turns, how those turns ended (ok / error / the
 person corrected the agent next), when it was last used, and the curator's status (active / stale).
+
+It also estimates what a skill saves: the tool calls of the turns that used it, against a baseline given
+when the skill appeared in the library — the most tool calls a turn without a skill made since the library
+last changed (the work the skill was learned from; the background review writes a skill right after such a
+turn; the skills feature tracks it and calls `set_baseline`). The learning-curve suite's method: exploring
+calls minus following calls.
 """
 
 from __future__ import annotations
@@ -55,6 +61,9 @@ class SkillUsage:
     status_since: str | None = None
     absorbed_into: str | None = None  # merged into this skill (a curator merge, or a delete that names it)
     recent: list[dict[str, Any]] = field(default_factory=list)  # [{"at": iso, "outcome": ok|error|correction}]
+    calls: int = 0  # tool calls of the turns that used it (those whose count was recorded)
+    counted: int = 0  # turns whose tool calls are in `calls`
+    baseline_calls: int | None = None  # tool calls of the skill-less work it was learned from (estimate)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SkillUsage:
@@ -64,6 +73,23 @@ class SkillUsage:
     @property
     def last_used_at(self) -> datetime | None:
         return parse_time(self.last_used)
+
+    @property
+    def successes(self) -> int:
+        """Uses that neither errored nor drew a correction."""
+        return max(0, self.turns - self.errors - self.corrections)
+
+    @property
+    def calls_per_use(self) -> float | None:
+        return self.calls / self.counted if self.counted else None
+
+    @property
+    def calls_saved_per_use(self) -> float | None:
+        """Baseline tool calls minus the mean calls of a turn that used the skill; None while unknown."""
+        per_use = self.calls_per_use
+        if per_use is None or self.baseline_calls is None:
+            return None
+        return self.baseline_calls - per_use
 
     def bad_ratio(self, window: int = 10) -> tuple[int, int]:
         """(bad, total) over the last `window` uses: turns that errored or drew a correction."""
@@ -121,8 +147,9 @@ class UsageLog:
 
     # ------------------------------------------------------------------ recording
     def record_turn(self, views: dict[str, int] | Iterable[str], *, failed: bool = False,
-                    at: datetime | None = None) -> None:
-        """One turn used these skills (`{name: skill_view calls}`); `failed` when the turn ended in an error."""
+                    at: datetime | None = None, calls: int | None = None) -> None:
+        """One turn used these skills (`{name: skill_view calls}`); `failed` when the turn ended in an error;
+        `calls`: the turn's tool calls, when known."""
         counts = dict(views) if isinstance(views, dict) else {n: 1 for n in views}
         if not counts:
             return
@@ -135,9 +162,23 @@ class UsageLog:
                 entry["last_used"] = stamp
                 if failed:
                     entry["errors"] += 1
+                if calls is not None:
+                    entry["calls"] += max(0, int(calls))
+                    entry["counted"] += 1
                 if entry.get("status") == "stale":
                     entry["status"], entry["status_since"] = "active", stamp
                 entry["recent"] = (entry["recent"] + [{"at": stamp, "outcome": "error" if failed else "ok"}])[-RECENT:]
+
+    def set_baseline(self, names: Iterable[str], baseline: int) -> None:
+        """New skills `names` were learned from work that took `baseline` tool calls (skills that already have
+        a baseline keep it)."""
+        if baseline <= 0:
+            return
+        with self._update() as data:
+            for name in names:
+                entry = self._entry(data, name)
+                if entry.get("baseline_calls") is None:
+                    entry["baseline_calls"] = int(baseline)
 
     def record_view(self, name: str, at: datetime | None = None) -> None:
         self.record_turn({name: 1}, at=at)
@@ -169,4 +210,23 @@ class UsageLog:
             self._entry(data, name).update(fields)
 
 
-__all__ = ["SkillUsage", "UsageLog", "parse_time", "utcnow"]
+def describe(name: str, usage: SkillUsage) -> str:
+    """One line for /status and `hermes-gateway skills stats`."""
+    last = usage.last_used_at
+    saved = usage.calls_saved_per_use
+    parts = [f"{usage.turns} use{'s' if usage.turns != 1 else ''}", f"{usage.successes} ok",
+             f"last used {last.strftime('%Y-%m-%d %H:%M')} UTC" if last else "never used",
+             f"{saved:.1f} tool calls saved per use" if saved is not None
+             else "tool calls saved per use: unknown"]
+    return f"{name}: " + ", ".join(parts)
+
+
+def ranked(usages: dict[str, SkillUsage], names: Iterable[str] | None = None) -> list[tuple[str, SkillUsage]]:
+    """Skills (all of `names`, or every one with usage) most used first, then by name; deleted ones left out."""
+    chosen = sorted(set(names)) if names is not None else sorted(usages)
+    rows = [(n, usages.get(n, SkillUsage())) for n in chosen]
+    rows = [(n, u) for n, u in rows if u.status != "deleted"]
+    return sorted(rows, key=lambda r: (-r[1].turns, r[0]))
+
+
+__all__ = ["SkillUsage", "UsageLog", "describe", "parse_time", "ranked", "utcnow"]

@@ -13,6 +13,7 @@ its own work (see `calculate`): past the limit its thread runs on, but nobody wa
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import json
@@ -26,7 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin, overload
 
 from hermes_engine.errors import MalformedToolArguments, UnknownTool
+from hermes_engine.policy.security import strict_scans
 from hermes_engine.ports.conversation import ToolCall
+from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.providers.base import ToolSchema
 
 DEFAULT_TIME_LIMIT = 60.0  # seconds a tool call may take unless the tool declares its own limit
@@ -62,7 +65,13 @@ class ToolContext:
     shared_scope: str | None = None  # key of the group/channel/server for shared memory
     services: dict[str, Any] = field(default_factory=dict)  # memory store, skill library, ...
     in_review: bool = False  # background review: no user-visible side effects
-    read_untrusted: bool = False  # the turn has read outside text (`tools.untrusted`): self-writes scan strictly
+    is_admin: bool = False  # the person speaking administers the bot (admin-only tools)
+    untrusted: bool = False  # the session has read untrusted content: writes to itself scan strictly
+    user_id: str | None = None  # who sent the message this turn answers (None: no person, e.g. a review)
+    target: ReplyTarget | None = None  # where the turn answers (approval questions are asked there)
+    # Interim text shown to the person while the tool runs (a command's output), replaced by the answer
+    # when it comes; None when the reply is not streamed.
+    progress: Callable[[str], Awaitable[None]] | None = None
 
 
 class ToolTimedOut(Exception):
@@ -96,17 +105,23 @@ class Tool:
             kwargs[self.context_param] = ctx
         deadline = asyncio.timeout(self.time_limit)
         try:
-            async with deadline:
-                if inspect.iscoroutinefunction(self.func):
-                    return as_result(await self.func(**kwargs))
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(_tool_threads(), functools.partial(_call_sync, self.func, kwargs))
-                return as_result(await result) if inspect.isawaitable(result) else result
+            with strict_scans(ctx.untrusted):
+                return await self._run(kwargs, deadline)
         except TimeoutError:
             if not deadline.expired():
                 raise  # the tool's own timeout (e.g. a remote call): reported like any other failure
             raise ToolTimedOut(f"Error: {self.name} did not finish within its time limit of {self.time_limit:g} s "
                                "and was given up; its result is lost. Try a smaller request.") from None
+
+    async def _run(self, kwargs: dict[str, Any], deadline: asyncio.Timeout) -> ToolResult:
+        """The call itself; a sync tool runs in a tool thread, in a copy of this context (strict scans)."""
+        async with deadline:
+            if inspect.iscoroutinefunction(self.func):
+                return as_result(await self.func(**kwargs))
+            loop = asyncio.get_running_loop()
+            call = functools.partial(contextvars.copy_context().run, _call_sync, self.func, kwargs)
+            result = await loop.run_in_executor(_tool_threads(), call)
+            return as_result(await result) if inspect.isawaitable(result) else result
 
 
 _ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?:\s*(.+)$")

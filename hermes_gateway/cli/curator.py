@@ -19,7 +19,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Skill curator: mark stale skills, archive unused ones, merge overlaps.")
 
 
-def _bots(root: Path, bot: str | None) -> list[str]:
+def library_bots(root: Path, bot: str | None) -> list[str]:
+    """`[bot]`, or every bot with a skill library under `root` (the skills root)."""
     if bot:
         return [bot]
     if not root.is_dir():
@@ -56,7 +57,7 @@ def run(dry_run: bool = typer.Option(False, "--dry-run", help="Report what would
 
     try:
         root = Path(load_settings().home) / "skills"
-        bots = _bots(root, bot)
+        bots = library_bots(root, bot)
         if not bots:
             typer.echo(f"No skill libraries under {root}.")
             raise typer.Exit(0)
@@ -97,7 +98,7 @@ def report(bot: str | None = typer.Option(None, "--bot", help="Bot whose report 
 
     root = Path(load_settings().home) / "skills"
     shown = 0
-    for name in _bots(root, bot):
+    for name in library_bots(root, bot):
         latest = latest_report(bot_library_dir(root, name))
         if latest is None:
             continue

@@ -8,7 +8,14 @@ from collections.abc import Iterator
 
 from hermes_engine.config import load_profile, load_settings
 from hermes_engine.errors import HermesError
-from hermes_gateway.preflight import Finding, database_problem, model_findings, platform_findings, port_problem
+from hermes_gateway.preflight import (
+    Finding,
+    database_problem,
+    mcp_findings,
+    model_findings,
+    platform_findings,
+    port_problem,
+)
 
 
 def diagnose(bot: str | None) -> Iterator[Finding]:
@@ -22,6 +29,7 @@ def diagnose(bot: str | None) -> Iterator[Finding]:
     yield Finding("ok", f"data folder {settings.home}")
     yield from model_findings(profile, settings)
     yield from platform_findings(profile)
+    yield from mcp_findings(profile)
     bad_database = asyncio.run(database_problem(settings))
     yield Finding("fix", bad_database) if bad_database else Finding("ok", "database reachable")
     busy = port_problem(settings)  # the gateway itself may be the one listening there

@@ -47,6 +47,7 @@ def chat(bot: str | None = typer.Option(None, "--bot", help="Bot profile folder 
     """Chat with the agent in the terminal (streamed). Reads one message per line when piped; exits with
     status 1 when a turn failed, so a script notices."""
     from adapters.console import chat as console_chat
+    from adapters.console_approval import ConsoleAsker
     from hermes_gateway import preflight
     from hermes_gateway.cli.turns import FailedTurns
     from hermes_gateway.wiring import build_features, build_gateway, open_store
@@ -57,7 +58,12 @@ def chat(bot: str | None = typer.Option(None, "--bot", help="Bot profile folder 
         settings, [profile] = await preflight.check(load_settings(), [load_profile(bot)], serving=False)
         store = open_store(settings)
         await store.init()
-        gateway = build_gateway(settings, profile, store, features=[*build_features(settings, profile), failed])
+        # The chat waits for each answer before reading on, so an approval question may read the next line.
+        import getpass
+
+        asker = ConsoleAsker(sys.stdin, sys.stdout, operator_id=getpass.getuser())
+        features = [*build_features(settings, profile, asker=asker), failed]
+        gateway = build_gateway(settings, profile, store, features=features)
         try:
             await console_chat(gateway)
         finally:
@@ -113,10 +119,13 @@ def _mount(name: str, module: str, help_text: str) -> None:
 
 _mount("memory", "hermes_gateway.cli.memory", "Show, edit or export what the agent remembers about a person.")
 _mount("curator", "hermes_gateway.cli.curator", "Run the skill curator or read its report.")
+_mount("skills", "hermes_gateway.cli.skills", "Saved skills: uses, successes, last use, tool calls saved.")
 _mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code.")
 _mount("export", "hermes_gateway.cli.export", "Export conversations.")
 _mount("security", "hermes_gateway.cli.security", "Scan memory and skill files; approve content held for an admin.")
+_mount("mcp", "hermes_gateway.cli.mcp", "Start a bot profile's MCP servers and list their tools.")
 _mount("people", "hermes_gateway.cli.people", "List people with their platform accounts, or forget a person.")
+_mount("kanban", "hermes_gateway.cli.kanban", "Show the kanban board; move or retry a card.")
 
 
 def main() -> None:

@@ -98,13 +98,19 @@ async def main(turns: int) -> dict:
     }
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def turns_from_command_line(doc: str) -> int:
+    """`--turns N` (default 300); the fake LLM on loopback is never reached through a proxy."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--turns", type=int, default=300)
     args = parser.parse_args()
     for key in ("NO_PROXY", "no_proxy"):
         os.environ[key] = "127.0.0.1,localhost"
-    r = asyncio.run(main(args.turns))
+    return int(args.turns)
+
+
+if __name__ == "__main__":
+    turns = turns_from_command_line(__doc__)
+    r = asyncio.run(main(turns))
     print(f"engine time per turn over {r['turns']} turns (fake LLM time subtracted), SQLite:")
     print(f"  plain turn     p50 {r['plain_p50_ms']:6.2f} ms   p99 {r['plain_p99_ms']:6.2f} ms   (target p50 <= 8 ms)")
     print(f"  one-tool turn  p50 {r['tool_p50_ms']:6.2f} ms   p99 {r['tool_p99_ms']:6.2f} ms   (target p50 <= 15 ms)")

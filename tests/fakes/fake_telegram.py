@@ -108,6 +108,13 @@ class ChatMessage:
     history: list[tuple[float, str]] = field(default_factory=list)
     deleted: bool = False
     raw: dict[str, Any] | None = None
+    reply_markup: dict[str, Any] | None = None  # inline buttons, as sent or last edited
+
+    @property
+    def buttons(self) -> list[tuple[str, str]]:
+        """(label, callback data) of every inline button, in order."""
+        rows = (self.reply_markup or {}).get("inline_keyboard") or []
+        return [(b["text"], b.get("callback_data", "")) for row in rows for b in row]
 
     @property
     def edits(self) -> int:
@@ -211,6 +218,7 @@ class FakeTelegram(LoopbackServer):
         self.files: dict[str, tuple[str, FakeFile]] = {}  # file_id -> (file_path, file)
         self.downloads: list[str] = []  # file paths downloaded
         self.reject_markup = False
+        self.callback_answers: list[tuple[str, str]] = []  # (callback query id, text) of answerCallbackQuery
         self.outage_until = 0.0
         self.outage_hits = 0
         self.held_methods: set[str] = set()  # calls to these wait, unanswered and not applied, until `release`
@@ -553,6 +561,7 @@ class FakeTelegram(LoopbackServer):
         message = ChatMessage(message_id, True, shown, entities, params.get("parse_mode"),
                               int(reply_to) if reply_to else None, thread_id, self.bot.id,
                               [(time.monotonic(), shown)])
+        message.reply_markup = _markup(params)
         chat.messages.append(message)
         return self._message_json(chat, message)
 
@@ -568,6 +577,7 @@ class FakeTelegram(LoopbackServer):
             raise _bad_request("message is not modified: specified new message content and reply markup are "
                                "exactly the same as a current content and reply markup of the message")
         message.text, message.entities, message.parse_mode = shown, entities, params.get("parse_mode")
+        message.reply_markup = _markup(params)
         message.history.append((time.monotonic(), shown))
         return self._message_json(chat, message)
 
@@ -636,7 +646,23 @@ class FakeTelegram(LoopbackServer):
             data["edit_date"] = int(time.time())
         if message.thread_id is not None:
             data["message_thread_id"] = message.thread_id
+        if message.reply_markup:
+            data["reply_markup"] = message.reply_markup
         return data
+
+    # -- inline buttons ------------------------------------------------------------------------------
+    def press(self, chat_id: int, user: FakeUser, message_id: int, data: str) -> dict[str, Any]:
+        """`user` presses the inline button carrying `data` under the bot's message: a callback query."""
+        chat = self.chat(chat_id)
+        message = chat.message(message_id)
+        assert message is not None and data in [d for _, d in message.buttons], "no such button"
+        query = {"id": str(next(self._update_ids)), "from": user.to_dict(), "chat_instance": str(chat_id),
+                 "message": self._message_json(chat, message), "data": data}
+        return self.push_update({"callback_query": query})
+
+    async def _m_answerCallbackQuery(self, params: dict[str, Any]) -> bool:
+        self.callback_answers.append((str(params["callback_query_id"]), str(params.get("text") or "")))
+        return True
 
     # -- webhook delivery (Telegram pushes updates to the bot) --------------------------------------
     def _ensure_webhook_pusher(self) -> None:
@@ -662,6 +688,11 @@ class FakeTelegram(LoopbackServer):
 
 
 # -- helpers -------------------------------------------------------------------------------------------
+
+def _markup(params: dict[str, Any]) -> dict[str, Any] | None:
+    markup = params.get("reply_markup")
+    return json.loads(markup) if isinstance(markup, str) else markup
+
 
 def _entities_for(text: str) -> list[dict[str, Any]]:
     """The entities Telegram computes itself for plain text: a leading bot command and @mentions."""

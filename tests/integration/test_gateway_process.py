@@ -13,6 +13,7 @@ import aiohttp
 from engine_harness import fake_llm_environment
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +24,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-async def test_run_serves_a_telegram_dm_answers_health_and_stops_cleanly(fake_llm, tmp_path):
+async def answered_turns(http: aiohttp.ClientSession, port: int) -> list[tuple[str, float]]:
+    """(platform, count) of answered turns at /metrics, once there are any: a reply shows a moment before
+    its turn is complete."""
+    for _ in range(400):
+        async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
+            assert response.status == 200
+            text = await response.text()
+        answered = [(s.labels["platform"], s.value) for family in text_string_to_metric_families(text)
+                    for s in family.samples if s.name == "hermes_turns_total" and s.labels["outcome"] == "answered"]
+        if answered:
+            return answered
+        await asyncio.sleep(0.025)
+    return []
+
+
+async def test_run_serves_a_telegram_dm_answers_health_and_metrics_and_stops_cleanly(fake_llm, tmp_path):
     fake_llm.responder = lambda request: Reply(text="Hello from the gateway.")
     port = free_port()
     async with FakeTelegram() as telegram:
@@ -41,6 +57,7 @@ async def test_run_serves_a_telegram_dm_answers_health_and_stops_cleanly(fake_ll
             async with aiohttp.ClientSession(trust_env=False) as http:
                 async with http.get(f"http://127.0.0.1:{port}/health") as response:
                     assert response.status == 200 and (await response.json()) == {"status": "ok"}
+                assert await answered_turns(http, port) == [("telegram", 1.0)]
         finally:
             proc.send_signal(signal.SIGTERM)
             _, stderr = await asyncio.wait_for(proc.communicate(), 60)

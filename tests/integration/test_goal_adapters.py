@@ -53,7 +53,7 @@ async def _console(fake_llm, home: Path) -> asyncio.subprocess.Process:
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
 
-async def _read_until(proc: asyncio.subprocess.Process, lines: list[str], marker: str, timeout: float = 10) -> None:
+async def _read_until(proc: asyncio.subprocess.Process, lines: list[str], marker: str, timeout: float = 60) -> None:
     async def read() -> None:
         while not any(marker in line for line in lines):
             raw = await proc.stdout.readline()
@@ -77,7 +77,7 @@ async def test_terminal_chat_goal_runs_each_turn_and_reports_done(fake_llm, tmp_
         await _read_until(proc, lines, "Status: done")
         await _read_until(proc, lines, "2. done: the checklist is complete")
         proc.stdin.close()
-        rest, err = await asyncio.wait_for(proc.communicate(), 10)
+        rest, err = await asyncio.wait_for(proc.communicate(), 60)
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -100,7 +100,7 @@ async def test_terminal_chat_goal_runs_each_turn_and_reports_done(fake_llm, tmp_
 async def test_piped_terminal_chat_finishes_the_goal_before_exiting_at_end_of_input(fake_llm, tmp_path):
     fake_llm.responder, state = continue_then_done()
     proc = await _console(fake_llm, tmp_path)
-    out, err = await asyncio.wait_for(proc.communicate(f"/goal {GOAL}\n".encode()), 10)  # EOF right away
+    out, err = await asyncio.wait_for(proc.communicate(f"/goal {GOAL}\n".encode()), 60)  # EOF right away
     assert proc.returncode == 0, err.decode()
     assert out.decode().splitlines() == [
         f"🎯 Goal set: {GOAL}",

@@ -333,7 +333,14 @@ async def test_a_skill_that_would_exfiltrate_secrets_is_blocked_and_the_library_
     result = tool_results(fake_llm.requests[-1])[0]
     assert result.startswith("Error: Blocked by the security scan") and "Nothing was written" in result
     assert answer == "I could not save that skill: the security scan refused it."
-    assert library_files(e) == before  # no folder, no staging leftovers, usage untouched
+    after = library_files(e)
+    usage = json.loads(after.get(".usage.json", b'{"skills": {}}'))  # may note the learned skill's baseline
+
+    def skill_files(files: dict[str, bytes]) -> dict[str, bytes]:
+        return {k: v for k, v in files.items() if not k.startswith(".usage.json")}
+
+    assert skill_files(after) == skill_files(before)  # no folder, no staging leftovers
+    assert "deploy-helper" not in usage["skills"]  # no usage either
     assert not (skills_root(e) / "devops").exists()
     assert [s.name for s in await skills_feature(e).raw_library(BOT).list_skills()] == [NAME]
 

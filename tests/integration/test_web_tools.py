@@ -17,11 +17,13 @@ from engine_harness import make_profile
 from fakes.fake_llm import Reply
 from fakes.fake_search import FakeSearch
 from fakes.loopback import LoopbackServer
+from typer.testing import CliRunner
 
 from hermes_engine.config import Settings, WebSettings
-from hermes_engine.tools.untrusted import CLOSE, OPEN
+from hermes_engine.policy.untrusted import CLOSE, OPEN
 from hermes_engine.tools.web.addresses import IPAddress
 from hermes_engine.tools.web.feature import WebFeature
+from hermes_gateway.cli.main import app
 from hermes_gateway.wiring import build_features
 
 PAGE = """<!doctype html><html><head><title>Tide tables</title><style>body{color:red}</style>
@@ -119,8 +121,7 @@ async def test_the_model_reads_a_fetched_page_as_markdown_marked_untrusted(engin
     assert "# Harbour tides" in result and "**06:12**" in result and "- Spring tides" in result
     assert "[the next day](/next)" in result
     assert "stealCookies" not in result and "color:red" not in result
-    assert result.index(OPEN) < result.index("Harbour tides") < result.index(CLOSE)
-    assert f'source="http://tides.test:{site.port}/page"' in result
+    assert result.startswith(OPEN.format(source=f"http://tides.test:{site.port}/page")) and result.endswith(CLOSE)
     assert hosts.asked == ["tides.test"] and site.hits == {"/page": 1}
 
 
@@ -164,7 +165,7 @@ async def test_a_redirect_from_an_allowed_site_to_a_private_address_is_refused(e
 
 async def test_a_redirect_within_the_allowed_site_is_followed(engine, fake_llm, site, tmp_path):
     result = await fetch_once(engine, fake_llm, tmp_path, f"{site.url}/old", allow=["127.0.0.1/32"])
-    assert "# Harbour tides" in result and f'source="{site.url}/page"' in result
+    assert "# Harbour tides" in result and result.startswith(OPEN.format(source=f"{site.url}/page"))
     assert site.hits == {"/old": 1, "/page": 1}
 
 
@@ -217,7 +218,7 @@ async def test_web_search_results_reach_the_model_marked_untrusted(engine, fake_
     assert search.requests[0].authorization == "Bearer search-key"
     result = tool_result(fake_llm)
     assert "1. [Tide tables](https://tides.test/page)\n   High water at 06:12" in result
-    assert "No link" not in result and result.index(OPEN) < result.index("Tide tables") < result.index(CLOSE)
+    assert "No link" not in result and result.startswith(OPEN.format(source="web search: harbour tides"))
 
 
 async def test_a_failing_search_service_is_reported_to_the_model(engine, fake_llm, tmp_path, monkeypatch):
@@ -235,30 +236,42 @@ SKILL_WITH_INJECTION_EXAMPLE = (
     "## Pitfalls\n- None\n")
 
 
-async def test_a_skill_written_after_reading_a_page_is_scanned_strictly(engine, fake_llm, site, tmp_path):
-    profile = web_profile(allow=["127.0.0.1"])
-    e = await engine(profile=profile)
-    create = {"action": "create", "name": "tide-check", "content": SKILL_WITH_INJECTION_EXAMPLE}
-    fake_llm.script(Reply(tool_calls=[("skill_manage", create)]), Reply(text="held"),
-                    Reply(tool_calls=[("web_fetch", {"url": f"{site.url}/page"})]),
-                    Reply(tool_calls=[("skill_manage", create)]), Reply(text="blocked"))
+async def approve_held_skill(e: Any, fake_llm: Any, create: dict[str, Any]) -> None:
+    """A turn that reads nothing from outside tries the skill; an admin approves what held it."""
+    fake_llm.script(Reply(tool_calls=[("skill_manage", create)]), Reply(text="held"))
     await e.say("save the tide skill")
-    held = next(m["content"] for m in fake_llm.requests[1].messages if m["role"] == "tool")
-    assert "Held for an admin" in held  # in a turn that read nothing from outside, an admin may accept it
+    held = tool_result(fake_llm, len(fake_llm.requests) - 1)
+    assert "Held for an admin" in held
+    fingerprints = held.split("security approve ")[1].split("`")[0].split()
+    approved = CliRunner().invoke(app, ["security", "approve", *fingerprints, "--by", "admin:7"])
+    assert approved.exit_code == 0, approved.output
+
+
+def last_tool_result(fake_llm: Any) -> str:
+    return [m["content"] for m in fake_llm.requests[-1].messages if m["role"] == "tool"][-1]
+
+
+async def test_a_skill_written_after_reading_a_page_is_scanned_strictly(engine, fake_llm, site, tmp_path):
+    e = await engine(profile=web_profile(allow=["127.0.0.1"]))
+    create = {"action": "create", "name": "tide-check", "content": SKILL_WITH_INJECTION_EXAMPLE}
+    await approve_held_skill(e, fake_llm, create)
+    fake_llm.script(Reply(tool_calls=[("web_fetch", {"url": f"{site.url}/page"})]),
+                    Reply(tool_calls=[("skill_manage", create)]), Reply(text="blocked"))
     await e.say("read the page, then save the tide skill")
-    blocked = [m["content"] for m in fake_llm.requests[4].messages if m["role"] == "tool"][-1]
-    assert "Blocked because" in blocked and "Held for an admin" not in blocked
+    blocked = last_tool_result(fake_llm)
+    assert blocked.startswith("Error") and "Nothing was written" in blocked  # the approval does not count now
 
 
 async def test_a_page_read_by_a_sub_agent_makes_the_parent_turn_scan_strictly(engine, fake_llm, site, tmp_path):
     profile = make_profile(toolsets=["core", "skills", "web", "delegate"], web=WebSettings(allow=["127.0.0.1"]))
     e = await engine(profile=profile)
     create = {"action": "create", "name": "tide-check", "content": SKILL_WITH_INJECTION_EXAMPLE}
+    await approve_held_skill(e, fake_llm, create)
     fake_llm.script(Reply(tool_calls=[("delegate_task", {"goal": "read the tide page", "toolsets": ["web"]})]),
                     Reply(tool_calls=[("web_fetch", {"url": f"{site.url}/page"})]),
                     Reply(text="High water at 06:12."),
                     Reply(tool_calls=[("skill_manage", create)]), Reply(text="done"))
     await e.say("have a helper read the page, then save the tide skill")
     assert site.hits == {"/page": 1}
-    blocked = [m["content"] for m in fake_llm.requests[4].messages if m["role"] == "tool"][-1]
-    assert "Blocked because" in blocked and "Held for an admin" not in blocked
+    blocked = last_tool_result(fake_llm)
+    assert blocked.startswith("Error") and "Nothing was written" in blocked

@@ -13,6 +13,7 @@ import pytest
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Message, ToolCall
 from hermes_engine.ports.feature import TurnOutcome
+from hermes_engine.ports.metrics import NO_METRICS
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.feature import SkillsFeature
@@ -169,7 +170,7 @@ async def test_start_schedules_the_curator_under_a_lease(tmp_path):
     fixed = datetime(2025, 1, 1, tzinfo=UTC)
     feature = SkillsFeature(tmp_path / "skills", bot="helper", curator_interval_seconds=3600, llm_pass=False,
                             clock=lambda: fixed)
-    await feature.start(SimpleNamespace(store=Store()))
+    await feature.start(SimpleNamespace(store=Store(), metrics=NO_METRICS))
     try:
         job = feature.scheduler.jobs["skills-curator:helper"]
         assert job.interval == 3600 and job.lease

@@ -159,6 +159,29 @@ async def test_sqlite_file_gets_its_directory_wal_foreign_keys_and_busy_timeout(
             assert (await conn.exec_driver_sql("PRAGMA busy_timeout")).scalar() >= 1000
 
 
+@pytest.mark.postgres
+@pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)")
+async def test_a_postgres_url_with_libpq_options_keeps_the_tables_in_that_schema() -> None:
+    assert PG_URL
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    await _execute_on_postgres(f"CREATE SCHEMA {schema}")
+    try:
+        store = SqlStore(f"{PG_URL}?options=-c%20search_path%3D{schema}")
+        await store.init()
+        await store.close()
+        engine = make_engine(PG_URL, poolclass=NullPool)
+        try:
+            async with engine.connect() as conn:
+                tables = set((await conn.execute(sa.text(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = :s"),
+                    {"s": schema})).scalars())
+        finally:
+            await engine.dispose()
+        assert {"sessions", "kanban_cards", "alembic_version"} <= tables
+    finally:
+        await _execute_on_postgres(f"DROP SCHEMA {schema} CASCADE")
+
+
 async def test_in_memory_sqlite_works_for_quick_use() -> None:
     async with SqlStore("sqlite://") as s:
         session = await s.active_session("k", "bot")

@@ -1,8 +1,8 @@
 """The `web` toolset: `web_fetch` (a page as Markdown) and `web_search` (when a provider is configured).
 
-What they return comes from outside, so it reaches the model fenced by `mark_untrusted`, which also makes
-the turn's memory and skill writes scan strictly. A long page is returned in parts of `max_chars`; the note
-at the end of each part names the `offset` of the next.
+What they return comes from outside, so it reaches the model marked by `policy.untrusted.mark`, and the
+turn's memory and skill writes scan strictly (`ToolContext.untrusted`). A long page is returned in parts of
+`max_chars`; the note at the end of each part names the `offset` of the next.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import httpcore2
 
+from hermes_engine.policy.untrusted import mark
 from hermes_engine.tools.registry import ToolContext, ToolResult, tool
-from hermes_engine.tools.untrusted import mark_untrusted
 from hermes_engine.tools.web.addresses import Refused
 from hermes_engine.tools.web.convert import NotReadable, readable
 from hermes_engine.tools.web.fetch import Fetcher
@@ -80,7 +80,8 @@ async def web_fetch(url: str, ctx: ToolContext, offset: int = 0) -> ToolResult:
     if fetched.truncated:
         note += (f"\n[the page is larger than {limits.max_bytes:,} bytes; only its first "
                  f"{limits.max_bytes:,} bytes were read]")
-    return ToolResult(mark_untrusted(f"{part}\n{note}".rstrip(), source=fetched.url, ctx=ctx))
+    ctx.untrusted = True  # the model reads it next: this turn's writes to memory and skills scan strictly
+    return ToolResult(mark(f"{part}\n{note}".rstrip(), fetched.url))
 
 
 @tool(toolset="web", time_limit=TOOL_TIME_LIMIT)
@@ -104,7 +105,8 @@ async def web_search(query: str, ctx: ToolContext, limit: int = 5) -> ToolResult
     if not hits:
         return ToolResult(f"No results for {query!r}.")
     lines = [f"{i}. [{h.title}]({h.url})\n   {h.snippet}".rstrip() for i, h in enumerate(hits, 1)]
-    return ToolResult(mark_untrusted("\n".join(lines), source=f"web search: {query}", ctx=ctx))
+    ctx.untrusted = True
+    return ToolResult(mark("\n".join(lines), f"web search: {query}"))
 
 
 __all__ = ["WebAccess", "web_fetch", "web_search"]

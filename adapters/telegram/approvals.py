@@ -1,0 +1,77 @@
+"""Approval requests as a Telegram message with inline buttons (approve once, for this session, deny).
+
+A press arrives as a callback query; its data names the request and the choice, and the engine decides
+whether the person who pressed may answer (a stranger's press is acknowledged and changes nothing). When
+the request ends, the message is edited to say how, and its buttons go away.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.telegram.botapi import TelegramCallError, call_api
+from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision
+
+log = logging.getLogger(__package__)
+PREFIX = "approve:"
+_BUTTONS = (("Approve once", Decision.ONCE), ("For this session", Decision.SESSION), ("Deny", Decision.DENY))
+
+
+@dataclass
+class _Shown:
+    answers: ApprovalAnswers
+    chat_id: int
+    message_id: int
+
+
+class TelegramApprovals:
+    """The `ApprovalAsker` of one Telegram bot."""
+
+    def __init__(self, bot: Any) -> None:
+        self.bot = bot
+        self._shown: dict[str, _Shown] = {}
+
+    async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
+        from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+        keyboard = InlineKeyboardMarkup([[InlineKeyboardButton(label, callback_data=f"{PREFIX}{request.id}:{choice}")
+                                          for label, choice in _BUTTONS]])
+        kwargs: dict[str, Any] = {"chat_id": int(request.target.chat_id), "reply_markup": keyboard}
+        if request.target.thread_id:
+            kwargs["message_thread_id"] = int(request.target.thread_id)
+        try:
+            message = await call_api(self.bot.send_message(text=_question(request), **kwargs))
+        except TelegramCallError as exc:
+            answers.deny(request.id, f"the question could not be shown in Telegram ({exc})")
+            return
+        self._shown[request.id] = _Shown(answers, int(request.target.chat_id), int(message.message_id))
+
+    async def settled(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
+        shown = self._shown.pop(request.id, None)
+        if shown is None:
+            return
+        try:
+            await call_api(self.bot.edit_message_text(text=f"{_question(request)}\n\n→ {note}", chat_id=shown.chat_id,
+                                                      message_id=shown.message_id, reply_markup=None))
+        except TelegramCallError as exc:
+            log.warning("could not update the approval message in chat %s: %s", shown.chat_id, exc)
+
+    async def on_press(self, query: Any) -> None:
+        """A callback query: hand the choice to the engine, then acknowledge the press."""
+        data = str(query.data or "")
+        request_id, _, choice = data.removeprefix(PREFIX).partition(":")
+        shown = self._shown.get(request_id) if data.startswith(PREFIX) else None
+        taken = False
+        if shown is not None and choice in set(Decision):
+            taken = shown.answers.answer(request_id, str(query.from_user.id), Decision(choice))
+        reply = "Done." if taken else ("Only an approver can answer this." if shown else "This request has ended.")
+        try:
+            await call_api(query.answer(text=reply))
+        except TelegramCallError as exc:
+            log.warning("could not answer a Telegram button press: %s", exc)
+
+
+def _question(request: ApprovalRequest) -> str:
+    return f"Run this command? ({request.risk}: {request.reason})\n\n{request.command[:3000]}"

@@ -1,0 +1,186 @@
+"""The kanban feature: the `/kanban` command, the `kanban` tool, and this gateway's dispatcher.
+
+The `kanban` tool lets the agent split a task into cards with dependencies and return at once; the cards
+remember the conversation they came from, and the dispatcher posts there as each one finishes or blocks. A
+conversation that is gone (its platform is not attached, the chat was deleted) costs only the message: the
+card still finishes and stays on the board.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from hermes_engine.config import KanbanSettings
+from hermes_engine.core.scheduler import default_holder
+from hermes_engine.kanban.attempt import AttemptRunner
+from hermes_engine.kanban.board import parse_card_id, parse_status, render_board, render_card
+from hermes_engine.kanban.dispatcher import Dispatcher
+from hermes_engine.kanban.triage import Triage
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.storage import CardRecord, CardSpec
+from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
+
+if TYPE_CHECKING:
+    from hermes_engine.ports.host import Host
+
+log = logging.getLogger(__name__)
+
+TOOLSET = "kanban"
+SERVICE = "kanban"
+USAGE = ("Usage: /kanban [list] | add <title>[: <details>] | show <#id> | move <#id> <status> | "
+         "block <#id> <reason> | cancel <#id>")
+
+
+@tool(toolset=TOOLSET)
+async def kanban(tasks: list[str], dependencies: list[str] | None = None, goal_mode: bool = False, *,
+                 ctx: ToolContext) -> ToolResult:
+    """Put work on the kanban board: each task becomes a card that workers take on in parallel, and this
+    conversation is told as each finishes. Returns at once; do not wait for the results.
+
+    Args:
+        tasks: one self-contained task per card ("title: details")
+        dependencies: "2:1" means task 2 starts after task 1 is done (numbers are positions in tasks, from 1)
+        goal_mode: judge each card like a /goal and keep working until it is done
+    """
+    feature: KanbanFeature | None = ctx.services.get(SERVICE)
+    if feature is None:
+        return ToolResult("Error: the kanban board is not available here.", is_error=True)
+    try:
+        cards = await feature.add_tasks(tasks, dependencies or [], goal_mode=goal_mode, ctx=ctx)
+    except ValueError as exc:
+        return ToolResult(f"Error: {exc}", is_error=True)
+    listing = ", ".join(f"#{c.id} {c.title}" for c in cards)
+    return ToolResult(f"Created {len(cards)} card(s): {listing}. They run in the background; this "
+                      "conversation is told as each finishes.")
+
+
+def _spec_text(text: str) -> tuple[str, str]:
+    title, _, body = text.partition(":")
+    return (title.strip(), body.strip()) if body.strip() else (text.strip(), "")
+
+
+class KanbanFeature(Feature):
+    name = "kanban"
+
+    def __init__(self, settings: KanbanSettings | None = None) -> None:
+        self.settings = settings or KanbanSettings()
+        self.host: Host | None = None
+        self.dispatcher: Dispatcher | None = None
+
+    def tools(self) -> list[Tool]:
+        return [kanban]
+
+    def services(self) -> dict[str, Any]:
+        return {SERVICE: self}
+
+    def register_commands(self, registry: CommandRegistry) -> None:
+        registry.command("kanban", "the task board: /kanban [list|add|show|move|block|cancel]",
+                         immediate=True)(self._command)
+
+    async def start(self, host: Host) -> None:
+        self.host = host
+        if not self.settings.enabled:
+            return
+        runner = AttemptRunner(host, self.settings)
+        triage = Triage(host, self.settings)
+        self.dispatcher = Dispatcher(host.store, host.bot, self.settings, runner.run, holder=default_holder(),
+                                     on_card=self._post, decompose=triage.decompose)
+        self.dispatcher.start()
+
+    async def stop(self) -> None:
+        if self.dispatcher is not None:
+            await self.dispatcher.stop()
+
+    def _poke(self) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.poke()
+
+    # ------------------------------------------------------------------ adding work
+
+    async def add_tasks(self, tasks: list[str], dependencies: list[str], *, goal_mode: bool,
+                        ctx: ToolContext) -> list[CardRecord]:
+        assert self.host is not None
+        if not tasks:
+            raise ValueError("give at least one task")
+        deps: dict[int, list[str]] = {}
+        for entry in dependencies:
+            later, sep, earlier = entry.partition(":")
+            if not sep or not later.strip().isdigit() or not earlier.strip().isdigit():
+                raise ValueError(f"dependency {entry!r} should look like \"2:1\" (task 2 after task 1)")
+            a, b = int(later), int(earlier)
+            if not (1 <= a <= len(tasks) and 1 <= b <= len(tasks)):
+                raise ValueError(f"dependency {entry!r} names a task that does not exist")
+            deps.setdefault(a, []).append(str(b))
+        session = self.host.session(ctx.session_key)
+        origin = {"reply": replace(session.target, reply_to_id=None).to_dict()} if session else {}
+        specs = []
+        for i, text in enumerate(tasks, start=1):
+            title, body = _spec_text(text)
+            specs.append(CardSpec(title=title, body=body, profile=self.host.bot, key=str(i),
+                                  depends_on=tuple(deps.get(i, [])), goal_mode=goal_mode, origin=origin))
+        cards = await self.host.store.create_cards(specs, actor=f"agent:{ctx.session_key}")
+        self._poke()
+        return cards
+
+    # ------------------------------------------------------------------ telling the conversation
+
+    async def _post(self, card: CardRecord) -> None:
+        host = self.host
+        reply = card.origin.get("reply")
+        if host is None or not reply or card.status not in ("done", "blocked"):
+            return
+        if card.status == "done":
+            text = f"✅ Card #{card.id} done: {card.title}\n{(card.result or '').strip()[:1500]}".rstrip()
+        else:
+            text = f"⛔ Card #{card.id} blocked: {card.title}\n{card.reason or ''}".rstrip()
+        key = f"kanban-{card.id}-{card.attempts}-{card.status}"
+        if not await host.notify(ReplyTarget.from_dict(reply), text, idempotency_key=key):
+            log.info("kanban: card %s finished; its conversation (%s) is not reachable", card.id,
+                     reply.get("platform"))
+
+    # ------------------------------------------------------------------ /kanban
+
+    async def _command(self, ctx: CommandContext) -> str | None:
+        store = ctx.host.store
+        word, _, rest = ctx.args.strip().partition(" ")
+        sub, rest = word.lower(), rest.strip()
+        actor = f"{ctx.message.platform}:{ctx.message.user_id}"
+        try:
+            if sub in ("", "list", "board"):
+                return render_board(await store.list_cards(profile=ctx.host.bot))
+            if sub == "add":
+                if not rest:
+                    return "Usage: /kanban add <title>[: <details>]"
+                title, body = _spec_text(rest)
+                origin = {"reply": replace(ctx.message.reply_target(), reply_to_id=None).to_dict()}
+                [card] = await store.create_cards([CardSpec(title=title, body=body, profile=ctx.host.bot,
+                                                            origin=origin)], actor=actor)
+                self._poke()
+                return f"Added card #{card.id}: {card.title}"
+            if sub == "show":
+                shown = await store.get_card(parse_card_id(rest))
+                if shown is None:
+                    return f"No card {rest}."
+                return render_card(shown, await store.card_events(shown.id))
+            if sub in ("move", "block", "cancel"):
+                target, _, tail = rest.partition(" ")
+                card_id = parse_card_id(target)
+                if sub == "move":
+                    status, _, reason = tail.strip().partition(" ")
+                    moved = await store.move_card(card_id, parse_status(status),  # type: ignore[arg-type]
+                                                  actor=actor, reason=reason)
+                elif sub == "block":
+                    moved = await store.move_card(card_id, "blocked", actor=actor, reason=tail.strip() or "blocked")
+                else:
+                    moved = await store.move_card(card_id, "archived", actor=actor, reason=tail.strip() or "cancelled")
+                if moved is None:
+                    return f"No card {target}."
+                self._poke()
+                return f"Card #{moved.id} is now {moved.status}."
+        except ValueError as exc:
+            return f"{exc}\n{USAGE}"
+        return USAGE

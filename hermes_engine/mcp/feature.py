@@ -1,0 +1,181 @@
+"""MCP servers' tools as the agent's tools, one feature per bot.
+
+The servers start with the gateway (not per turn) and their tools join the bot's registry once, when
+they first answer: the list is frozen from then on, so a session's tool list (and the provider's prompt
+cache) does not change under it; a server's `tools/list_changed` applies after the gateway restarts.
+
+Schemas are paid for on every request. Tools are listed in full, in a fixed order, until their schemas
+would pass the profile's `mcp_schema_budget` (tokens); the rest are named in one line each inside
+`mcp_call`'s description, and the model asks `mcp_describe` for a schema, which arrives as a tool result:
+the request's tool list never changes.
+
+Every result is marked as untrusted data; a failure of any kind reaches the model as a tool error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from hermes_engine.mcp.names import tool_names
+from hermes_engine.mcp.remote import McpServers, RemoteResult, RemoteTool, ServerUnavailable
+from hermes_engine.mcp.results import ResultPages, render
+from hermes_engine.mcp.settings import McpServerSettings
+from hermes_engine.policy import untrusted
+from hermes_engine.ports.feature import Feature
+from hermes_engine.tools.registry import Tool, ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from hermes_engine.ports.host import Host
+
+log = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4  # schema text is dense JSON; a rough and slightly generous estimate
+CONTEXT_PARAM = "_hermes_ctx"  # never a JSON-schema property a server declares (leading underscore + prefix)
+TIME_SLACK = 5.0  # the registry's limit stays above the server's own timeout, which reports more clearly
+COMPACT_TOOLSET = "mcp"
+
+
+def schema_tokens(name: str, description: str, parameters: dict[str, Any]) -> int:
+    return (len(name) + len(description) + len(json.dumps(parameters, separators=(",", ":")))) // CHARS_PER_TOKEN
+
+
+def _short(description: str, limit: int = 80) -> str:
+    line = description.strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class McpFeature(Feature):
+    name = "mcp"
+
+    def __init__(self, servers: McpServers, settings: dict[str, McpServerSettings], budget: int) -> None:
+        self.servers, self.settings, self.budget = servers, settings, budget
+        self.pages = ResultPages()
+        self.listed: dict[str, RemoteTool] = {}  # model-facing name → remote tool, full or compact
+        self.compact: dict[str, RemoteTool] = {}
+
+    async def start(self, host: Host) -> None:
+        await self.servers.start()
+        for t in self.build_tools({t.name for t in host.tools}):
+            host.tools.register(t)
+
+    async def stop(self) -> None:
+        await self.servers.stop()
+
+    def not_ready(self) -> list[str]:
+        return self.servers.not_ready()
+
+    # ----------------------------------------------------------------- the tool list
+
+    def _wanted(self, remote: RemoteTool) -> bool:
+        rules = self.settings.get(remote.server)
+        if rules is None:
+            return False
+        if rules.include and remote.name not in rules.include:
+            return False
+        return remote.name not in rules.exclude
+
+    def build_tools(self, taken: set[str]) -> list[Tool]:
+        """The tools for the servers that have started: full ones within the budget, then the generic pair."""
+        remotes = sorted((r for r in self.servers.tools() if self._wanted(r)), key=lambda r: (r.server, r.name))
+        reserved = {"mcp_call", "mcp_describe", "mcp_result_page"}
+        names = tool_names([(r.server, r.name) for r in remotes], taken | reserved)
+        tools: list[Tool] = []
+        spent = 0
+        for remote in remotes:
+            name = names[(remote.server, remote.name)]
+            self.listed[name] = remote
+            cost = schema_tokens(name, remote.description, remote.input_schema)
+            if not self.compact and spent + cost <= self.budget:
+                spent += cost
+                tools.append(self._full_tool(name, remote))
+            else:
+                self.compact[name] = remote
+        if self.compact:
+            tools += [self._call_tool(), self._describe_tool()]
+        if remotes:
+            tools.append(self._page_tool())
+        return tools
+
+    def _full_tool(self, name: str, remote: RemoteTool) -> Tool:
+        async def run(**arguments: Any) -> ToolResult:
+            ctx = arguments.pop(CONTEXT_PARAM)
+            return await self.call(remote, arguments, ctx)
+
+        parameters = remote.input_schema or {"type": "object", "properties": {}}
+        return Tool(name, remote.description or f"{remote.name} (MCP server {remote.server})", parameters, run,
+                    f"mcp:{remote.server}", CONTEXT_PARAM, self._limit(remote.server))
+
+    def _call_tool(self) -> Tool:
+        listing = "\n".join(f"- {name}: {_short(r.description)}" for name, r in sorted(self.compact.items()))
+
+        async def run(tool: str, arguments: dict[str, Any] | None = None, **rest: Any) -> ToolResult:
+            remote = self.compact.get(tool) or self.listed.get(tool)
+            if remote is None:
+                return ToolResult(f"Error: no MCP tool {tool!r}; the tools are:\n{listing}", is_error=True)
+            return await self.call(remote, arguments or {}, rest[CONTEXT_PARAM])
+
+        description = ("Call one of these MCP tools (ask mcp_describe for its arguments first):\n" + listing)
+        parameters = {"type": "object", "properties": {
+            "tool": {"type": "string", "description": "a name from the list"},
+            "arguments": {"type": "object", "description": "as mcp_describe says"}}, "required": ["tool"]}
+        limit = max((self._limit(r.server) for r in self.compact.values()), default=60.0)
+        return Tool("mcp_call", description, parameters, run, COMPACT_TOOLSET, CONTEXT_PARAM, limit)
+
+    def _describe_tool(self) -> Tool:
+        def run(tool: str) -> str:
+            remote = self.listed.get(tool)
+            if remote is None:
+                return f"Error: no MCP tool {tool!r}; see the list in mcp_call."
+            return json.dumps({"tool": tool, "description": remote.description,
+                               "arguments": remote.input_schema}, ensure_ascii=False)
+
+        parameters = {"type": "object", "properties": {"tool": {"type": "string"}}, "required": ["tool"]}
+        return Tool("mcp_describe", "The description and argument schema of an MCP tool listed in mcp_call.",
+                    parameters, run, COMPACT_TOOLSET)
+
+    def _page_tool(self) -> Tool:
+        def run(ref: str, offset: int) -> str:
+            return self.pages.page(ref, offset, 20_000)
+
+        parameters = {"type": "object", "properties": {"ref": {"type": "string"}, "offset": {"type": "integer"}},
+                      "required": ["ref", "offset"]}
+        return Tool("mcp_result_page", "Read on in an MCP tool result that was cut.", parameters, run,
+                    COMPACT_TOOLSET)
+
+    def _limit(self, server: str) -> float:
+        return self.settings[server].timeout + TIME_SLACK
+
+    # ----------------------------------------------------------------- calls
+
+    def refusal(self, server: str, ctx: ToolContext) -> str | None:
+        access = self.settings[server].access
+        if ctx.in_review:
+            return f"Error: the tools of {server} are not used in the background review (they may act on the world)."
+        if access.chats == "dm" and ctx.chat_kind != "dm":
+            return f"Error: the tools of {server} may be used in direct messages only."
+        if access.people == "admins" and not ctx.is_admin:
+            return f"Error: the tools of {server} may be used by the bot's admins only."
+        return None
+
+    async def call(self, remote: RemoteTool, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        refused = self.refusal(remote.server, ctx)
+        if refused:
+            return ToolResult(refused, is_error=True)
+        rules = self.settings[remote.server]
+        source = f"MCP server {remote.server}, tool {remote.name}"
+        try:
+            result = await self.servers.call(remote.server, remote.name, arguments, rules.timeout)
+        except ServerUnavailable as exc:
+            return ToolResult(f"Error: {source} is not available ({exc}); try again later.", is_error=True)
+        except TimeoutError:
+            return ToolResult(f"Error: {source} did not answer within {rules.timeout:g} s.", is_error=True)
+        except Exception as exc:  # whatever the transport or the server raised; the turn goes on
+            return ToolResult(f"Error: {source} failed: {type(exc).__name__}: {exc}", is_error=True)
+        ctx.untrusted = True  # the model reads it next: this turn's writes to memory and skills scan strictly
+        return self.as_tool_result(result, source, rules.max_result_chars)
+
+    def as_tool_result(self, result: RemoteResult, source: str, limit: int) -> ToolResult:
+        text = self.pages.cut(render(result), limit)
+        return ToolResult(untrusted.mark(text, source), is_error=result.is_error)

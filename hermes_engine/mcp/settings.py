@@ -1,0 +1,94 @@
+"""How a bot profile declares MCP servers (`mcp_servers:`), checked when the profile loads.
+
+Secrets never live in the profile: a value in `env` or `headers` may hold `${NAME}` references, filled
+from the gateway's environment when the server starts (a reference to an unset variable is a config
+error naming it). A stdio server gets those and the SDK's short list of safe variables (PATH, HOME, ...),
+never the rest of the gateway's environment (its API keys).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from hermes_engine.errors import ConfigError
+
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+
+class McpAccess(BaseModel):
+    """Who may call a server's tools: everyone the bot serves or only its admins; in DMs or also groups."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    people: Literal["everyone", "admins"] = "everyone"
+    chats: Literal["dm", "all"] = "all"
+
+
+class McpServerSettings(BaseModel):
+    """One server: `command` (stdio, with args/env/cwd) or `url` (Streamable HTTP, with headers)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    include: list[str] = Field(default_factory=list)  # only these tools (server's names); empty: all
+    exclude: list[str] = Field(default_factory=list)
+    timeout: float = Field(60.0, gt=0)  # seconds per call
+    start_timeout: float = Field(30.0, gt=0)  # seconds to start and list tools
+    max_result_chars: int = Field(20_000, ge=1000)
+    access: McpAccess = Field(default_factory=McpAccess)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either command (stdio) or url (Streamable HTTP)")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError("url must start with http:// or https://")
+        return self
+
+    @field_validator("env", "headers")
+    @classmethod
+    def _string_values(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, text in value.items():
+            if "$" in text.replace("${", "") or text.count("${") != len(_REFERENCE.findall(text)):
+                raise ValueError(f"{key}: write environment references as ${{NAME}}")
+        return value
+
+    def missing_variables(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        environ = os.environ if environ is None else environ
+        texts = [*self.env.values(), *self.headers.values()]
+        return sorted({name for text in texts for name in _REFERENCE.findall(text) if name not in environ})
+
+    def resolved_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {k: resolve(v, environ) for k, v in self.env.items()}
+
+    def resolved_headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {k: resolve(v, environ) for k, v in self.headers.items()}
+
+
+def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:
+    environ = os.environ if environ is None else environ
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in environ:
+            raise ConfigError(f"Environment variable {name} is not set (an MCP server setting refers to it).")
+        return environ[name]
+
+    return _REFERENCE.sub(fill, text)
+
+
+def check_server_names(servers: Mapping[str, McpServerSettings]) -> None:
+    for name in servers:
+        if not SERVER_NAME.match(name):
+            raise ValueError(f"MCP server name {name!r} must be 1-32 letters, digits, _ or -")

@@ -1,0 +1,111 @@
+"""Daily usage limits: turns and tokens per person and for the whole bot, per UTC day.
+
+The counts live in the store (`UsageLedger`), so every replica and every restart counts against the same
+limit. A turn is counted when it is let through, its tokens when it ends; a person whose limit is reached
+is told when it resets and no model is called. Admins are never refused (their use is still counted).
+Limits are checked before a turn, so the turn that crosses a token limit finishes; the next one is refused.
+A person's limits are checked and the turn counted in one statement (replicas cannot both let the last
+turn through); the bot's totals are read first, so turns starting at the same moment may pass them by a few.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, date, datetime, time, timedelta
+
+from hermes_engine.config import UsageLimitSettings
+from hermes_engine.ports.feature import Feature, TurnOutcome
+from hermes_engine.ports.host import Host
+from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.session import SessionScope
+
+Clock = Callable[[], datetime]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UsageLimits(Feature):
+    name = "usage-limits"
+
+    def __init__(self, settings: UsageLimitSettings, *, clock: Clock = _utcnow) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.host: Host | None = None
+
+    async def start(self, host: Host) -> None:
+        self.host = host
+
+    async def accept_turn(self, message: InboundMessage, purpose: str) -> bool:
+        """A person's turn under every limit is counted and goes on; over one, they hear when it resets."""
+        if not self.settings.enabled or purpose != "turn" or message.synthetic or self.host is None:
+            return True
+        host, s, day = self.host, self.settings, self.clock().date()
+        person = await host.person_of(message.platform, message.account, message.user_id, message.user_name)
+        if host.is_admin(message):
+            await host.store.add_usage(host.bot, person, day, turns=1)
+            return True
+        refused = await self._bot_limit(day)
+        if refused is None and not await host.store.count_turn(host.bot, person, day, max_turns=s.turns_per_day,
+                                                               max_tokens=s.tokens_per_day):
+            refused = await self._person_limit(person, day)
+        if refused is None:
+            return True
+        limit, text = refused
+        host.metrics.limit_reached(host.bot, limit)
+        await host.notify(message.reply_target(), f"{text} {self._resets()}",
+                          idempotency_key=f"{message.event_id}:limit")
+        return False
+
+    async def on_turn_end(self, outcome: TurnOutcome) -> None:
+        if not self.settings.enabled or outcome.person_id is None or self.host is None:
+            return
+        usage = outcome.usage
+        tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens
+        if tokens:  # off the session's lane: the next turn need not wait for this write
+            self.host.spawn(self.host.store.add_usage(self.host.bot, outcome.person_id, self.clock().date(),
+                                                      tokens=tokens), "usage-tokens")
+
+    async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
+        if not self.settings.enabled or person_id is None or self.host is None:
+            return []
+        mine = await self.host.store.usage_of(self.host.bot, person_id, self.clock().date())
+        parts = [_of(mine.turns, self.settings.turns_per_day, "turns"),
+                 _of(mine.tokens, self.settings.tokens_per_day, "tokens")]
+        return [f"Today: {', '.join(parts)}. {self._resets()}"]
+
+    async def _bot_limit(self, day: date) -> tuple[str, str] | None:
+        """The bot's total limit reached, as (metric label, sentence), or None."""
+        s, host = self.settings, self.host
+        if (s.total_turns_per_day is None and s.total_tokens_per_day is None) or host is None:
+            return None
+        total = await host.store.usage_total(host.bot, day)
+        if s.total_turns_per_day is not None and total.turns >= s.total_turns_per_day:
+            return "bot_turns", "I have answered as many messages as I may today."
+        if s.total_tokens_per_day is not None and total.tokens >= s.total_tokens_per_day:
+            return "bot_tokens", "I have used all the tokens I may use today."
+        return None
+
+    async def _person_limit(self, person: int, day: date) -> tuple[str, str]:
+        """Which of the person's limits refused the turn, as (metric label, sentence)."""
+        s, host = self.settings, self.host
+        assert host is not None
+        mine = await host.store.usage_of(host.bot, person, day)
+        if s.turns_per_day is not None and mine.turns >= s.turns_per_day:
+            return "person_turns", f"You have reached your daily limit of {_count(s.turns_per_day, 'turn')}."
+        return "person_tokens", f"You have reached your daily limit of {_count(s.tokens_per_day or 0, 'token')}."
+
+    def _resets(self) -> str:
+        now = self.clock()
+        midnight = datetime.combine(now.date() + timedelta(days=1), time(0), tzinfo=UTC)
+        hours, rest = divmod(int((midnight - now).total_seconds()), 3600)
+        return f"It resets at midnight UTC (in {hours} h {rest // 60} min)."
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _of(used: int, limit: int | None, what: str) -> str:
+    return f"{used} of {limit} {what}" if limit is not None else f"{used} {what} (no limit)"

@@ -1,0 +1,57 @@
+"""Asking a person to approve what the agent is about to do (a dangerous terminal command).
+
+The engine keeps the pending request and decides who may answer; an `ApprovalAsker` only shows the
+question where approvers can see it (a console prompt, chat buttons) and reports each answer back through
+`ApprovalAnswers.answer`, with the id of whoever gave it. A press by someone not allowed changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol
+
+from hermes_engine.ports.inbound import ReplyTarget
+
+
+class Decision(StrEnum):
+    ONCE = "once"  # this command, this time
+    SESSION = "session"  # this class of command, for the rest of the session
+    DENY = "deny"
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    id: str
+    bot: str
+    session_key: str
+    target: ReplyTarget  # the conversation the command was asked in
+    command: str
+    risk: str  # the class that needs approval ("dangerous", "writes", ...)
+    reason: str  # why, in a few words (a rule that matched)
+    expires_at: datetime
+
+
+class ApprovalAnswers(Protocol):
+    """The engine side: where an asker reports answers."""
+
+    def answer(self, request_id: str, user_id: str, decision: Decision) -> bool:
+        """True when the answer was taken (a pending request, an allowed person)."""
+        ...
+
+    def deny(self, request_id: str, note: str) -> None:
+        """The request cannot be shown (`note` says why): it ends denied."""
+        ...
+
+
+class ApprovalAsker(Protocol):
+    """The adapter side: shows a request to the people who may approve it."""
+
+    async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
+        """Show the question and return; answers arrive later through `answers`."""
+        ...
+
+    async def settled(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
+        """The request ended (answered, expired, superseded): update or remove the question."""
+        ...

@@ -1,0 +1,119 @@
+"""The engine side of approvals: pending requests, who may answer, expiry and supersession.
+
+A turn that needs approval waits on its own future (other sessions go on). It ends denied when the time
+runs out, when a new message arrives in the same conversation (the person moved on), or when the process
+stops: pending requests live in memory only, so after a restart none is pending, and the turn they
+belonged to is replayed with its unfinished tool call marked interrupted, which counts as denied.
+"Approve for this session" remembers the risk class for that session until it leaves memory or `/new`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from hermes_engine.ports.approval import ApprovalAnswers, ApprovalAsker, ApprovalRequest, Decision
+from hermes_engine.ports.inbound import ReplyTarget
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Pending:
+    request: ApprovalRequest
+    future: asyncio.Future[Decision]
+    note: str = ""
+
+
+@dataclass
+class ApprovalGate:
+    asker: ApprovalAsker | None
+    may_approve: Callable[[str], bool]
+    timeout_seconds: float = 300.0
+    _pending: dict[str, _Pending] = field(default_factory=dict)
+    _for_session: dict[str, set[str]] = field(default_factory=dict)
+
+    async def decide(self, *, bot: str, session_key: str, target: ReplyTarget, command: str, risk: str,
+                     reason: str) -> tuple[Decision, str]:
+        """Wait for an answer; (decision, a sentence saying why for a denial)."""
+        if risk in self._for_session.get(session_key, set()):
+            return Decision.SESSION, ""
+        if self.asker is None:
+            return Decision.DENY, "no way to ask for approval is configured"
+        expires = datetime.now(UTC) + timedelta(seconds=self.timeout_seconds)
+        request = ApprovalRequest(secrets.token_hex(6), bot, session_key, target, command, risk, reason, expires)
+        pending = _Pending(request, asyncio.get_running_loop().create_future())
+        self._pending[request.id] = pending
+        try:
+            await self.asker.ask(request, self)
+            async with asyncio.timeout(self.timeout_seconds):
+                decision = await asyncio.shield(pending.future)
+        except TimeoutError:
+            decision, pending.note = Decision.DENY, "nobody approved it in time"
+        finally:
+            self._pending.pop(request.id, None)
+        if decision is Decision.SESSION:
+            self._for_session.setdefault(session_key, set()).add(risk)
+        note = pending.note or ("denied" if decision is Decision.DENY else "approved")
+        with contextlib.suppress(Exception):
+            await self.asker.settled(request, decision, note)
+        return decision, note
+
+    def answer(self, request_id: str, user_id: str, decision: Decision) -> bool:
+        pending = self._pending.get(request_id)
+        if pending is None or pending.future.done():
+            return False
+        if not self.may_approve(user_id):
+            log.info("approval %s: %s may not answer it; ignored", request_id, user_id)
+            return False
+        pending.note = f"{'denied' if decision is Decision.DENY else 'approved'} by {user_id}"
+        pending.future.set_result(decision)
+        return True
+
+    def deny(self, request_id: str, note: str) -> None:
+        """End a request denied on the engine's own account (nobody can be asked)."""
+        pending = self._pending.get(request_id)
+        if pending is not None and not pending.future.done():
+            pending.note = note
+            pending.future.set_result(Decision.DENY)
+
+    def supersede(self, session_key: str) -> None:
+        """A new message in the conversation: its pending requests are denied."""
+        for pending in list(self._pending.values()):
+            if pending.request.session_key == session_key and not pending.future.done():
+                pending.note = "a new message arrived before it was approved"
+                pending.future.set_result(Decision.DENY)
+
+    def forget(self, session_key: str) -> None:
+        self._for_session.pop(session_key, None)
+
+    def pending(self) -> list[ApprovalRequest]:
+        return [p.request for p in self._pending.values()]
+
+
+class ApprovalRouter:
+    """One asker per platform: a request is shown on the platform of the conversation it came from (the
+    gateway's adapters register theirs once they are built). A platform without one denies."""
+
+    def __init__(self) -> None:
+        self._askers: dict[str, ApprovalAsker] = {}
+
+    def add(self, platform: str, asker: ApprovalAsker) -> None:
+        self._askers[platform] = asker
+
+    async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
+        asker = self._askers.get(request.target.platform)
+        if asker is None:
+            answers.deny(request.id, f"{request.target.platform} cannot show approval requests")
+            return
+        await asker.ask(request, answers)
+
+    async def settled(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
+        asker = self._askers.get(request.target.platform)
+        if asker is not None:
+            await asker.settled(request, decision, note)

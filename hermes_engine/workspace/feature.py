@@ -1,0 +1,217 @@
+"""The workspace feature: the `terminal` and `files` toolsets and the `/workspace` command.
+
+Who may use them: admins of the bot anywhere; with `workspace.users: allowed_in_dm`, also every person
+allowed to talk to the bot, in their own direct messages. Never a background review (no person is there).
+If the profile selects `terminal` and bubblewrap cannot run, the feature refuses to start and says why:
+commands never run outside the sandbox. Network for the sandbox is refused the same way: bwrap could
+only share the host's network namespace, and that includes the host's loopback services.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hermes_engine.config import WorkspaceSettings
+from hermes_engine.errors import ConfigError
+from hermes_engine.ports.approval import ApprovalAsker, Decision
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.host import Host
+from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.session import SessionScope
+from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
+from hermes_engine.workspace import files, sandbox
+from hermes_engine.workspace.approvals import ApprovalGate
+from hermes_engine.workspace.progress import OutputShown
+from hermes_engine.workspace.risk import classify
+from hermes_engine.workspace.space import Workspace, WorkspaceError, scope_name
+
+MB = 1024 * 1024
+FILE_TOOL_SECONDS = 30.0
+
+
+class WorkspaceFeature(Feature):
+    name = "workspace"
+
+    def __init__(self, home: Path, bot: str, settings: WorkspaceSettings, *, admins: list[str],
+                 asker: ApprovalAsker | None = None, toolsets: list[str] | None = None) -> None:
+        self.root = Path(home) / "workspaces" / bot
+        self.settings = settings
+        self.toolsets = toolsets or []
+        approvers = {str(u) for u in (settings.approvers or admins)}
+        self.approvals = ApprovalGate(asker, approvers.__contains__, settings.approval_timeout_seconds)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self, host: Host) -> None:
+        if "terminal" not in self.toolsets:
+            return
+        if self.settings.network:
+            raise ConfigError("Setting 'workspace.network' cannot be true: a sandbox with network would reach "
+                              "this host's loopback services, which cannot be prevented here. Remove it.")
+        reason = await asyncio.to_thread(sandbox.unavailable_reason)
+        if reason is not None:
+            raise ConfigError(f"The terminal toolset cannot start: {reason} Commands never run unsandboxed.")
+
+    def on_message(self, session_key: str, message: InboundMessage) -> None:
+        self.approvals.supersede(session_key)
+
+    def on_session_evicted(self, scope: SessionScope) -> None:
+        self.approvals.forget(scope.session_key)
+
+    # ------------------------------------------------------------------ who and where
+
+    def workspace_for(self, *, chat_kind: str, person_id: int | None, session_key: str) -> Workspace:
+        folder = self.root / scope_name(chat_kind=chat_kind, person_id=person_id, session_key=session_key)
+        return Workspace(folder, int(self.settings.quota_mb * MB)).ensure()
+
+    def refusal(self, ctx: ToolContext) -> str | None:
+        if ctx.in_review or ctx.user_id is None:
+            return "Error: the workspace tools are only for a person's own turns."
+        if ctx.is_admin:
+            return None
+        if self.settings.users == "allowed_in_dm" and ctx.chat_kind == "dm":
+            return None
+        where = " in a direct message" if self.settings.users == "allowed_in_dm" else ""
+        return f"Error: only an admin of this bot can use the workspace tools{where}."
+
+    def _workspace(self, ctx: ToolContext) -> Workspace:
+        refused = self.refusal(ctx)
+        if refused:
+            raise WorkspaceError(refused)
+        return self.workspace_for(chat_kind=ctx.chat_kind, person_id=ctx.person_id, session_key=ctx.session_key)
+
+    # ------------------------------------------------------------------ tools
+
+    def tools(self) -> list[Tool]:
+        limit = self.settings.max_timeout_seconds + self.settings.approval_timeout_seconds + 30
+        return [tool(self.terminal, name="terminal", toolset="terminal", time_limit=limit),
+                *(tool(fn, name=name, toolset="files", time_limit=FILE_TOOL_SECONDS) for name, fn in (
+                    ("read_file", self.read_file), ("write_file", self.write_file), ("patch", self.patch),
+                    ("list_files", self.list_files), ("search_files", self.search_files)))]
+
+    async def terminal(self, ctx: ToolContext, command: str, timeout: float | None = None) -> ToolResult:
+        """Run a shell command in this conversation's sandboxed workspace (/workspace; no network).
+
+        Args:
+            command: shell command line, run with /bin/sh -c
+            timeout: seconds before the command is killed (default 60)
+        """
+        try:
+            ws = await asyncio.to_thread(self._workspace, ctx)
+        except WorkspaceError as exc:
+            return ToolResult(str(exc), is_error=True)
+        risk = classify(command)
+        if risk.level in self.settings.approve:
+            if ctx.target is None:
+                return ToolResult(f"Denied: this command needs approval ({risk.reason}) and nobody can be asked.",
+                                  is_error=True)
+            decision, note = await self.approvals.decide(bot=ctx.bot, session_key=ctx.session_key,
+                                                         target=ctx.target, command=command, risk=risk.level,
+                                                         reason=risk.reason)
+            if decision is Decision.DENY:
+                return ToolResult(f"Denied: the command was not run ({risk.level}: {risk.reason}; {note}).",
+                                  is_error=True)
+        seconds = min(timeout or self.settings.timeout_seconds, self.settings.max_timeout_seconds)
+        room = await asyncio.to_thread(ws.room)
+        limits = sandbox.Limits(seconds=seconds, memory_bytes=self.settings.memory_mb * MB,
+                                processes=self.settings.processes, cpu_seconds=self.settings.cpu_seconds,
+                                file_bytes=room)
+        stop = threading.Event()
+        shown = OutputShown(ctx.progress, command) if ctx.progress is not None else None
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(
+                None, functools.partial(sandbox.run, ws.root, command, limits, stop=stop,
+                                        on_output=shown.feed if shown else None))
+        except sandbox.SandboxUnavailable as exc:
+            return ToolResult(f"Error: the terminal is unavailable: {exc}", is_error=True)
+        finally:
+            stop.set()  # a cancelled turn (/stop) ends the command too
+            if shown is not None:
+                await shown.close()
+        text = result.text()
+        if await asyncio.to_thread(ws.size) > ws.quota_bytes:
+            text += f"\n[the workspace is over its quota of {ws.quota_bytes:,} bytes: delete files]"
+        return ToolResult(text, is_error=result.exit_code != 0)
+
+    def _file_tool(self, ctx: ToolContext, action: Callable[[Workspace], str]) -> ToolResult:
+        try:
+            return ToolResult(action(self._workspace(ctx)))
+        except WorkspaceError as exc:
+            return ToolResult(f"Error: {exc}".replace("Error: Error: ", "Error: "), is_error=True)
+        except UnicodeDecodeError:
+            return ToolResult("Error: that file is not UTF-8 text.", is_error=True)
+
+    def read_file(self, ctx: ToolContext, path: str, offset: int = 1, limit: int = 500) -> ToolResult:
+        """Read a text file of the workspace, with line numbers.
+
+        Args:
+            path: relative to the workspace
+            offset: first line (1-based)
+            limit: number of lines
+        """
+        return self._file_tool(ctx, lambda ws: files.read_lines(ws, path, offset, limit))
+
+    def write_file(self, ctx: ToolContext, path: str, content: str) -> ToolResult:
+        """Create or overwrite a text file in the workspace (folders are made as needed).
+
+        Args:
+            path: relative to the workspace
+            content: the whole file
+        """
+        return self._file_tool(ctx, lambda ws: files.write_text(ws, path, content))
+
+    def patch(self, ctx: ToolContext, path: str, old: str, new: str) -> ToolResult:
+        """Replace one exact, unique piece of text in a workspace file.
+
+        Args:
+            path: relative to the workspace
+            old: the text to replace, exactly as in the file
+            new: the replacement
+        """
+        return self._file_tool(ctx, lambda ws: files.patch_text(ws, path, old, new))
+
+    def list_files(self, ctx: ToolContext, path: str = ".") -> ToolResult:
+        """List a folder of the workspace.
+
+        Args:
+            path: relative to the workspace
+        """
+        return self._file_tool(ctx, lambda ws: files.list_entries(ws, path))
+
+    def search_files(self, ctx: ToolContext, pattern: str) -> ToolResult:
+        """Find lines (and file names) matching a regular expression in the workspace.
+
+        Args:
+            pattern: Python regular expression
+        """
+        return self._file_tool(ctx, lambda ws: files.search(ws, pattern))
+
+    # ------------------------------------------------------------------ /workspace
+
+    def register_commands(self, registry: CommandRegistry) -> None:
+        registry.command("workspace", "Size of this conversation's workspace; /workspace reset empties it "
+                         "(admins)")(self.handle_command)
+
+    async def handle_command(self, ctx: CommandContext) -> str:
+        scope = ctx.session.scope
+        ws = await asyncio.to_thread(self.workspace_for, chat_kind=scope.chat_kind, person_id=ctx.person_id,
+                                     session_key=ctx.session.key)
+        if ctx.args.strip() == "reset":
+            if not ctx.is_admin:
+                return "Only an admin of this bot can reset a workspace."
+            await asyncio.to_thread(ws.reset)
+            return "The workspace is empty now."
+        used = await asyncio.to_thread(ws.size)
+        return f"Workspace: {used / MB:.2f} MB used of {ws.quota_bytes / MB:.0f} MB."
+
+    def services(self) -> dict[str, Any]:
+        return {"approvals": self.approvals}
+
+
+__all__ = ["WorkspaceFeature"]

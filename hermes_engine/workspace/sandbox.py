@@ -1,0 +1,215 @@
+"""The bubblewrap launcher: one command, one throw-away sandbox.
+
+Each command runs in its own bwrap instance: the workspace is the only writable folder (mounted at
+`/workspace`), the system folders are mounted read-only, /tmp and /proc are fresh, and every namespace is
+new (no network: only a loopback of its own). When the gateway runs as root the sandbox is started as an
+unprivileged uid, so even a kernel bug in the namespace code meets a process that owns nothing. Limits
+(processes, memory, CPU time, file size) are set between fork and exec, and a command over its time
+is killed with everything it started (bwrap dies with its parent, and the namespace's first process
+takes the rest with it).
+
+The command text is handed to `/bin/sh -c` as one argument: it is never parsed or quoted by the launcher.
+Output is kept at its head and tail; what lies between is counted, not stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+SANDBOX_UID = 65534  # "nobody": the uid a root gateway drops to before starting bwrap
+INSIDE = "/workspace"
+KEEP_BYTES = 8 * 1024  # output kept at the head and at the tail
+_SYSTEM_RO = ("/usr", "/etc/alternatives", "/etc/ld.so.cache", "/etc/passwd", "/etc/group", "/etc/localtime",
+              "/etc/ssl", "/etc/mime.types")
+_ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+PROBE = ("bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true")
+SETPRIV = "/usr/bin/setpriv"
+
+
+class SandboxUnavailable(RuntimeError):
+    """bwrap cannot run here; the message says why. The terminal refuses to start rather than run bare."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    seconds: float = 60.0
+    memory_bytes: int = 1024 * 1024 * 1024
+    processes: int = 128
+    cpu_seconds: int = 60
+    file_bytes: int = 100 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RunResult:
+    head: bytes
+    tail: bytes
+    omitted: int  # bytes between head and tail that were not kept
+    exit_code: int | None  # None: killed at the time limit
+    timed_out: bool = False
+
+    def text(self) -> str:
+        """What the model reads: head, a line saying how much was left out, tail, then the exit code."""
+        body = self.head.decode("utf-8", "replace")
+        if self.omitted:
+            body += f"\n… {self.omitted:,} bytes omitted …\n"
+        body += self.tail.decode("utf-8", "replace")
+        if body and not body.endswith("\n"):
+            body += "\n"
+        if self.timed_out:
+            return body + "[killed: the command ran past its time limit]"
+        return body + f"[exit code {self.exit_code}]"
+
+
+class _Capture:
+    """Head and tail of a stream of bytes, in bounded memory."""
+
+    def __init__(self, keep: int = KEEP_BYTES) -> None:
+        self.keep = keep
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            del self.tail[:-self.keep]
+
+    def result(self, exit_code: int | None, timed_out: bool) -> RunResult:
+        omitted = self.total - len(self.head) - len(self.tail)
+        return RunResult(bytes(self.head), bytes(self.tail), omitted, exit_code, timed_out)
+
+
+def drops_privileges() -> bool:
+    return os.geteuid() == 0
+
+
+@functools.cache
+def unavailable_reason() -> str | None:
+    """Why bwrap cannot run on this machine (None: it can). Probed once per process."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed; install the Debian package 'bubblewrap'."
+    if drops_privileges() and not os.access(SETPRIV, os.X_OK):
+        return f"{SETPRIV} (util-linux) is missing; as root the sandbox needs it to drop to an unprivileged uid."
+    try:
+        done = subprocess.run(PROBE, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bwrap could not be started: {exc}"
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.returncode}"
+        return f"bwrap cannot create its namespaces here ({reason}); user namespaces may be disabled."
+    return None
+
+
+def bwrap_argv(workspace_fd: int, command: str) -> list[str]:
+    """The full argument vector; `command` is one element, for `/bin/sh -c`. The workspace is passed as an
+    open folder, so a folder swapped for a symlink after it was checked is not followed.
+
+    As root, bwrap runs with real privileges to build the mounts, and `setpriv` then becomes the sandbox
+    uid for good (no capabilities, no new privileges) before the shell starts: the kernel counts its
+    processes against that uid's limit (a root-mapped uid in a user namespace would escape the count).
+    Otherwise bwrap maps the caller's own uid in a new user namespace and drops every capability."""
+    if drops_privileges():
+        argv = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+        shell = [SETPRIV, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
+                 "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", *_shell(command)]
+    else:
+        argv = ["bwrap", "--unshare-all", "--unshare-user", "--cap-drop", "ALL"]
+        shell = _shell(command)
+    argv += ["--die-with-parent", "--new-session"]
+    for path in _SYSTEM_RO:
+        if os.path.exists(path):
+            argv += ["--ro-bind", path, path]
+    for path in _ROOT_LINKS:
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+             "--bind-fd", str(workspace_fd), INSIDE, "--chdir", INSIDE, "--setenv", "HOME", INSIDE, "--", *shell]
+    return argv
+
+
+def _shell(command: str) -> list[str]:
+    """`/bin/sh -c command`, with the file-size signal ignored first: a write past the quota then fails with
+    "File too large" instead of killing the shell, so the commands after it (an `rm`) still run. The
+    command stays the last argument, read by the inner shell as `$1`."""
+    return ["/bin/sh", "-c", 'trap "" XFSZ; exec /bin/sh -c "$1"', "sh", command]
+
+
+def _set_limits(limits: Limits) -> Callable[[], None]:
+    def apply() -> None:  # between fork and exec: plain system calls only
+        for which, value in ((resource.RLIMIT_NPROC, limits.processes), (resource.RLIMIT_AS, limits.memory_bytes),
+                             (resource.RLIMIT_CPU, limits.cpu_seconds), (resource.RLIMIT_FSIZE, limits.file_bytes),
+                             (resource.RLIMIT_CORE, 0)):
+            resource.setrlimit(which, (value, value))
+    return apply
+
+
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": INSIDE, "LANG": "C.UTF-8", "TERM": "dumb"}
+
+
+def run(workspace: Path, command: str, limits: Limits, on_output: Callable[[bytes], None] | None = None,
+        keep: int = KEEP_BYTES, stop: threading.Event | None = None) -> RunResult:
+    """Run `command` in a fresh sandbox over `workspace`; blocks until it ends, its time is up or `stop`
+    is set (the turn was cancelled). `on_output` sees each chunk as it arrives (for showing progress)."""
+    reason = unavailable_reason()
+    if reason is not None:
+        raise SandboxUnavailable(reason)
+    folder = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        proc = subprocess.Popen(bwrap_argv(folder, command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=ENV, start_new_session=True, close_fds=True,
+                                pass_fds=(folder,), preexec_fn=_set_limits(limits))
+    finally:
+        os.close(folder)
+    capture = _Capture(keep)
+    deadline = time.monotonic() + limits.seconds
+    timed_out = False
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or (stop is not None and stop.is_set()):
+                timed_out = True
+                break
+            if not selector.select(min(left, 0.2)):
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            capture.add(chunk)
+            if on_output is not None:
+                on_output(chunk)
+    if timed_out:
+        _kill(proc)
+    proc.stdout.close()
+    try:
+        code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill(proc)
+        code = proc.wait()
+    return capture.result(None if timed_out else code, timed_out)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)

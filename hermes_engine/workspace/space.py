@@ -1,0 +1,167 @@
+"""One workspace per conversation scope: `HERMES_HOME/workspaces/<bot>/<scope>/`.
+
+The scope is the person in a direct message (`person-<id>`: their DMs on every linked platform share one
+workspace) and the conversation in a group: the channel, or the thread when the message is in one
+(`chat-<digest>`), so people working together in a thread share files and nobody else's leak into it.
+
+A workspace has a size quota. File tools refuse a write that would take it past the quota; a terminal
+command may write at most what is left (its file-size limit), and once the workspace is over quota every
+write is refused until files are deleted. Paths never leave the workspace: they are relative, carry no
+`..`, and no existing part of them is a symlink (the rule the skill library uses, `skills.confine`); the
+last part is opened with O_NOFOLLOW so a link planted after the check is not followed either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from hermes_engine.errors import HermesError
+from hermes_engine.skills.confine import inside, is_real_dir, lstat_or_none
+from hermes_engine.workspace.sandbox import SANDBOX_UID, drops_privileges
+
+# Never follow a planted symlink, and never block on a FIFO a command left where a file was expected.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+class WorkspaceError(HermesError):
+    """A path or write the workspace refuses; the message is what the model reads."""
+
+
+def scope_name(*, chat_kind: str, person_id: int | None, session_key: str) -> str:
+    """The folder name of a conversation's workspace (see the module docstring)."""
+    if chat_kind == "dm" and person_id is not None:
+        return f"person-{person_id}"
+    where = session_key.split(":user:", 1)[0]  # a group's workspace is the group's, not one member's
+    return "chat-" + hashlib.sha256(where.encode()).hexdigest()[:16]
+
+
+def tree_size(root: Path) -> int:
+    """Bytes used by the regular files under `root`, symlinks not followed."""
+    total = 0
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(Path(entry.path))
+            elif stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    return total
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+    quota_bytes: int
+
+    def ensure(self) -> Workspace:
+        """Create the folder (owned by the sandbox uid when the gateway is root, so commands can write)."""
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        if not self.root.exists():
+            self.root.mkdir(mode=0o755)
+            self._own(self.root)
+        if not is_real_dir(self.root):
+            raise WorkspaceError(f"The workspace {self.root} is not a real folder; nothing was done.")
+        return self
+
+    @staticmethod
+    def _own(path: Path | int) -> None:
+        if drops_privileges():
+            os.chown(path, SANDBOX_UID, SANDBOX_UID)
+
+    def size(self) -> int:
+        return tree_size(self.root)
+
+    def room(self) -> int:
+        """Bytes that may still be written."""
+        return max(0, self.quota_bytes - self.size())
+
+    def reset(self) -> None:
+        """Delete everything in the workspace (the folder stays)."""
+        for entry in list(os.scandir(self.root)):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+
+    # ------------------------------------------------------------------ paths
+
+    def relative(self, path: str) -> PurePosixPath:
+        """A path the model gave, as a clean relative path; `/workspace/...` (what commands see) is accepted."""
+        text = path.strip()
+        if text in ("", ".", "/workspace", "/workspace/"):
+            return PurePosixPath(".")
+        if text.startswith("/workspace/"):
+            text = text[len("/workspace/"):]
+        rel = PurePosixPath(text)
+        if rel.is_absolute() or ".." in rel.parts or "\x00" in text:
+            raise WorkspaceError(f"{path!r} is outside the workspace: use a relative path without '..'.")
+        return rel
+
+    def resolve(self, path: str) -> Path:
+        """The real path of `path` inside the workspace, refused when any existing part is a symlink."""
+        rel = self.relative(path)
+        if rel == PurePosixPath("."):
+            return self.root
+        return inside(self.root, rel, owner="workspace tools", error=WorkspaceError)
+
+    # ------------------------------------------------------------------ files
+
+    def read_bytes(self, path: str) -> bytes:
+        target = self.resolve(path)
+        try:
+            fd = os.open(target, os.O_RDONLY | _NOFOLLOW)
+        except FileNotFoundError:
+            raise WorkspaceError(f"{path} does not exist.") from None
+        except OSError as exc:
+            raise WorkspaceError(f"{path} cannot be read: {exc.strerror}.") from None
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise WorkspaceError(f"{path} is not a regular file.")
+            return handle.read()
+
+    def write_bytes(self, path: str, data: bytes) -> Path:
+        """Write a file (folders made as needed), refused beyond the quota; never follows a symlink."""
+        target = self.resolve(path)
+        if target == self.root:
+            raise WorkspaceError("Give a file name, not the workspace itself.")
+        old = lstat_or_none(target)
+        if old is not None and not stat.S_ISREG(old.st_mode):
+            raise WorkspaceError(f"{path} exists and is not a regular file; nothing was written.")
+        old_size = old.st_size if old is not None else 0
+        used = self.size()
+        if used - old_size + len(data) > self.quota_bytes:
+            raise WorkspaceError(f"Refused: writing {len(data):,} bytes would take the workspace past its quota "
+                                 f"of {self.quota_bytes:,} bytes ({used:,} used). Delete files first.")
+        self._make_parents(target)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o644)
+        except OSError as exc:
+            raise WorkspaceError(f"{path} cannot be written: {exc.strerror}.") from None
+        with os.fdopen(fd, "wb") as handle:
+            self._own(handle.fileno())
+            handle.write(data)
+        return target
+
+    def _make_parents(self, target: Path) -> None:
+        folder = self.root
+        for part in target.relative_to(self.root).parts[:-1]:
+            folder = folder / part
+            if lstat_or_none(folder) is None:
+                os.mkdir(folder, 0o755)
+                self._own(folder)
+            elif not is_real_dir(folder):
+                raise WorkspaceError(f"{folder.relative_to(self.root)} is not a folder (or is a symlink).")

@@ -1,0 +1,100 @@
+"""A small MCP server built with the SDK's server side, for the MCP tests.
+
+Run as `python mcp_server.py stdio` or `python mcp_server.py http PORT` (Streamable HTTP on 127.0.0.1).
+`FAKE_MCP_LABEL` names the instance (echo says it), so tests can tell two servers apart;
+`FAKE_MCP_FAIL=1` makes it exit before speaking (a server that fails to start); `FAKE_MCP_PIDFILE` is
+where it writes its process id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
+from mcp.types import ResourceLink, TextContent
+
+LABEL = os.environ.get("FAKE_MCP_LABEL", "fake")
+server = MCPServer(LABEL, log_level="WARNING")
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Say the text back, with the server's label."""
+    return f"{LABEL} says: {text}"
+
+
+@server.tool()
+def env_var(name: str) -> str:
+    """The value of an environment variable of this process, or "unset"."""
+    return os.environ.get(name, "unset")
+
+
+@server.tool()
+def crash_once(marker: str) -> str:
+    """The first call (no marker file yet) kills the server process; later calls answer."""
+    if not Path(marker).exists():
+        Path(marker).write_text("crashed", encoding="utf-8")
+        os._exit(3)
+    return "alive again"
+
+
+@server.tool()
+async def hang(seconds: float) -> str:
+    """Take this long to answer."""
+    await asyncio.sleep(seconds)
+    return "finally"
+
+
+@server.tool()
+def big(chars: int) -> str:
+    """A result of this many characters."""
+    return ("0123456789" * (chars // 10 + 1))[:chars]
+
+
+@server.tool()
+def picture() -> Image:
+    """A 1x1 PNG."""
+    return Image(data=PNG, format="png")
+
+
+@server.tool()
+def attachment(name: str) -> list[TextContent | ResourceLink]:
+    """A text and a link to a resource the client may read."""
+    return [TextContent(type="text", text=f"see {name}"),
+            ResourceLink(type="resource_link", name=name, uri=f"file:///reports/{name}", mime_type="text/plain")]
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Raises, so the server answers with a tool error."""
+    raise ToolError(reason)
+
+
+@server.tool(name="look.up now!")
+def look_up_dotted(key: str) -> str:
+    """A name with characters providers refuse."""
+    return f"dotted {key}"
+
+
+@server.tool(name="look_up_now")
+def look_up_plain(key: str) -> str:
+    """The same name once cleaned."""
+    return f"plain {key}"
+
+
+if __name__ == "__main__":
+    if os.environ.get("FAKE_MCP_FAIL"):
+        sys.exit(2)
+    if os.environ.get("FAKE_MCP_PIDFILE"):
+        Path(os.environ["FAKE_MCP_PIDFILE"]).write_text(str(os.getpid()), encoding="utf-8")
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

@@ -1,0 +1,60 @@
+"""`hermes-gateway kanban list|show|move|retry` against the gateway's database, as an operator runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hermes_engine.ports.storage import CardSpec
+from storage.store import SqlStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def kanban(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hermes_gateway.cli.main", "kanban", *args], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT, env={**os.environ, "HERMES_HOME": str(home)})
+
+
+async def _board(home: Path) -> SqlStore:
+    store = SqlStore(f"sqlite+aiosqlite:///{home / 'hermes.db'}")
+    await store.init()
+    return store
+
+
+async def test_the_cli_lists_shows_moves_and_retries_cards(tmp_path):
+    store = await _board(tmp_path)
+    try:
+        first, second = await store.create_cards([CardSpec("draft the plan", key="a"),
+                                                  CardSpec("ship it", key="b", depends_on=("a",))], actor="test")
+        await store.move_card(second.id, "blocked", actor="test", reason="the build broke twice")
+    finally:
+        await store.close()
+
+    listing = await asyncio.to_thread(kanban, "list", home=tmp_path)
+    assert listing.returncode == 0
+    assert f"#{first.id} draft the plan" in listing.stdout.split("blocked")[0]
+    assert f"#{second.id} ship it (after #{first.id}) — the build broke twice" in listing.stdout
+
+    shown = await asyncio.to_thread(kanban, "show", str(second.id), home=tmp_path)
+    assert "the build broke twice" in shown.stdout and f"Depends on: #{first.id}" in shown.stdout
+
+    moved = await asyncio.to_thread(kanban, "move", str(first.id), "ready", "--reason", "go", home=tmp_path)
+    assert moved.stdout.strip() == f"Card #{first.id} is now ready."
+    retried = await asyncio.to_thread(kanban, "retry", str(second.id), home=tmp_path)
+    assert retried.stdout.strip() == f"Card #{second.id} is now ready."
+
+    bad = await asyncio.to_thread(kanban, "move", str(first.id), "sideways", home=tmp_path)
+    assert bad.returncode == 1 and "unknown status 'sideways'" in bad.stderr and "Traceback" not in bad.stderr
+    missing = await asyncio.to_thread(kanban, "show", "999", home=tmp_path)
+    assert missing.returncode == 1 and "no card 999" in missing.stderr
+
+    store = await _board(tmp_path)
+    try:
+        events = await store.card_events(second.id)
+    finally:
+        await store.close()
+    assert (events[-1].actor, events[-1].to_status) == ("cli", "ready")

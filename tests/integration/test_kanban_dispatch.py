@@ -1,0 +1,318 @@
+"""The kanban dispatcher and its workers through the real gateway, the real SDKs and the fake LLM, on SQLite
+and PostgreSQL. Requests are routed by their system prompt: a worker's starts with the worker prompt."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from engine_harness import RecordingOutlet, fake_llm_environment, goal_script, make_profile, verdict
+from fakes.fake_llm import Reply
+from kanban_kit import BACKENDS, database
+
+from hermes_engine.config import KanbanSettings, Settings
+from hermes_engine.core.gateway import Gateway
+from hermes_engine.kanban.worker import WORKER_SYSTEM
+from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
+from hermes_engine.ports.storage import CardRecord, CardSpec
+from hermes_gateway.wiring import build_gateway
+from storage.store import SqlStore
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+
+FAST = KanbanSettings(tick_seconds=0.2, lease_seconds=2.0)
+TARGET = ReplyTarget("test", "acct", "c1")
+
+
+def is_worker(request) -> bool:
+    return request.system.startswith(WORKER_SYSTEM.splitlines()[0])
+
+
+def tool_results(request) -> list[str]:
+    return [m["content"] for m in request.messages if m["role"] == "tool"]
+
+
+def card_of(request) -> int:
+    text = next(m["content"] for m in request.messages if m["role"] == "user")
+    return int(text.split("Card #", 1)[1].split(":", 1)[0])
+
+
+class Board:
+    """A started gateway with the kanban feature on the backend's database, and its recording outlet."""
+
+    def __init__(self, gateway: Gateway, store: SqlStore, outlet: RecordingOutlet) -> None:
+        self.gateway, self.store, self.outlet = gateway, store, outlet
+
+    async def add(self, *specs: CardSpec) -> list[CardRecord]:
+        cards = await self.store.create_cards(list(specs), actor="test")
+        feature = self.gateway.services["kanban"]
+        feature.dispatcher.poke()
+        return cards
+
+    async def until(self, card_id: int, done: Callable[[CardRecord], bool], timeout: float = 30.0) -> CardRecord:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            card = await self.store.get_card(card_id)
+            if card is not None and done(card):
+                return card
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"card {card_id} is still {card.status if card else 'missing'}")
+            await asyncio.sleep(0.05)
+
+    async def say(self, text: str) -> str:
+        before = len(self.outlet.delivered)
+        await self.gateway.handle(InboundMessage(platform="test", account="acct", chat_kind=ChatKind.DM,
+                                                 chat_id="c1", user_id="u1", user_name="u1", text=text,
+                                                 message_id=f"m-{text[:20]}-{before}"))
+        await self.outlet.wait_for(before + 1, 20)
+        return self.outlet.delivered[before].text
+
+
+@pytest.fixture
+async def open_board(backend, tmp_path, fake_llm, monkeypatch):
+    """Start a gateway on the test's database; several calls = several processes sharing the board."""
+    for name, value in fake_llm_environment(fake_llm).items():
+        monkeypatch.setenv(name, value)
+    started: list[Board] = []
+    async with database(backend, tmp_path) as make:
+        async def start(settings: KanbanSettings = FAST) -> Board:
+            store = make()
+            await store.init()
+            profile = make_profile(toolsets=["core", "test", "kanban"], kanban=settings)
+            gateway = build_gateway(Settings(home=tmp_path), profile, store)
+            outlet = RecordingOutlet("test")
+            gateway.attach(outlet)
+            await gateway.start()
+            started.append(Board(gateway, store, outlet))
+            return started[-1]
+
+        try:
+            yield start
+        finally:
+            for b in reversed(started):
+                await b.gateway.stop()
+                await b.store.close()
+
+
+@pytest.fixture
+async def board(open_board):
+    return await open_board()
+
+
+def completing(result: str = "finished it") -> Callable[[Any], Reply]:
+    def respond(request: Any) -> Reply:
+        if not tool_results(request):
+            return Reply(tool_calls=[("kanban_complete", {"card_id": card_of(request), "result": result})])
+        return Reply(text="Done.")
+    return respond
+
+
+async def test_a_ready_card_is_run_by_a_worker_and_its_conversation_is_told(board, fake_llm):
+    fake_llm.responder = completing("the answer is 42")
+    [card] = await board.add(CardSpec("compute the answer", status="ready", profile="testbot",
+                                      origin={"reply": TARGET.to_dict()}))
+    done = await board.until(card.id, lambda c: c.status == "done")
+    assert done.result == "the answer is 42"
+    [told] = await board.outlet.wait_for(1)
+    assert f"Card #{card.id} done" in told.text and "the answer is 42" in told.text
+    worker_requests = [r for r in fake_llm.requests if is_worker(r)]
+    assert "compute the answer" in worker_requests[0].last_user_text
+
+
+async def test_a_worker_trying_to_change_another_card_is_refused(board, fake_llm):
+    other, mine = await board.add(CardSpec("someone else's", status="blocked", profile="testbot"),
+                                  CardSpec("mine", status="ready", profile="testbot"))
+
+    def respond(request):
+        results = tool_results(request)
+        if not results:
+            return Reply(tool_calls=[("kanban_complete", {"card_id": other.id, "result": "hijacked"}),
+                                     ("kanban_heartbeat", {"card_id": other.id, "note": "x"})])
+        if len(results) == 2:
+            return Reply(tool_calls=[("kanban_complete", {"card_id": mine.id, "result": "mine is done"})])
+        return Reply(text="ok")
+
+    fake_llm.responder = respond
+    await board.until(mine.id, lambda c: c.status == "done")
+    refusal = f"worker is scoped to task {mine.id}; refusing to mutate {other.id}"
+    second = [r for r in fake_llm.requests if is_worker(r) and len(tool_results(r)) == 2][0]
+    assert all(refusal in text for text in tool_results(second))
+    untouched = await board.store.get_card(other.id)
+    assert untouched.status == "blocked" and untouched.result is None
+    assert [e.kind for e in await board.store.card_events(other.id)] == ["created"]
+
+
+async def test_a_worker_failing_twice_blocks_its_card_and_the_retry_saw_the_first_error(board, fake_llm):
+    fake_llm.responder = lambda request: Reply(error=400, error_message="the model refused this card")
+    [card] = await board.add(CardSpec("doomed", status="ready", profile="testbot",
+                                      origin={"reply": TARGET.to_dict()}))
+    blocked = await board.until(card.id, lambda c: c.status == "blocked")
+    assert blocked.attempts == 2
+    assert "2 failed attempts" in blocked.reason and "the model refused this card" in blocked.reason
+    prompts = [r.last_user_text for r in fake_llm.requests if is_worker(r)]
+    assert "Earlier attempts failed" not in prompts[0]
+    assert "Earlier attempts failed" in prompts[-1] and "the model refused this card" in prompts[-1]
+    [told] = await board.outlet.wait_for(1)
+    assert f"Card #{card.id} blocked" in told.text
+
+
+async def test_a_card_whose_conversation_is_gone_still_finishes_and_shows_on_the_board(board, fake_llm):
+    fake_llm.responder = completing("done without anyone watching")
+    gone = ReplyTarget("vanished-platform", "acct", "deleted-chat")
+    [card] = await board.add(CardSpec("orphan", status="ready", profile="testbot", origin={"reply": gone.to_dict()}))
+    done = await board.until(card.id, lambda c: c.status == "done")
+    assert done.result == "done without anyone watching"
+    listing = await board.say("/kanban list")
+    assert f"#{card.id} orphan" in listing.split("done", 1)[1]
+
+
+async def test_the_agent_splits_a_task_into_cards_and_the_dependant_runs_after_its_dependency(board, fake_llm):
+    order: list[int] = []
+
+    def respond(request):
+        if is_worker(request):
+            if not tool_results(request):
+                order.append(card_of(request))
+                return Reply(tool_calls=[("kanban_complete", {"card_id": card_of(request),
+                                                               "result": f"result {card_of(request)}"})])
+            return Reply(text="ok")
+        if not tool_results(request):
+            return Reply(tool_calls=[("kanban", {"tasks": ["write the outline", "write the chapters"],
+                                                  "dependencies": ["2:1"]})])
+        return Reply(text="I put it on the board.")
+
+    fake_llm.responder = respond
+    answer = await board.say("write me a book")
+    assert answer == "I put it on the board."
+    first, second = await board.store.list_cards(profile="testbot")
+    assert second.depends_on == (first.id,)
+    await board.until(second.id, lambda c: c.status == "done")
+    assert order == [first.id, second.id]
+    second_prompt = [r.last_user_text for r in fake_llm.requests if is_worker(r) and card_of(r) == second.id][0]
+    assert f"result {first.id}" in second_prompt  # the dependency's result is in the dependant's context
+    told = [d.text for d in await board.outlet.wait_for(3)]
+    assert any(f"Card #{second.id} done" in t for t in told)
+
+
+async def test_a_cycle_from_the_agent_is_refused_with_a_clear_error(board, fake_llm):
+    def respond(request):
+        if not tool_results(request):
+            return Reply(tool_calls=[("kanban", {"tasks": ["a", "b"], "dependencies": ["1:2", "2:1"]})])
+        return Reply(text="noted")
+
+    fake_llm.responder = respond
+    await board.say("plan it")
+    result = tool_results(fake_llm.requests[-1])[0]
+    assert "cycle" in result and result.startswith("Error")
+    assert await board.store.list_cards() == []
+
+
+async def test_kanban_command_adds_shows_moves_and_cancels_cards(board, fake_llm):
+    fake_llm.responder = completing()
+    board.gateway.services["kanban"].dispatcher.settings = KanbanSettings(enabled=True, tick_seconds=3600)
+    added = await board.say("/kanban add buy milk: two litres")
+    card_id = int(added.split("#")[1].split(":")[0])
+    card = await board.store.get_card(card_id)
+    assert (card.title, card.body, card.status) == ("buy milk", "two litres", "todo")
+    moved = await board.say(f"/kanban block #{card_id} waiting for the shop")
+    assert moved == f"Card #{card_id} is now blocked."
+    shown = await board.say(f"/kanban show {card_id}")
+    assert "waiting for the shop" in shown and "blocked" in shown
+    assert "unknown status" in await board.say(f"/kanban move {card_id} sideways")
+    await board.say(f"/kanban cancel {card_id}")
+    assert (await board.store.get_card(card_id)).status == "archived"
+    assert "buy milk" not in await board.say("/kanban")
+
+
+async def test_two_gateways_on_one_database_run_each_card_once(open_board, fake_llm):
+    fake_llm.responder = completing()
+    first = await open_board()
+    second = await open_board()
+    cards = await first.add(*(CardSpec(f"card {i}", status="ready", profile="testbot") for i in range(8)))
+    second.gateway.services["kanban"].dispatcher.poke()
+    for card in cards:
+        await first.until(card.id, lambda c: c.status == "done")
+    for card in cards:
+        kinds = [e.kind for e in await first.store.card_events(card.id)]
+        assert kinds.count("claimed") == 1 and kinds.count("completed") == 1
+    runs = [card_of(r) for r in fake_llm.requests if is_worker(r) and not tool_results(r)]
+    assert sorted(runs) == sorted(c.id for c in cards)
+
+
+async def test_a_goal_card_runs_until_the_judge_says_done(board, fake_llm):
+    respond, counts = goal_script([verdict("continue", "half way"), verdict("done", "all counted")])
+    fake_llm.responder = respond
+    [card] = await board.add(CardSpec("count every star", status="ready", profile="testbot", goal_mode=True))
+    done = await board.until(card.id, lambda c: c.status == "done")
+    assert counts == {"judge": 2, "worker": 2}
+    assert done.result == "worked step 2" and done.attempts == 1
+
+
+async def test_a_goal_card_the_judge_finds_blocked_is_blocked_with_the_reason(board, fake_llm):
+    respond, _counts = goal_script([verdict("blocked", "needs the admin password")])
+    fake_llm.responder = respond
+    [card] = await board.add(CardSpec("rotate the keys", status="ready", profile="testbot", goal_mode=True))
+    blocked = await board.until(card.id, lambda c: c.status == "blocked")
+    assert "needs the admin password" in blocked.result
+
+
+async def test_a_triage_card_is_split_by_the_model_into_dependent_cards(board, fake_llm):
+    from hermes_engine.kanban.triage import DECOMPOSE_SYSTEM
+
+    plan = {"tasks": [{"title": "gather data", "after": []}, {"title": "write report", "after": [1]}]}
+
+    def respond(request):
+        if request.system.startswith(DECOMPOSE_SYSTEM.splitlines()[0]):
+            return Reply(text=json.dumps(plan))
+        return completing()(request)
+
+    fake_llm.responder = respond
+    [card] = await board.add(CardSpec("quarterly report", status="triage", profile="testbot"))
+    await board.until(card.id, lambda c: c.status == "archived")
+    gather, write = await board.store.list_cards(parent_id=card.id)
+    assert (gather.title, write.title, write.depends_on) == ("gather data", "write report", (gather.id,))
+    await board.until(write.id, lambda c: c.status == "done")
+
+
+async def test_a_gateway_stopped_mid_card_gives_the_card_back_without_counting_a_failure(open_board, fake_llm):
+    board = await open_board()
+    working = asyncio.Event()
+
+    def respond(request):
+        if not is_worker(request):
+            return None
+        working.set()
+        return Reply(chunks=["working "] * 100, delay=0.5)
+
+    fake_llm.responder = respond
+    [card] = await board.add(CardSpec("long job", status="ready", profile="testbot"))
+    await asyncio.wait_for(working.wait(), 30)
+    await board.gateway.stop()
+    back = await board.store.get_card(card.id)
+    assert (back.status, back.failures, back.claim, back.attempts) == ("ready", 0, None, 1)
+    last = (await board.store.card_events(card.id))[-1]
+    assert (last.kind, last.reason) == ("released", "the gateway stopped")
+
+
+async def test_a_worker_splits_its_own_card_into_child_cards_that_run_in_turn(board, fake_llm):
+    def respond(request):
+        if tool_results(request):
+            return Reply(text="ok")
+        card_id = card_of(request)
+        if "big job" in request.last_user_text:
+            return Reply(tool_calls=[("kanban_complete", {"card_id": card_id, "result": "too big for one go",
+                                                           "children": ["part one", "part two"]})])
+        return Reply(tool_calls=[("kanban_complete", {"card_id": card_id, "result": f"did {card_id}"})])
+
+    fake_llm.responder = respond
+    [parent] = await board.add(CardSpec("big job", status="ready", profile="testbot"))
+    done = await board.until(parent.id, lambda c: c.status == "done")
+    one, two = await board.store.list_cards(parent_id=parent.id)
+    assert (one.title, two.title) == ("part one", "part two")
+    assert f"#{one.id}" in done.result and f"#{two.id}" in done.result
+    for child in (one, two):
+        finished = await board.until(child.id, lambda c: c.status == "done")
+        assert finished.result == f"did {child.id}"

@@ -1,0 +1,68 @@
+"""MCP server settings in a bot profile: checked when the profile loads, one sentence per problem, and
+`hermes-gateway mcp list` starting the servers and printing their tools."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from test_configuration import assert_one_sentence, cli
+
+from hermes_engine.config import load_profile
+from hermes_engine.errors import ConfigError
+
+FAKE_SERVER = str(Path(__file__).parent.parent / "fakes" / "mcp_server.py")
+
+
+def write_profile(folder: Path, servers: dict[str, object], **extra: object) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "profile.yaml").write_text(yaml.safe_dump({"model": "openai:gpt-test", "mcp_servers": servers,
+                                                         **extra}), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(("server", "says"), [
+    ({"command": "x", "url": "http://127.0.0.1:1/mcp"}, "give either command (stdio) or url"),
+    ({"args": ["x"]}, "give either command (stdio) or url"),
+    ({"url": "ftp://host/mcp"}, "url must start with http:// or https://"),
+    ({"command": "x", "env": {"TOKEN": "$TOKEN"}}, "write environment references as ${NAME}"),
+    ({"command": "x", "timeout": 0}, "greater than 0"),
+    ({"command": "x", "colour": "blue"}, "Extra inputs are not permitted"),
+])
+def test_a_bad_server_setting_is_one_sentence_naming_it(tmp_path, server, says):
+    folder = write_profile(tmp_path / "bot", {"srv": server})
+    with pytest.raises(ConfigError) as caught:
+        load_profile(str(folder))
+    message = str(caught.value)
+    assert "mcp_servers.srv" in message and says in message and "\n" not in message
+
+
+def test_a_server_name_that_cannot_prefix_tool_names_is_refused(tmp_path):
+    folder = write_profile(tmp_path / "bot", {"my server!": {"command": "x"}})
+    with pytest.raises(ConfigError, match="must be 1-32 letters, digits, _ or -"):
+        load_profile(str(folder))
+
+
+async def test_a_reference_to_an_unset_variable_stops_the_start_with_one_sentence(tmp_path):
+    folder = write_profile(tmp_path / "bot", {"srv": {"url": "http://127.0.0.1:9/mcp",
+                                                       "headers": {"Authorization": "Bearer ${MCP_TEST_UNSET}"}}})
+    code, _, err = await cli("chat", "--bot", str(folder), env={"OPENAI_API_KEY": "k", "HERMES_HOME": str(tmp_path)},
+                             stdin="hi\n")
+    assert code == 2
+    assert_one_sentence(err, "MCP_TEST_UNSET is not set", "MCP server srv")
+
+
+async def test_mcp_list_starts_the_servers_and_prints_their_tools(tmp_path):
+    folder = write_profile(tmp_path / "bot", {
+        "fake": {"command": sys.executable, "args": [FAKE_SERVER, "stdio"], "include": ["echo", "big"]},
+        "time": {"command": "mcp-server-time"},
+        "broken": {"command": sys.executable, "args": [FAKE_SERVER, "stdio"], "env": {"FAKE_MCP_FAIL": "1"}}})
+    code, out, _ = await cli("mcp", "list", "--bot", str(folder), env={})
+    assert code == 1  # one server did not start
+    lines = out.splitlines()
+    assert "fake__echo  [mcp:fake]  Say the text back, with the server's label." in lines
+    assert any(line.startswith("time__get_current_time  [mcp:time]") for line in lines)
+    assert not any(line.startswith("fake__hang") for line in lines)
+    assert any(line.startswith("not running: MCP server broken is not running") for line in lines)

@@ -1,0 +1,184 @@
+"""The terminal and file tools through the real engine and the fake LLM: a model lists, writes, patches and
+runs a script in its sandboxed workspace; strangers and non-admins get nothing; limits end runaway commands
+while other chats are answered."""
+
+from __future__ import annotations
+
+import asyncio
+
+from engine_harness import make_profile
+from fakes.fake_llm import Reply
+
+from hermes_engine.ports.approval import Decision
+
+ADMIN = "admin1"
+
+
+def profile(**workspace):
+    return make_profile(toolsets=["core", "terminal", "files"], access={"admins": [ADMIN]},
+                        workspace={"approve": [], **workspace})
+
+
+def results(request) -> list[str]:
+    messages = request.messages
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    return [m["content"] for m in messages[last_user + 1:] if m["role"] == "tool"]
+
+
+async def test_a_model_lists_writes_patches_and_runs_a_script_in_its_workspace(engine, fake_llm):
+    e = await engine(profile=profile())
+    fake_llm.script(
+        Reply(tool_calls=[("terminal", {"command": "ls -a; id -u"})]),
+        Reply(tool_calls=[("write_file", {"path": "tools/hello.sh", "content": "echo hello $1\n"})]),
+        Reply(tool_calls=[("patch", {"path": "tools/hello.sh", "old": "hello", "new": "goodbye"})]),
+        Reply(tool_calls=[("terminal", {"command": "sh tools/hello.sh world; ls tools"})]),
+        Reply(text="done"))
+    assert await e.say("make me a script", user=ADMIN) == "done"
+    seen = [results(r) for r in fake_llm.requests[1:]]
+    listing, uid = seen[0][0].split("\n")[-3:-1]
+    assert listing == "." or ".." in seen[0][0]
+    assert uid != "0" and uid.strip().isdigit()
+    assert seen[1][-1].startswith("Wrote 14 bytes to tools/hello.sh")
+    assert seen[2][-1] == "Patched tools/hello.sh."
+    assert seen[3][-1] == "goodbye world\nhello.sh\n[exit code 0]"
+    ws = next((e.home / "workspaces" / "testbot").iterdir())
+    assert ws.name.startswith("person-")
+    assert (ws / "tools" / "hello.sh").read_text() == "echo goodbye $1\n"
+
+
+async def test_a_person_who_is_not_an_admin_cannot_run_commands(engine, fake_llm):
+    e = await engine(profile=profile())
+    fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo pwned > x"})]), Reply(text="ok"))
+    await e.say("run it", user="someone")
+    assert "only an admin" in results(fake_llm.requests[-1])[0]
+    assert not any((e.home / "workspaces" / "testbot").glob("*/x"))
+
+
+async def test_an_endless_loop_and_a_fork_bomb_end_by_limits_while_other_chats_are_answered(engine, fake_llm):
+    e = await engine(profile=profile(timeout_seconds=3, processes=32))
+
+    def respond(request):
+        text = request.last_user_text
+        if results(request):
+            return Reply(text="finished " + text)
+        if text == "loop":
+            return Reply(tool_calls=[("terminal", {"command": "while :; do :; done"})])
+        if text == "bomb":
+            return Reply(tool_calls=[("terminal", {"command": "b(){ b|b& }; b"})])
+        return Reply(text="pong")
+
+    fake_llm.responder = respond
+    await e.gateway.handle(e.message("loop", user=ADMIN, chat="c1"))
+    await e.gateway.handle(e.message("bomb", user=ADMIN, chat="c2"))
+    await asyncio.sleep(0.5)
+    await e.gateway.handle(e.message("ping", user="other", chat="c3"))
+    while "pong" not in e.outlet.texts:
+        await e.outlet.wait_for(len(e.outlet.delivered) + 1, 30)
+    assert "finished loop" not in e.outlet.texts  # answered while the loop still ran (its limit is 3 s)
+    await e.idle(30)
+    assert {"finished loop", "finished bomb", "pong"} <= set(e.outlet.texts)
+    tool_texts = [r for req in fake_llm.requests for r in results(req)]
+    assert any("[killed: the command ran past its time limit]" in t for t in tool_texts)
+
+
+class Asker:
+    """Shows nothing; the test answers what was asked."""
+
+    def __init__(self) -> None:
+        self.asked: asyncio.Queue = asyncio.Queue()
+
+    async def ask(self, request, answers) -> None:
+        self.asked.put_nowait((request, answers))
+
+    async def settled(self, request, decision, note) -> None:
+        return None
+
+
+def with_asker(e_profile, asker, tmp_path):
+    from hermes_engine.workspace.feature import WorkspaceFeature
+
+    return [WorkspaceFeature(tmp_path, e_profile.name, e_profile.workspace, admins=e_profile.access.admins,
+                             asker=asker, toolsets=e_profile.toolsets)]
+
+
+async def test_a_dangerous_command_waits_for_an_admins_approval_and_a_new_message_denies_it(engine, fake_llm,
+                                                                                           tmp_path):
+    p = profile(approve=["dangerous"])
+    asker = Asker()
+    e = await engine(profile=p, features=with_asker(p, asker, tmp_path))
+
+    def respond(request):
+        if results(request):
+            return Reply(text="result: " + results(request)[0])
+        if request.last_user_text == "clean":
+            return Reply(tool_calls=[("terminal", {"command": "mkdir -p build && rm -rf build && echo cleaned"})])
+        return Reply(text="ok")
+
+    fake_llm.responder = respond
+    first = asyncio.ensure_future(e.say("clean", user=ADMIN))
+    request, answers = await asyncio.wait_for(asker.asked.get(), 10)
+    assert request.risk == "dangerous" and "rm -rf build" in request.command
+    assert answers.answer(request.id, "stranger", Decision.ONCE) is False
+    assert answers.answer(request.id, ADMIN, Decision.ONCE) is True
+    assert (await first) == "result: cleaned\n[exit code 0]"
+
+    second = asyncio.ensure_future(e.say("clean", user=ADMIN))
+    request, answers = await asyncio.wait_for(asker.asked.get(), 10)
+    await e.gateway.handle(e.message("never mind", user=ADMIN))
+    denied = await second
+    assert "Denied: the command was not run" in denied and "a new message arrived" in denied
+    assert answers.answer(request.id, ADMIN, Decision.ONCE) is False
+
+
+async def test_workspace_command_shows_the_size_and_only_admins_reset_it(engine, fake_llm):
+    e = await engine(profile=profile(quota_mb=1))
+    fake_llm.script(Reply(tool_calls=[("write_file", {"path": "a.txt", "content": "x" * 300_000})]),
+                    Reply(text="written"))
+    await e.say("write", user=ADMIN)
+    assert await e.say("/workspace", user=ADMIN) == "Workspace: 0.29 MB used of 1 MB."
+    assert await e.say("/workspace reset", user="someone", chat="c9") == "Only an admin of this bot can reset a workspace."
+    assert await e.say("/workspace reset", user=ADMIN) == "The workspace is empty now."
+    assert await e.say("/workspace", user=ADMIN) == "Workspace: 0.00 MB used of 1 MB."
+
+
+async def test_the_terminal_refuses_to_start_without_bwrap_or_with_network(tmp_path, monkeypatch):
+    import pytest
+
+    from hermes_engine.config import WorkspaceSettings
+    from hermes_engine.errors import ConfigError
+    from hermes_engine.workspace import sandbox
+    from hermes_engine.workspace.feature import WorkspaceFeature
+
+    with pytest.raises(ConfigError, match="network"):
+        await WorkspaceFeature(tmp_path, "b", WorkspaceSettings(network=True), admins=[],
+                               toolsets=["terminal"]).start(None)  # type: ignore[arg-type]
+    monkeypatch.setenv("PATH", str(tmp_path))
+    sandbox.unavailable_reason.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match="bubblewrap"):
+            await WorkspaceFeature(tmp_path, "b", WorkspaceSettings(), admins=[],
+                                   toolsets=["terminal"]).start(None)  # type: ignore[arg-type]
+    finally:
+        sandbox.unavailable_reason.cache_clear()
+
+
+async def test_a_commands_output_streams_into_the_reply_while_it_runs_and_the_answer_replaces_it(engine, fake_llm):
+    e = await engine(profile=profile())
+    fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo first; sleep 0.3; echo second"})]),
+                    Reply(text="all done"))
+    assert await e.say("run it", user=ADMIN) == "all done"
+    shown = "".join(e.outlet.delivered[-1].deltas)
+    assert "`$ echo first; sleep 0.3; echo second`\n```\nfirst\n" in shown
+    assert shown.index("first") < shown.index("second") < shown.index("all done")
+
+
+async def test_allowed_people_may_use_the_workspace_in_their_own_dm_but_not_in_a_group(engine, fake_llm):
+    from hermes_engine.ports.inbound import ChatKind
+
+    e = await engine(profile=profile(users="allowed_in_dm"))
+    fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo mine > note; cat note"})]), Reply(text="a"),
+                    Reply(tool_calls=[("list_files", {})]), Reply(text="b"))
+    await e.say("in my dm", user="friend", chat="dm-friend")
+    assert results(fake_llm.requests[1])[0] == "mine\n[exit code 0]"
+    await e.say("in the group", user="friend", chat="g1", kind=ChatKind.GROUP)
+    assert "only an admin" in results(fake_llm.requests[3])[0] and "direct message" in results(fake_llm.requests[3])[0]

@@ -1,0 +1,98 @@
+"""The dispatcher's phases against the real store, on SQLite and PostgreSQL, with attempts scripted in
+place of model runs: who leads, what a crashed worker leaves behind, how many triage cards a tick splits."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from kanban_kit import BACKENDS, Clock, database
+
+from hermes_engine.config import KanbanSettings
+from hermes_engine.kanban.attempt import AttemptEnd
+from hermes_engine.kanban.dispatcher import Dispatcher
+from hermes_engine.ports.storage import CardRecord, CardSpec
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+
+SETTINGS = KanbanSettings(tick_seconds=60, lease_seconds=10)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def stores(backend, tmp_path, clock):
+    """Two stores on one database: two processes sharing a board."""
+    async with database(backend, tmp_path) as make:
+        pair = [make(clock=clock), make(clock=clock)]
+        for s in pair:
+            await s.init()
+        try:
+            yield pair
+        finally:
+            for s in pair:
+                await s.close()
+
+
+def completing(store):
+    async def attempt(card: CardRecord, claim: str) -> AttemptEnd:
+        return AttemptEnd(await store.finish_attempt(card.id, claim, ok=True, result="ok"), True)
+    return attempt
+
+
+async def settle(dispatcher: Dispatcher) -> None:
+    await asyncio.gather(*(task for _claim, task in dispatcher.workers.values()), return_exceptions=True)
+
+
+async def test_one_dispatcher_leads_a_board_until_its_lease_runs_out(stores, clock):
+    one = Dispatcher(stores[0], "p", SETTINGS, completing(stores[0]), holder="one")
+    two = Dispatcher(stores[1], "p", SETTINGS, completing(stores[1]), holder="two")
+    [card] = await stores[0].create_cards([CardSpec("c", profile="p", status="ready")], actor="test")
+    assert (await one.tick()).started == [card.id]
+    report = await two.tick()
+    assert not report.leader and report.started == []
+    await settle(one)
+    clock.advance(one.lease_ttl + 1)  # `one` stopped ticking (its process died)
+    assert (await two.tick()).leader
+    assert not (await one.tick()).leader
+
+
+async def test_a_worker_that_crashed_fails_its_attempt_at_the_next_tick(stores):
+    store = stores[0]
+
+    async def crashing(card: CardRecord, claim: str) -> AttemptEnd:
+        raise RuntimeError("segfault in a tool")
+
+    dispatcher = Dispatcher(store, "p", SETTINGS, crashing, holder="h")
+    [card] = await store.create_cards([CardSpec("c", profile="p", status="ready")], actor="test")
+    await dispatcher.tick()
+    await settle(dispatcher)
+    report = await dispatcher.tick()
+    assert report.crashed == [card.id]
+    assert report.started == [card.id]  # and it is tried again at once
+    await dispatcher.stop()
+    events = await store.card_events(card.id)
+    failed = [e for e in events if e.kind == "failed"]
+    assert "segfault in a tool" in failed[0].handoff["error"] and failed[0].handoff["attempt"] == 1
+
+
+async def test_a_tick_splits_at_most_the_configured_number_of_triage_cards(stores):
+    store = stores[0]
+    split: list[int] = []
+
+    async def decompose(card: CardRecord) -> None:
+        split.append(card.id)
+        await store.move_card(card.id, "todo", actor="triage")
+
+    dispatcher = Dispatcher(store, "p", KanbanSettings(decompose_per_tick=3, max_in_progress_per_profile=1),
+                            completing(store), holder="h", decompose=decompose)
+    cards = await store.create_cards([CardSpec(f"t{i}", profile="p", status="triage") for i in range(5)],
+                                     actor="test")
+    first = await dispatcher.tick()
+    assert first.decomposed == [c.id for c in cards[:3]]
+    assert first.started == [cards[0].id]  # split, promoted and claimed in the same tick, one at a time
+    await settle(dispatcher)
+    assert (await dispatcher.tick()).decomposed == [c.id for c in cards[3:]]

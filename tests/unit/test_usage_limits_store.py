@@ -1,0 +1,98 @@
+"""The usage ledger on SQLite and PostgreSQL: counts per bot, person and day, added atomically so two
+replicas counting at once both count.
+
+    eval "$(.ci/postgres.sh)"     # starts a local server and exports HERMES_TEST_POSTGRES_URL
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from postgres import PG_URL, fresh_schema
+
+from hermes_engine.ports.storage import UsageCount
+from storage.store import SqlStore
+
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=[
+        pytest.mark.postgres,
+        pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)"),
+    ]),
+]
+DAY, NEXT_DAY = date(2026, 3, 1), date(2026, 3, 2)
+
+
+@pytest.fixture(params=BACKENDS)
+async def replicas(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[list[SqlStore]]:
+    """Two stores on one database, as two replicas of the gateway would have."""
+    async with AsyncExitStack() as stack:
+        url, options = f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}", {}
+        if request.param == "postgres":
+            assert PG_URL
+            schema = await stack.enter_async_context(fresh_schema())
+            url, options = PG_URL, {"connect_args": {"server_settings": {"search_path": schema}}}
+        stores = [SqlStore(url, engine_options=options) for _ in range(2)]
+        for store in stores:
+            await store.init()
+            stack.push_async_callback(store.close)
+        yield stores
+
+
+async def person(store: SqlStore, user: str) -> int:
+    return (await store.resolve_account("test", "acct", user, user)).person_id
+
+
+async def test_counts_added_at_once_from_two_replicas_all_count(replicas: list[SqlStore]) -> None:
+    a, b = replicas
+    alice = await person(a, "alice")
+
+    async def count(store: SqlStore) -> None:
+        await store.add_usage("bot", alice, DAY, turns=1, tokens=10)
+
+    await asyncio.gather(*(count(store) for store in (a, b) for _ in range(15)))
+    assert await a.usage_of("bot", alice, DAY) == UsageCount(turns=30, tokens=300)
+    assert await b.usage_of("bot", alice, DAY) == UsageCount(turns=30, tokens=300)
+
+
+async def test_counts_are_kept_apart_per_bot_person_and_day_and_totals_sum_the_people(
+        replicas: list[SqlStore]) -> None:
+    store = replicas[0]
+    alice, bob = await person(store, "alice"), await person(store, "bob")
+    adds: list[tuple[str, int, date, dict[str, Any]]] = [
+        ("bot", alice, DAY, {"turns": 2}), ("bot", alice, DAY, {"tokens": 500}), ("bot", bob, DAY, {"turns": 1}),
+        ("other", alice, DAY, {"turns": 7}), ("bot", alice, NEXT_DAY, {"turns": 3})]
+    for bot, who, day, amounts in adds:
+        await store.add_usage(bot, who, day, **amounts)
+
+    assert await store.usage_of("bot", alice, DAY) == UsageCount(turns=2, tokens=500)
+    assert await store.usage_of("bot", bob, DAY) == UsageCount(turns=1, tokens=0)
+    assert await store.usage_of("bot", alice, NEXT_DAY) == UsageCount(turns=3, tokens=0)
+    assert await store.usage_total("bot", DAY) == UsageCount(turns=3, tokens=500)
+    assert await store.usage_total("nobody", DAY) == UsageCount()
+
+
+async def test_two_replicas_at_a_turn_limit_let_exactly_the_limit_through(replicas: list[SqlStore]) -> None:
+    a, b = replicas
+    alice = await person(a, "alice")
+    counted = await asyncio.gather(*(store.count_turn("bot", alice, DAY, max_turns=10)
+                                     for store in (a, b) for _ in range(15)))
+    assert counted.count(True) == 10
+    assert await a.usage_of("bot", alice, DAY) == UsageCount(turns=10, tokens=0)
+
+
+async def test_a_turn_is_refused_once_the_day_used_its_tokens_and_counted_again_the_next_day(
+        replicas: list[SqlStore]) -> None:
+    store = replicas[0]
+    alice = await person(store, "alice")
+    assert await store.count_turn("bot", alice, DAY, max_tokens=1000)
+    await store.add_usage("bot", alice, DAY, tokens=1000)
+    assert not await store.count_turn("bot", alice, DAY, max_turns=5, max_tokens=1000)
+    assert await store.count_turn("bot", alice, NEXT_DAY, max_turns=5, max_tokens=1000)
+    assert await store.usage_of("bot", alice, DAY) == UsageCount(turns=1, tokens=1000)
