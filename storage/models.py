@@ -257,3 +257,14 @@ class DeliveryRow(Base):
     message_ids: Mapped[list[str]] = mapped_column(JsonType, nullable=False)
     final: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class SkillEmbeddingRow(Base):
+    """One skill's embedding vector for one model, keyed by the hash of the text that was embedded."""
+
+    __tablename__ = "skill_embeddings"
+
+    model: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    content_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    vector: Mapped[list[float]] = mapped_column(JsonType, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

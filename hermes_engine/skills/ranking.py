@@ -21,7 +21,7 @@ import Stemmer
 
 from hermes_engine.skills.model import Skill, section
 
-STOPWORDS = frozenset("""
+_STOPWORD_TEXT = """
 a about above after again against all also am an and any are aren as at be because been before being below
 between both but by can cannot could couldn did didn do does doesn doing don down during each else ever every
 few for from further get gets getting got had hadn has hasn have haven having he her here hers herself him
@@ -34,7 +34,8 @@ thanks thank thx ok okay yes yeah sure help want wanna gonna trying try tried kn
 something anything thing things stuff bit quick quickly maybe still best good great nice cool lol hmm guys
 today right one ones use using used make makes made go going able two three four five six seven eight nine
 ten first second last new yet s t d m im ive id dont cant wont isnt doesnt didnt whats thats theres
-""".split())
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STEMMER = Stemmer.Stemmer("english")
