@@ -61,26 +61,38 @@ class SkillHints:
     async def hints(self, text: str, limit: int = 3) -> list[Hit]:
         ranked = self.lexical.rank(text)
         lexical = select_hints(ranked, limit)
-        if self.embedder is None or not self._documents:
+        similarity = await self._try_similarities(text)
+        if similarity is None:
             return lexical
-        try:
-            similarity = await asyncio.wait_for(self._similarities(self.embedder, text), self.timeout)
-        except (EmbeddingError, StorageError, TimeoutError) as exc:
-            log.warning("skill hints: embeddings unavailable this turn, lexical only (%s)", exc)
-            return lexical
-        return self._fuse(ranked, lexical, similarity, limit)
-
-    def _fuse(self, ranked: list[Hit], lexical: list[Hit], similarity: dict[str, float], limit: int) -> list[Hit]:
-        by_similarity = sorted(similarity, key=lambda n: (-similarity[n], n))
         relevant = {h.name for h in ranked if h.relevant}
-        relevant |= {n for n in by_similarity if similarity[n] >= self.min_similarity}
+        relevant |= {n for n, sim in similarity.items() if sim >= self.min_similarity}
         if not relevant:
             return []
         count = min(limit, max(1, len(lexical)))
+        return [h for h in self._fuse(ranked, similarity) if h.name in relevant][:count]
+
+    async def rank(self, text: str, limit: int = 0) -> list[Hit]:
+        """Every candidate, best first, without the relevance cut (what the benchmark's recall@k reads)."""
+        ranked = self.lexical.rank(text)
+        similarity = await self._try_similarities(text)
+        out = ranked if similarity is None else self._fuse(ranked, similarity)
+        return out[:limit] if limit else out
+
+    async def _try_similarities(self, text: str) -> dict[str, float] | None:
+        if self.embedder is None or not self._documents:
+            return None
+        try:
+            return await asyncio.wait_for(self._similarities(self.embedder, text), self.timeout)
+        except (EmbeddingError, StorageError, TimeoutError) as exc:
+            log.warning("skill hints: embeddings unavailable this turn, lexical only (%s)", exc)
+            return None
+
+    @staticmethod
+    def _fuse(ranked: list[Hit], similarity: dict[str, float]) -> list[Hit]:
+        by_similarity = sorted(similarity, key=lambda n: (-similarity[n], n))
         lexical_hits = {h.name: h for h in ranked}
         fused = reciprocal_rank_fusion([[h.name for h in ranked], by_similarity])
-        out = [lexical_hits.get(name, Hit(name, score, ())) for name, score in fused if name in relevant]
-        return out[:count]
+        return [lexical_hits.get(name, Hit(name, score, ())) for name, score in fused]
 
     async def _similarities(self, embedder: Embedder, text: str) -> dict[str, float]:
         await self._ensure_vectors(embedder)

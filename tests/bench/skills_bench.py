@@ -1,12 +1,14 @@
 """Skills benchmark: prompt-index size and hint accuracy on realistic libraries of 50 and 200 skills.
 
-    python -m tests.bench.skills_bench [--show-misses] [--no-triggers]
+    python -m tests.bench.skills_bench [--show-misses] [--no-triggers] [--embedder wordllama]
     python tests/bench/skills_bench.py --cases FILE [--skills DIR]
 
 `--cases` takes any labelled set (JSON lines: {"message", "skills": [names]} or {"message", "skill": name|null},
 optional "split"); `--skills` any folder of SKILL.md files (default: libraries built from the catalog).
-`--no-triggers` leaves the skills' `triggers` out of the index: the catalog's triggers were written after
-looking at the dev cases' misses, so the figure without them is the honest lexical one.
+Each run reports the lexical ranker with the skills' `triggers` indexed and without them (`--no-triggers`:
+only without): the catalog's triggers were written after looking at the dev cases' misses, so the figure
+without them is the honest lexical one. `--embedder wordllama` adds the same fused with WordLlama embeddings
+(reciprocal rank fusion), a static model whose weights ship in its wheel.
 
 The libraries are built in a temporary folder from `data/skill_catalog.jsonl` (200 skills over 20 domains:
 git, docker, kubernetes, postgres, python, data/CSV, writing/email, travel, web, linux, networking, cloud,
@@ -27,6 +29,7 @@ independent set with the lexical ranker alone.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import tempfile
@@ -37,6 +40,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from hermes_engine.ports.conversation import estimate_tokens  # noqa: E402
+from hermes_engine.skills.embeddings import Embedder  # noqa: E402
+from hermes_engine.skills.hints import SkillHints  # noqa: E402
 from hermes_engine.skills.index import HintRanker, render_index  # noqa: E402
 from hermes_engine.skills.library import FileSkillLibrary, SkillChange  # noqa: E402
 from hermes_engine.skills.model import MAX_TRIGGERS, Skill, SkillError, parse_skill, render  # noqa: E402
@@ -93,7 +98,7 @@ def subset_50(rows: list[dict]) -> list[dict]:
     return rows[::4]
 
 
-def evaluate(ranker: HintRanker, cases: list[dict], names: set[str]) -> dict:
+async def evaluate(ranker: SkillHints, cases: list[dict], names: set[str]) -> dict:
     positives = [c for c in cases if set(expected(c)) & names]
     negatives = [c for c in cases if not expected(c)]
     at = dict.fromkeys(RECALL_AT, 0)
@@ -102,10 +107,10 @@ def evaluate(ranker: HintRanker, cases: list[dict], names: set[str]) -> dict:
     started = time.perf_counter()
     for case in positives:
         want = set(expected(case))
-        ranked = [h.name for h in ranker.rank(case["message"], limit=max(RECALL_AT))]
+        ranked = [h.name for h in await ranker.rank(case["message"], limit=max(RECALL_AT))]
         for k in RECALL_AT:
             at[k] += bool(want & set(ranked[:k]))
-        hints = [h.name for h in ranker.hints(case["message"])]
+        hints = [h.name for h in await ranker.hints(case["message"])]
         shown += len(hints)
         if want & set(hints):
             in_hints += 1
@@ -114,7 +119,7 @@ def evaluate(ranker: HintRanker, cases: list[dict], names: set[str]) -> dict:
             misses.append((case["message"], sorted(want), hints))
     false_pos = []
     for case in negatives:
-        hints = [h.name for h in ranker.hints(case["message"])]
+        hints = [h.name for h in await ranker.hints(case["message"])]
         if hints:
             false_pos.append((case["message"], hints))
     elapsed = time.perf_counter() - started
@@ -126,11 +131,12 @@ def evaluate(ranker: HintRanker, cases: list[dict], names: set[str]) -> dict:
             "false_positives": false_pos, "ms_per_query": 1000 * elapsed / max(1, len(positives) + len(negatives))}
 
 
-def report(ranker: HintRanker, cases: list[dict], names: set[str], show_misses: bool) -> None:
+async def report(label: str, ranker: SkillHints, cases: list[dict], names: set[str], show_misses: bool) -> None:
+    print(f"-- {label}")
     splits = sorted({str(c.get("split", "all")) for c in cases})
-    for split in splits + (["all"] if len(splits) > 1 or splits != ["all"] else []):
+    for split in splits + (["all"] if splits != ["all"] else []):
         chosen = [c for c in cases if split == "all" or str(c.get("split", "all")) == split]
-        r = evaluate(ranker, chosen, names)
+        r = await evaluate(ranker, chosen, names)
         recall = " ".join(f"@{k} {v:.1%}" for k, v in r["recall"].items())
         print(f"hints/{split:9s}: {r['cases']} messages; recall {recall}; among the hints {r['in_hints']:.1%} "
               f"(first {r['first']:.1%}); {r['avg_hints']:.2f} hints/message; small talk with a hint "
@@ -144,6 +150,27 @@ def report(ranker: HintRanker, cases: list[dict], names: set[str], show_misses: 
                 print(f"  false hint: {message!r} → {got}")
 
 
+def embedder_named(name: str) -> Embedder | None:
+    if name == "none":
+        return None
+    from hermes_engine.providers.wordllama_embeddings import WordLlamaEmbedder
+
+    return WordLlamaEmbedder()
+
+
+async def report_variants(skills: list[Skill], cases: list[dict], *, triggers: bool, embedder: Embedder | None,
+                          show_misses: bool) -> None:
+    """Lexical with triggers (unless left out), lexical without, and the same fused with `embedder`."""
+    names = {s.name for s in skills}
+    for with_triggers in ((True, False) if triggers else (False,)):
+        for emb in (None, embedder) if embedder is not None else (None,):
+            ranker = SkillHints(skills, embedder=emb)
+            ranker.lexical = HintRanker(skills, with_triggers=with_triggers)
+            label = (f"{'lexical' if emb is None else 'lexical + ' + emb.model + ' (RRF)'}, "
+                     f"triggers {'indexed' if with_triggers else 'left out'}")
+            await report(label, ranker, cases, names, show_misses)
+
+
 def index_line(skills: list[Skill], size: int | None) -> bool:
     index = render_index(skills)
     tokens = estimate_tokens(index)
@@ -155,28 +182,26 @@ def index_line(skills: list[Skill], size: int | None) -> bool:
 
 
 def run(cases_path: Path = CASES, skills_dir: Path | None = None, *, triggers: bool = True,
-        show_misses: bool = False) -> bool:
+        embedder: Embedder | None = None, show_misses: bool = False) -> bool:
     cases = load_jsonl(cases_path)
     print(f"cases: {cases_path.name}: {sum(1 for c in cases if expected(c))} labelled + "
-          f"{sum(1 for c in cases if not expected(c))} small talk; triggers {'indexed' if triggers else 'left out'}")
-    ok = True
+          f"{sum(1 for c in cases if not expected(c))} small talk")
+    options = {"triggers": triggers, "embedder": embedder, "show_misses": show_misses}
     if skills_dir is not None:
         skills = load_folder(skills_dir)
         print(f"\n== {len(skills)} skills from {skills_dir}")
         ok = index_line(skills, None)
-        report(HintRanker(skills, with_triggers=triggers), cases, {s.name for s in skills}, show_misses)
+        asyncio.run(report_variants(skills, cases, **options))
         return ok
+    ok = True
     rows = load_jsonl(CATALOG)
     with tempfile.TemporaryDirectory(prefix="skills-bench-") as tmp:
         for size, chosen in ((50, subset_50(rows)), (200, rows)):
             library = build_library(Path(tmp) / f"lib{size}", chosen, triggers=triggers)
             skills: list[Skill] = library.list_sync()
-            started = time.perf_counter()
-            ranker = HintRanker(skills)
-            built_ms = 1000 * (time.perf_counter() - started)
-            print(f"\n== {size} skills (catalog; ranker built in {built_ms:.1f} ms)")
+            print(f"\n== {size} skills (catalog)")
             ok = index_line(skills, size) and ok
-            report(ranker, cases, {s.name for s in skills}, show_misses)
+            asyncio.run(report_variants(skills, cases, **options))
     print("\nindex targets met" if ok else "\nsome index targets MISSED")
     return ok
 
@@ -186,9 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=Path, default=CASES, help="labelled messages (JSON lines)")
     parser.add_argument("--skills", type=Path, help="a folder of SKILL.md files (default: the catalog)")
     parser.add_argument("--no-triggers", action="store_true", help="leave the skills' triggers out of the index")
+    parser.add_argument("--embedder", choices=("none", "wordllama"), default="none",
+                        help="also fuse this embedding model (wordllama: bundled weights, runs offline)")
     parser.add_argument("--show-misses", action="store_true", help="list wrong hints")
     args = parser.parse_args(argv)
-    return 0 if run(args.cases, args.skills, triggers=not args.no_triggers, show_misses=args.show_misses) else 1
+    return 0 if run(args.cases, args.skills, triggers=not args.no_triggers, embedder=embedder_named(args.embedder),
+                    show_misses=args.show_misses) else 1
 
 
 if __name__ == "__main__":

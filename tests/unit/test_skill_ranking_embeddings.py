@@ -10,6 +10,7 @@ import pytest
 from fakes.fake_llm import FakeLLM
 
 from hermes_engine.providers.openai_embeddings import OpenAIEmbedder, embedder_from_settings
+from hermes_engine.providers.wordllama_embeddings import WordLlamaEmbedder
 from hermes_engine.skills.embeddings import EmbeddingError, content_hash, skill_document
 from hermes_engine.skills.hints import SkillHints
 from hermes_engine.skills.model import Skill, parse_skill, render
@@ -120,4 +121,12 @@ async def test_an_unreachable_embedding_server_serves_lexical_hints():
 
 def test_no_embedding_model_means_no_embedder():
     assert embedder_from_settings(None) is None and embedder_from_settings("") is None
-    assert embedder_from_settings("text-embedding-3-small", "http://127.0.0.1:1/v1") is not None
+    assert isinstance(embedder_from_settings("text-embedding-3-small", "http://127.0.0.1:1/v1"), OpenAIEmbedder)
+    assert isinstance(embedder_from_settings("wordllama"), WordLlamaEmbedder)
+
+
+async def test_the_bundled_wordllama_model_embeds_offline_and_fusion_finds_a_paraphrase_lexical_misses():
+    message = "a long weekend in Lisbon, where should we go"  # no word of any skill
+    assert await SkillHints(SKILLS).rank(message) == []
+    fused = [h.name for h in await SkillHints(SKILLS, embedder=WordLlamaEmbedder()).rank(message)]
+    assert fused[0] == "travel-itinerary"
