@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fakes.fake_llm import FakeLLM
+from postgres import PG_URL, fresh_schema
 
 from hermes_engine.providers.openai_embeddings import OpenAIEmbedder, embedder_from_settings
 from hermes_engine.providers.wordllama_embeddings import WordLlamaEmbedder
@@ -30,12 +31,32 @@ SKILLS = [
 MESSAGE = "can you squash my wip commits before merging"
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
-    s = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}")
-    await s.init()
-    yield s
-    await s.close()
+@pytest.fixture(params=[
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=pytest.mark.skipif(
+        not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)")),
+])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqlStore]:
+    if request.param == "sqlite":
+        s = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}")
+        await s.init()
+        yield s
+        await s.close()
+        return
+    assert PG_URL
+    async with fresh_schema() as schema:
+        s = SqlStore(PG_URL, engine_options={"connect_args": {"server_settings": {"search_path": schema}}})
+        await s.init()
+        yield s
+        await s.close()
+
+
+async def test_the_store_keeps_skill_vectors_by_model_and_hash_and_never_overwrites(store):
+    await store.put_skill_embeddings("m1", {"h1": [0.5, 0.25], "h2": [1.0, 0.0]})
+    await store.put_skill_embeddings("m1", {"h1": [9.0, 9.0], "h3": [0.0, 1.0]})  # h1 exists: kept
+    assert await store.get_skill_embeddings("m1", ["h1", "h3", "h9"]) == {"h1": [0.5, 0.25], "h3": [0.0, 1.0]}
+    assert await store.get_skill_embeddings("m2", ["h1"]) == {}
+    assert await store.get_skill_embeddings("m1", []) == {}
 
 
 def embedder(fake: FakeLLM) -> OpenAIEmbedder:
