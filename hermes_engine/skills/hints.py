@@ -4,13 +4,15 @@ Fusion is reciprocal rank fusion (each ranking adds 1/(K + rank) per skill), whi
 between BM25 scores and cosines. The lexical ranker still decides how many hints a turn shows and whether
 it shows any; similarity adds a skill as relevant only above `min_similarity`. Skill vectors come from the
 `SkillEmbeddingCache` (by model and content hash), are embedded when missing, and kept in memory for the
-library's revision. Any embedding or cache failure serves that turn's hints lexically.
+library's revision. Any embedding or cache failure serves that turn's hints lexically, and the following
+turns too for `pause` seconds, so an endpoint that is down does not slow every turn by a timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable, Sequence
 
 from hermes_engine.errors import StorageError
@@ -39,12 +41,14 @@ class SkillHints:
 
     def __init__(self, skills: Iterable[Skill] = (), *, embedder: Embedder | None = None,
                  cache: SkillEmbeddingCache | None = None, min_similarity: float = 0.5,
-                 timeout: float = 15.0) -> None:
+                 timeout: float = 15.0, pause: float = 60.0) -> None:
         self.lexical = HintRanker()
         self.embedder = embedder
         self.cache = cache
         self.min_similarity = min_similarity
         self.timeout = timeout
+        self.pause = pause
+        self._paused_until = 0.0
         self._documents: dict[str, str] = {}  # skill name -> content hash of its embedded text
         self._texts: dict[str, str] = {}  # content hash -> text
         self._vectors: dict[str, list[float]] = {}  # content hash -> vector (this revision's skills)
@@ -79,12 +83,13 @@ class SkillHints:
         return out[:limit] if limit else out
 
     async def _try_similarities(self, text: str) -> dict[str, float] | None:
-        if self.embedder is None or not self._documents:
+        if self.embedder is None or not self._documents or time.monotonic() < self._paused_until:
             return None
         try:
             return await asyncio.wait_for(self._similarities(self.embedder, text), self.timeout)
         except (EmbeddingError, StorageError, TimeoutError) as exc:
-            log.warning("skill hints: embeddings unavailable this turn, lexical only (%s)", exc)
+            self._paused_until = time.monotonic() + self.pause
+            log.warning("skill hints: embeddings unavailable, lexical only for %.0f s (%s)", self.pause, exc)
             return None
 
     @staticmethod

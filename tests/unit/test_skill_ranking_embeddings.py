@@ -121,12 +121,20 @@ async def test_fusion_adds_a_skill_only_the_embedding_finds_and_keeps_the_lexica
 @pytest.mark.parametrize("failures", [[429, 429], [500, 500], ["garbage"]])
 async def test_an_embedding_failure_serves_lexical_hints_for_that_turn(fake_llm, store, failures):
     hints = SkillHints(SKILLS, embedder=OpenAIEmbedder("embed-test", base_url=fake_llm.openai_base_url,
-                                                        api_key="k", max_retries=1), cache=store)
+                                                        api_key="k", max_retries=1), cache=store, pause=0)
     fake_llm.embedding_failures.extend(failures)
     lexical = [h.name for h in SkillHints(SKILLS).lexical.hints(MESSAGE)]
     assert [h.name for h in await hints.hints(MESSAGE)] == lexical == ["git-squash-commits"]
     assert [h.name for h in await hints.hints(MESSAGE)] == lexical  # the next turn embeds again
     assert len(fake_llm.embedding_inputs) == len(failures) + 2
+
+
+async def test_after_a_failure_the_next_turns_skip_embeddings_for_a_pause(fake_llm):
+    hints = SkillHints(SKILLS, embedder=embedder(fake_llm), pause=3600)
+    fake_llm.embedding_failures.append(503)
+    assert [h.name for h in await hints.hints(MESSAGE)] == ["git-squash-commits"]
+    assert [h.name for h in await hints.hints(MESSAGE)] == ["git-squash-commits"]
+    assert len(fake_llm.embedding_inputs) == 1  # the second turn did not wait on the endpoint
 
 
 async def test_garbage_vectors_raise_an_embedding_error(fake_llm):
