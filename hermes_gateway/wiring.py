@@ -61,7 +61,7 @@ def build_features(settings: Settings, profile: BotProfile) -> list[Feature]:
     from hermes_engine.memory.store import FileMemoryStore
     from hermes_engine.policy.forget import ForgetFeature
     from hermes_engine.policy.identity import IdentityFeature
-    from hermes_engine.providers.openai_embeddings import embedder_from_settings
+    from hermes_engine.providers.embedders import embedder_from_settings
     from hermes_engine.skills.feature import SkillsFeature
 
     return [

@@ -13,8 +13,7 @@ from typing import Any
 import openai
 
 from hermes_engine.policy.secrets import redact
-from hermes_engine.providers.registry import read_env
-from hermes_engine.skills.embeddings import Embedder, EmbeddingError, check_vectors
+from hermes_engine.skills.embeddings import EmbeddingError, check_vectors
 
 BATCH = 64
 PLACEHOLDER_API_KEY = "not-needed"  # local servers accept any key; the SDK insists on one
@@ -54,20 +53,4 @@ class OpenAIEmbedder:
         await self._client.close()
 
 
-def embedder_from_settings(model: str | None, base_url: str | None = None) -> Embedder | None:
-    """The configured embedder, or None when no embedding model is set (hints stay lexical).
-    `wordllama` is the in-process model whose weights ship with its package (the `local-embeddings` extra);
-    any other name is asked of `/v1/embeddings`. The key: HERMES_EMBEDDING_API_KEY, else
-    OPENAI_COMPATIBLE_API_KEY / OPENAI_API_KEY; the base URL, when not given, OPENAI_COMPATIBLE_BASE_URL or
-    the SDK's own (OPENAI_BASE_URL)."""
-    if not model:
-        return None
-    if model == "wordllama":
-        from hermes_engine.providers.wordllama_embeddings import WordLlamaEmbedder
-
-        return WordLlamaEmbedder()
-    key = read_env("HERMES_EMBEDDING_API_KEY") or read_env("OPENAI_COMPATIBLE_API_KEY") or read_env("OPENAI_API_KEY")
-    return OpenAIEmbedder(model, base_url=base_url or read_env("OPENAI_COMPATIBLE_BASE_URL"), api_key=key)
-
-
-__all__ = ["OpenAIEmbedder", "embedder_from_settings"]
+__all__ = ["OpenAIEmbedder"]
