@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 import tempfile
@@ -42,7 +43,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from hermes_engine.ports.conversation import estimate_tokens  # noqa: E402
 from hermes_engine.skills.embeddings import Embedder  # noqa: E402
 from hermes_engine.skills.hints import SkillHints  # noqa: E402
-from hermes_engine.skills.index import HintRanker, render_index  # noqa: E402
+from hermes_engine.skills.index import render_index  # noqa: E402
 from hermes_engine.skills.library import FileSkillLibrary, SkillChange  # noqa: E402
 from hermes_engine.skills.model import MAX_TRIGGERS, Skill, SkillError, parse_skill, render  # noqa: E402
 
@@ -163,9 +164,9 @@ async def report_variants(skills: list[Skill], cases: list[dict], *, triggers: b
     """Lexical with triggers (unless left out), lexical without, and the same fused with `embedder`."""
     names = {s.name for s in skills}
     for with_triggers in ((True, False) if triggers else (False,)):
+        chosen = skills if with_triggers else [dataclasses.replace(s, triggers=()) for s in skills]
         for emb in (None, embedder) if embedder is not None else (None,):
-            ranker = SkillHints(skills, embedder=emb)
-            ranker.lexical = HintRanker(skills, with_triggers=with_triggers)
+            ranker = SkillHints(chosen, embedder=emb)
             label = (f"{'lexical' if emb is None else 'lexical + ' + emb.model + ' (RRF)'}, "
                      f"triggers {'indexed' if with_triggers else 'left out'}")
             await report(label, ranker, cases, names, show_misses)
