@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     inbox_retention_days: float = Field(30, gt=0)  # answered inbox events older than this are deleted
     max_live_sessions: int = Field(1000, ge=1)  # sessions held in memory per bot; idle ones beyond are dropped
+    # Skill hints fuse embedding similarity when a model is set (an OpenAI-compatible /v1/embeddings server;
+    # the base URL defaults to OPENAI_COMPATIBLE_BASE_URL / OPENAI_BASE_URL). Unset: lexical hints only.
+    embedding_model: str | None = None
+    embedding_base_url: str | None = None
 
     @field_validator("log_level")
     @classmethod
