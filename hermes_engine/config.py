@@ -39,6 +39,10 @@ class Settings(BaseSettings):
     max_live_sessions: int = Field(1000, ge=1)  # sessions held in memory per bot; idle ones beyond are dropped
     web_search_url: str | None = None  # a SearXNG-compatible JSON endpoint; unset: no web_search tool
     web_search_key: str | None = None  # sent to it as a bearer token
+    # Skill hints fuse embedding similarity when a model is set (an OpenAI-compatible /v1/embeddings server;
+    # the base URL defaults to OPENAI_COMPATIBLE_BASE_URL / OPENAI_BASE_URL). Unset: lexical hints only.
+    embedding_model: str | None = None
+    embedding_base_url: str | None = None
 
     @field_validator("log_level")
     @classmethod

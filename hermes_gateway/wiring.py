@@ -78,6 +78,7 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
     from hermes_engine.memory.store import FileMemoryStore
     from hermes_engine.policy.forget import ForgetFeature
     from hermes_engine.policy.identity import IdentityFeature
+    from hermes_engine.providers.embedders import embedder_from_settings
     from hermes_engine.skills.feature import SkillsFeature
     from hermes_engine.workspace.feature import WorkspaceFeature
 
@@ -87,7 +88,9 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
                                     curator_interval_seconds=profile.skills.curator_every_days * 86400,
                                     llm_pass=profile.skills.curator_llm_pass,
                                     provider=lambda: make_provider(profile.skills.curator_model
-                                                                   or profile.models(settings)[0])),
+                                                                   or profile.models(settings)[0]),
+                                    embedder=embedder_from_settings(settings.embedding_model,
+                                                                    settings.embedding_base_url)),
         IdentityFeature(),
         ForgetFeature(),
         GoalFeature(profile.goals),

@@ -332,3 +332,12 @@ class UsageRow(Base):
     day: Mapped[date] = mapped_column(sa.Date(), primary_key=True)
     turns: Mapped[int] = mapped_column(sa.Integer(), nullable=False, default=0)
     tokens: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0)
+class SkillEmbeddingRow(Base):
+    """One skill's embedding vector for one model, keyed by the hash of the text that was embedded."""
+
+    __tablename__ = "skill_embeddings"
+
+    model: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    content_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    vector: Mapped[list[float]] = mapped_column(JsonType, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

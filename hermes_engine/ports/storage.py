@@ -397,6 +397,17 @@ class DeliveryLog(Protocol):
         """Delete records last written before `older_than`; returns how many."""
 
 
+class SkillEmbeddingCache(Protocol):
+    """Embedding vectors of skills, keyed by (model, hash of the embedded text): a skill is embedded once per
+    version and model, and a changed skill gets a new hash, so a stale vector is never read."""
+
+    async def get_skill_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors among `hashes` (missing ones are absent from the result)."""
+
+    async def put_skill_embeddings(self, model: str, vectors: dict[str, list[float]]) -> None:
+        """Store vectors by hash; an existing (model, hash) keeps its vector."""
+
+
 class HistoryStore(SessionStore, CompactionLineage, Protocol):
     """What rebuilding a session's view (stored messages + the latest summary) needs."""
 
@@ -429,7 +440,7 @@ class UsageLedger(Protocol):
 
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
-            CompactionLineage, DeliveryLog, CardStore, UsageLedger, Protocol):
+            CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:

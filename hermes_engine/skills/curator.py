@@ -60,7 +60,8 @@ Skills:
 MERGE_PROMPT = """\
 Merge these skills into one umbrella skill. Keep every distinct step and every distinct pitfall (merge \
 duplicates); drop nothing that is specific. The content is a full SKILL.md: YAML front matter with name, \
-description, version, category, tags, then the sections ## When to use, ## Steps, ## Pitfalls.
+description, version, category, tags, triggers (the merged skills' example requests, at most 12), then the \
+sections ## When to use, ## Steps, ## Pitfalls.
 
 Reply exactly in this shape:
 {{"name": "umbrella-skill-name", "content": "---\\nname: umbrella-skill-name\\n...---\\n\\n## When to use\\n..."}}

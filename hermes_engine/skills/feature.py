@@ -26,9 +26,12 @@ from hermes_engine.core.scheduler import Scheduler
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.session import SessionScope
+from hermes_engine.ports.storage import SkillEmbeddingCache
 from hermes_engine.providers.base import Provider
 from hermes_engine.skills.curator import Curator, latest_report
-from hermes_engine.skills.index import HintRanker, hint_text, render_index
+from hermes_engine.skills.embeddings import Embedder
+from hermes_engine.skills.hints import SkillHints
+from hermes_engine.skills.index import hint_text, render_index
 from hermes_engine.skills.library import (
     FileSkillLibrary,
     GatedLibrary,
@@ -67,11 +70,13 @@ class SkillsFeature(Feature, PromptContributor):
                  provider: Provider | Callable[[], Provider | None] | None = None,
                  require_approval: bool = False, curator_interval_seconds: float | None = WEEK,
                  stale_days: int = 14, archive_days: int = 30, llm_pass: bool = True, hint_limit: int = 3,
-                 clock: Callable[[], datetime] = utcnow, scheduler: Scheduler | None = None) -> None:
+                 clock: Callable[[], datetime] = utcnow, scheduler: Scheduler | None = None,
+                 embedder: Embedder | None = None) -> None:
         """`skills_root` is `<HERMES_HOME>/skills`; `bot` the default profile (commands, CLI).
         `provider` (or a factory returning one) serves the curator's LLM pass; None turns that pass off.
         `require_approval` queues every agent write for an admin (shared bots).
-        `curator_interval_seconds=None` leaves the curator to the CLI and `/curator`."""
+        `curator_interval_seconds=None` leaves the curator to the CLI and `/curator`.
+        `embedder` fuses embedding similarity into hints (vectors cached in the store); None: lexical only."""
         self.root = Path(skills_root)
         self.bot = bot
         self._provider = provider
@@ -88,7 +93,9 @@ class SkillsFeature(Feature, PromptContributor):
         self._gated: dict[str, GatedLibrary] = {}
         self._usage: dict[str, UsageLog] = {}
         self._curators: dict[str, Curator] = {}
-        self._rankers: dict[str, tuple[str, HintRanker]] = {}
+        self.embedder = embedder
+        self._embedding_cache: SkillEmbeddingCache | None = None
+        self._rankers: dict[str, tuple[str, SkillHints]] = {}
         self._frozen: OrderedDict[tuple[str, int], str] = OrderedDict()
         self._last_used: OrderedDict[tuple[str, int], list[str]] = OrderedDict()
         self._seen_revision: dict[str, str] = {}  # per bot: the library revision the last turn saw
@@ -158,6 +165,7 @@ class SkillsFeature(Feature, PromptContributor):
         return [self]
 
     async def start(self, host: Host) -> None:
+        self._embedding_cache = host.store
         if not self.curator_interval:
             return
         if self.scheduler is None:
@@ -187,7 +195,7 @@ class SkillsFeature(Feature, PromptContributor):
                 self._frozen.popitem(last=False)
         return self._frozen[key]
 
-    async def ranker(self, bot: str | None = None) -> HintRanker:
+    async def ranker(self, bot: str | None = None) -> SkillHints:
         bot = bot or self.bot
         library = self.library_for(bot)
         revision = await library.revision()
@@ -195,7 +203,7 @@ class SkillsFeature(Feature, PromptContributor):
         if cached is None or cached[0] != revision:
             skills = await library.list_skills()
             if cached is None:
-                cached = (revision, HintRanker(skills))
+                cached = (revision, SkillHints(skills, embedder=self.embedder, cache=self._embedding_cache))
             else:
                 cached[1].rebuild(skills)
                 cached = (revision, cached[1])
@@ -206,7 +214,7 @@ class SkillsFeature(Feature, PromptContributor):
         if not text or not text.strip() or SKILL_PREFIX.match(text):
             return None
         ranker = await self.ranker(scope.bot)
-        return hint_text(ranker.hints(text, limit=self.hint_limit))
+        return hint_text(await ranker.hints(text, limit=self.hint_limit))
 
     def on_session_evicted(self, scope: SessionScope) -> None:
         self._frozen.pop((scope.bot, scope.session_id), None)

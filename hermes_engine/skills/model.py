@@ -23,6 +23,8 @@ SUPPORT_DIRS = ("references", "templates", "scripts", "assets")
 SECTIONS = ("When to use", "Steps", "Pitfalls")
 AUTHORS = ("user", "agent")
 DEFAULT_CATEGORY = "general"
+MAX_TRIGGERS = 12  # example requests a skill serves (front matter `triggers`), indexed for hints
+MAX_TRIGGER_CHARS = 200
 
 
 class SkillError(HermesError):
@@ -52,6 +54,7 @@ class Skill:
     path: Path | None = field(default=None, compare=False)  # the skill folder
     updated_at: float = field(default=0.0, compare=False)  # mtime of SKILL.md (seconds since epoch)
     files: tuple[str, ...] = ()  # supporting files, relative ("references/x.md")
+    triggers: tuple[str, ...] = ()  # example requests the skill serves, in the asker's words
 
     @property
     def when_to_use(self) -> str:
@@ -129,6 +132,21 @@ def _as_tuple(value: Any, key: str) -> tuple[str, ...]:
     raise SkillError(f"Front matter field '{key}' must be a list of strings.")
 
 
+def parse_triggers(value: Any) -> tuple[str, ...]:
+    """Front matter `triggers`: a short list of example requests (a single string is one request)."""
+    if isinstance(value, str):
+        value = [value]
+    triggers = _as_tuple(value, "triggers")
+    if len(triggers) > MAX_TRIGGERS:
+        raise SkillError(f"Front matter 'triggers' has {len(triggers)} entries; keep at most {MAX_TRIGGERS} "
+                         f"short example requests.")
+    for t in triggers:
+        if len(t) > MAX_TRIGGER_CHARS or "\n" in t:
+            raise SkillError(f"Each trigger is one example request on one line, at most {MAX_TRIGGER_CHARS} "
+                             f"characters; {t[:40]!r}... is not.")
+    return tuple(" ".join(t.split()) for t in triggers)
+
+
 def parse_skill(text: str, *, folder_name: str | None = None, category: str | None = None,
                 path: Path | None = None, updated_at: float = 0.0, files: tuple[str, ...] = ()) -> Skill:
     """Parse and validate SKILL.md text. Raises `SkillError` with a message fit for the model."""
@@ -184,6 +202,7 @@ def parse_skill(text: str, *, folder_name: str | None = None, category: str | No
         path=path,
         updated_at=updated_at,
         files=files,
+        triggers=parse_triggers(meta.get("triggers")),
     )
 
 

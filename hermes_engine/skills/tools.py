@@ -98,7 +98,7 @@ async def skill_manage(
     absorbed_into: str | None = None,
     requested_by_person: bool = False,
 ) -> ToolResult:
-    """Save or change a reusable skill. SKILL.md = YAML front matter (name, description, version, category, tags) then sections ## When to use, ## Steps, ## Pitfalls. Prefer patch for small fixes.
+    """Save or change a reusable skill. SKILL.md = YAML front matter (name, description, version, category, tags, triggers: 2-5 short example requests in the asker's words) then sections ## When to use, ## Steps, ## Pitfalls. Prefer patch for small fixes.
 
     Args:
       action: create(name, content, category) | patch(name, old_string, new_string) | edit(name, content) | delete(name) | write_file/remove_file(name, file_path, file_content)

@@ -1,4 +1,5 @@
-"""A scripted LLM on 127.0.0.1 that speaks OpenAI Chat Completions and Anthropic Messages.
+"""A scripted LLM on 127.0.0.1 that speaks OpenAI Chat Completions and Anthropic Messages, and serves
+OpenAI-style `/v1/embeddings` (hashed bag-of-stems vectors; `embedding_failures` scripts errors).
 
 The real SDKs talk to it over real HTTP, so tests cover the wire formats, the SDKs' own retry logic and
 stream cuts the way production meets them, without patching any library. Replies come from a FIFO script,
@@ -19,16 +20,21 @@ It is also the model behind the benchmarks, so a reply without `delay` is writte
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import inspect
 import itertools
 import json
+import math
 import re
+import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import Stemmer
 from aiohttp import web
 
 from fakes.loopback import LoopbackServer
@@ -150,6 +156,10 @@ class FakeLLM(LoopbackServer):
         self.strict = strict
         self._queue: deque[Reply] = deque()
         self._ids = itertools.count(1)
+        # /v1/embeddings: the inputs of each call, and scripted failures served before any vectors
+        # (an int = that HTTP status, "garbage" = a 200 whose body is not an embeddings list).
+        self.embedding_inputs: list[list[str]] = []
+        self.embedding_failures: deque[int | Literal["garbage"]] = deque()
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -157,6 +167,7 @@ class FakeLLM(LoopbackServer):
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         return app
 
     @property
@@ -199,6 +210,28 @@ class FakeLLM(LoopbackServer):
         return self.default_reply
 
     # -- HTTP --------------------------------------------------------------------------------------------
+
+    async def _embeddings(self, http: web.Request) -> web.Response:
+        body = await http.json()
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        if not texts or not all(isinstance(t, str) for t in texts) or not body.get("model"):
+            return _error_response("openai", 400, "input must be a string or a list of strings", None)
+        self.embedding_inputs.append(texts)
+        if self.embedding_failures:
+            failure = self.embedding_failures.popleft()
+            if failure == "garbage":
+                return web.json_response({"object": "list", "data": "not vectors"})
+            return _error_response("openai", failure, "", 0.0 if failure == 429 else None)
+        data = []
+        for i, text in enumerate(texts):
+            vector = hashed_stems(text)
+            packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            data.append({"object": "embedding", "index": i,
+                         "embedding": packed if body.get("encoding_format") == "base64" else vector})
+        return web.json_response({"object": "list", "data": data, "model": body["model"],
+                                  "usage": {"prompt_tokens": sum(len(t) // 4 for t in texts),
+                                            "total_tokens": sum(len(t) // 4 for t in texts)}})
 
     async def _openai(self, http: web.Request) -> web.StreamResponse:
         return await self._timed(http, "openai")
@@ -261,6 +294,21 @@ class FakeLLM(LoopbackServer):
             return response
         await response.write_eof()
         return response
+
+
+EMBEDDING_DIMENSIONS = 256
+_STEMMER = Stemmer.Stemmer("english")
+
+
+def hashed_stems(text: str) -> list[float]:
+    """A deterministic unit vector: each word's Snowball stem hashed into one of `EMBEDDING_DIMENSIONS`
+    buckets. Texts sharing stems point the same way; it proves the plumbing, not retrieval quality."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in re.findall(r"[^\W_]+", text.lower()):
+        digest = hashlib.blake2b(_STEMMER.stemWord(word).encode(), digest_size=4).digest()
+        vector[int.from_bytes(digest, "little") % EMBEDDING_DIMENSIONS] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
 
 
 def _cut(http: web.Request) -> None:
