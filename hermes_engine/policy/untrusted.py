@@ -1,4 +1,4 @@
-"""Content from outside the conversation's people (MCP tool results) enters the history marked, so the
+"""Content from outside the conversation's people (MCP tool results, web pages) enters the history marked, so the
 model weighs it as data, and the engine can tell afterwards that a session has read such content: its
 turns then write memory and skills under the strictest scan (`security.strict_scans`)."""
 
@@ -14,6 +14,10 @@ _PREFIX = OPEN.split("{", 1)[0]
 
 
 def mark(text: str, source: str) -> str:
+    """`text` between the markers. Markers inside it lose their bracket, so a page or a server cannot end
+    the untrusted block early and have what follows read as the conversation's own words."""
+    for marker in (CLOSE[:-1], _PREFIX):
+        text = text.replace(marker, "(" + marker[1:])
     return f"{OPEN.format(source=source)}\n{text}\n{CLOSE}"
 
 
