@@ -141,6 +141,17 @@ class KanbanFeature(Feature):
         if not await host.notify(ReplyTarget.from_dict(reply), text, idempotency_key=key):
             log.info("kanban: card %s finished; its conversation (%s) is not reachable", card.id,
                      reply.get("platform"))
+            return
+        if card.status == "done" and (finished := await self._all_done(card)):
+            await host.notify(ReplyTarget.from_dict(reply), f"🏁 All {finished} cards from this conversation are "
+                              "done.", idempotency_key=f"kanban-all-{card.id}")
+
+    async def _all_done(self, card: CardRecord) -> int:
+        """How many cards this conversation has, when `card` was the last of them still open (else 0):
+        a person who handed the bot a piece of work hears when all of it is finished."""
+        assert self.host is not None
+        mine = [c for c in await self.host.store.list_cards(profile=card.profile) if c.origin == card.origin]
+        return len(mine) if all(c.status == "done" for c in mine) else 0
 
     # ------------------------------------------------------------------ /kanban
 

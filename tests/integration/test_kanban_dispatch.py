@@ -193,8 +193,10 @@ async def test_the_agent_splits_a_task_into_cards_and_the_dependant_runs_after_i
     assert order == [first.id, second.id]
     second_prompt = [r.last_user_text for r in fake_llm.requests if is_worker(r) and card_of(r) == second.id][0]
     assert f"result {first.id}" in second_prompt  # the dependency's result is in the dependant's context
-    told = [d.text for d in await board.outlet.wait_for(3)]
+    told = [d.text for d in await board.outlet.wait_for(4)]
     assert any(f"Card #{second.id} done" in t for t in told)
+    assert told[-1] == "🏁 All 2 cards from this conversation are done."
+    assert sum("All 2 cards" in t for t in told) == 1  # once: the first card's finish did not say it
 
 
 async def test_a_cycle_from_the_agent_is_refused_with_a_clear_error(board, fake_llm):
