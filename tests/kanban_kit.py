@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
-from postgres import fresh_schema
+from postgres import PG_URL, fresh_schema
 
 from storage.store import SqlStore
-
-PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
-
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgres", id="postgres", marks=[
-        pytest.mark.postgres,
-        pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)"),
-    ]),
-]
 
 
 class Clock:

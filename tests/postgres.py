@@ -9,11 +9,21 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import pytest
 from sqlalchemy.pool import NullPool
 
 from storage.engine import make_engine
 
 PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
+
+# `@pytest.fixture(params=BACKENDS)`: a test on SQLite, and on PostgreSQL when a server is given.
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=[
+        pytest.mark.postgres,
+        pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)"),
+    ]),
+]
 
 
 async def execute(sql: str) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from engine_harness import RecordingOutlet, fake_llm_environment, goal_script, make_profile, verdict
 from fakes.fake_llm import Reply
-from kanban_kit import BACKENDS, database
+from kanban_kit import database
+from postgres import BACKENDS
 
 from hermes_engine.config import KanbanSettings, Settings
 from hermes_engine.core.gateway import Gateway

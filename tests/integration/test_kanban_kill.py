@@ -20,8 +20,7 @@ import pytest
 from engine_harness import fake_llm_environment
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
-from kanban_kit import BACKENDS, PG_URL
-from postgres import fresh_schema
+from postgres import BACKENDS, PG_URL, fresh_schema
 
 from hermes_engine.kanban.worker import WORKER_SYSTEM
 from hermes_engine.ports.inbound import ReplyTarget

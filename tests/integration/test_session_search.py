@@ -7,7 +7,6 @@ The engine tests run on SQLite; the storage tests run on SQLite and, when HERMES
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from datetime import UTC, datetime
 
@@ -15,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
+from postgres import BACKENDS, PG_URL
 from sqlalchemy.pool import NullPool
 
 from hermes_engine.compression.service import SUMMARY_SYSTEM
@@ -25,16 +25,6 @@ from storage.engine import make_engine
 from storage.repos.lineage import latest_compaction, list_compactions, record_compaction
 from storage.repos.search import search
 from storage.store import SqlStore
-
-PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgres", id="postgres", marks=[
-        pytest.mark.postgres,
-        pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)"),
-    ]),
-]
-
 
 # ------------------------------------------------------------------------------------- through the engine
 

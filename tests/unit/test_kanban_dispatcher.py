@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from kanban_kit import BACKENDS, Clock, database
+from kanban_kit import Clock, database
+from postgres import BACKENDS
 
 from hermes_engine.config import KanbanSettings
 from hermes_engine.kanban.attempt import AttemptEnd

@@ -10,7 +10,6 @@ so runs sharing one server do not disturb each other.
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 import warnings
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from postgres import BACKENDS, PG_URL
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
@@ -32,16 +32,6 @@ from storage import migrate
 from storage.engine import make_engine, normalize_url
 from storage.models import Base
 from storage.store import SqlStore
-
-PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
-
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgres", id="postgres", marks=[
-        pytest.mark.postgres,
-        pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)"),
-    ]),
-]
 
 TABLES = {"people", "accounts", "sessions", "messages", "inbound_events", "goals", "leases", "alembic_version"}
 

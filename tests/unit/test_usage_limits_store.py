@@ -14,18 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from postgres import PG_URL, fresh_schema
+from postgres import BACKENDS, PG_URL, fresh_schema
 
 from hermes_engine.ports.storage import UsageCount
 from storage.store import SqlStore
 
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgres", id="postgres", marks=[
-        pytest.mark.postgres,
-        pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)"),
-    ]),
-]
 DAY, NEXT_DAY = date(2026, 3, 1), date(2026, 3, 2)
 
 
