@@ -147,11 +147,12 @@ class KanbanFeature(Feature):
                               "done.", idempotency_key=f"kanban-all-{card.id}")
 
     async def _all_done(self, card: CardRecord) -> int:
-        """How many cards this conversation has, when `card` was the last of them still open (else 0):
-        a person who handed the bot a piece of work hears when all of it is finished."""
+        """How many cards this conversation has, when `card` was the last of several still open (else 0):
+        a person who handed the bot a piece of work in parts hears when all of it is finished; a single
+        card's own message already says so."""
         assert self.host is not None
         mine = [c for c in await self.host.store.list_cards(profile=card.profile) if c.origin == card.origin]
-        return len(mine) if all(c.status == "done" for c in mine) else 0
+        return len(mine) if len(mine) > 1 and all(c.status == "done" for c in mine) else 0
 
     # ------------------------------------------------------------------ /kanban
 
