@@ -32,6 +32,7 @@ import yarl
 from discord import app_commands
 
 from adapters.base import PlatformAdapter
+from adapters.discord.approvals import DiscordApprovals
 from adapters.discord.commands import SlashCommands
 from adapters.discord.inbound import MessageReceiver
 from adapters.discord.options import TOKEN_ENV, DiscordConnection, DiscordOptions
@@ -76,6 +77,11 @@ class _Client(discord.Client):
         except Exception:
             log.exception("Discord message %s could not be handled", message.id)
 
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        """Button presses on approval requests; slash commands are the command tree's."""
+        if self.adapter.approvals.owns(interaction):
+            await self.adapter.approvals.on_press(interaction)
+
 
 def intents() -> discord.Intents:
     """Only what the adapter reads; message content is privileged and must be enabled in the portal."""
@@ -104,6 +110,7 @@ class DiscordAdapter(PlatformAdapter):
         self.receiver = MessageReceiver(self)
         self.commands = SlashCommands(self)
         self.outbound = DiscordOutbound(lambda: self.client)
+        self.approvals = DiscordApprovals(lambda: self.client)
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -207,6 +214,9 @@ class DiscordAdapter(PlatformAdapter):
             self.platform, str(user.id), user_name=getattr(user, "display_name", "") or str(user),
             chat_id=str(channel_id), direct=direct, is_bot=user.bot, also_allowed=self.options.allowed_users,
             membership_boundary=not direct)
+
+    def approval_asker(self) -> DiscordApprovals:
+        return self.approvals
 
     # -- outbound primitives (see adapters.discord.outbound) ------------------------------------------------
     def scheduler_key(self, target: ReplyTarget) -> Hashable:

@@ -26,7 +26,10 @@ What it models (the parts a bot adapter meets):
   RESUME → missed events replayed → RESUMED, an unknown session → INVALID_SESSION. Privileged intents can
   be refused (close 4014) or the Message Content intent withheld (content of messages that do not
   mention the bot arrives empty, as Discord sends it).
-- Tests act as people: `user_says`, `slash`; and as the network: `drop_connection`, `pause_gateway`.
+- Message components: buttons a message was posted or edited with are kept (`FakeMessage.buttons`);
+  `press` sends INTERACTION_CREATE of type 3, and its callback may answer with a message (4, ephemeral
+  with flags 64), acknowledge (6) or update the pressed message (7).
+- Tests act as people: `user_says`, `slash`, `press`; and as the network: `drop_connection`, `pause_gateway`.
 
 Everything the bot did is recorded: `messages` (with each message's edit history), `requests`,
 `interactions`, `commands`, `identifies`, `resumes`.
@@ -83,6 +86,7 @@ class FakeMessage:
     webhook_id: str | None = None
     interaction_id: str | None = None
     flags: int = 0
+    components: list[dict[str, Any]] = field(default_factory=list)  # action rows, as last posted or edited
     deleted: bool = False
     created_at: float = field(default_factory=time.monotonic)
     timestamp: str = field(default_factory=_now_iso)
@@ -99,6 +103,12 @@ class FakeMessage:
     @property
     def by_bot(self) -> bool:
         return bool(self.author.get("bot"))
+
+    @property
+    def buttons(self) -> list[tuple[str, str]]:
+        """(label, custom_id) of every button the message shows now, row by row."""
+        return [(c.get("label") or "", c.get("custom_id") or "") for row in self.components
+                for c in row.get("components", []) if c.get("type") == 2]
 
 
 @dataclass
@@ -133,8 +143,19 @@ class FakeInteraction:
     dispatched_at: float = field(default_factory=time.monotonic)
     callback_type: int | None = None
     callback_at: float | None = None
+    callback_data: dict[str, Any] = field(default_factory=dict)  # the `data` of the callback, as sent
+    message_id: str | None = None  # the message whose component was pressed
     original_id: str | None = None
     followup_ids: list[str] = field(default_factory=list)
+
+    @property
+    def reply(self) -> str | None:
+        """What the bot answered in the callback (a message's content), None before or without one."""
+        return self.callback_data.get("content") if self.callback_type in (4, 7) else None
+
+    @property
+    def ephemeral(self) -> bool:
+        return bool(int(self.callback_data.get("flags") or 0) & 64)
 
     @property
     def ack_delay(self) -> float | None:
@@ -468,19 +489,35 @@ class FakeDiscord(LoopbackServer):
                     options: dict[str, str] | None = None, *, guild_id: str | None = None) -> FakeInteraction:
         """A person runs the application command `/name` with string options; the bot gets
         INTERACTION_CREATE."""
+        command = next((c for c in self.commands if c["name"] == name), None)
+        data = {"id": command["id"] if command else self.snowflake(), "name": name, "type": 1,
+                "options": [{"name": k, "type": 3, "value": v} for k, v in (options or {}).items()]}
+        return await self._interact(channel_id, user, 2, name, data, guild_id=guild_id)
+
+    async def press(self, user: str | dict[str, Any], message: FakeMessage, custom_id: str) -> FakeInteraction:
+        """A person presses the button `custom_id` under the bot's `message`: INTERACTION_CREATE of type 3
+        (a message component), answered through the same callback as a command."""
+        if not any(cid == custom_id for _, cid in message.buttons):
+            raise ValueError(f"message {message.id} shows no button {custom_id!r}")
+        data = {"custom_id": custom_id, "component_type": 2}
+        return await self._interact(message.channel_id, user, 3, custom_id, data, guild_id=message.guild_id,
+                                    message=message)
+
+    async def _interact(self, channel_id: str, user: str | dict[str, Any], kind: int, name: str,
+                        data: dict[str, Any], *, guild_id: str | None,
+                        message: FakeMessage | None = None) -> FakeInteraction:
         channel = self.channels[str(channel_id)]
         person = self.user(user)
         gid = guild_id or channel.get("guild_id")
-        command = next((c for c in self.commands if c["name"] == name), None)
         interaction_id, token = self.snowflake(), "aW50ZXJhY3Rpb24" + secrets.token_urlsafe(24)
         payload: dict[str, Any] = {
-            "id": interaction_id, "application_id": self.application_id, "type": 2, "token": token,
+            "id": interaction_id, "application_id": self.application_id, "type": kind, "token": token,
             "version": 1, "locale": "en-US", "app_permissions": "2248473465835073",
-            "attachment_size_limit": 10 * 1024 * 1024, "entitlements": [],
-            "data": {"id": command["id"] if command else self.snowflake(), "name": name, "type": 1,
-                     "options": [{"name": k, "type": 3, "value": v} for k, v in (options or {}).items()]},
+            "attachment_size_limit": 10 * 1024 * 1024, "entitlements": [], "data": data,
             "channel_id": str(channel_id), "channel": self._channel_payload(channel),
         }
+        if message is not None:
+            payload["message"] = self._message_payload(message)
         if gid:
             payload.update(guild_id=gid, guild_locale="en-US", context=0,
                            authorizing_integration_owners={"0": gid},
@@ -488,8 +525,10 @@ class FakeDiscord(LoopbackServer):
                            guild={"id": gid, "locale": "en-US", "features": []})
         else:
             payload.update(user=person, context=1, authorizing_integration_owners={"0": gid or "0"})
-        interaction = FakeInteraction(interaction_id, token, name, str(channel_id), gid, person, payload)
+        interaction = FakeInteraction(interaction_id, token, name, str(channel_id), gid, person, payload,
+                                      message_id=message.id if message is not None else None)
         self.interactions[interaction_id] = interaction
+        self._touch()
         await self.dispatch("INTERACTION_CREATE", payload)
         return interaction
 
@@ -691,7 +730,7 @@ class FakeDiscord(LoopbackServer):
             "id": m.id, "channel_id": m.channel_id, "author": m.author, "content": content,
             "timestamp": m.timestamp, "edited_timestamp": m.edited_timestamp, "tts": False,
             "mention_everyone": False, "mentions": m.mentions, "mention_roles": [], "attachments": [],
-            "embeds": [], "components": [], "pinned": False, "type": 19 if m.reference else 0,
+            "embeds": [], "components": m.components, "pinned": False, "type": 19 if m.reference else 0,
             "flags": m.flags,
         }
         channel = self.channels.get(m.channel_id, {})
@@ -792,7 +831,7 @@ class FakeDiscord(LoopbackServer):
             self._channel(channel_id)
             body = body if isinstance(body, dict) else {}
             content = self._check_content(body, required=True) or ""
-            message = self._post(channel_id, content, body)
+            message = self._post(channel_id, content, body, components=list(body.get("components") or []))
             payload = self._message_payload(message)
             await self.dispatch("MESSAGE_CREATE", self._message_payload(message, for_gateway=True))
             return payload
@@ -810,6 +849,8 @@ class FakeDiscord(LoopbackServer):
         if content is not None:
             message.history.append(content)
             message.edited_timestamp = _now_iso()
+        if "components" in body:
+            message.components = list(body["components"] or [])
         message.flags &= ~FLAG_LOADING
         return self._message_payload(message)
 
@@ -910,8 +951,15 @@ class FakeDiscord(LoopbackServer):
             kind = int(body.get("type", 0))
             data = body.get("data") or {}
             interaction.callback_type, interaction.callback_at = kind, time.monotonic()
+            interaction.callback_data = dict(data)
             resource: dict[str, Any] = {"type": kind}
-            if kind == 5:  # deferred: Discord shows "<bot> is thinking…"
+            if kind in (6, 7) and interaction.message_id is None:
+                raise DiscordError(400, 50035, "Invalid interaction response type")  # only for components
+            if kind == 7:  # update the message whose button was pressed
+                pressed = self._message(interaction.channel_id, interaction.message_id or "")
+                resource["message"] = self._edit(pressed, data)
+                await self.dispatch("MESSAGE_UPDATE", resource["message"])
+            elif kind == 5:  # deferred: Discord shows "<bot> is thinking…"
                 message = self._post(interaction.channel_id, "", {}, webhook_id=self.application_id,
                                      interaction_id=interaction.id, flags=FLAG_LOADING | int(data.get("flags") or 0))
                 interaction.original_id = message.id
@@ -921,11 +969,11 @@ class FakeDiscord(LoopbackServer):
                                      interaction_id=interaction.id, flags=int(data.get("flags") or 0))
                 interaction.original_id = message.id
                 resource["message"] = self._message_payload(message)
-            elif kind != 1:
+            elif kind not in (1, 6):  # 6: a component press acknowledged, the message left as it is
                 raise DiscordError(400, 50035, "Invalid interaction response type")
             if req.query.get("with_response") not in ("1", "true", "True"):
                 return None
-            return {"interaction": {"id": interaction.id, "type": 2,
+            return {"interaction": {"id": interaction.id, "type": interaction.payload["type"],
                                     "response_message_id": interaction.original_id,
                                     "response_message_loading": kind == 5,
                                     "response_message_ephemeral": bool(int(data.get("flags") or 0) & 64)},
