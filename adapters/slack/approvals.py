@@ -28,6 +28,7 @@ _BUTTONS = (("Approve once", Decision.ONCE, "primary"), ("Approve for this sessi
             ("Deny", Decision.DENY, "danger"))
 NOT_AN_APPROVER = "Only an approver can answer this."
 ENDED = "This request has ended."
+_DECIDER = re.compile(r"\bby ([UW][A-Z0-9]+)$")
 
 Ack = Callable[..., Awaitable[Any]]
 
@@ -64,7 +65,7 @@ class SlackApprovals:
         shown = self._shown.pop(request.id, None)
         if shown is None:
             return
-        ending = {"type": "context", "elements": [{"type": "mrkdwn", "text": f"→ {escape(note)}"}]}
+        ending = {"type": "context", "elements": [{"type": "mrkdwn", "text": f"→ {_mention_decider(note)}"}]}
         try:
             await self.api.call("chat.update", channel=shown.channel, ts=shown.ts,
                                 text=escape(f"{_question(request)}\n\n→ {note}"), blocks=[_section(request), ending])
@@ -114,6 +115,11 @@ def _section(request: ApprovalRequest) -> dict[str, Any]:
     question = f"Run this command? ({escape(request.risk)}: {escape(request.reason)})"
     text = f"{question}\n```{escape(request.command[:2500])}```"
     return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}
+
+
+def _mention_decider(note: str) -> str:
+    """A note ending "by U123" names the person as Slack shows them: a mention renders as their name."""
+    return _DECIDER.sub(r"by <@\1>", escape(note))
 
 
 def _question(request: ApprovalRequest) -> str:

@@ -117,6 +117,7 @@ async def test_a_dangerous_command_waits_for_an_approvers_press_in_slack_and_the
     assert (await fake.press(ADMIN, question, "Approve once")).status == 200
     await bot.reply_containing("done: purged", asked.ts)
     assert question.visible.endswith("→ approved by UALICE") and question.buttons() == []
+    assert question.blocks[-1]["elements"][0]["text"] == "→ approved by <@UALICE>"  # shown as her name
     assert len(fake.ephemerals) == 1  # the approver's press needed no private answer
 
 
