@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+import yaml
 from aiohttp import web
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
@@ -160,3 +162,11 @@ async def test_an_expired_request_shows_as_expired_and_a_late_press_is_answered_
     await fake.wait_for(lambda: len(fake.ephemerals) == 1)
     assert (fake.ephemerals[0]["user"], fake.ephemerals[0]["text"]) == (ADMIN, ENDED)
     assert question.visible.endswith("→ nobody approved it in time")
+
+
+def test_the_slack_manifest_sends_button_presses_to_the_events_path():
+    manifest = yaml.safe_load((Path(__file__).parents[2] / "bots/slack-channel-bot/manifest.yaml").read_text())
+    interactivity = manifest["settings"]["interactivity"]
+    assert interactivity["is_enabled"] is True
+    assert interactivity["request_url"] == manifest["settings"]["event_subscriptions"]["request_url"]
+    assert "chat:write" in manifest["oauth_config"]["scopes"]["bot"]  # chat.update and chat.postEphemeral
