@@ -21,6 +21,7 @@ from aiohttp import web
 from adapters.base import PlatformAdapter
 from adapters.parts import SLACK
 from adapters.render import render_slack
+from adapters.slack.approvals import SlackApprovals
 from adapters.slack.commands import SlashCommands
 from adapters.slack.events import EventsEndpoint, bolt_app
 from adapters.slack.inbound import MessageReader, UserNames
@@ -64,6 +65,8 @@ class SlackAdapter(PlatformAdapter):
                             on_message=self._on_message,
                             commands={opts.goal_command: self.commands.on_goal,
                                       opts.hermes_command: self.commands.on_hermes})
+        self.approvals = SlackApprovals(self.api)
+        self.approvals.listen(self.app)
         self.endpoint = EventsEndpoint(self.app, self.signing_secret)
         self._socket: Any = None
         self._socket_connect: asyncio.Task[Any] | None = None
@@ -149,6 +152,9 @@ class SlackAdapter(PlatformAdapter):
         if target.thread_id:
             self.threads.join(target.chat_id, target.thread_id)
         return ts
+
+    def approval_asker(self) -> SlackApprovals:
+        return self.approvals
 
     def is_transient_error(self, exc: BaseException) -> bool:
         return is_transient(exc)

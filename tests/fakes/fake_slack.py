@@ -3,7 +3,8 @@ Socket Mode, so slack-bolt and slack-sdk run unpatched against it.
 
 Web API (`/api/<method>`, form, JSON or query bodies, bearer-token check like Slack's `invalid_auth`):
 auth.test, chat.postMessage, chat.update, chat.delete, chat.startStream / appendStream / stopStream,
-conversations.replies, users.info, apps.connections.open (app-level token). Every call is recorded in
+conversations.replies, users.info, chat.postEphemeral (kept in `ephemerals`, seen by one person only),
+apps.connections.open (app-level token). Block Kit `blocks` are kept with each message (`buttons()`). Every call is recorded in
 `calls`; every channel keeps its messages with their edit histories, so a test asserts on what people
 in the channel would see (`thread()`, `visible()`), not on which calls were made.
 
@@ -19,6 +20,10 @@ events Slack would send go out at once and concurrently (`message.*` always — 
 channel —, plus `app_mention` when the text mentions the bot). When the bot posts with chat.postMessage,
 the fake echoes the `message` event Slack delivers for the bot's own posts (with `bot_id`), so every test
 also checks that the bot does not answer itself.
+
+`press()` plays a person pressing a Block Kit button under a bot message: a signed `block_actions`
+interactivity request (form-encoded `payload=<JSON>`, as Slack sends it; an `interactive` envelope in
+Socket Mode), forgeable like events.
 
 Socket Mode: apps.connections.open returns a ws:// URL of this server; `say()`/`post_event()` then go
 over the websocket as envelopes and wait for the envelope ack. `drop_sockets()` closes every connection
@@ -86,6 +91,12 @@ class SlackMessage:
     streamed: bool = False  # made with chat.startStream
     deleted: bool = False
     edits: list[str] = field(default_factory=list)
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+
+    def buttons(self) -> list[dict[str, Any]]:
+        """The buttons of the message's `actions` blocks, in order (each Slack's button element)."""
+        return [e for b in self.blocks if b.get("type") == "actions" for e in b.get("elements", [])
+                if e.get("type") == "button"]
 
     @property
     def from_bot(self) -> bool:
@@ -163,6 +174,7 @@ class FakeSlack(LoopbackServer):
         self.calls: list[ApiCall] = []
         self.messages: dict[str, list[SlackMessage]] = {}
         self.responses: list[dict[str, Any]] = []  # bodies posted to response_url
+        self.ephemerals: list[dict[str, Any]] = []  # chat.postEphemeral params (channel, user, text, ...)
         self.deliveries: list[Delivery] = []
         self.events_url: str | None = None  # the app's request URL (HTTP mode)
         self.socket_acks: list[str] = []
@@ -319,6 +331,32 @@ class FakeSlack(LoopbackServer):
             return await self._socket_deliver("slash_commands", form, 0)
         return await self.post_signed(urlencode(form), "application/x-www-form-urlencoded",
                                       timestamp=timestamp, secret=secret)
+
+    async def press(self, user: str, message: SlackMessage, label: str, *, timestamp: float | None = None,
+                    secret: str | None = None, signature: str | None = None) -> Delivery:
+        """`user` presses the button labelled `label` under the bot's `message`: a `block_actions` request."""
+        button = next(b for b in message.buttons() if b["text"]["text"] == label)
+        block = next(b for b in message.blocks if button in b.get("elements", []))
+        n = next(self._ids)
+        channel_name = "directmessage" if message.channel.startswith("D") else "general"
+        payload = {
+            "type": "block_actions", "api_app_id": APP_ID, "token": "legacy-verification-token",
+            "team": {"id": self.team, "domain": "hermes-test"},
+            "user": {"id": user, "username": self.users[user].name if user in self.users else user,
+                     "team_id": self.team},
+            "container": {"type": "message", "message_ts": message.ts, "channel_id": message.channel,
+                          "is_ephemeral": False},
+            "channel": {"id": message.channel, "name": channel_name},
+            "message": {**message.as_api(), "blocks": message.blocks},
+            "trigger_id": f"{n}.{self._base}.trigger", "response_url": f"{self.url}/response/{n}",
+            "actions": [{**{k: button[k] for k in ("action_id", "value", "text", "type")},
+                         "block_id": block.get("block_id", ""), "action_ts": f"{time.time():.6f}"}],
+        }
+        if self.events_url is None and self._sockets:
+            return await self._socket_deliver("interactive", payload, 0)
+        return await self.post_signed(urlencode({"payload": json.dumps(payload)}),
+                                      "application/x-www-form-urlencoded", timestamp=timestamp, secret=secret,
+                                      signature=signature)
 
     async def post_signed(self, body: str, content_type: str, *, retry_num: int | None = None,
                           timestamp: float | None = None, secret: str | None = None,
@@ -538,7 +576,8 @@ class FakeSlack(LoopbackServer):
             return self._error("msg_too_long")
         thread_ts = params.get("thread_ts") or None
         message = self.store(SlackMessage(channel, self.new_ts(), text, user=self.bot_user, bot_id=self.bot_id,
-                                          thread_ts=thread_ts, mrkdwn=_flag(params.get("mrkdwn"), True)))
+                                          thread_ts=thread_ts, mrkdwn=_flag(params.get("mrkdwn"), True),
+                                          blocks=_blocks(params.get("blocks"))))
         self._spawn(self._echo(message))
         return {"ok": True, "channel": channel, "ts": message.ts, "message": message.as_api()}
 
@@ -558,7 +597,17 @@ class FakeSlack(LoopbackServer):
             message.text = text
         if "mrkdwn" in params:
             message.mrkdwn = _flag(params["mrkdwn"], True)
+        if "blocks" in params:
+            message.blocks = _blocks(params["blocks"])
         return {"ok": True, "channel": message.channel, "ts": message.ts, "text": text}
+
+    def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("channel") or not params.get("user"):
+            return self._error("channel_not_found" if not params.get("channel") else "user_not_in_channel")
+        if not str(params.get("text") or "").strip() and not params.get("blocks"):
+            return self._error("no_text")
+        self.ephemerals.append(params)
+        return {"ok": True, "message_ts": self.new_ts()}
 
     def _m_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
         message = self._bot_message(params)
@@ -605,6 +654,13 @@ class FakeSlack(LoopbackServer):
 
     def _m_chat_stopStream(self, params: dict[str, Any]) -> dict[str, Any]:
         return self._append(params, stop=True)
+
+
+def _blocks(value: Any) -> list[dict[str, Any]]:
+    """Blocks arrive as a list in JSON bodies and as a JSON string in form bodies."""
+    if isinstance(value, str):
+        value = json.loads(value) if value else []
+    return list(value or [])
 
 
 def _flag(value: Any, default: bool) -> bool:

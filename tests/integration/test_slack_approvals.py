@@ -1,0 +1,172 @@
+"""Approval buttons in Slack: the real slack-bolt app and slack-sdk client against the fake Slack. A dangerous
+command shows Block Kit buttons in the thread it was asked in; a stranger's press is answered privately
+and changes nothing; a forged press is refused; an approver's press decides, and the message then says
+who decided (or that the request expired) and its buttons are gone."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+from aiohttp import web
+from engine_harness import make_profile
+from fakes.fake_llm import Reply
+from fakes.fake_slack import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, FakeSlack
+
+from adapters.slack import PLATFORM
+from adapters.slack.approvals import ENDED, NOT_AN_APPROVER
+from hermes_engine.workspace.approvals import ApprovalRouter
+from hermes_engine.workspace.feature import WorkspaceFeature
+
+ADMIN, STRANGER = "UALICE", "UBOB"
+CHANNEL = "CGENERAL"
+COMMAND = "mkdir -p cache && rm -rf cache && echo purged"
+
+
+def results(request) -> list[str]:
+    messages = request.messages
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    return [m["content"] for m in messages[last_user + 1:] if m["role"] == "tool"]
+
+
+def respond(request):
+    if results(request):
+        return Reply(text="done: " + results(request)[0].splitlines()[0])
+    return Reply(tool_calls=[("terminal", {"command": COMMAND})])
+
+
+class Bot:
+    def __init__(self, fake: FakeSlack, feature: WorkspaceFeature) -> None:
+        self.fake, self.feature = fake, feature
+
+    async def ask(self):
+        """Alice asks in the channel; returns (her message, the bot's question with buttons in its thread)."""
+        asked = await self.fake.say(ADMIN, CHANNEL, f"<@{self.fake.bot_user}> purge the cache")
+        await self.fake.wait_for(lambda: self.question(asked.ts) is not None)
+        return asked, self.question(asked.ts)
+
+    def question(self, thread_ts: str):
+        return next((m for m in self.fake.bot_messages(CHANNEL, thread_ts) if m.buttons()), None)
+
+    async def reply_containing(self, text: str, thread_ts: str) -> None:
+        await self.fake.wait_for(lambda: any(text in m.visible for m in self.fake.bot_messages(CHANNEL, thread_ts)),
+                                 15)
+
+
+@pytest.fixture
+async def slack_terminal(engine, fake_llm, tmp_path, monkeypatch):
+    runners: list[web.AppRunner] = []
+    adapters = []
+    async with FakeSlack() as fake:
+        async def make(*, socket_mode: bool = False, approval_timeout: float = 300) -> Bot:
+            monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+            monkeypatch.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
+            monkeypatch.setenv("SLACK_API_URL", fake.api_url)
+            if socket_mode:
+                monkeypatch.setenv("SLACK_APP_TOKEN", APP_TOKEN)
+            profile = make_profile(toolsets=["core", "terminal"],
+                                   access={"admins": [ADMIN], "allowed_users": [STRANGER]},
+                                   workspace={"approve": ["dangerous"], "approval_timeout_seconds": approval_timeout})
+            router = ApprovalRouter()
+            feature = WorkspaceFeature(tmp_path, profile.name, profile.workspace, admins=[ADMIN], asker=router,
+                                       toolsets=profile.toolsets)
+            e = await engine(profile=profile, features=[feature], platform="slack")
+            http = web.Application()
+            adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options({"edit_interval_seconds": 0.02}),
+                                     http, os.environ)
+            e.gateway.attach(adapter)
+            router.add("slack", adapter.approval_asker())
+            runner = web.AppRunner(http, access_log=None)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            runners.append(runner)
+            if not socket_mode:
+                fake.events_url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/slack/events"
+            await adapter.start()
+            adapters.append(adapter)
+            if socket_mode:
+                await fake.wait_for_socket()
+            fake_llm.responder = respond
+            return Bot(fake, feature)
+
+        yield make
+        for adapter in adapters:
+            await adapter.stop()
+        for runner in runners:
+            await runner.cleanup()
+
+
+async def test_a_dangerous_command_waits_for_an_approvers_press_in_slack_and_then_runs(slack_terminal):
+    bot = await slack_terminal()
+    fake = bot.fake
+    asked, question = await bot.ask()
+    assert question.thread_ts == asked.ts  # in the thread of the message that asked
+    assert question.visible.startswith("Run this command? (dangerous: deletes many files)")
+    assert [b["text"]["text"] for b in question.buttons()] == ["Approve once", "Approve for this session", "Deny"]
+
+    stranger = await fake.press(STRANGER, question, "Approve once")
+    assert stranger.status == 200
+    await fake.wait_for(lambda: len(fake.ephemerals) == 1)
+    private = fake.ephemerals[0]
+    assert (private["user"], private["channel"], private["text"]) == (STRANGER, CHANNEL, NOT_AN_APPROVER)
+    assert private.get("thread_ts") == asked.ts
+    assert bot.feature.approvals.pending() and question.buttons() and question.edits == []
+
+    assert (await fake.press(ADMIN, question, "Approve once")).status == 200
+    await bot.reply_containing("done: purged", asked.ts)
+    assert question.visible.endswith("→ approved by UALICE") and question.buttons() == []
+    assert question.blocks[-1]["elements"][0]["text"] == "→ approved by <@UALICE>"  # shown as her name
+    assert len(fake.ephemerals) == 1  # the approver's press needed no private answer
+
+
+async def test_presses_arrive_over_socket_mode_and_approve_for_the_session(slack_terminal):
+    bot = await slack_terminal(socket_mode=True)
+    asked, question = await bot.ask()
+    await bot.fake.press(ADMIN, question, "Approve for this session")
+    await bot.reply_containing("done: purged", asked.ts)
+    assert question.visible.endswith("→ approved by UALICE") and question.buttons() == []
+
+
+async def test_a_block_action_with_a_forged_signature_is_refused_and_deny_ends_it(slack_terminal, fake_llm):
+    bot = await slack_terminal()
+    fake = bot.fake
+    asked, question = await bot.ask()
+
+    forged = await fake.press(ADMIN, question, "Approve once", secret="not-the-signing-secret")
+    assert forged.status == 401
+    stale = await fake.press(ADMIN, question, "Approve once", timestamp=0)  # a replayed press
+    assert stale.status == 401
+    assert bot.feature.approvals.pending() and question.buttons() and question.edits == []
+
+    await fake.press(ADMIN, question, "Deny")
+    await bot.reply_containing("Denied: the command was not run", asked.ts)
+    assert question.visible.endswith("→ denied by UALICE") and question.buttons() == []
+    assert "purged" not in results(fake_llm.requests[-1])[0]
+
+
+async def test_an_expired_request_shows_as_expired_and_a_late_press_is_answered_privately(slack_terminal,
+                                                                                          fake_llm):
+    bot = await slack_terminal(approval_timeout=1.0)
+    fake = bot.fake
+    asked, question = await bot.ask()
+    as_first_shown = replace(question, blocks=list(question.blocks))  # a client that has not refreshed yet
+    await bot.reply_containing("Denied: the command was not run", asked.ts)
+    assert question.visible.endswith("→ nobody approved it in time") and question.buttons() == []
+    assert "nobody approved it in time" in results(fake_llm.requests[-1])[0]
+
+    await fake.press(ADMIN, as_first_shown, "Approve once")
+    await fake.wait_for(lambda: len(fake.ephemerals) == 1)
+    assert (fake.ephemerals[0]["user"], fake.ephemerals[0]["text"]) == (ADMIN, ENDED)
+    assert question.visible.endswith("→ nobody approved it in time")
+
+
+def test_the_slack_manifest_sends_button_presses_to_the_events_path():
+    manifest = yaml.safe_load((Path(__file__).parents[2] / "bots/slack-channel-bot/manifest.yaml").read_text())
+    interactivity = manifest["settings"]["interactivity"]
+    assert interactivity["is_enabled"] is True
+    assert interactivity["request_url"] == manifest["settings"]["event_subscriptions"]["request_url"]
+    assert "chat:write" in manifest["oauth_config"]["scopes"]["bot"]  # chat.update and chat.postEphemeral
