@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from hermes_engine.agent.prompt import for_history, for_this_turn
+from hermes_engine.agent.tool_record import record
 from hermes_engine.errors import EmptyAnswer
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.providers.base import Completed, EventStream, ModelRequest, ModelResponse, Restart, TextDelta
@@ -162,13 +163,15 @@ class AgentLoop:
         never runs a finished tool again, however long its neighbours take); the history gets them in
         call order."""
         async def run(call: ToolCall) -> Message:
+            started = time.monotonic()
             outcome = await self.tools.call(call, ctx)
+            took = time.monotonic() - started
             content = outcome.content  # already cut to size by the registry
             if call is calls[-1] and iterations_left <= self.budget_warning_at:
                 content += (f"\n\n[budget: {iterations_left} model calls left in this turn; "
                             "finish the task or summarise where you are]")
             message = Message(role="tool", content=content, tool_call_id=call.id, tool_name=call.name,
-                              is_error=outcome.is_error)
+                              is_error=outcome.is_error, meta=record(call, len(outcome.content), took))
             await persist(message, None, None)
             return message
 
