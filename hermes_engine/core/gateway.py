@@ -249,6 +249,8 @@ class Gateway:
             elif session.scope.chat_kind == "dm":
                 session.scope = replace(session.scope, person_id=session.record.state.get("owner"))
             session.system_prompt = frozen
+        if session.tools is None:
+            session.tools = ToolRegistry(list(self.tools))
 
     async def new_session(self, session: SessionHandle) -> SessionHandle:
         """`/new`: a fresh session for the same key, linked to the old one; prompts are frozen anew."""
@@ -258,6 +260,7 @@ class Gateway:
         session.scope = replace(session.scope, session_id=record.id)
         session.history = None
         session.system_prompt = None
+        session.tools = None
         session.usage = Usage()
         return session
 
