@@ -224,6 +224,9 @@ class Gateway:
     def is_admin(self, msg: InboundMessage) -> bool:
         return self.access.is_admin(msg.user_id, platform_admin=msg.platform_admin)
 
+    async def is_allowed(self, platform: str, user_id: str) -> bool:
+        return self.access.listed(user_id) or await asyncio.to_thread(self.access.granted, platform, user_id)
+
     def session(self, key: str) -> SessionHandle | None:
         return self.sessions.get(key)
 

@@ -171,7 +171,7 @@ class McpFeature(Feature):
 
     # ----------------------------------------------------------------- calls
 
-    def refusal(self, server: str, ctx: ToolContext) -> str | None:
+    async def refusal(self, server: str, ctx: ToolContext) -> str | None:
         access = self.settings[server].access
         if ctx.in_review:
             return f"Error: the tools of {server} are not used in the background review (they may act on the world)."
@@ -179,10 +179,17 @@ class McpFeature(Feature):
             return f"Error: the tools of {server} may be used in direct messages only."
         if access.people == "admins" and not ctx.is_admin:
             return f"Error: the tools of {server} may be used by the bot's admins only."
+        if access.people == "allowed" and not (ctx.is_admin or await self._allowed(ctx)):
+            return f"Error: the tools of {server} may be used by the people the bot allows only."
         return None
 
+    async def _allowed(self, ctx: ToolContext) -> bool:
+        if self._host is None or ctx.user_id is None or ctx.target is None:
+            return False
+        return await self._host.is_allowed(ctx.target.platform, ctx.user_id)
+
     async def call(self, remote: RemoteTool, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        refused = self.refusal(remote.server, ctx)
+        refused = await self.refusal(remote.server, ctx)
         if refused:
             return ToolResult(refused, is_error=True)
         rules = self.settings[remote.server]
