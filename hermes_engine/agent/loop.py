@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from hermes_engine.agent.prompt import for_history, for_this_turn
+from hermes_engine.agent.tool_record import record
 from hermes_engine.errors import EmptyAnswer
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.providers.base import Completed, EventStream, ModelRequest, ModelResponse, Restart, TextDelta
@@ -74,9 +75,10 @@ class AgentLoop:
     async def run(self, *, router: Router, system: str, history: list[Message], user: Message | None,
                   ctx: ToolContext, persist: Persist, on_delta: OnDelta | None = None,
                   on_restart: OnRestart | None = None, purpose: str = "turn",
-                  context: CallHook | None = None) -> TurnResult:
+                  context: CallHook | None = None, tools: ToolRegistry | None = None) -> TurnResult:
         """Run one turn. `history` is extended in place with everything the turn appends; `context`
-        (compression) may rewrite it before each model call. `on_restart` takes back the streamed deltas."""
+        (compression) may rewrite it before each model call. `on_restart` takes back the streamed deltas.
+        `tools`: the session's frozen tool list, when it has one (else the loop's own)."""
         result = TurnResult(final_text="")
         started = time.perf_counter()
         this_turn = None
@@ -87,7 +89,8 @@ class AgentLoop:
             result.new_messages.append(for_history(user))
         try:
             streamed = _Streamed(on_delta, on_restart)
-            await self._iterate(router, system, history, ctx, persist, streamed, purpose, result, context)
+            await self._iterate(router, system, history, ctx, persist, streamed, purpose, result, context,
+                                    self.tools if tools is None else tools)
         finally:
             if this_turn is not None and user is not None:
                 # The private note was for this turn only. Found by identity: compression may have moved it.
@@ -99,8 +102,8 @@ class AgentLoop:
 
     async def _iterate(self, router: Router, system: str, history: list[Message], ctx: ToolContext,
                        persist: Persist, streamed: _Streamed, purpose: str, result: TurnResult,
-                       context: CallHook | None = None) -> None:
-        schemas = self.tools.schemas()
+                       context: CallHook | None, tools: ToolRegistry) -> None:
+        schemas = tools.schemas()
         empty_retries = 0
         for iteration in range(1, self.max_iterations + 1):
             messages = tuple(history) if context is None else tuple(await context.before_call(history, router))
@@ -130,7 +133,7 @@ class AgentLoop:
             assistant = Message(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
             await self._append(history, result, persist, assistant, response.usage, response.model)
             left = self.max_iterations - iteration
-            await self._run_tools(response.tool_calls, ctx, history, result, persist, left)
+            await self._run_tools(response.tool_calls, ctx, history, result, persist, left, tools)
         else:
             result.budget_exhausted = True
             result.final_text = (f"I reached this turn's limit of {self.max_iterations} steps before finishing. "
@@ -157,18 +160,20 @@ class AgentLoop:
         return response
 
     async def _run_tools(self, calls: list[ToolCall], ctx: ToolContext, history: list[Message],
-                         result: TurnResult, persist: Persist, iterations_left: int) -> None:
+                         result: TurnResult, persist: Persist, iterations_left: int, tools: ToolRegistry) -> None:
         """Run the calls in parallel. Each result is persisted the moment its tool finishes (a crash then
         never runs a finished tool again, however long its neighbours take); the history gets them in
         call order."""
         async def run(call: ToolCall) -> Message:
-            outcome = await self.tools.call(call, ctx)
+            started = time.monotonic()
+            outcome = await tools.call(call, ctx)
+            took = time.monotonic() - started
             content = outcome.content  # already cut to size by the registry
             if call is calls[-1] and iterations_left <= self.budget_warning_at:
                 content += (f"\n\n[budget: {iterations_left} model calls left in this turn; "
                             "finish the task or summarise where you are]")
             message = Message(role="tool", content=content, tool_call_id=call.id, tool_name=call.name,
-                              is_error=outcome.is_error)
+                              is_error=outcome.is_error, meta=record(call, len(outcome.content), took))
             await persist(message, None, None)
             return message
 

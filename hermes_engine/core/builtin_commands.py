@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from hermes_engine.agent.tool_record import summary as tool_summary
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.host import Host
@@ -45,6 +46,7 @@ def register_builtin_commands(registry: CommandRegistry, gateway: Host, features
             f"Session: #{session.record.id}, {len(session.history or [])} messages",
             f"Tokens: {usage.input_tokens} in, {usage.output_tokens} out, "
             f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write",
+            tool_summary(await gateway.store.load_messages(session.record.id)),
         ]
         for feature in features:
             lines.extend(await feature.status_lines(session.scope, ctx.person_id))

@@ -224,6 +224,9 @@ class Gateway:
     def is_admin(self, msg: InboundMessage) -> bool:
         return self.access.is_admin(msg.user_id, platform_admin=msg.platform_admin)
 
+    async def is_allowed(self, platform: str, user_id: str) -> bool:
+        return self.access.listed(user_id) or await asyncio.to_thread(self.access.granted, platform, user_id)
+
     def session(self, key: str) -> SessionHandle | None:
         return self.sessions.get(key)
 
@@ -249,6 +252,8 @@ class Gateway:
             elif session.scope.chat_kind == "dm":
                 session.scope = replace(session.scope, person_id=session.record.state.get("owner"))
             session.system_prompt = frozen
+        if session.tools is None:
+            session.tools = ToolRegistry(list(self.tools))
 
     async def new_session(self, session: SessionHandle) -> SessionHandle:
         """`/new`: a fresh session for the same key, linked to the old one; prompts are frozen anew."""
@@ -258,6 +263,7 @@ class Gateway:
         session.scope = replace(session.scope, session_id=record.id)
         session.history = None
         session.system_prompt = None
+        session.tools = None
         session.usage = Usage()
         return session
 

@@ -208,6 +208,7 @@ class TurnRunner:
             router=router, system=session.system_prompt, history=session.history,
             user=turn.user, ctx=ctx, persist=persist,
             on_delta=push if self.streaming else None, on_restart=turn.stream.rewind if self.streaming else None,
+            tools=session.tools,
             purpose=job.purpose, context=hook)
 
     async def _run_agent_until_a_write_fails(self, turn: Turn) -> None:

@@ -1,8 +1,9 @@
 """MCP servers' tools as the agent's tools, one feature per bot.
 
-The servers start with the gateway (not per turn) and their tools join the bot's registry once, when
-they first answer: the list is frozen from then on, so a session's tool list (and the provider's prompt
-cache) does not change under it; a server's `tools/list_changed` applies after the gateway restarts.
+The servers start with the gateway (not per turn) and their tools join the bot's registry when they
+answer. A session takes the registry's tools when it loads and keeps them (the provider's prompt cache
+stays valid); a server's `tools/list_changed`, a changed list after a restart, or a server that comes up
+late changes the registry, and so the sessions that start from then on.
 
 Schemas are paid for on every request. Tools are listed in full, in a fixed order, until their schemas
 would pass the profile's `mcp_schema_budget` (tokens); the rest are named in one line each inside
@@ -52,13 +53,31 @@ class McpFeature(Feature):
     def __init__(self, servers: McpServers, settings: dict[str, McpServerSettings], budget: int) -> None:
         self.servers, self.settings, self.budget = servers, settings, budget
         self.pages = ResultPages()
-        self.listed: dict[str, RemoteTool] = {}  # model-facing name → remote tool, full or compact
-        self.compact: dict[str, RemoteTool] = {}
+        self._host: Host | None = None
+        self._registered: list[str] = []
+        self._built_from: list[RemoteTool] | None = None
+        self.compact: dict[str, RemoteTool] = {}  # of the latest build (`hermes-gateway mcp list` shows them)
 
     async def start(self, host: Host) -> None:
+        self._host = host
         await self.servers.start()
-        for t in self.build_tools({t.name for t in host.tools}):
+        self.refresh()
+        self.servers.watch(self.refresh)
+
+    def refresh(self) -> None:
+        """Put the servers' current tools in the bot's registry (sessions already loaded keep their copy)."""
+        host = self._host
+        remotes = self.servers.tools()
+        if host is None or remotes == self._built_from:
+            return
+        for name in self._registered:
+            host.tools.unregister(name)
+        tools = self.build_tools({t.name for t in host.tools})
+        for t in tools:
             host.tools.register(t)
+        self._registered, self._built_from = [t.name for t in tools], remotes
+        if self._registered:
+            log.info("MCP tools for new sessions: %d", len(tools))
 
     async def stop(self) -> None:
         await self.servers.stop()
@@ -82,18 +101,21 @@ class McpFeature(Feature):
         reserved = {"mcp_call", "mcp_describe", "mcp_result_page"}
         names = tool_names([(r.server, r.name) for r in remotes], taken | reserved)
         tools: list[Tool] = []
+        listed: dict[str, RemoteTool] = {}  # model-facing name → remote tool, full or compact
+        compact: dict[str, RemoteTool] = {}
         spent = 0
         for remote in remotes:
             name = names[(remote.server, remote.name)]
-            self.listed[name] = remote
+            listed[name] = remote
             cost = schema_tokens(name, remote.description, remote.input_schema)
-            if not self.compact and spent + cost <= self.budget:
+            if not compact and spent + cost <= self.budget:
                 spent += cost
                 tools.append(self._full_tool(name, remote))
             else:
-                self.compact[name] = remote
-        if self.compact:
-            tools += [self._call_tool(), self._describe_tool()]
+                compact[name] = remote
+        self.compact = compact
+        if compact:
+            tools += [self._call_tool(compact, listed), self._describe_tool(listed)]
         if remotes:
             tools.append(self._page_tool())
         return tools
@@ -107,11 +129,11 @@ class McpFeature(Feature):
         return Tool(name, remote.description or f"{remote.name} (MCP server {remote.server})", parameters, run,
                     f"mcp:{remote.server}", CONTEXT_PARAM, self._limit(remote.server))
 
-    def _call_tool(self) -> Tool:
-        listing = "\n".join(f"- {name}: {_short(r.description)}" for name, r in sorted(self.compact.items()))
+    def _call_tool(self, compact: dict[str, RemoteTool], listed: dict[str, RemoteTool]) -> Tool:
+        listing = "\n".join(f"- {name}: {_short(r.description)}" for name, r in sorted(compact.items()))
 
         async def run(tool: str, arguments: dict[str, Any] | None = None, **rest: Any) -> ToolResult:
-            remote = self.compact.get(tool) or self.listed.get(tool)
+            remote = compact.get(tool) or listed.get(tool)
             if remote is None:
                 return ToolResult(f"Error: no MCP tool {tool!r}; the tools are:\n{listing}", is_error=True)
             return await self.call(remote, arguments or {}, rest[CONTEXT_PARAM])
@@ -120,12 +142,12 @@ class McpFeature(Feature):
         parameters = {"type": "object", "properties": {
             "tool": {"type": "string", "description": "a name from the list"},
             "arguments": {"type": "object", "description": "as mcp_describe says"}}, "required": ["tool"]}
-        limit = max((self._limit(r.server) for r in self.compact.values()), default=60.0)
+        limit = max((self._limit(r.server) for r in compact.values()), default=60.0)
         return Tool("mcp_call", description, parameters, run, COMPACT_TOOLSET, CONTEXT_PARAM, limit)
 
-    def _describe_tool(self) -> Tool:
+    def _describe_tool(self, listed: dict[str, RemoteTool]) -> Tool:
         def run(tool: str) -> str:
-            remote = self.listed.get(tool)
+            remote = listed.get(tool)
             if remote is None:
                 return f"Error: no MCP tool {tool!r}; see the list in mcp_call."
             return json.dumps({"tool": tool, "description": remote.description,
@@ -149,7 +171,7 @@ class McpFeature(Feature):
 
     # ----------------------------------------------------------------- calls
 
-    def refusal(self, server: str, ctx: ToolContext) -> str | None:
+    async def refusal(self, server: str, ctx: ToolContext) -> str | None:
         access = self.settings[server].access
         if ctx.in_review:
             return f"Error: the tools of {server} are not used in the background review (they may act on the world)."
@@ -157,10 +179,17 @@ class McpFeature(Feature):
             return f"Error: the tools of {server} may be used in direct messages only."
         if access.people == "admins" and not ctx.is_admin:
             return f"Error: the tools of {server} may be used by the bot's admins only."
+        if access.people == "allowed" and not (ctx.is_admin or await self._allowed(ctx)):
+            return f"Error: the tools of {server} may be used by the people the bot allows only."
         return None
 
+    async def _allowed(self, ctx: ToolContext) -> bool:
+        if self._host is None or ctx.user_id is None or ctx.target is None:
+            return False
+        return await self._host.is_allowed(ctx.target.platform, ctx.user_id)
+
     async def call(self, remote: RemoteTool, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        refused = self.refusal(remote.server, ctx)
+        refused = await self.refusal(remote.server, ctx)
         if refused:
             return ToolResult(refused, is_error=True)
         rules = self.settings[remote.server]

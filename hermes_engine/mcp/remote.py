@@ -3,6 +3,7 @@ gateway's client (`hermes_gateway/mcp/`) keeps the servers running. Owned here, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -45,7 +46,11 @@ class McpServers(Protocol):
     async def stop(self) -> None: ...
 
     def tools(self) -> list[RemoteTool]:
-        """The tools of the servers that have started, as listed when they (first) started."""
+        """The tools of the servers that are (or were) running, as they last listed them."""
+
+    def watch(self, changed: Callable[[], None]) -> None:
+        """Call `changed` when a listing changes: a server came up, started again with other tools, or
+        said `tools/list_changed`."""
 
     def not_ready(self) -> list[str]:
         """One phrase per server that is not running, for `/ready`."""

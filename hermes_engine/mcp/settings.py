@@ -22,11 +22,12 @@ SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
 
 class McpAccess(BaseModel):
-    """Who may call a server's tools: everyone the bot serves or only its admins; in DMs or also groups."""
+    """Who may call a server's tools: everyone the bot serves, its allowed people (listed or approved
+    through pairing; not everyone a Slack workspace lets in) or only its admins; in DMs or also groups."""
 
     model_config = ConfigDict(extra="forbid")
 
-    people: Literal["everyone", "admins"] = "everyone"
+    people: Literal["everyone", "allowed", "admins"] = "everyone"
     chats: Literal["dm", "all"] = "all"
 
 

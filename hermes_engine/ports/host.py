@@ -73,6 +73,11 @@ class Host(Protocol):
         """The sender administers the bot (listed in `access.admins`, or so named by the platform)."""
         ...
 
+    async def is_allowed(self, platform: str, user_id: str) -> bool:
+        """One of the bot's allowed people: listed in `access.allowed_users` or `access.admins`, or approved
+        through pairing (a member let in only because the platform is a membership boundary is not)."""
+        ...
+
     def session(self, key: str) -> SessionHandle | None:
         """The session loaded in this process for `key`, if any."""
         ...

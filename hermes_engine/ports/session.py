@@ -7,10 +7,14 @@ view only, through the `Host`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.storage import SessionRecord
+
+if TYPE_CHECKING:
+    from hermes_engine.tools.registry import ToolRegistry
 
 
 @dataclass(frozen=True)
@@ -40,5 +44,8 @@ class SessionHandle:
     target: ReplyTarget
     history: list[Message] | None = None
     system_prompt: str | None = None
+    # The tools its requests list, taken when it loaded: a tool list that changes later (an MCP server's)
+    # applies from the next session, so the request's prefix (and the provider's cache) stays the same.
+    tools: ToolRegistry | None = None
     usage: Usage = field(default_factory=Usage)
     last_model: str | None = None

@@ -247,6 +247,10 @@ class ToolRegistry:
         self._tools[t.name] = t
         return t
 
+    def unregister(self, name: str) -> None:
+        """For tools whose list changes (an MCP server's); loaded sessions keep the copy they took."""
+        self._tools.pop(name, None)
+
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 

@@ -1,7 +1,8 @@
 """The MCP servers of one gateway, each started once and kept: one task per server owns its `Client`
 (the SDK's sessions live in task groups that must be left by the task that entered them); turns call
 through the live session. A server that fails to start or dies is logged in one line and started again
-with growing pauses; meanwhile calls to it fail at once and `/ready` names it.
+with growing pauses; meanwhile calls to it fail at once and `/ready` names it. Its tools are listed each time
+it starts and when it says `tools/list_changed`; the engine takes a changed list into the next sessions.
 """
 
 from __future__ import annotations
@@ -10,15 +11,17 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED
+from mcp.types import CONNECTION_CLOSED, ToolListChangedNotification
 
 from hermes_engine.mcp.remote import RemotePart, RemoteResult, RemoteTool, ServerUnavailable
 from hermes_engine.mcp.settings import McpServerSettings
@@ -66,7 +69,9 @@ class ServerRunner:
     def __init__(self, name: str, settings: McpServerSettings) -> None:
         self.name, self.settings = name, settings
         self.client: Client | None = None
-        self.listed: list[RemoteTool] | None = None  # the first listing; frozen for the gateway's life
+        self.listed: list[RemoteTool] | None = None  # the latest listing (new sessions take it)
+        self.changed: Callable[[], None] = lambda: None  # told when `listed` changes
+        self._relist = asyncio.Event()  # the server said tools/list_changed
         self.problem: str | None = "starting"
         self.started = asyncio.Event()  # set when the first attempt ended, well or not
         self._live = asyncio.Event()
@@ -78,33 +83,81 @@ class ServerRunner:
         s = self.settings
         if s.command is not None:
             params = StdioServerParameters(command=s.command, args=s.args, env=s.resolved_env(), cwd=s.cwd)
-            return Client(params, cache=None)
+            return Client(params, cache=None, message_handler=self._on_message)
         assert s.url is not None
         http = create_mcp_http_client(headers=s.resolved_headers())
         stack.push_async_callback(http.aclose)
-        return Client(streamable_http_client(s.url, http_client=http), cache=None)
+        return Client(streamable_http_client(s.url, http_client=http), cache=None, message_handler=self._on_message)
+
+    async def _on_message(self, message: Any) -> None:
+        """Only `tools/list_changed` matters here; the listing is fetched by the session's own task."""
+        if isinstance(message, ToolListChangedNotification):
+            self._relist.set()
+
+    async def _list(self, client: Client) -> list[RemoteTool]:
+        tools, cursor = [], None
+        for _ in range(MAX_LISTED_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools += page.tools
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return [RemoteTool(self.name, t.name, t.description or "", dict(t.input_schema or {})) for t in tools]
+
+    def _take(self, listed: list[RemoteTool]) -> None:
+        if listed != self.listed:
+            self.listed = listed
+            self.changed()
 
     async def _session(self) -> None:
         async with AsyncExitStack() as stack, asyncio.timeout(self.settings.start_timeout) as deadline:
             client = await stack.enter_async_context(self._client(stack))
-            tools, cursor = [], None
-            for _ in range(MAX_LISTED_PAGES):
-                page = await client.list_tools(cursor=cursor)
-                tools += page.tools
-                cursor = page.next_cursor
-                if not cursor:
-                    break
+            tools = await self._list(client)
             deadline.reschedule(None)
-            if self.listed is None:
-                self.listed = [RemoteTool(self.name, t.name, t.description or "", dict(t.input_schema or {}))
-                               for t in tools]
             self.client, self.problem = client, None
             self.starts += 1
             self._broken.clear()
             self._live.set()
             self.started.set()
             log.info("MCP server %s is running (%d tools)", self.name, len(tools))
-            await self._broken.wait()
+            self._take(tools)
+            await self._serve(client)
+
+    async def _serve(self, client: Client) -> None:
+        """Until the connection breaks: list the tools again whenever the server says they changed."""
+        watcher = asyncio.create_task(self._listen(client), name=f"mcp:{self.name}:listen")
+        try:
+            await self._relist_until_broken(client)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watcher
+
+    async def _listen(self, client: Client) -> None:
+        """Servers of the 2026-07-28 protocol announce changes on a `subscriptions/listen` stream; older
+        ones send `notifications/tools/list_changed`, which `_on_message` hears."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._relist.set()
+        except ListenNotSupportedError:
+            return
+        except Exception as exc:  # noqa: BLE001 - the tools stay as listed; a restart lists them again
+            log.debug("MCP server %s: no change stream (%s)", self.name, _reason(exc))
+
+    async def _relist_until_broken(self, client: Client) -> None:
+        while not self._broken.is_set():
+            broken = asyncio.ensure_future(self._broken.wait())
+            relist = asyncio.ensure_future(self._relist.wait())
+            try:
+                await asyncio.wait({broken, relist}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                broken.cancel()
+                relist.cancel()
+            if self._relist.is_set() and not self._broken.is_set():
+                self._relist.clear()
+                async with asyncio.timeout(self.settings.start_timeout):
+                    self._take(await self._list(client))
 
     async def run(self) -> None:
         pause = FIRST_PAUSE
@@ -182,6 +235,10 @@ class ServerManager:
 
     def tools(self) -> list[RemoteTool]:
         return [t for r in self.runners.values() for t in (r.listed or [])]
+
+    def watch(self, changed: Callable[[], None]) -> None:
+        for runner in self.runners.values():
+            runner.changed = changed
 
     def not_ready(self) -> list[str]:
         return [f"MCP server {n} is not running ({r.problem})" for n, r in self.runners.items()

@@ -2,8 +2,10 @@
 
 Run as `python mcp_server.py stdio` or `python mcp_server.py http PORT` (Streamable HTTP on 127.0.0.1).
 `FAKE_MCP_LABEL` names the instance (echo says it), so tests can tell two servers apart;
-`FAKE_MCP_FAIL=1` makes it exit before speaking (a server that fails to start); `FAKE_MCP_PIDFILE` is
-where it writes its process id.
+`FAKE_MCP_FAIL=1` makes it exit before speaking (a server that fails to start), `FAKE_MCP_FAIL_UNLESS`
+names a file without which it does the same (a server that comes up once the file exists);
+`FAKE_MCP_PIDFILE` is where it writes its process id; `FAKE_MCP_EXTRA` names a file whose lines are tools
+it adds at start (the `grow` tool adds one at once and announces that the tool list changed).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import ResourceLink, TextContent
@@ -89,9 +91,29 @@ def look_up_plain(key: str) -> str:
     return f"plain {key}"
 
 
+def add_extra(name: str) -> None:
+    def extra(text: str) -> str:
+        return f"{name} got: {text}"
+
+    server.add_tool(extra, name=name, description=f"An added tool, {name}.")
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Add a tool with this name now and tell the client its tool list changed."""
+    add_extra(name)
+    await ctx.notify_tools_changed()
+    return f"added {name}"
+
+
 if __name__ == "__main__":
     if os.environ.get("FAKE_MCP_FAIL"):
         sys.exit(2)
+    if os.environ.get("FAKE_MCP_FAIL_UNLESS") and not Path(os.environ["FAKE_MCP_FAIL_UNLESS"]).exists():
+        sys.exit(2)
+    extras = Path(os.environ.get("FAKE_MCP_EXTRA") or "/nonexistent")
+    for line in extras.read_text(encoding="utf-8").split() if extras.exists() else []:
+        add_extra(line)
     if os.environ.get("FAKE_MCP_PIDFILE"):
         Path(os.environ["FAKE_MCP_PIDFILE"]).write_text(str(os.getpid()), encoding="utf-8")
     if sys.argv[1:2] == ["http"]:

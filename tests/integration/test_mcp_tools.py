@@ -75,8 +75,12 @@ async def http_server() -> AsyncIterator[str]:
                 await asyncio.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        await proc.wait()
+        proc.terminate()  # a graceful stop waits for open streams (the client's change stream): then kill
+        try:
+            await asyncio.wait_for(proc.wait(), 5)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
 
 
 async def test_model_calls_a_tool_over_streamable_http_with_headers_from_the_environment(engine, fake_llm,
