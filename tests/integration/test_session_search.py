@@ -7,14 +7,13 @@ The engine tests run on SQLite; the storage tests run on SQLite and, when HERMES
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
-from postgres import BACKENDS, PG_URL
+from postgres import BACKENDS, PG_URL, fresh_schema
 from sqlalchemy.pool import NullPool
 
 from hermes_engine.compression.service import SUMMARY_SYSTEM
@@ -100,27 +99,14 @@ async def test_a_groups_conversation_is_hidden_from_people_who_were_not_in_it(en
 
 # ------------------------------------------------------------------------------------- storage, both backends
 
-async def _on_postgres(sql: str) -> None:
-    engine = make_engine(PG_URL, poolclass=NullPool)
-    try:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql(sql)
-    finally:
-        await engine.dispose()
-
-
 @pytest.fixture(params=BACKENDS)
 async def database(request, tmp_path):
     """(url, engine options) of an empty database: a SQLite file, or a fresh PostgreSQL schema."""
     if request.param == "sqlite":
         yield f"sqlite+aiosqlite:///{tmp_path / 'search.db'}", {}
         return
-    schema = f"test_{uuid.uuid4().hex[:16]}"
-    await _on_postgres(f"CREATE SCHEMA {schema}")
-    try:
+    async with fresh_schema() as schema:
         yield PG_URL, {"connect_args": {"server_settings": {"search_path": schema}}}
-    finally:
-        await _on_postgres(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture

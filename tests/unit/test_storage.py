@@ -10,7 +10,6 @@ so runs sharing one server do not disturb each other.
 from __future__ import annotations
 
 import asyncio
-import uuid
 import warnings
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -20,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from postgres import BACKENDS, PG_URL
+from postgres import BACKENDS, PG_URL, fresh_schema
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import NullPool
@@ -62,28 +61,14 @@ class Database:
         return make_engine(url or self.url, poolclass=NullPool, **self.engine_options)
 
 
-async def _execute_on_postgres(sql: str) -> None:
-    assert PG_URL
-    engine = make_engine(PG_URL, poolclass=NullPool)
-    try:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql(sql)
-    finally:
-        await engine.dispose()
-
-
 @pytest.fixture(params=BACKENDS)
 async def db(request: pytest.FixtureRequest, tmp_path):
     if request.param == "sqlite":
         yield Database(f"sqlite+aiosqlite:///{tmp_path / 'data' / 'hermes.db'}")
         return
     assert PG_URL
-    schema = f"test_{uuid.uuid4().hex[:16]}"
-    await _execute_on_postgres(f"CREATE SCHEMA {schema}")
-    try:
+    async with fresh_schema() as schema:
         yield Database(PG_URL, {"connect_args": {"server_settings": {"search_path": schema}}})
-    finally:
-        await _execute_on_postgres(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture
@@ -153,9 +138,7 @@ async def test_sqlite_file_gets_its_directory_wal_foreign_keys_and_busy_timeout(
 @pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)")
 async def test_a_postgres_url_with_libpq_options_keeps_the_tables_in_that_schema() -> None:
     assert PG_URL
-    schema = f"test_{uuid.uuid4().hex[:16]}"
-    await _execute_on_postgres(f"CREATE SCHEMA {schema}")
-    try:
+    async with fresh_schema() as schema:
         store = SqlStore(f"{PG_URL}?options=-c%20search_path%3D{schema}")
         await store.init()
         await store.close()
@@ -168,8 +151,6 @@ async def test_a_postgres_url_with_libpq_options_keeps_the_tables_in_that_schema
         finally:
             await engine.dispose()
         assert {"sessions", "kanban_cards", "alembic_version"} <= tables
-    finally:
-        await _execute_on_postgres(f"DROP SCHEMA {schema} CASCADE")
 
 
 async def test_in_memory_sqlite_works_for_quick_use() -> None:
