@@ -7,7 +7,7 @@ CLI can print it instead of a traceback.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     # the base URL defaults to OPENAI_COMPATIBLE_BASE_URL / OPENAI_BASE_URL). Unset: lexical hints only.
     embedding_model: str | None = None
     embedding_base_url: str | None = None
+    # Where memory, USER.md and pairing live: "files" under the home, "database" in the store (shared by
+    # replicas), "auto" (the default): the database on PostgreSQL, files on SQLite.
+    state_backend: Literal["auto", "files", "database"] = "auto"
 
     @field_validator("log_level")
     @classmethod
@@ -56,6 +59,18 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite+aiosqlite:///{self.home / 'hermes.db'}"
+
+    @field_validator("state_backend", mode="before")
+    @classmethod
+    def _backend_name(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @property
+    def state_in_database(self) -> bool:
+        """Keep memory, USER.md and pairing in the database (see `state_backend`)."""
+        if self.state_backend != "auto":
+            return self.state_backend == "database"
+        return self.db_url.split(":", 1)[0].split("+", 1)[0] in ("postgres", "postgresql")
 
     def fallback_list(self) -> list[str] | None:
         if self.fallback_models is None:

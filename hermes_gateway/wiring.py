@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes_engine.compression.feature import CompressionFeature
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.core.housekeeping import InboxPruning
 from hermes_engine.core.storage_health import StorageHealth
+from hermes_engine.errors import ConfigError
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.limits import UsageLimits
-from hermes_engine.policy.pairing import Pairing
+from hermes_engine.policy.pairing import FILE_NAME as PAIRING_FILE
+from hermes_engine.policy.pairing import JsonPairingStore, Pairing, PairingStore
 from hermes_engine.ports.approval import ApprovalAsker
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
@@ -25,6 +28,9 @@ from hermes_engine.providers.chain import build_chain
 from hermes_engine.providers.registry import make_provider
 from hermes_engine.tools.core import CORE_TOOLS
 from hermes_engine.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from hermes_engine.memory.documents import MemoryStore
 
 
 def preload_models(gateways: Sequence[Gateway]) -> None:
@@ -67,15 +73,44 @@ async def open_migrated(store: Store, url: str) -> None:
     await store.init()
 
 
-def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAsker | None = None) -> list[Feature]:
-    """Every feature of a bot; `asker` shows the terminal's approval requests (none: they are denied)."""
+def memory_store(settings: Settings, store: Store | None) -> MemoryStore:
+    """Memory and USER.md: in the database when `settings.state_in_database`, else files under the home."""
+    if settings.state_in_database:
+        from hermes_engine.memory.database import DatabaseMemoryStore
+
+        return DatabaseMemoryStore(_needs_store(store, "memory"), _needs_store(store, "memory"))
+    from hermes_engine.memory.store import FileMemoryStore
+
+    return FileMemoryStore.for_home(settings.home)
+
+
+def pairing_store(settings: Settings, store: Store | None) -> PairingStore:
+    """Pairing state: in the database when `settings.state_in_database` (made on the running event loop,
+    which its blocking calls are handed to), else `pairing.json` under the home."""
+    if settings.state_in_database:
+        from hermes_engine.policy.pairing_db import DatabasePairingStore
+
+        return DatabasePairingStore(_needs_store(store, "pairing"))
+    return JsonPairingStore(Path(settings.home) / PAIRING_FILE)
+
+
+def _needs_store(store: Store | None, what: str) -> Store:
+    if store is None:
+        raise ConfigError(f"HERMES_STATE_BACKEND is 'database' (or the database is PostgreSQL) but no store was "
+                          f"given to keep {what} in")
+    return store
+
+
+def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAsker | None = None,
+                   store: Store | None = None) -> list[Feature]:
+    """Every feature of a bot; `asker` shows the terminal's approval requests (none: they are denied). `store`
+    keeps memory and pairing when they live in the database (`Settings.state_backend`)."""
     from hermes_engine.history.search import SearchFeature
     from hermes_engine.kanban.feature import KanbanFeature
     from hermes_engine.loops.delegation import DelegationFeature
     from hermes_engine.loops.goals import GoalFeature
     from hermes_engine.loops.review import ReviewFeature
     from hermes_engine.memory.feature import MemoryFeature
-    from hermes_engine.memory.store import FileMemoryStore
     from hermes_engine.policy.forget import ForgetFeature
     from hermes_engine.policy.identity import IdentityFeature
     from hermes_engine.providers.embedders import embedder_from_settings
@@ -83,7 +118,7 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
     from hermes_engine.workspace.feature import WorkspaceFeature
 
     features: list[Feature] = [
-        MemoryFeature(FileMemoryStore(Path(settings.home) / "memories"), profile.memory),
+        MemoryFeature(memory_store(settings, store), profile.memory),
         SkillsFeature.from_settings(settings, bot=profile.name, require_approval=profile.skills.require_approval,
                                     curator_interval_seconds=profile.skills.curator_every_days * 86400,
                                     llm_pass=profile.skills.curator_llm_pass,
@@ -92,7 +127,7 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
                                     embedder=embedder_from_settings(settings.embedding_model,
                                                                     settings.embedding_base_url)),
         IdentityFeature(),
-        ForgetFeature(),
+        ForgetFeature(pairing=Pairing(pairing_store(settings, store))),
         GoalFeature(profile.goals),
         ReviewFeature(profile.review),
         CompressionFeature(),
@@ -128,11 +163,11 @@ def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
     store share its `storage_health` (one outage, one notice per chat, one readiness answer); without one,
     the gateway keeps its own. Usage limits are part of every engine too (off unless the profile sets them)."""
     if features is None:
-        features = build_features(settings, profile, asker=asker)
+        features = build_features(settings, profile, asker=asker, store=store)
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
     features = [UsageLimits(profile.limits), *features, InboxPruning(settings.inbox_retention_days)]
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
                    tools=ToolRegistry(list(CORE_TOOLS)),
-                   access=AccessGate(profile.access, Pairing.for_home(settings.home)),
+                   access=AccessGate(profile.access, Pairing(pairing_store(settings, store))),
                    features=features, storage_health=storage_health, metrics=metrics)

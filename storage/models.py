@@ -341,3 +341,17 @@ class SkillEmbeddingRow(Base):
     content_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
     vector: Mapped[list[float]] = mapped_column(JsonType, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class DocumentRow(Base):
+    """A small text document that lives in the database instead of under HERMES_HOME (a person's MEMORY.md,
+    USER.md, pairing state), by area and path. `version` grows by one per write: a writer names the version it
+    read, so two replicas changing one document cannot lose an update."""
+
+    __tablename__ = "documents"
+
+    area: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    path: Mapped[str] = mapped_column(sa.String(512), primary_key=True)
+    body: Mapped[str] = mapped_column(sa.Text(), nullable=False)
+    version: Mapped[int] = mapped_column(sa.Integer(), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

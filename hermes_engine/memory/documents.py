@@ -12,6 +12,7 @@ apart from any storage or rule.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ TARGETS: tuple[str, ...] = ("memory", "user")
 SEPARATOR = "§"
 ENTRY_JOIN = f"\n{SEPARATOR}\n"
 FILE_NAMES = {"memory": "MEMORY.md", "user": "USER.md"}
+PENDING_FILE = "PENDING.json"
 
 
 @dataclass(frozen=True, order=True)
@@ -101,9 +103,38 @@ def safe_scope_name(scope: str) -> str:
     return f"{slug}-{digest}"
 
 
+def owner_folder(owner: MemoryOwner) -> str:
+    """Where an owner's documents live, relative to the memories folder: `<person_id>` or
+    `shared/<safe scope name>`. The database backend keys documents by the same path, so a file home moves
+    into it one file at a time."""
+    if owner.is_shared:
+        return f"shared/{safe_scope_name(owner.key)}"
+    if not owner.key.isdigit():
+        raise ValueError(f"person key must be a non-negative integer id, not {owner.key!r}")
+    return owner.key
+
+
+def check_target(owner: MemoryOwner, target: str) -> None:
+    if target not in owner.targets():
+        raise ValueError(f"{owner} has no {target!r} document (choose from {', '.join(owner.targets())})")
+
+
+def pending_items(text: str, what: str) -> list[dict[str, Any]]:
+    """The proposals a PENDING.json text holds (anything that is not a list of objects is dropped)."""
+    try:
+        items = json.loads(text) if text.strip() else []
+    except ValueError:
+        raise UnreadableDocument(f"{what} is not valid JSON") from None
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def pending_text(items: list[dict[str, Any]]) -> str:
+    return json.dumps(items, ensure_ascii=False, indent=1) + "\n"
+
+
 @runtime_checkable
 class MemoryStore(Protocol):
-    """Where memory documents live. Implementations: `FileMemoryStore`; a database backend fits the same seam.
+    """Where memory documents live. Implementations: `FileMemoryStore` and `DatabaseMemoryStore`.
 
     `write` replaces a document atomically (a reader sees the old or the new list, never a mix). `lock(owner)`
     serializes read-modify-write across tasks and processes; it is not re-entrant. Callers that change a
@@ -127,6 +158,7 @@ class MemoryStore(Protocol):
 
 
 __all__ = [
-    "ENTRY_JOIN", "FILE_NAMES", "MemoryOwner", "MemoryStore", "SEPARATOR", "TARGETS", "Target", "UnreadableDocument",
-    "format_entries", "parse_entries", "safe_scope_name", "usage_text", "used_chars",
+    "ENTRY_JOIN", "FILE_NAMES", "MemoryOwner", "MemoryStore", "PENDING_FILE", "SEPARATOR", "TARGETS", "Target",
+    "UnreadableDocument", "check_target", "format_entries", "owner_folder", "parse_entries", "pending_items",
+    "pending_text", "safe_scope_name", "usage_text", "used_chars",
 ]

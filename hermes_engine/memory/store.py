@@ -32,23 +32,23 @@ from hermes_engine.memory.book import (
 from hermes_engine.memory.documents import (
     ENTRY_JOIN,
     FILE_NAMES,
+    PENDING_FILE,
     SEPARATOR,
     TARGETS,
     MemoryOwner,
     MemoryStore,
     Target,
     UnreadableDocument,
+    check_target,
     format_entries,
+    owner_folder,
     parse_entries,
+    pending_items,
+    pending_text,
     safe_scope_name,
     usage_text,
     used_chars,
 )
-
-
-def _check_target(owner: MemoryOwner, target: str) -> None:
-    if target not in owner.targets():
-        raise ValueError(f"{owner} has no {target!r} document (choose from {', '.join(owner.targets())})")
 
 
 class FileMemoryStore:
@@ -63,7 +63,7 @@ class FileMemoryStore:
     """
 
     LOCK_FILE = ".lock"
-    PENDING_FILE = "PENDING.json"
+    PENDING_FILE = PENDING_FILE
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -76,14 +76,10 @@ class FileMemoryStore:
     # -- paths --
 
     def owner_dir(self, owner: MemoryOwner) -> Path:
-        if owner.is_shared:
-            return self.root / "shared" / safe_scope_name(owner.key)
-        if not owner.key.isdigit():
-            raise ValueError(f"person key must be a non-negative integer id, not {owner.key!r}")
-        return self.root / owner.key
+        return self.root / owner_folder(owner)
 
     def path(self, owner: MemoryOwner, target: str) -> Path:
-        _check_target(owner, target)
+        check_target(owner, target)
         return self.owner_dir(owner) / FILE_NAMES[target]
 
     # -- the protocol --
@@ -101,11 +97,7 @@ class FileMemoryStore:
 
     async def read_pending(self, owner: MemoryOwner) -> list[dict[str, Any]]:
         text = await asyncio.to_thread(self._read_text, self.owner_dir(owner) / self.PENDING_FILE)
-        try:
-            items = json.loads(text) if text.strip() else []
-        except ValueError:
-            raise UnreadableDocument(f"{self.PENDING_FILE} is not valid JSON") from None
-        return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+        return pending_items(text, self.PENDING_FILE)
 
     async def write_pending(self, owner: MemoryOwner, items: list[dict[str, Any]]) -> None:
         path = self.owner_dir(owner) / self.PENDING_FILE
@@ -113,7 +105,7 @@ class FileMemoryStore:
             with contextlib.suppress(FileNotFoundError):
                 await asyncio.to_thread(path.unlink)
             return
-        await asyncio.to_thread(self._write_file, path, json.dumps(items, ensure_ascii=False, indent=1) + "\n")
+        await asyncio.to_thread(self._write_file, path, pending_text(items))
 
     async def erase(self, owner: MemoryOwner) -> bool:
         folder = self.owner_dir(owner)
@@ -172,11 +164,11 @@ class InMemoryStore:
         self._locks: dict[MemoryOwner, asyncio.Lock] = {}
 
     async def read(self, owner: MemoryOwner, target: str) -> list[str]:
-        _check_target(owner, target)
+        check_target(owner, target)
         return list(self.documents.get((owner, target), []))
 
     async def write(self, owner: MemoryOwner, target: str, entries: list[str]) -> None:
-        _check_target(owner, target)
+        check_target(owner, target)
         self.documents[(owner, target)] = list(entries)
 
     @contextlib.asynccontextmanager

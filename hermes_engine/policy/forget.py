@@ -74,11 +74,12 @@ class ForgetOutcome:
 
 
 async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
-                        memory: MemoryStore | None = None) -> ForgetOutcome | None:
+                        memory: MemoryStore | None = None, pairing: Pairing | None = None) -> ForgetOutcome | None:
     """Delete everything kept about `person_id` (see the module docstring); None for an unknown person.
 
     `memory` is the running gateway's memory store, so a memory write in flight finishes before the files go;
-    without it the files under `home` are used directly (the command line)."""
+    without it the files under `home` are used directly. `pairing` likewise: the gateway's, else `pairing.json`
+    under `home`."""
     record = await store.forget_person(person_id)
     if record is None:
         return None
@@ -91,7 +92,7 @@ async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
         except OSError as exc:
             problems.append(f"memory of person {pid} ({exc.strerror or exc})")
     files = await asyncio.to_thread(_remove_attachments, Path(home) / ATTACHMENTS, record, problems)
-    pairing = Pairing.for_home(home)
+    pairing = pairing or Pairing.for_home(home)
     approvals = 0
     for account in record.accounts:
         try:
@@ -148,8 +149,9 @@ class ForgetFeature(Feature):
 
     name = "forget"
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, pairing: Pairing | None = None) -> None:
         self.clock = clock
+        self.pairing = pairing  # where approvals live (None: pairing.json under the home)
         self.codes: dict[int, tuple[str, float]] = {}
 
     def register_commands(self, registry: CommandRegistry) -> None:
@@ -195,7 +197,8 @@ class ForgetFeature(Feature):
             else:
                 shared.append(handle)
         outcome = await forget_person(host.store, Path(host.settings.home), person_id,
-                                      memory=memory if isinstance(memory, MemoryStore) else None)
+                                      memory=memory if isinstance(memory, MemoryStore) else None,
+                                      pairing=self.pairing)
         for handle in shared:
             handle.history = None
         host.forget_people()

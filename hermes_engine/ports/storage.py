@@ -408,6 +408,34 @@ class SkillEmbeddingCache(Protocol):
         """Store vectors by hash; an existing (model, hash) keeps its vector."""
 
 
+@dataclass(frozen=True)
+class StoredDocument:
+    """A document's text and its version (1 after the first write, one more per write)."""
+
+    text: str
+    version: int
+
+
+class DocumentStore(Protocol):
+    """Small text documents that would otherwise be files under HERMES_HOME (memory, USER.md, pairing), by
+    `area` and a `/`-separated `path`, kept in the database so every replica reads and writes the same ones.
+    Writes compare and set: a writer names the version it read, and loses (None) when another writer got
+    there first, so no update is ever lost silently."""
+
+    async def get_document(self, area: str, path: str) -> StoredDocument | None: ...
+
+    async def put_document(self, area: str, path: str, text: str, *, expected_version: int) -> int | None:
+        """Write when the stored version is still `expected_version` (0: the document must not exist yet);
+        the new version, or None when the document changed since (nothing written)."""
+
+    async def list_documents(self, area: str, prefix: str = "") -> list[str]:
+        """The paths in `area` starting with `prefix`, sorted."""
+
+    async def delete_documents(self, area: str, prefix: str) -> int:
+        """Delete the document at path `prefix` and, when `prefix` ends with `/`, everything under it;
+        returns how many."""
+
+
 class HistoryStore(SessionStore, CompactionLineage, Protocol):
     """What rebuilding a session's view (stored messages + the latest summary) needs."""
 
@@ -440,7 +468,7 @@ class UsageLedger(Protocol):
 
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
-            CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, Protocol):
+            CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, DocumentStore, Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:

@@ -62,7 +62,7 @@ def chat(bot: str | None = typer.Option(None, "--bot", help="Bot profile folder 
         import getpass
 
         asker = ConsoleAsker(sys.stdin, sys.stdout, operator_id=getpass.getuser())
-        features = [*build_features(settings, profile, asker=asker), failed]
+        features = [*build_features(settings, profile, asker=asker, store=store), failed]
         gateway = build_gateway(settings, profile, store, features=features)
         try:
             await console_chat(gateway)

@@ -1,13 +1,15 @@
 """`hermes-gateway pairing …`: approve people who asked for access, list and revoke approvals.
 
-Works on `<HERMES_HOME>/pairing.json` (HERMES_HOME from the environment, as the gateway uses it), under
-the same lock as the running gateway, so an approval takes effect on the person's next message without a
-restart.
+Works where the gateway keeps pairing (`HERMES_STATE_BACKEND`): `<HERMES_HOME>/pairing.json` under the
+same lock as the running gateway, or the database every replica reads, so an approval takes effect on the
+person's next message without a restart.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import typer
 
@@ -18,13 +20,17 @@ from hermes_engine.policy.pairing import Pairing
 app = typer.Typer(help="Approve people who asked for access with a pairing code.", no_args_is_help=True)
 
 
-def _pairing() -> Pairing:
+@contextmanager
+def _pairing() -> Iterator[Pairing]:
+    from hermes_gateway.cli.state import pairing_for
+
     try:
-        home = load_settings().home
+        settings = load_settings()
     except ConfigError as exc:
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(2) from None
-    return Pairing.for_home(home)
+    with pairing_for(settings) as pairing:
+        yield pairing
 
 
 def _who(name: str, user_id: str) -> str:
@@ -34,7 +40,8 @@ def _who(name: str, user_id: str) -> str:
 @app.command()
 def approve(code: str = typer.Argument(..., help="The 8-character code the person was given.")) -> None:
     """Give the person behind CODE access to the bots of this HERMES_HOME."""
-    approval = _pairing().approve(code)
+    with _pairing() as pairing:
+        approval = pairing.approve(code)
     if approval is None:
         typer.echo("No pending request has that code (codes expire after an hour; the person gets a fresh "
                    "one by writing to the bot again).", err=True)
@@ -45,8 +52,8 @@ def approve(code: str = typer.Argument(..., help="The 8-character code the perso
 @app.command("list")
 def list_() -> None:
     """Pending requests (with their codes) and approved people."""
-    pairing = _pairing()
-    pending, approved = pairing.pending(), pairing.approved()
+    with _pairing() as pairing:
+        pending, approved = pairing.pending(), pairing.approved()
     now = time.time()
     typer.echo("Pending requests:" if pending else "Pending requests: none")
     for request in pending:
@@ -63,7 +70,9 @@ def list_() -> None:
 def revoke(platform: str = typer.Argument(..., help="telegram, discord, …"),
            user_id: str = typer.Argument(..., help="The person's id on that platform.")) -> None:
     """Withdraw a person's approval (and any pending code of theirs)."""
-    if not _pairing().revoke(platform.lower(), user_id):
+    with _pairing() as pairing:
+        revoked = pairing.revoke(platform.lower(), user_id)
+    if not revoked:
         typer.echo(f"No approval or pending request for {platform} user {user_id}.", err=True)
         raise typer.Exit(1)
     typer.echo(f"Revoked access for {platform} user {user_id}.")

@@ -7,15 +7,24 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from state_backends import STATE_BACKENDS, pairing_store
 from typer.testing import CliRunner
 
-from hermes_engine.policy.pairing import ALPHABET, CODE_LENGTH, JsonPairingStore, MemoryPairingStore, Pairing
+from hermes_engine.policy.pairing import ALPHABET, CODE_LENGTH, JsonPairingStore, Pairing, PairingStore
 from hermes_gateway.cli.pairing import app
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=STATE_BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[PairingStore]:
+    """The rules hold on each backend: `pairing.json`, or the database (SQLite, PostgreSQL)."""
+    with pairing_store(request.param, tmp_path) as made:
+        yield made
 
 
 class Clock:
@@ -26,9 +35,9 @@ class Clock:
         return self.now
 
 
-def test_code_is_unambiguous_reused_while_live_and_replies_are_rate_limited():
+def test_code_is_unambiguous_reused_while_live_and_replies_are_rate_limited(store):
     clock = Clock()
-    pairing = Pairing(MemoryPairingStore(), clock=clock)
+    pairing = Pairing(store, clock=clock)
     first = pairing.request("telegram", "77", "Mallory", chat_id="77")
     assert first.new and len(first.code) == CODE_LENGTH and set(first.code) <= set(ALPHABET)
     assert not set(first.code) & set("01IO")
@@ -45,9 +54,9 @@ def test_code_is_unambiguous_reused_while_live_and_replies_are_rate_limited():
     assert pairing.approve(first.code) is None  # expired codes approve nobody
 
 
-def test_new_codes_per_hour_are_capped_even_when_codes_are_withdrawn():
+def test_new_codes_per_hour_are_capped_even_when_codes_are_withdrawn(store):
     clock = Clock()
-    pairing = Pairing(MemoryPairingStore(), clock=clock, max_codes_per_hour=2)
+    pairing = Pairing(store, clock=clock, max_codes_per_hour=2)
     codes = []
     for _ in range(3):
         answer = pairing.request("telegram", "77")
@@ -56,8 +65,8 @@ def test_new_codes_per_hour_are_capped_even_when_codes_are_withdrawn():
     assert codes[0] and codes[1] and codes[2] is None
 
 
-def test_approve_accepts_any_case_and_separators_then_revoke_withdraws():
-    pairing = Pairing(MemoryPairingStore())
+def test_approve_accepts_any_case_and_separators_then_revoke_withdraws(store):
+    pairing = Pairing(store)
     code = pairing.request("discord", "5", "Eve").code
     assert code is not None
     approval = pairing.approve(f"{code[:4].lower()}-{code[4:]}")
@@ -70,8 +79,8 @@ def test_approve_accepts_any_case_and_separators_then_revoke_withdraws():
     assert not pairing.revoke("discord", "5")
 
 
-def test_approval_is_announced_once(tmp_path):
-    pairing = Pairing.for_home(tmp_path)
+def test_approval_is_announced_once(store):
+    pairing = Pairing(store)
     code = pairing.request("telegram", "77", "Mallory", chat_id="77").code
     pairing.approve(code)
     assert [a.user_id for a in pairing.claim_unnotified("telegram")] == ["77"]

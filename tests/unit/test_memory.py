@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from state_backends import STATE_BACKENDS, memory_store
 
 from hermes_engine.config import MemorySettings
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryFeature, MemoryOwner, memory_tool
@@ -29,14 +31,26 @@ def root(tmp_path: Path) -> Path:
     return tmp_path / "memories"
 
 
+@pytest.fixture(params=STATE_BACKENDS)
+async def store(request: pytest.FixtureRequest, root: Path) -> AsyncIterator[MemoryStore]:
+    """Every behaviour holds on each backend: files under `root`, or the database (SQLite, PostgreSQL)."""
+    async with memory_store(request.param, root) as made:
+        yield made
+
+
 @pytest.fixture
-def store(root: Path) -> FileMemoryStore:
+def file_store(root: Path) -> FileMemoryStore:
     return FileMemoryStore(root)
 
 
 @pytest.fixture
-def book(store: FileMemoryStore) -> MemoryBook:
+def book(store: MemoryStore) -> MemoryBook:
     return MemoryBook(store, MemorySettings())
+
+
+@pytest.fixture
+def file_book(file_store: FileMemoryStore) -> MemoryBook:
+    return MemoryBook(file_store, MemorySettings())
 
 
 def person(pid: int) -> MemoryOwner:
@@ -59,16 +73,16 @@ def snapshot(path: Path) -> bytes | None:
 # --- store: layout, format, atomicity, serialization ------------------------------------------------------
 
 
-async def test_documents_live_under_memories_person_and_shared_folders(store, root, book):
-    await book.add(person(ALICE), "memory", "Uses Python 3.11")
-    await book.add(person(ALICE), "user", "Prefers concise answers")
-    await book.add(MemoryOwner.shared("slack:T1:channel:C1"), "memory", "Channel ships on Fridays")
+async def test_documents_live_under_memories_person_and_shared_folders(file_store, root, file_book):
+    await file_book.add(person(ALICE), "memory", "Uses Python 3.11")
+    await file_book.add(person(ALICE), "user", "Prefers concise answers")
+    await file_book.add(MemoryOwner.shared("slack:T1:channel:C1"), "memory", "Channel ships on Fridays")
     assert (root / "1" / "MEMORY.md").read_text() == "Uses Python 3.11\n§\n"
     assert (root / "1" / "USER.md").read_text() == "Prefers concise answers\n§\n"
     shared = root / "shared" / safe_scope_name("slack:T1:channel:C1") / "MEMORY.md"
     assert shared.read_text() == "Channel ships on Fridays\n§\n"
     assert FileMemoryStore.for_home(root.parent).root == root
-    assert isinstance(store, MemoryStore) and isinstance(InMemoryStore(), MemoryStore)
+    assert isinstance(file_store, MemoryStore) and isinstance(InMemoryStore(), MemoryStore)
 
 
 def test_shared_scope_names_cannot_escape_or_collide():
@@ -77,9 +91,9 @@ def test_shared_scope_names_cannot_escape_or_collide():
     assert all("/" not in n and not n.startswith(".") for n in names)
 
 
-async def test_every_entry_ends_with_a_line_holding_only_the_section_sign(store, root, book):
-    await book.add(person(ALICE), "memory", "First fact")
-    await book.add(person(ALICE), "memory", "Second fact\nspans two lines")
+async def test_every_entry_ends_with_a_line_holding_only_the_section_sign(file_store, root, file_book):
+    await file_book.add(person(ALICE), "memory", "First fact")
+    await file_book.add(person(ALICE), "memory", "Second fact\nspans two lines")
     assert (root / "1" / "MEMORY.md").read_text() == "First fact\n§\nSecond fact\nspans two lines\n§\n"
     # files written with § between entries only (and Hermes Agent's) read the same
     assert parse_entries("First fact\n§\nSecond fact\nspans two lines\n") == ["First fact",
@@ -113,8 +127,8 @@ class CrashingStore(FileMemoryStore):
         raise OSError("simulated crash before rename")
 
 
-async def test_crash_during_write_leaves_the_old_file_intact(root, book):
-    await book.add(person(ALICE), "memory", "Old fact")
+async def test_crash_during_write_leaves_the_old_file_intact(root, file_book):
+    await file_book.add(person(ALICE), "memory", "Old fact")
     path = root / "1" / "MEMORY.md"
     before = path.read_bytes()
     crashing = MemoryBook(CrashingStore(root))
@@ -127,13 +141,13 @@ async def test_crash_during_write_leaves_the_old_file_intact(root, book):
 # --- the rules ---------------------------------------------------------------------------------------------
 
 
-async def test_add_over_the_limit_fails_with_entries_and_usage_and_changes_nothing(root, store):
-    book = MemoryBook(store, MemorySettings(memory_chars=100, user_chars=50))
-    await book.add(person(ALICE), "memory", "A" * 40)
-    await book.add(person(ALICE), "memory", "B" * 40)
+async def test_add_over_the_limit_fails_with_entries_and_usage_and_changes_nothing(root, file_store):
+    file_book = MemoryBook(file_store, MemorySettings(memory_chars=100, user_chars=50))
+    await file_book.add(person(ALICE), "memory", "A" * 40)
+    await file_book.add(person(ALICE), "memory", "B" * 40)
     path = root / "1" / "MEMORY.md"
     before = path.read_bytes()
-    result = await book.add(person(ALICE), "memory", "C" * 30)
+    result = await file_book.add(person(ALICE), "memory", "C" * 30)
     assert not result.ok and not result.changed
     assert "83/100 chars" in result.message and result.usage == "83/100 chars"
     assert "A" * 40 in result.message and "B" * 40 in result.message
@@ -156,14 +170,14 @@ async def test_duplicate_add_is_reported_and_stored_once(book, store):
 
 
 @pytest.mark.parametrize("action", ["replace", "remove"])
-async def test_old_text_matching_two_entries_names_both_and_changes_nothing(book, root, action):
-    await book.add(person(ALICE), "memory", "Deploys the api with Docker")
-    await book.add(person(ALICE), "memory", "Deploys the web app with Vercel")
+async def test_old_text_matching_two_entries_names_both_and_changes_nothing(file_book, root, action):
+    await file_book.add(person(ALICE), "memory", "Deploys the api with Docker")
+    await file_book.add(person(ALICE), "memory", "Deploys the web app with Vercel")
     before = (root / "1" / "MEMORY.md").read_bytes()
     if action == "replace":
-        result = await book.replace(person(ALICE), "memory", "Deploys", "Deploys everything with Nix")
+        result = await file_book.replace(person(ALICE), "memory", "Deploys", "Deploys everything with Nix")
     else:
-        result = await book.remove(person(ALICE), "memory", "Deploys")
+        result = await file_book.remove(person(ALICE), "memory", "Deploys")
     assert not result.ok
     assert "matches 2 entries" in result.message
     assert "Deploys the api with Docker" in result.message and "Deploys the web app with Vercel" in result.message
@@ -171,13 +185,13 @@ async def test_old_text_matching_two_entries_names_both_and_changes_nothing(book
 
 
 @pytest.mark.parametrize("action", ["replace", "remove"])
-async def test_old_text_matching_nothing_is_an_error_listing_entries(book, root, action):
-    await book.add(person(ALICE), "memory", "Uses Postgres 15")
+async def test_old_text_matching_nothing_is_an_error_listing_entries(file_book, root, action):
+    await file_book.add(person(ALICE), "memory", "Uses Postgres 15")
     before = (root / "1" / "MEMORY.md").read_bytes()
     if action == "replace":
-        result = await book.replace(person(ALICE), "memory", "MySQL", "Uses MySQL 8")
+        result = await file_book.replace(person(ALICE), "memory", "MySQL", "Uses MySQL 8")
     else:
-        result = await book.remove(person(ALICE), "memory", "MySQL")
+        result = await file_book.remove(person(ALICE), "memory", "MySQL")
     assert not result.ok and 'no entry contains "MySQL"' in result.message
     assert "Uses Postgres 15" in result.message
     assert (root / "1" / "MEMORY.md").read_bytes() == before
@@ -198,15 +212,15 @@ async def test_exact_entry_wins_over_entries_that_merely_contain_it(book, store)
     assert await store.read(person(ALICE), "memory") == ["Uses Go and Rust"]
 
 
-async def test_injection_and_exfiltration_write_is_blocked_and_changes_nothing(book, root):
-    await book.add(person(ALICE), "memory", "Uses Python")
+async def test_injection_and_exfiltration_write_is_blocked_and_changes_nothing(file_book, root):
+    await file_book.add(person(ALICE), "memory", "Uses Python")
     before = (root / "1" / "MEMORY.md").read_bytes()
-    result = await book.add(person(ALICE), "memory", EVIL)
+    result = await file_book.add(person(ALICE), "memory", EVIL)
     assert not result.ok and not result.changed
     assert "nothing was saved" in result.message.lower()
     assert "prompt injection" in result.message and "send secrets" in result.message
     assert {f.rule for f in result.findings} >= {"ignore_instructions", "exfiltration"}
-    replaced = await book.replace(person(ALICE), "memory", "Python", EVIL)
+    replaced = await file_book.replace(person(ALICE), "memory", "Python", EVIL)
     assert not replaced.ok
     assert (root / "1" / "MEMORY.md").read_bytes() == before
 
@@ -239,8 +253,8 @@ async def test_dm_frozen_section_shows_both_documents_with_usage_and_guidance(st
     assert await contributor.turn_note(dm_scope(ALICE), ALICE, "hi") is None  # DMs have it in the prompt
 
 
-async def test_hand_edited_malicious_line_is_rendered_blocked_not_obeyed(store, root):
-    feature = MemoryFeature(store)
+async def test_hand_edited_malicious_line_is_rendered_blocked_not_obeyed(file_store, root):
+    feature = MemoryFeature(file_store)
     await feature.book.add(person(ALICE), "memory", "Uses Python 3.11")
     path = root / "1" / "MEMORY.md"
     path.write_text(path.read_text() + "§\n" + EVIL + "\n§\nLikes tea\u200b\n", encoding="utf-8")
@@ -250,7 +264,7 @@ async def test_hand_edited_malicious_line_is_rendered_blocked_not_obeyed(store, 
     assert "[blocked entry: invisible_unicode]" in section
     assert "evil.example" not in section and "\u200b" not in section
     # error listings shown to the model use the same placeholders
-    result = await MemoryBook(store, MemorySettings(memory_chars=120)).add(person(ALICE), "memory", "x" * 60)
+    result = await MemoryBook(file_store, MemorySettings(memory_chars=120)).add(person(ALICE), "memory", "x" * 60)
     assert "[blocked entry: ignore_instructions, exfiltration]" in result.message
     assert "evil.example" not in result.message
     # the blocked entry can be removed by its placeholder
@@ -293,8 +307,8 @@ def call(**arguments) -> ToolCall:
     return ToolCall(id="call_1", name="memory", arguments=json.dumps(arguments))
 
 
-async def test_memory_tool_end_to_end_through_the_registry(store, root):
-    feature = MemoryFeature(store)
+async def test_memory_tool_end_to_end_through_the_registry(file_store, root):
+    feature = MemoryFeature(file_store)
     registry = ToolRegistry(feature.tools()).select(["memory"])
     assert [s.name for s in registry.schemas()] == ["memory"]
     schema = registry.schemas()[0].parameters

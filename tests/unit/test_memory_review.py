@@ -4,27 +4,26 @@ it may add, while rewriting or removing an entry is staged for the person and ma
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from state_backends import STATE_BACKENDS, memory_store
 from test_memory import ALICE, EVIL
 
 from hermes_engine.config import MemorySettings
-from hermes_engine.memory import FileMemoryStore, MemoryFeature, MemoryOwner, memory_tool
+from hermes_engine.memory import MemoryFeature, MemoryOwner, memory_tool
 from hermes_engine.ports.commands import CommandContext
 from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.ports.inbound import ChatKind, InboundMessage
 from hermes_engine.tools.registry import ToolContext, ToolRegistry, ToolResult
 
 
-@pytest.fixture
-def feature(tmp_path: Path) -> MemoryFeature:
-    return MemoryFeature(FileMemoryStore(tmp_path / "memories"), MemorySettings(memory_chars=120))
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return tmp_path / "memories"
+@pytest.fixture(params=STATE_BACKENDS)
+async def feature(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryFeature]:
+    """On each backend: files under the home, or the database (SQLite, PostgreSQL)."""
+    async with memory_store(request.param, tmp_path / "memories") as store:
+        yield MemoryFeature(store, MemorySettings(memory_chars=120))
 
 
 def alice() -> MemoryOwner:
@@ -75,16 +74,16 @@ async def test_operations_consolidate_a_full_document_in_one_call(feature):
     {"action": "frobnicate", "content": "x"},
     {"action": "add", "content": "y" * 200},
 ])
-async def test_operations_apply_all_or_nothing(feature, root, bad):
+async def test_operations_apply_all_or_nothing(feature, bad):
     await feature.book.add(alice(), "memory", "Keeps this entry")
-    before = (root / "1" / "MEMORY.md").read_bytes()
+    before = await entries(feature)
     result = await call(feature, target="memory", operations=[
         {"action": "add", "content": "A legit new fact"},
         {"action": "remove", "old_text": "Keeps this"},
         bad,
     ])
     assert result.is_error and "nothing was" in result.content.lower()
-    assert (root / "1" / "MEMORY.md").read_bytes() == before
+    assert await entries(feature) == before
 
 
 async def test_operations_are_scanned_once_as_a_whole(feature, monkeypatch):
@@ -140,12 +139,12 @@ async def test_the_review_adds_on_its_own_and_only_a_live_turn_removes(feature):
     {"target": "memory", "operations": [{"action": "add", "content": "Fork note"},
                                         {"action": "remove", "old_text": "never deploy"}]},
 ])
-async def test_the_review_stages_rewrites_and_removals_instead_of_making_them(feature, root, arguments):
+async def test_the_review_stages_rewrites_and_removals_instead_of_making_them(feature, arguments):
     await feature.book.add(alice(), "memory", "Person said: never deploy on Fridays")
-    before = (root / "1" / "MEMORY.md").read_bytes()
+    before = await entries(feature)
     result = await call(feature, in_review=True, **arguments)
     assert not result.is_error and "Staged for the person" in result.content
-    assert (root / "1" / "MEMORY.md").read_bytes() == before  # nothing applied, not even the batch's add
+    assert await entries(feature) == before  # nothing applied, not even the batch's add
     assert len(await feature.pending.waiting(alice())) == 1
 
 
@@ -200,7 +199,7 @@ class _People:
         return object() if person_id in self.known else None
 
 
-async def test_a_review_saves_nothing_for_a_person_who_was_forgotten(feature, root):
+async def test_a_review_saves_nothing_for_a_person_who_was_forgotten(feature):
     from types import SimpleNamespace
 
     people = _People({ALICE})

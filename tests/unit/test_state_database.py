@@ -1,0 +1,124 @@
+"""Memory, USER.md and pairing in the database: replicas sharing one database lose no update, a stale write
+is refused rather than applied, and the backend is chosen by the database unless a setting says otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from state_backends import DATABASES, database_url, database_url_sync, sql_store
+
+from hermes_engine.config import MemorySettings, Settings
+from hermes_engine.errors import ConfigError
+from hermes_engine.memory import MemoryBook, MemoryOwner
+from hermes_engine.memory.database import DatabaseMemoryStore
+from hermes_engine.policy.pairing import Pairing
+from hermes_engine.policy.pairing_db import DatabasePairingStore
+from hermes_gateway.cli.state import store_on_thread
+from storage.store import SqlStore
+
+ALICE = MemoryOwner.person(1)
+
+
+@pytest.fixture(params=DATABASES)
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def test_two_replicas_adding_to_one_persons_memory_lose_nothing(kind, tmp_path):
+    async with database_url(kind, tmp_path) as url:
+        first, second = SqlStore(url), SqlStore(url)  # two replicas: no lock or connection in common
+        await first.init()
+        await second.init()
+        try:
+            books = [MemoryBook(DatabaseMemoryStore(s, s)) for s in (first, second)]
+            jobs = [books[i % 2].add(ALICE, "memory", f"Fact {i}") for i in range(16)]
+            jobs += [books[i % 2].add(ALICE, "user", f"Likes {i}") for i in range(6)]
+            assert all(r.ok and r.changed for r in await asyncio.gather(*jobs))
+            reader = DatabaseMemoryStore(first, first)
+            assert sorted(await reader.read(ALICE, "memory")) == sorted(f"Fact {i}" for i in range(16))
+            assert sorted(await reader.read(ALICE, "user")) == sorted(f"Likes {i}" for i in range(6))
+        finally:
+            await first.close()
+            await second.close()
+
+
+async def test_a_write_based_on_a_stale_read_is_refused_and_keeps_the_newer_document(kind, tmp_path):
+    async with sql_store(kind, tmp_path) as store:
+        slow, fast = DatabaseMemoryStore(store, store), DatabaseMemoryStore(store, store)
+        await slow.write(ALICE, "memory", ["Old"])
+        await slow.read(ALICE, "memory")
+        await fast.read(ALICE, "memory")
+        await fast.write(ALICE, "memory", ["Old", "Newer"])
+        with pytest.raises(OSError, match="another writer"):
+            await slow.write(ALICE, "memory", ["Old", "Lost?"])
+        assert await fast.read(ALICE, "memory") == ["Old", "Newer"]
+        # the book turns the refusal into a clear answer that saved nothing, and a retry lands
+        result = await MemoryBook(slow, MemorySettings()).add(ALICE, "memory", "Retried")
+        assert result.ok and await fast.read(ALICE, "memory") == ["Old", "Newer", "Retried"]
+
+
+async def test_erase_removes_the_persons_documents_and_proposals_only(kind, tmp_path):
+    async with sql_store(kind, tmp_path) as store:
+        memory = DatabaseMemoryStore(store, store)
+        bob = MemoryOwner.person(11)  # "1" must not match "11/"
+        for owner in (ALICE, bob):
+            await memory.write(owner, "user", ["Likes tea"])
+            await memory.write_pending(owner, [{"id": "p1"}])
+        assert await memory.erase(ALICE) and not await memory.erase(ALICE)
+        assert await memory.read(ALICE, "user") == [] and await memory.read_pending(ALICE) == []
+        assert await memory.read(bob, "user") == ["Likes tea"] and await memory.read_pending(bob) == [{"id": "p1"}]
+
+
+@pytest.fixture
+def replicas(kind: str, tmp_path: Path) -> Iterator[tuple[Pairing, Pairing]]:
+    with database_url_sync(kind, tmp_path) as url, store_on_thread(url) as one, store_on_thread(url) as two:
+        yield Pairing(DatabasePairingStore(*one)), Pairing(DatabasePairingStore(*two))
+
+
+def test_pairing_changes_on_one_replica_are_seen_by_the_other(replicas):
+    gateway_a, gateway_b = replicas
+    code = gateway_a.request("telegram", "77", "Mallory", chat_id="77").code
+    assert code and [r.code for r in gateway_b.pending()] == [code]
+    assert gateway_b.approve(code) is not None
+    assert gateway_a.is_approved("telegram", "77")
+    assert [a.user_id for a in gateway_a.claim_unnotified("telegram")] == ["77"]
+    assert gateway_b.claim_unnotified("telegram") == []  # told once, across replicas
+
+
+def test_concurrent_pairing_approvals_on_two_replicas_lose_nothing(replicas):
+    def approve(pairing: Pairing, worker: str) -> None:
+        for i in range(10):
+            pairing.approve_user("telegram", f"{worker}-{i}")
+
+    threads = [threading.Thread(target=approve, args=(replicas[w % 2], f"w{w}")) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert {a.user_id for a in replicas[0].approved()} == {f"w{w}-{i}" for w in range(4) for i in range(10)}
+
+
+async def test_the_database_pairing_store_refuses_to_block_its_own_event_loop(tmp_path):
+    async with sql_store("sqlite", tmp_path) as store:
+        pairing = Pairing(DatabasePairingStore(store))
+        with pytest.raises(RuntimeError, match="worker thread"):
+            pairing.is_approved("telegram", "1")
+        assert not await asyncio.to_thread(pairing.is_approved, "telegram", "1")
+
+
+def test_the_backend_follows_the_database_unless_a_setting_names_one(tmp_path, monkeypatch):
+    pg = "postgresql://u:p@db/hermes"
+    assert not Settings(home=tmp_path).state_in_database  # SQLite: files
+    assert Settings(home=tmp_path, database_url=pg).state_in_database
+    assert not Settings(home=tmp_path, database_url=pg, state_backend="files").state_in_database
+    monkeypatch.setenv("HERMES_STATE_BACKEND", "Database")
+    assert Settings(home=tmp_path).state_in_database
+    monkeypatch.setenv("HERMES_STATE_BACKEND", "s3")
+    from hermes_engine.config import load_settings
+
+    with pytest.raises(ConfigError, match="HERMES_STATE_BACKEND"):
+        load_settings()
