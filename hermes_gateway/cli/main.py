@@ -109,6 +109,32 @@ def doctor(bot: str | None = typer.Option(None, "--bot")) -> None:
     raise typer.Exit(1 if problems else 0)
 
 
+@app.command("migrate-files")
+def migrate_files() -> None:
+    """Move the home's memory, USER.md and pairing files into the database (idempotent; files stay in place)."""
+    from hermes_gateway.cli.migrate_files import migrate_home
+    from hermes_gateway.wiring import open_store
+
+    async def main() -> list[str]:
+        settings = load_settings()
+        store = open_store(settings)
+        await store.init()
+        try:
+            lines = (await migrate_home(store, settings.home)).lines()
+        finally:
+            await store.close()
+        if not settings.state_in_database:
+            lines.append("Note: this gateway reads memory and pairing from files (HERMES_STATE_BACKEND or SQLite); "
+                         "set HERMES_STATE_BACKEND=database to use what was moved.")
+        return lines
+
+    try:
+        for line in asyncio.run(main()):
+            typer.echo(line)
+    except (ConfigError, HermesError) as exc:
+        _fail(exc)
+
+
 def _mount(name: str, module: str, help_text: str) -> None:
     try:
         sub = __import__(module, fromlist=["app"]).app
