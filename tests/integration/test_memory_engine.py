@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
+import pytest
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
+from state_backends import STATE_BACKENDS, database_url
 
 from hermes_engine.ports.inbound import ChatKind
+
+
+@pytest.fixture(autouse=True, params=STATE_BACKENDS)
+async def state_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path) -> AsyncIterator[str]:
+    """Each test runs with memory in files (on SQLite), in SQLite, and in PostgreSQL (where the database is
+    the default), through the gateway's own wiring."""
+    if request.param == "files":
+        yield "files"
+        return
+    async with database_url(request.param, tmp_path) as url:
+        if request.param == "sqlite":
+            monkeypatch.setenv("HERMES_STATE_BACKEND", "database")
+        else:
+            monkeypatch.setenv("HERMES_DATABASE_URL", url)
+        yield request.param
 
 
 def memory_call(content: str, target: str = "user"):
@@ -27,7 +46,7 @@ async def test_a_memory_write_shows_in_the_next_session_and_never_changes_the_cu
     assert "User prefers answers in German." in fake_llm.requests[-1].system
 
 
-async def test_a_group_member_never_sees_another_members_private_memory(engine, fake_llm):
+async def test_a_group_member_never_sees_another_members_private_memory(engine, fake_llm, state_backend):
     e = await engine()
     # Alice tells the bot a secret preference in her DM.
     fake_llm.script(memory_call("Alice is planning a surprise party for Bob."), Reply(text="ok"))
@@ -49,6 +68,8 @@ async def test_a_group_member_never_sees_another_members_private_memory(engine, 
     alice_turn = fake_llm.requests[0].last_user_text
     assert "Alice likes short answers." in alice_turn
     assert "Alice likes short answers." not in fake_llm.requests[-1].last_user_text
+    # with the database backend the memory lived in the database, never in files under the home
+    assert (e.home / "memories").exists() == (state_backend == "files")
 
 
 async def test_the_review_fires_after_the_tenth_turn_and_its_writes_show_next_session(engine, fake_llm):
