@@ -5,7 +5,7 @@ The one place that knows every concrete part; everything else depends on contrac
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +31,7 @@ from hermes_engine.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from hermes_engine.memory.documents import MemoryStore
+    from hermes_engine.skills.files import FileSkillLibrary
 
 
 def preload_models(gateways: Sequence[Gateway]) -> None:
@@ -94,6 +95,22 @@ def pairing_store(settings: Settings, store: Store | None) -> PairingStore:
     return JsonPairingStore(Path(settings.home) / PAIRING_FILE)
 
 
+def skill_libraries(settings: Settings, store: Store | None) -> Callable[[str], FileSkillLibrary] | None:
+    """Skill libraries in the database when `settings.state_in_database` (each replica works on a private
+    copy under `<home>/.cache/skills/<bot>`); None keeps the folders under `<home>/skills`."""
+    if not settings.state_in_database:
+        return None
+    import asyncio
+
+    from hermes_engine.skills.database import DatabaseSkillLibrary
+    from hermes_engine.skills.library import bot_library_dir
+
+    store = _needs_store(store, "skills")
+    loop = asyncio.get_running_loop()
+    cache = Path(settings.home) / ".cache" / "skills"
+    return lambda bot: DatabaseSkillLibrary(bot_library_dir(cache, bot), store, store, bot, loop=loop)
+
+
 def _needs_store(store: Store | None, what: str) -> Store:
     if store is None:
         raise ConfigError(f"HERMES_STATE_BACKEND is 'database' (or the database is PostgreSQL) but no store was "
@@ -125,7 +142,8 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
                                     provider=lambda: make_provider(profile.skills.curator_model
                                                                    or profile.models(settings)[0]),
                                     embedder=embedder_from_settings(settings.embedding_model,
-                                                                    settings.embedding_base_url)),
+                                                                    settings.embedding_base_url),
+                                    library_factory=skill_libraries(settings, store)),
         IdentityFeature(),
         ForgetFeature(pairing=Pairing(pairing_store(settings, store))),
         GoalFeature(profile.goals),

@@ -20,6 +20,8 @@ from hermes_engine.memory.documents import MemoryStore
 from hermes_engine.memory.store import FileMemoryStore
 from hermes_engine.policy.pairing import JsonPairingStore, PairingStore
 from hermes_engine.policy.pairing_db import DatabasePairingStore
+from hermes_engine.skills.database import DatabaseSkillLibrary
+from hermes_engine.skills.files import FileSkillLibrary
 from hermes_gateway.cli.state import store_on_thread
 from storage.store import SqlStore
 
@@ -90,3 +92,14 @@ def pairing_store(kind: str, folder: Path) -> Iterator[PairingStore]:
         return
     with database_url_sync(kind, folder) as url, store_on_thread(url) as (store, loop):
         yield DatabasePairingStore(store, loop)
+
+
+@asynccontextmanager
+async def skill_library(kind: str, folder: Path, bot: str = "default") -> AsyncIterator[FileSkillLibrary]:
+    """The folder library at `folder/skills/<bot>` for "files", else a `DatabaseSkillLibrary` on a fresh store
+    working on a copy at `folder/copy/<bot>`."""
+    if kind == "files":
+        yield FileSkillLibrary(folder / "skills" / bot)
+        return
+    async with sql_store(kind, folder) as store:
+        yield DatabaseSkillLibrary(folder / "copy" / bot, store, store, bot)

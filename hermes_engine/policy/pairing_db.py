@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from hermes_engine.blocking import call_on_loop
 from hermes_engine.policy.pairing import FILE_NAME, PairingState
 from hermes_engine.ports.storage import DocumentStore, StoredDocument
 
@@ -46,15 +47,7 @@ class DatabasePairingStore:
         self.loop = loop or asyncio.get_running_loop()
 
     def _run(self, call: Coroutine[Any, Any, T]) -> T:
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:  # a worker thread: the normal case
-            running = None
-        if running is self.loop:
-            call.close()
-            raise RuntimeError("the database pairing store blocks: call it from a worker thread "
-                               "(asyncio.to_thread), not on its event loop")
-        return asyncio.run_coroutine_threadsafe(call, self.loop).result()
+        return call_on_loop(self.loop, call, "the database pairing store")
 
     def _load(self) -> tuple[PairingState, int]:
         doc: StoredDocument | None = self._run(self.documents.get_document(AREA, PATH))

@@ -428,8 +428,8 @@ class DocumentStore(Protocol):
         """Write when the stored version is still `expected_version` (0: the document must not exist yet);
         the new version, or None when the document changed since (nothing written)."""
 
-    async def list_documents(self, area: str, prefix: str = "") -> list[str]:
-        """The paths in `area` starting with `prefix`, sorted."""
+    async def read_documents(self, area: str, prefix: str = "") -> dict[str, StoredDocument]:
+        """Every document in `area` whose path starts with `prefix`, by path."""
 
     async def delete_documents(self, area: str, prefix: str) -> int:
         """Delete the document at path `prefix` and, when `prefix` ends with `/`, everything under it;

@@ -71,8 +71,11 @@ class SkillsFeature(Feature, PromptContributor):
                  require_approval: bool = False, curator_interval_seconds: float | None = WEEK,
                  stale_days: int = 14, archive_days: int = 30, llm_pass: bool = True, hint_limit: int = 3,
                  clock: Callable[[], datetime] = utcnow, scheduler: Scheduler | None = None,
-                 embedder: Embedder | None = None) -> None:
+                 embedder: Embedder | None = None,
+                 library_factory: Callable[[str], FileSkillLibrary] | None = None) -> None:
         """`skills_root` is `<HERMES_HOME>/skills`; `bot` the default profile (commands, CLI).
+        `library_factory(bot)` makes a bot's library when it is not the folder under `skills_root` (the
+        database's, `skills.database`).
         `provider` (or a factory returning one) serves the curator's LLM pass; None turns that pass off.
         `require_approval` queues every agent write for an admin (shared bots).
         `curator_interval_seconds=None` leaves the curator to the CLI and `/curator`.
@@ -94,6 +97,7 @@ class SkillsFeature(Feature, PromptContributor):
         self._usage: dict[str, UsageLog] = {}
         self._curators: dict[str, Curator] = {}
         self.embedder = embedder
+        self.library_factory = library_factory
         self._embedding_cache: SkillEmbeddingCache | None = None
         self._rankers: dict[str, tuple[str, SkillHints]] = {}
         self._frozen: OrderedDict[tuple[str, int], str] = OrderedDict()
@@ -111,7 +115,8 @@ class SkillsFeature(Feature, PromptContributor):
     def raw_library(self, bot: str | None = None) -> FileSkillLibrary:
         bot = bot or self.bot
         if bot not in self._libraries:
-            self._libraries[bot] = FileSkillLibrary(bot_library_dir(self.root, bot))
+            self._libraries[bot] = (self.library_factory(bot) if self.library_factory is not None
+                                    else FileSkillLibrary(bot_library_dir(self.root, bot)))
         return self._libraries[bot]
 
     def library_for(self, bot: str | None = None) -> SkillLibrary:

@@ -45,13 +45,13 @@ class DocumentRepository(SqlRepository):
         return None if row is None else int(row.version)
 
     @whole
-    async def list_documents(self, area: str, prefix: str = "") -> list[str]:
+    async def read_documents(self, area: str, prefix: str = "") -> dict[str, StoredDocument]:
         table = table_of(DocumentRow)
-        query = sa.select(table.c.path).where(table.c.area == area).order_by(table.c.path)
+        query = sa.select(table.c.path, table.c.body, table.c.version).where(table.c.area == area)
         if prefix:
             query = query.where(table.c.path.startswith(prefix, autoescape=True))
         async with self.engine.connect() as conn:
-            return [row.path for row in await conn.execute(query)]
+            return {row.path: StoredDocument(row.body, row.version) for row in await conn.execute(query)}
 
     @whole
     async def delete_documents(self, area: str, prefix: str) -> int:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from skills_kit import call, skill_md, snapshot
+from state_backends import STATE_BACKENDS, skill_library
 
 from hermes_engine.skills.approvals import GatedLibrary, PendingQueue
 from hermes_engine.skills.contract import SkillChange
@@ -16,8 +18,16 @@ from hermes_engine.skills.tools import TOOLS
 from hermes_engine.tools.registry import ToolRegistry
 
 
+@pytest.fixture(params=STATE_BACKENDS)
+async def library(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[FileSkillLibrary]:
+    """Every behaviour holds on each backend: folders, or the database (SQLite, PostgreSQL)."""
+    async with skill_library(request.param, tmp_path) as made:
+        yield made
+
+
 @pytest.fixture
-def library(tmp_path: Path) -> FileSkillLibrary:
+def file_library(tmp_path: Path) -> FileSkillLibrary:
+    """Behaviours of the folders themselves (a person's hand-written folder, processes sharing one folder)."""
     return FileSkillLibrary(tmp_path / "skills" / "default")
 
 
@@ -200,17 +210,17 @@ async def test_concurrent_patches_on_one_skill_both_land(library):
     assert text.count("(checked)") == 20
 
 
-async def test_hand_written_and_agent_written_skills_live_side_by_side(registry, library):
-    folder = library.root / "notes" / "my-own"
+async def test_hand_written_and_agent_written_skills_live_side_by_side(registry, file_library):
+    folder = file_library.root / "notes" / "my-own"
     folder.mkdir(parents=True)
     (folder / "SKILL.md").write_text(skill_md("my-own"), encoding="utf-8")
-    (library.root / "notes" / "broken").mkdir()
-    (library.root / "notes" / "broken" / "SKILL.md").write_text("not a skill", encoding="utf-8")
-    await call(registry, library, "skill_manage", action="create", name="agent-one", content=skill_md("agent-one"),
+    (file_library.root / "notes" / "broken").mkdir()
+    (file_library.root / "notes" / "broken" / "SKILL.md").write_text("not a skill", encoding="utf-8")
+    await call(registry, file_library, "skill_manage", action="create", name="agent-one", content=skill_md("agent-one"),
                category="notes")
-    skills = {s.name: s for s in await library.list_skills()}
+    skills = {s.name: s for s in await file_library.list_skills()}
     assert skills["my-own"].created_by == "user" and skills["agent-one"].created_by == "agent"
-    assert "broken" not in skills and "notes/broken" in library.problems
+    assert "broken" not in skills and "notes/broken" in file_library.problems
 
 
 async def test_missing_sections_are_a_warning_not_an_error(registry, library):
@@ -261,13 +271,13 @@ def _patch_lines(root: str, numbers: list[int]) -> list[str]:
     return errors
 
 
-def test_patches_from_two_processes_are_serialized(library):
+def test_patches_from_two_processes_are_serialized(file_library):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     steps = "\n".join(f"{i}. step {i}" for i in range(1, 17))
-    library.apply_sync(SkillChange("create", "busy", content=skill_md("busy", steps=steps)))
+    file_library.apply_sync(SkillChange("create", "busy", content=skill_md("busy", steps=steps)))
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
-        results = list(pool.map(_patch_lines, [str(library.root)] * 2, [list(range(1, 17, 2)), list(range(2, 17, 2))]))
+        results = list(pool.map(_patch_lines, [str(file_library.root)] * 2, [list(range(1, 17, 2)), list(range(2, 17, 2))]))
     assert results == [[], []]
-    assert library.get_sync("busy").text.count("(ok)") == 16
+    assert file_library.get_sync("busy").text.count("(ok)") == 16

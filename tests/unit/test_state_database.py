@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from skills_kit import skill_md
 from state_backends import DATABASES, database_url, database_url_sync, sql_store
 
 from hermes_engine.config import MemorySettings, Settings
@@ -17,6 +18,8 @@ from hermes_engine.memory import MemoryBook, MemoryOwner
 from hermes_engine.memory.database import DatabaseMemoryStore
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.policy.pairing_db import DatabasePairingStore
+from hermes_engine.skills.contract import SkillChange
+from hermes_engine.skills.database import DatabaseSkillLibrary
 from hermes_gateway.cli.state import store_on_thread
 from storage.store import SqlStore
 
@@ -122,3 +125,38 @@ def test_the_backend_follows_the_database_unless_a_setting_names_one(tmp_path, m
 
     with pytest.raises(ConfigError, match="HERMES_STATE_BACKEND"):
         load_settings()
+
+
+async def test_two_replicas_patching_one_skill_and_its_files_lose_nothing(kind, tmp_path):
+    async with database_url(kind, tmp_path) as url:
+        first, second = SqlStore(url), SqlStore(url)
+        await first.init()
+        await second.init()
+        try:
+            one = DatabaseSkillLibrary(tmp_path / "replica-1", first, first, "helper")
+            two = DatabaseSkillLibrary(tmp_path / "replica-2", second, second, "helper")
+            steps = "\n".join(f"{i}. step {i}" for i in range(1, 13))
+            await one.apply(SkillChange("create", "busy", content=skill_md("busy", steps=steps)))
+            await two.apply(SkillChange("write_file", "busy", file_path="references/notes.md", file_content="v1\n"))
+            patches = [(one, two)[i % 2].apply(SkillChange("patch", "busy", old_string=f"{i}. step {i}\n",
+                                                           new_string=f"{i}. step {i} (ok)\n"))
+                       for i in range(1, 13)]
+            await asyncio.gather(*patches)
+            for library in (one, two):
+                skill = await library.get("busy")
+                assert skill is not None and skill.text.count("(ok)") == 12
+                assert skill.files == ("references/notes.md",)
+                assert await library.read_file("busy", "references/notes.md") == "v1\n"
+            # history and backups live in the database: a third replica starting empty sees them
+            await one.backup()
+            await two.archive("busy")
+            three = DatabaseSkillLibrary(tmp_path / "replica-3", first, first, "helper")
+            assert await three.list_skills() == []
+            archived = await asyncio.to_thread(three.archived)
+            assert len(archived) == 1 and archived[0].endswith("/busy")
+            assert archived == await asyncio.to_thread(one.archived)
+            assert [p.name for p in await asyncio.to_thread(three.backups)] == \
+                   [p.name for p in await asyncio.to_thread(one.backups)]
+        finally:
+            await first.close()
+            await second.close()
