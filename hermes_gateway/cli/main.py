@@ -110,22 +110,30 @@ def doctor(bot: str | None = typer.Option(None, "--bot")) -> None:
 
 
 @app.command("migrate-files")
-def migrate_files() -> None:
-    """Move the home's memory, USER.md and pairing files into the database (idempotent; files stay in place)."""
+def migrate_files(bot: list[str] = typer.Option(None, "--bot", help="Skill libraries to move (repeatable); "
+                                                                     "default: every one under the home.")) -> None:
+    """Move the home's memory, USER.md, pairing and skills into the database (idempotent; files stay in place)."""
     from hermes_gateway.cli.migrate_files import migrate_home
     from hermes_gateway.wiring import open_store
+
+    def resolve_bot(name: str) -> str:
+        """`--bot` as `run` takes it (a profile folder or a name under ./bots), else a library's own name."""
+        try:
+            return load_profile(name).name
+        except ConfigError:
+            return name
 
     async def main() -> list[str]:
         settings = load_settings()
         store = open_store(settings)
         await store.init()
         try:
-            lines = (await migrate_home(store, settings.home)).lines()
+            lines = (await migrate_home(store, settings.home, [resolve_bot(b) for b in bot] if bot else None)).lines()
         finally:
             await store.close()
         if not settings.state_in_database:
-            lines.append("Note: this gateway reads memory and pairing from files (HERMES_STATE_BACKEND or SQLite); "
-                         "set HERMES_STATE_BACKEND=database to use what was moved.")
+            lines.append("Note: this gateway reads memory, pairing and skills from files (HERMES_STATE_BACKEND or "
+                         "SQLite); set HERMES_STATE_BACKEND=database to use what was moved.")
         return lines
 
     try:

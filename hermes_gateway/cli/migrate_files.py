@@ -1,5 +1,6 @@
-"""`hermes-gateway migrate-files`: move a file-based home's memory, USER.md, pending proposals and pairing
-into the database, so replicas on one database share them.
+"""`hermes-gateway migrate-files`: move a file-based home's memory, USER.md, pending proposals, pairing and
+skill libraries (every file: SKILL.md, references/, scripts/, templates/, the archive, backups, the approval
+queue, usage) into the database, so replicas on one database share them.
 
 Idempotent: a document already in the database with the same content is counted as already there; one the
 database holds with different content is kept as the database has it (the gateway may have written it
@@ -32,6 +33,8 @@ from hermes_engine.policy.pairing_db import AREA as PAIRING_AREA
 from hermes_engine.policy.pairing_db import PATH as PAIRING_PATH
 from hermes_engine.policy.pairing_db import parse_state, state_text
 from hermes_engine.ports.storage import DocumentStore
+from hermes_engine.skills.database import REVISION, area_of, encode, library_files
+from hermes_engine.skills.library import bot_library_dir
 
 MEMORY_DOCUMENTS = (*FILE_NAMES.values(), PENDING_FILE)
 
@@ -53,7 +56,7 @@ class MigrationReport:
         kinds = sorted(set(self.moved) | set(self.already))
         out = [f"{kind}: {self.moved[kind]} moved, {self.already[kind]} already in the database" for kind in kinds]
         if not kinds:
-            out.append("No memory, USER.md or pairing files were found.")
+            out.append("No memory, USER.md, pairing or skill files were found.")
         out += [f"kept the database's copy (it differs from the file): {what}" for what in self.kept]
         out += [f"skipped (cannot be read): {what}" for what in self.skipped]
         if kinds and not self.changed:
@@ -158,11 +161,56 @@ def _merge(state: PairingState, incoming: PairingState) -> Counter[str]:
     return added
 
 
-async def migrate_home(documents: DocumentStore, home: Path) -> MigrationReport:
+def _skill_files(folder: Path) -> list[str]:
+    return sorted(library_files(folder)) if folder.is_dir() and not folder.is_symlink() else []
+
+
+def skill_bots(home: Path) -> list[str]:
+    """The bots with a skill library folder under `<home>/skills`."""
+    root = Path(home) / "skills"
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+
+
+async def migrate_skills(documents: DocumentStore, folder: Path, bot: str, report: MigrationReport) -> None:
+    """Every file of one bot's library folder; a library that gained files gets a new revision, so running
+    replicas read it again."""
+    kind, area = f"skill files ({bot})", area_of(bot)
+    moved = 0
+    for rel in _skill_files(folder):
+        try:
+            text = encode((folder / rel).read_bytes())
+        except OSError as exc:
+            report.skipped.append(f"{folder / rel} ({exc.strerror or exc})")
+            continue
+        stored = await documents.get_document(area, rel)
+        if stored is not None:
+            if stored.text == text:
+                report.already[kind] += 1
+            else:
+                report.kept.append(str(folder / rel))
+        elif await documents.put_document(area, rel, text, expected_version=0) is None:
+            report.kept.append(str(folder / rel))
+        else:
+            moved += 1
+    report.moved[kind] += moved
+    if moved:
+        while True:
+            head = await documents.get_document(area, REVISION)
+            if await documents.put_document(area, REVISION, str((head.version if head else 0) + 1),
+                                            expected_version=head.version if head else 0) is not None:
+                break
+
+
+async def migrate_home(documents: DocumentStore, home: Path, bots: list[str] | None = None) -> MigrationReport:
+    """Memory and pairing of the home, and the skill libraries of `bots` (all found when None)."""
     report = MigrationReport()
     await migrate_memory(documents, Path(home) / "memories", report)
     await migrate_pairing(documents, Path(home) / PAIRING_FILE, report)
+    for bot in skill_bots(home) if bots is None else bots:
+        await migrate_skills(documents, bot_library_dir(Path(home) / "skills", bot), bot, report)
     return report
 
 
-__all__ = ["MigrationReport", "migrate_home", "migrate_memory", "migrate_pairing"]
+__all__ = ["MigrationReport", "migrate_home", "migrate_memory", "migrate_pairing", "migrate_skills", "skill_bots"]

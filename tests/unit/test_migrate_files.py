@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from skills_kit import skill_md
 from state_backends import DATABASES, database_url_sync
 from typer.testing import CliRunner
 
@@ -15,6 +16,10 @@ from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryOwner
 from hermes_engine.memory.database import DatabaseMemoryStore
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.policy.pairing_db import DatabasePairingStore
+from hermes_engine.skills.contract import SkillChange
+from hermes_engine.skills.database import DatabaseSkillLibrary
+from hermes_engine.skills.files import FileSkillLibrary
+from hermes_engine.skills.library import library_root
 from hermes_gateway.cli.main import app
 from hermes_gateway.cli.state import store_on_thread
 
@@ -36,6 +41,14 @@ def file_home(home: Path) -> None:
     pairing.request("discord", "5", "Eve")
     (home / "memories" / "3").mkdir()
     (home / "memories" / "3" / "USER.md").write_bytes(b"caf\xe9\n")  # not UTF-8: reported, never guessed
+    library = FileSkillLibrary(library_root(home, "helper"))
+    library.apply_sync(SkillChange("create", "pg-dump", content=skill_md("pg-dump"), category="db"))
+    library.apply_sync(SkillChange("write_file", "pg-dump", file_path="scripts/dump.sh", file_content="pg_dump\n"))
+    library.apply_sync(SkillChange("create", "old-one", content=skill_md("old-one"), category="db"))
+    library.archive_sync("old-one")
+    library.backup_sync()  # a binary tar.gz: history travels too
+    FileSkillLibrary(library_root(home, "other")).apply_sync(
+        SkillChange("create", "tea", content=skill_md("tea"), category="life"))
 
 
 @pytest.fixture(params=DATABASES)
@@ -46,8 +59,8 @@ def database(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest
         yield url
 
 
-def migrate() -> str:
-    result = CliRunner().invoke(app, ["migrate-files"])
+def migrate(*options: str) -> str:
+    result = CliRunner().invoke(app, ["migrate-files", *options])
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -58,7 +71,8 @@ def test_migrate_files_moves_everything_once_and_the_engine_reads_the_same(datab
     file_home(home)
     before = sorted(p.relative_to(home) for p in home.rglob("*") if p.is_file() and ".lock" not in p.name)
 
-    first = migrate()
+    first = migrate("--bot", "helper")
+    assert "skill files (helper): 4 moved" in first and "(other)" not in first  # SKILL.md x2, script, backup
     assert "memory documents: 4 moved, 0 already in the database" in first
     assert "pairing approvals: 1 moved" in first and "pairing codes: 1 moved" in first
     assert "skipped (cannot be read)" in first and "USER.md" in first and "not UTF-8" in first
@@ -68,9 +82,11 @@ def test_migrate_files_moves_everything_once_and_the_engine_reads_the_same(datab
     assert sorted(p.relative_to(home) for p in home.rglob("*") if p.is_file() and ".lock" not in p.name) == before
 
     second = migrate()
+    assert "skill files (helper): 0 moved, 4 already" in second
+    assert "skill files (other): 1 moved" in second  # every library when no --bot is given
     assert "memory documents: 0 moved, 4 already in the database" in second
     assert "pairing approvals: 0 moved, 1 already" in second
-    assert "Nothing changed" in second
+    assert "Nothing changed" in migrate()
 
     with store_on_thread(database) as (store, loop):
         async def read() -> tuple[list[str], list[str], list[str], list[dict]]:
@@ -83,6 +99,13 @@ def test_migrate_files_moves_everything_once_and_the_engine_reads_the_same(datab
         assert shared == ["The group ships on Fridays"] and pending == [{"id": "p1", "target": "memory"}]
         pairing = Pairing(DatabasePairingStore(store, loop))
         assert pairing.is_approved("telegram", "77") and [r.user_id for r in pairing.pending()] == ["5"]
+        skills = DatabaseSkillLibrary(tmp_path / "copy", store, store, "helper", loop=loop)
+        skill = skills.get_sync("pg-dump")
+        assert skill is not None and skill.category == "db" and skill.files == ("scripts/dump.sh",)
+        assert skills.read_file_sync("pg-dump", "scripts/dump.sh") == "pg_dump\n"
+        assert [s.name for s in skills.list_sync()] == ["pg-dump"] and skills.archived() == ["db/old-one"]
+        assert [p.read_bytes() for p in skills.backups()] == \
+               [p.read_bytes() for p in FileSkillLibrary(library_root(home, "helper")).backups()]
 
         # an interrupted run finishes; a document the gateway changed since is kept as the database has it
         asyncio.run_coroutine_threadsafe(store.delete_documents("memory", "1/USER.md"), loop).result()
@@ -94,4 +117,4 @@ def test_migrate_files_moves_everything_once_and_the_engine_reads_the_same(datab
 
 
 def test_migrate_files_on_an_empty_home_says_there_was_nothing(database, tmp_path):
-    assert "No memory, USER.md or pairing files were found." in migrate()
+    assert "No memory, USER.md, pairing or skill files were found." in migrate()
