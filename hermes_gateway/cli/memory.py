@@ -1,6 +1,7 @@
 """`hermes-gateway memory …`: look at, hand-edit and export a person's memory documents.
 
-Documents live under `<HERMES_HOME>/memories` (HERMES_HOME from the environment, see `load_settings`).
+Documents live where the gateway keeps them (`HERMES_STATE_BACKEND`): under `<HERMES_HOME>/memories`
+(HERMES_HOME from the environment, see `load_settings`), or in the database.
 PERSON is a person id or `platform:user_id` (see `hermes_gateway.cli.people`). `edit` opens $VISUAL/$EDITOR
 on a copy, then saves it atomically under the store's lock, refusing if the bot changed the document
 meanwhile, and warns about entries the security scan would block (they stay saved, but the prompt shows
@@ -13,8 +14,12 @@ import os
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -23,6 +28,7 @@ from hermes_engine.memory.store import (
     FILE_NAMES,
     FileMemoryStore,
     MemoryOwner,
+    MemoryStore,
     UnreadableDocument,
     blocked_placeholder,
     format_entries,
@@ -42,14 +48,35 @@ class Target(StrEnum):
     user = "user"
 
 
-def _store() -> FileMemoryStore:
-    return FileMemoryStore.for_home(settings().home)
+@dataclass
+class _Memory:
+    """The gateway's memory store, how to run a call on it, and where a document lives (for messages)."""
+
+    store: MemoryStore
+    run: Callable[[Coroutine[Any, Any, Any]], Any]
+    where: Callable[[MemoryOwner, str], str]
 
 
-def _read(store: FileMemoryStore, owner: MemoryOwner, target: str) -> list[str] | str:
+@contextmanager
+def _memory() -> Iterator[_Memory]:
+    config = settings()
+    if not config.state_in_database:
+        files = FileMemoryStore.for_home(config.home)
+        yield _Memory(files, asyncio.run, lambda owner, target: str(files.path(owner, target)))
+        return
+    from hermes_engine.memory.database import DatabaseMemoryStore
+    from hermes_gateway.cli.state import store_on_thread
+
+    with store_on_thread(config.db_url) as (db, loop):
+        store = DatabaseMemoryStore(db, db)
+        yield _Memory(store, lambda call: asyncio.run_coroutine_threadsafe(call, loop).result(),
+                      lambda owner, target: f"(in the database: {store.path(owner, target)})")
+
+
+def _read(memory: _Memory, owner: MemoryOwner, target: str) -> list[str] | str:
     """The entries, or why the document cannot be read."""
     try:
-        return asyncio.run(store.read(owner, target))
+        return list(memory.run(memory.store.read(owner, target)))
     except UnreadableDocument as exc:
         return exc.reason
 
@@ -71,15 +98,15 @@ def _blocked(entries: list[str]) -> list[tuple[int, list[str]]]:
 @app.command()
 def show(person: str = typer.Argument(..., help=PERSON_HELP)) -> None:
     """Print MEMORY.md and USER.md of a person, entries numbered, blocked ones marked."""
-    store = _store()
     owner = MemoryOwner.person(person_id(person))
-    for target in ("memory", "user"):
-        entries = _read(store, owner, target)
+    with _memory() as memory:
+        found = {target: _read(memory, owner, target) for target in ("memory", "user")}
+    for target, entries in found.items():
         if isinstance(entries, str):
-            typer.echo(f"== {FILE_NAMES[target]} cannot be read ({entries}) {store.path(owner, target)}\n")
+            typer.echo(f"== {FILE_NAMES[target]} cannot be read ({entries}) {memory.where(owner, target)}\n")
             continue
         typer.echo(f"== {FILE_NAMES[target]} [{usage_text(used_chars(entries), _limit(target))}] "
-                   f"{store.path(owner, target)}")
+                   f"{memory.where(owner, target)}")
         if not entries:
             typer.echo("(empty)")
         blocked = dict(_blocked(entries))
@@ -93,13 +120,17 @@ def show(person: str = typer.Argument(..., help=PERSON_HELP)) -> None:
 def edit(person: str = typer.Argument(..., help=PERSON_HELP),
          target: Target = typer.Option(Target.memory, "--target", "-t", help="Which document to edit.")) -> None:
     """Open $EDITOR on a person's MEMORY.md (or USER.md with --target user); each entry ends with a § line."""
-    store = _store()
     owner = MemoryOwner.person(person_id(person))
-    name = target.value
-    original = _read(store, owner, name)
+    with _memory() as memory:
+        _edit(memory, owner, target.value)
+
+
+def _edit(memory: _Memory, owner: MemoryOwner, name: str) -> None:
+    store = memory.store
+    original = _read(memory, owner, name)
     if isinstance(original, str):
         typer.echo(f"Error: {FILE_NAMES[name]} cannot be read ({original}); fix or remove "
-                   f"{store.path(owner, name)} by hand.", err=True)
+                   f"{memory.where(owner, name)} by hand.", err=True)
         raise typer.Exit(1)
     workdir = Path(tempfile.mkdtemp(prefix="hermes-memory-"))
     copy = workdir / FILE_NAMES[name]
@@ -129,13 +160,13 @@ def edit(person: str = typer.Argument(..., help=PERSON_HELP),
             await store.write(owner, name, edited)
             return True
 
-    if not asyncio.run(save()):
+    if not memory.run(save()):
         typer.echo(f"{FILE_NAMES[name]} changed while you were editing; nothing was saved. Your edited copy is "
                    f"at {copy}.", err=True)
         raise typer.Exit(1)
     _cleanup(copy)
     limit = _limit(name)
-    typer.echo(f"Saved {len(edited)} entries to {store.path(owner, name)} "
+    typer.echo(f"Saved {len(edited)} entries to {memory.where(owner, name)} "
                f"[{usage_text(used_chars(edited), limit)}].")
     if used_chars(edited) > limit:
         typer.echo(f"Warning: over the limit of {limit:,} chars; the agent will be asked to consolidate and prompts "
@@ -156,12 +187,12 @@ def _cleanup(copy: Path) -> None:
 @app.command("export")
 def export(person: str = typer.Argument(..., help=PERSON_HELP)) -> None:
     """Print both documents of a person as JSON."""
-    store = _store()
     pid = person_id(person)
     owner = MemoryOwner.person(pid)
     data: dict[str, object] = {"person_id": pid}
-    for target in ("memory", "user"):
-        entries = _read(store, owner, target)
+    with _memory() as memory:
+        found = {target: _read(memory, owner, target) for target in ("memory", "user")}
+    for target, entries in found.items():
         if isinstance(entries, str):
             data[target] = {"file": FILE_NAMES[target], "unreadable": entries}
             continue

@@ -136,7 +136,12 @@ def forget(person: str = typer.Argument(..., help=PERSON_HELP),
     home = settings().home
 
     async def run(store: Store) -> str | None:
-        outcome = await forget_person(store, home, pid)
+        from hermes_engine.policy.pairing import Pairing
+        from hermes_gateway.wiring import memory_store, pairing_store
+
+        config = settings()  # memory and approvals where the gateway keeps them (HERMES_STATE_BACKEND)
+        outcome = await forget_person(store, home, pid, memory=memory_store(config, store),
+                                      pairing=Pairing(pairing_store(config, store)))
         return outcome.summary() if outcome is not None else None
 
     summary = with_store(run)

@@ -160,3 +160,33 @@ async def test_two_replicas_patching_one_skill_and_its_files_lose_nothing(kind, 
         finally:
             await first.close()
             await second.close()
+
+
+def test_people_forget_erases_memory_and_pairing_kept_in_the_database(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from hermes_gateway.cli.people import app, with_store
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HERMES_STATE_BACKEND", "database")
+
+    async def person(store: SqlStore, user_id: str, note: str) -> int:
+        pid = (await store.resolve_account("telegram", "bot", user_id, user_id)).person_id
+        await MemoryBook(DatabaseMemoryStore(store, store)).add(MemoryOwner.person(pid), "user", note)
+        await asyncio.to_thread(Pairing(DatabasePairingStore(store)).approve_user, "telegram", user_id)
+        return pid
+
+    ann, bob = with_store(lambda store: person(store, "123", "Likes tea")), with_store(
+        lambda store: person(store, "222", "Likes coffee"))
+    result = CliRunner().invoke(app, ["forget", "telegram:123", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "1 memory folder(s)" in result.output and "1 pairing approval(s)" in result.output
+
+    async def left(store: SqlStore) -> tuple[list[str], list[str], list[str]]:
+        memory, pairing = DatabaseMemoryStore(store, store), Pairing(DatabasePairingStore(store))
+        approved = await asyncio.to_thread(pairing.approved)
+        return (await memory.read(MemoryOwner.person(ann), "user"), await memory.read(MemoryOwner.person(bob), "user"),
+                [a.user_id for a in approved])
+
+    assert with_store(left) == ([], ["Likes coffee"], ["222"])
+    assert not (tmp_path / "home" / "memories").exists() and not (tmp_path / "home" / "pairing.json").exists()
