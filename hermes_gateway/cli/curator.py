@@ -19,6 +19,17 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Skill curator: mark stale skills, archive unused ones, merge overlaps.")
 
 
+def skills_root() -> Path:
+    """`<HERMES_HOME>/skills`; refused, with what to do instead, when the libraries live in the database
+    (reading the folders would show an old copy, and curating them would change nothing the bot uses)."""
+    settings = load_settings()
+    if settings.state_in_database:
+        typer.echo("The skill libraries live in the database (HERMES_STATE_BACKEND); use /curator run | report "
+                   "and /skills in a chat with the bot as an admin.", err=True)
+        raise typer.Exit(2)
+    return Path(settings.home) / "skills"
+
+
 def library_bots(root: Path, bot: str | None) -> list[str]:
     """`[bot]`, or every bot with a skill library under `root` (the skills root)."""
     if bot:
@@ -56,7 +67,7 @@ def run(dry_run: bool = typer.Option(False, "--dry-run", help="Report what would
     from hermes_engine.skills.library import FileSkillLibrary, bot_library_dir
 
     try:
-        root = Path(load_settings().home) / "skills"
+        root = skills_root()
         bots = library_bots(root, bot)
         if not bots:
             typer.echo(f"No skill libraries under {root}.")
@@ -96,7 +107,7 @@ def report(bot: str | None = typer.Option(None, "--bot", help="Bot whose report 
     from hermes_engine.skills.curator import latest_report
     from hermes_engine.skills.library import bot_library_dir
 
-    root = Path(load_settings().home) / "skills"
+    root = skills_root()
     shown = 0
     for name in library_bots(root, bot):
         latest = latest_report(bot_library_dir(root, name))

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from hermes_engine.config import load_settings
-from hermes_gateway.cli.curator import library_bots
+from hermes_gateway.cli.curator import library_bots, skills_root
 
 if TYPE_CHECKING:
     from hermes_engine.skills.usage import SkillUsage
@@ -52,7 +51,7 @@ def stats(bot: str | None = typer.Option(None, "--bot", help="Bot whose skills t
     from hermes_engine.skills.library import bot_library_dir
     from hermes_engine.skills.usage import describe
 
-    root = Path(load_settings().home) / "skills"
+    root = skills_root()
     report = {name: _usages(bot_library_dir(root, name)) for name in library_bots(root, bot)}
     if as_json:
         typer.echo(json.dumps({b: [_as_dict(n, u) for n, u in rows] for b, rows in report.items()}, indent=1))

@@ -190,3 +190,15 @@ def test_people_forget_erases_memory_and_pairing_kept_in_the_database(tmp_path, 
 
     assert with_store(left) == ([], ["Likes coffee"], ["222"])
     assert not (tmp_path / "home" / "memories").exists() and not (tmp_path / "home" / "pairing.json").exists()
+
+
+@pytest.mark.parametrize("command", [["curator", "run"], ["curator", "report"], ["skills", "stats"]])
+def test_skill_commands_on_the_shell_refuse_folders_that_are_not_the_record(tmp_path, monkeypatch, command):
+    from typer.testing import CliRunner
+
+    from hermes_gateway.cli.main import app
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    monkeypatch.setenv("HERMES_STATE_BACKEND", "database")
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 2 and "live in the database" in result.output
