@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from skills_kit import call, skill_md, skill_tools, snapshot, write_skill
+from state_backends import STATE_BACKENDS, skill_library
 
 from hermes_engine.skills.approvals import GatedLibrary
 from hermes_engine.skills.contract import SkillChange
@@ -20,9 +22,12 @@ from hermes_engine.skills.report import CuratorReport, save_report
 from hermes_engine.skills.usage import UsageLog
 
 
-@pytest.fixture
-def library(tmp_path: Path) -> FileSkillLibrary:
-    return FileSkillLibrary(tmp_path / "skills" / "default")
+@pytest.fixture(params=STATE_BACKENDS)
+async def library(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[FileSkillLibrary]:
+    """On each backend: folders, or the database (SQLite, PostgreSQL) through the replica's copy."""
+    async with skill_library(request.param, tmp_path) as made:
+        await made.list_skills()
+        yield made
 
 
 @pytest.fixture

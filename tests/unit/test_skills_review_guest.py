@@ -4,10 +4,12 @@ for is theirs (`created_by: user`), and only the person's conversation can say s
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from skills_kit import call, skill_md, skill_tools, snapshot, write_skill
+from state_backends import STATE_BACKENDS, skill_library
 
 from hermes_engine.skills.approvals import PendingQueue
 from hermes_engine.skills.contract import SkillChange
@@ -18,13 +20,16 @@ HAND = "git-squash"  # written by a person, straight into the library
 OWN = "docker-prune"  # written by the agent
 
 
-@pytest.fixture
-async def library(tmp_path: Path) -> FileSkillLibrary:
-    lib = FileSkillLibrary(tmp_path / "skills" / "default")
-    write_skill(lib.root / "git" / HAND, skill_md(HAND))
-    await lib.apply(SkillChange("create", OWN, content=skill_md(OWN, "Free disk space held by docker."),
-                                category="devops"))
-    return lib
+@pytest.fixture(params=STATE_BACKENDS)
+async def library(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[FileSkillLibrary]:
+    """On each backend: folders, or the database (SQLite, PostgreSQL), where a hand-written skill written
+    into the replica's copy after its first read travels to the database like any change."""
+    async with skill_library(request.param, tmp_path) as lib:
+        await lib.list_skills()
+        write_skill(lib.root / "git" / HAND, skill_md(HAND))
+        await lib.apply(SkillChange("create", OWN, content=skill_md(OWN, "Free disk space held by docker."),
+                                    category="devops"))
+        yield lib
 
 
 def review(library: FileSkillLibrary, **arguments: object):
