@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fakes.fake_llm import FakeLLM
+from postgres import STATE_BACKENDS
 
 # -- isolation ---------------------------------------------------------------------------------------------
 
@@ -46,6 +47,26 @@ async def telegram(monkeypatch: pytest.MonkeyPatch):
         monkeypatch.setenv("TELEGRAM_BOT_TOKEN", fake.token)
         monkeypatch.setenv("TELEGRAM_API_BASE_URL", fake.base_url)
         yield fake
+
+
+# -- where memory, skills and pairing live ---------------------------------------------------------------
+@pytest.fixture(params=STATE_BACKENDS)
+async def state_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                        tmp_path: Path) -> AsyncIterator[str]:
+    """`pytestmark = pytest.mark.usefixtures("state_backend")` runs a module's tests with memory, skills and
+    pairing in files (on SQLite), in SQLite, and in PostgreSQL (where the database is the default), through
+    the gateway's own wiring (`Settings` reads the environment). The value names the backend."""
+    from state_backends import database_url
+
+    if request.param == "files":
+        yield "files"
+        return
+    async with database_url(request.param, tmp_path) as url:
+        if request.param == "sqlite":
+            monkeypatch.setenv("HERMES_STATE_BACKEND", "database")
+        else:
+            monkeypatch.setenv("HERMES_DATABASE_URL", url)
+        yield request.param
 
 
 # -- the engine ------------------------------------------------------------------------------------------

@@ -25,6 +25,13 @@ BACKENDS = [
     ]),
 ]
 
+# Where memory, skills and pairing live: files, or the database on SQLite or PostgreSQL (`state_backends`).
+STATE_BACKENDS = [
+    pytest.param("files", id="files"),
+    pytest.param("sqlite", id="db-sqlite"),
+    pytest.param("postgres", id="db-postgres", marks=BACKENDS[1].marks),
+]
+
 
 async def execute(sql: str) -> None:
     assert PG_URL, "HERMES_TEST_POSTGRES_URL is not set"

@@ -1,6 +1,6 @@
 """Memory and pairing on every backend: files under the home, or documents in a SQLite or PostgreSQL store.
 
-`@pytest.fixture(params=STATE_BACKENDS)` runs a test on each; `memory_store(kind, root)` gives the store.
+`@pytest.fixture(params=STATE_BACKENDS)` (from `postgres`) runs a test on each; `memory_store(kind, root)` gives the store.
 A PostgreSQL store lives in a schema of its own (`postgres.fresh_schema`), dropped after the test.
 """
 
@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
-import pytest
 from postgres import BACKENDS, PG_URL, execute, fresh_schema
 
 from hermes_engine.memory.database import DatabaseMemoryStore
@@ -25,11 +24,6 @@ from hermes_engine.skills.files import FileSkillLibrary
 from hermes_gateway.cli.state import store_on_thread
 from storage.store import SqlStore
 
-STATE_BACKENDS = [
-    pytest.param("files", id="files"),
-    pytest.param("sqlite", id="db-sqlite"),
-    pytest.param("postgres", id="db-postgres", marks=BACKENDS[1].marks),
-]
 DATABASES = BACKENDS
 
 
@@ -103,3 +97,4 @@ async def skill_library(kind: str, folder: Path, bot: str = "default") -> AsyncI
         return
     async with sql_store(kind, folder) as store:
         yield DatabaseSkillLibrary(folder / "copy" / bot, store, store, bot)
+

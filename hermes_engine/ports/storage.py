@@ -410,10 +410,11 @@ class SkillEmbeddingCache(Protocol):
 
 @dataclass(frozen=True)
 class StoredDocument:
-    """A document's text and its version (1 after the first write, one more per write)."""
+    """A document's text, its version (1 after the first write, one more per write) and when it was written."""
 
     text: str
     version: int
+    updated_at: datetime | None = None
 
 
 class DocumentStore(Protocol):

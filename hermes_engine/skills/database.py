@@ -135,6 +135,9 @@ class DatabaseSkillLibrary(FileSkillLibrary):
             target = self.root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(target, data)
+            if doc.updated_at is not None:  # the copy's age is the document's: staleness is judged by it
+                stamp = doc.updated_at.timestamp()
+                os.utime(target, (stamp, stamp))
             self._synced[rel] = _Synced(doc.version, hashlib.sha256(data).hexdigest(), _stamp(target.stat()))
         for rel in [r for r in self._synced if r not in docs]:
             with contextlib.suppress(FileNotFoundError):

@@ -23,9 +23,9 @@ class DocumentRepository(SqlRepository):
     async def get_document(self, area: str, path: str) -> StoredDocument | None:
         table = table_of(DocumentRow)
         async with self.engine.connect() as conn:
-            row = (await conn.execute(sa.select(table.c.body, table.c.version)
+            row = (await conn.execute(sa.select(table.c.body, table.c.version, table.c.updated_at)
                                       .where(table.c.area == area, table.c.path == path))).first()
-        return None if row is None else StoredDocument(row.body, row.version)
+        return None if row is None else StoredDocument(row.body, row.version, row.updated_at)
 
     @whole
     async def put_document(self, area: str, path: str, text: str, *, expected_version: int) -> int | None:
@@ -47,11 +47,12 @@ class DocumentRepository(SqlRepository):
     @whole
     async def read_documents(self, area: str, prefix: str = "") -> dict[str, StoredDocument]:
         table = table_of(DocumentRow)
-        query = sa.select(table.c.path, table.c.body, table.c.version).where(table.c.area == area)
+        query = sa.select(table.c.path, table.c.body, table.c.version, table.c.updated_at).where(table.c.area == area)
         if prefix:
             query = query.where(table.c.path.startswith(prefix, autoescape=True))
         async with self.engine.connect() as conn:
-            return {row.path: StoredDocument(row.body, row.version) for row in await conn.execute(query)}
+            return {row.path: StoredDocument(row.body, row.version, row.updated_at)
+                    for row in await conn.execute(query)}
 
     @whole
     async def delete_documents(self, area: str, prefix: str) -> int:

@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
-from state_backends import STATE_BACKENDS, database_url
 
 from hermes_engine.ports.inbound import ChatKind
 
+pytestmark = pytest.mark.usefixtures("state_backend")
 
-@pytest.fixture(autouse=True, params=STATE_BACKENDS)
-async def state_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path) -> AsyncIterator[str]:
-    """Each test runs with memory in files (on SQLite), in SQLite, and in PostgreSQL (where the database is
-    the default), through the gateway's own wiring."""
-    if request.param == "files":
-        yield "files"
-        return
-    async with database_url(request.param, tmp_path) as url:
-        if request.param == "sqlite":
-            monkeypatch.setenv("HERMES_STATE_BACKEND", "database")
-        else:
-            monkeypatch.setenv("HERMES_DATABASE_URL", url)
-        yield request.param
+
 
 
 def memory_call(content: str, target: str = "user"):

@@ -10,11 +10,14 @@ import tarfile
 import time
 from pathlib import Path
 
+import pytest
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
 from hermes_engine.skills.curator import CURATOR_SYSTEM, latest_report
 from hermes_engine.skills.model import parse_skill
+
+pytestmark = pytest.mark.usefixtures("state_backend")
 
 BOT = "testbot"
 REVIEW = "[Background review"
@@ -46,7 +49,22 @@ def profile(**overrides):
     return make_profile(**{**base, **overrides})
 
 
+async def hand_written(e, rel: str, text: str) -> None:
+    """A skill file written by the person, by hand: into the library folder, or with the database backend
+    into the home's folder and moved in as `hermes-gateway migrate-files` does."""
+    folder = e.home / "skills" / BOT if e.settings.state_in_database else skills_root(e)
+    (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+    (folder / rel).write_text(text, encoding="utf-8")
+    if e.settings.state_in_database:
+        from hermes_gateway.cli.migrate_files import MigrationReport, migrate_skills
+
+        await migrate_skills(e.store, folder, BOT, MigrationReport())
+
+
 def skills_root(e) -> Path:
+    """The library folder the engine works on: the home's, or with the database backend its private copy."""
+    if e.settings.state_in_database:
+        return e.home / ".cache" / "skills" / BOT
     return e.home / "skills" / BOT
 
 
@@ -357,8 +375,7 @@ HAND_SKILL = skill_md(HAND, "Send the monthly invoice to the client.", when="On 
 async def test_the_review_may_only_stage_changes_to_a_hand_written_skill_until_an_admin_approves(engine, fake_llm):
     e = await engine(profile=profile(access={"admins": ["u1"]}))
     hand_path = skills_root(e) / "admin" / HAND / "SKILL.md"
-    hand_path.parent.mkdir(parents=True)
-    hand_path.write_text(HAND_SKILL, encoding="utf-8")  # written by the person, by hand
+    await hand_written(e, f"admin/{HAND}/SKILL.md", HAND_SKILL)
     prices = ["12 * 0.92", "30 * 0.92", "7.5 * 0.92", "99 * 0.92", "250 * 0.92"]
     staged = {"action": "patch", "name": HAND, "old_string": "Fill the invoice template.",
               "new_string": "Fill the invoice template in euros."}

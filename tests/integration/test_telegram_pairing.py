@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from state_backends import STATE_BACKENDS, pairing_store
+from postgres import STATE_BACKENDS
+from state_backends import pairing_store
 from typer.testing import CliRunner
 
 from hermes_engine.policy.pairing import ALPHABET, CODE_LENGTH, JsonPairingStore, Pairing, PairingStore

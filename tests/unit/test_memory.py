@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from state_backends import STATE_BACKENDS, memory_store
+from postgres import STATE_BACKENDS
+from state_backends import memory_store
 
 from hermes_engine.config import MemorySettings
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryFeature, MemoryOwner, memory_tool

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from state_backends import STATE_BACKENDS, memory_store
+from postgres import STATE_BACKENDS
+from state_backends import memory_store
 from test_memory import ALICE, EVIL
 
 from hermes_engine.config import MemorySettings

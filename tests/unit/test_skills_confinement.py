@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from postgres import STATE_BACKENDS
 from skills_kit import call, skill_md, skill_tools, snapshot, write_skill
-from state_backends import STATE_BACKENDS, skill_library
+from state_backends import skill_library
 
 from hermes_engine.skills.approvals import GatedLibrary
 from hermes_engine.skills.contract import SkillChange

@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from postgres import STATE_BACKENDS
 from skills_kit import call, skill_md, skill_tools, snapshot, write_skill
-from state_backends import STATE_BACKENDS, skill_library
+from state_backends import skill_library
 
 from hermes_engine.skills.approvals import PendingQueue
 from hermes_engine.skills.contract import SkillChange

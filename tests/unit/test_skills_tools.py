@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from postgres import STATE_BACKENDS
 from skills_kit import call, skill_md, snapshot
-from state_backends import STATE_BACKENDS, skill_library
+from state_backends import skill_library
 
 from hermes_engine.skills.approvals import GatedLibrary, PendingQueue
 from hermes_engine.skills.contract import SkillChange
