@@ -79,7 +79,8 @@ def memory_store(settings: Settings, store: Store | None) -> MemoryStore:
     if settings.state_in_database:
         from hermes_engine.memory.database import DatabaseMemoryStore
 
-        return DatabaseMemoryStore(_needs_store(store, "memory"), _needs_store(store, "memory"))
+        kept = _needs_store(store, "memory")
+        return DatabaseMemoryStore(kept, kept)
     from hermes_engine.memory.store import FileMemoryStore
 
     return FileMemoryStore.for_home(settings.home)

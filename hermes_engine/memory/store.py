@@ -1,9 +1,10 @@
 """Where memory documents live: Markdown files under `<HERMES_HOME>/memories/`, or a dict for tests.
 
 Both implement `MemoryStore` (`hermes_engine.memory.documents`): `read`/`write` whole entry lists plus
-`lock(owner)`, which serializes read-modify-write for one owner; a database backend implements the same
-three methods. The rules that change documents are `MemoryBook` (`hermes_engine.memory.book`); this module
-also re-exports the names of both, the import path the rest of the engine has always used.
+`lock(owner)`, which serializes read-modify-write for one owner; so does the database backend,
+`hermes_engine.memory.database.DatabaseMemoryStore`. The rules that change documents are `MemoryBook`
+(`hermes_engine.memory.book`); this module also re-exports the names of both, the import path the rest of
+the engine has always used.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The seam between skills and their storage: the `SkillLibrary` Protocol and the change it accepts.
 
 Tools, the feature and the approval queue speak only this contract, so the folder library (`skills.files`)
-could give way to a database table, and an approval gate (`skills.approvals`) can stand in front of either.
+and the database's (`skills.database`) are interchangeable, and an approval gate (`skills.approvals`) can
+stand in front of either.
 The folder names of a library's bookkeeping live here too, because the curator, the usage log and the
 approval queue all find their files by them.
 """
@@ -67,7 +68,7 @@ class ChangeResult:
 
 @runtime_checkable
 class SkillLibrary(Protocol):
-    """The seam between skills and their storage (folders today; a database table would fit too)."""
+    """The seam between skills and their storage (folders, or the database through `skills.database`)."""
 
     async def list_skills(self, category: str | None = None) -> list[Skill]:
         """Every readable skill, ordered by (category, name)."""

@@ -123,8 +123,12 @@ class DatabaseSkillLibrary(FileSkillLibrary):
             return
         if self._revision is None:  # a copy left by an earlier run is not trusted: start empty
             for entry in self.root.iterdir():
-                if entry.name not in _LOCAL_ONLY:
-                    shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+                if entry.name in _LOCAL_ONLY:
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
         docs = self._run(self.documents.read_documents(self.area))
         docs.pop(REVISION, None)
         for rel, doc in docs.items():
