@@ -97,19 +97,25 @@ def pairing_store(settings: Settings, store: Store | None) -> PairingStore:
 
 
 def skill_libraries(settings: Settings, store: Store | None) -> Callable[[str], FileSkillLibrary] | None:
-    """Skill libraries in the database when `settings.state_in_database` (each replica works on a private
-    copy under `<home>/.cache/skills/<bot>`); None keeps the folders under `<home>/skills`."""
+    """Skill libraries in the database when `settings.state_in_database` (each process works on a private
+    copy in a temporary folder of its own, so replicas or commands sharing a home never share one); None
+    keeps the folders under `<home>/skills`."""
     if not settings.state_in_database:
         return None
     import asyncio
+    import tempfile
 
     from hermes_engine.skills.database import DatabaseSkillLibrary
     from hermes_engine.skills.library import bot_library_dir
 
-    store = _needs_store(store, "skills")
+    kept = _needs_store(store, "skills")
     loop = asyncio.get_running_loop()
-    cache = Path(settings.home) / ".cache" / "skills"
-    return lambda bot: DatabaseSkillLibrary(bot_library_dir(cache, bot), store, store, bot, loop=loop)
+
+    def library(bot: str) -> FileSkillLibrary:
+        copy = bot_library_dir(tempfile.mkdtemp(prefix="hermes-skills-"), bot)
+        return DatabaseSkillLibrary(copy, kept, kept, bot, loop=loop)
+
+    return library
 
 
 def _needs_store(store: Store | None, what: str) -> Store:

@@ -64,7 +64,9 @@ async def hand_written(e, rel: str, text: str) -> None:
 def skills_root(e) -> Path:
     """The library folder the engine works on: the home's, or with the database backend its private copy."""
     if e.settings.state_in_database:
-        return e.home / ".cache" / "skills" / BOT
+        from hermes_engine.skills.feature import SkillsFeature
+
+        return next(f for f in e.gateway.features if isinstance(f, SkillsFeature)).raw_library(BOT).root
     return e.home / "skills" / BOT
 
 
