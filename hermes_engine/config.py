@@ -43,8 +43,8 @@ class Settings(BaseSettings):
     # the base URL defaults to OPENAI_COMPATIBLE_BASE_URL / OPENAI_BASE_URL). Unset: lexical hints only.
     embedding_model: str | None = None
     embedding_base_url: str | None = None
-    # Where memory, USER.md and pairing live: "files" under the home, "database" in the store (shared by
-    # replicas), "auto" (the default): the database on PostgreSQL, files on SQLite.
+    # Where memory, USER.md, skills and pairing live: "files" under the home, "database" in the store (shared
+    # by replicas), "auto" (the default): the database on PostgreSQL, files on SQLite.
     state_backend: Literal["auto", "files", "database"] = "auto"
 
     @field_validator("log_level")
@@ -67,7 +67,7 @@ class Settings(BaseSettings):
 
     @property
     def state_in_database(self) -> bool:
-        """Keep memory, USER.md and pairing in the database (see `state_backend`)."""
+        """Keep memory, USER.md, skills and pairing in the database (see `state_backend`)."""
         if self.state_backend != "auto":
             return self.state_backend == "database"
         return self.db_url.split(":", 1)[0].split("+", 1)[0] in ("postgres", "postgresql")

@@ -128,7 +128,7 @@ def _needs_store(store: Store | None, what: str) -> Store:
 def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAsker | None = None,
                    store: Store | None = None) -> list[Feature]:
     """Every feature of a bot; `asker` shows the terminal's approval requests (none: they are denied). `store`
-    keeps memory and pairing when they live in the database (`Settings.state_backend`)."""
+    keeps memory, skills and pairing when they live in the database (`Settings.state_backend`)."""
     from hermes_engine.history.search import SearchFeature
     from hermes_engine.kanban.feature import KanbanFeature
     from hermes_engine.loops.delegation import DelegationFeature
