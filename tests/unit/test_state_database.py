@@ -202,3 +202,17 @@ def test_skill_commands_on_the_shell_refuse_folders_that_are_not_the_record(tmp_
     monkeypatch.setenv("HERMES_STATE_BACKEND", "database")
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 2 and "live in the database" in result.output
+
+
+async def test_a_restarted_replica_trusts_the_database_not_the_copy_it_left_behind(tmp_path):
+    async with sql_store("sqlite", tmp_path) as store:
+        one = DatabaseSkillLibrary(tmp_path / "one", store, store, "helper")
+        for name in ("keep-me", "drop-me"):
+            await one.apply(SkillChange("create", name, content=skill_md(name), category="ops"))
+        two = DatabaseSkillLibrary(tmp_path / "two", store, store, "helper")
+        assert [s.name for s in await two.list_skills()] == ["drop-me", "keep-me"]
+        await one.apply(SkillChange("delete", "drop-me"))  # while replica two is down, its copy still has it
+        restarted = DatabaseSkillLibrary(tmp_path / "two", store, store, "helper")
+        assert [s.name for s in await restarted.list_skills()] == ["keep-me"]
+        await restarted.apply(SkillChange("write_file", "keep-me", file_path="references/a.md", file_content="a\n"))
+        assert [s.name for s in await one.list_skills()] == ["keep-me"]  # nothing came back to life
