@@ -63,6 +63,15 @@ class Board:
                 raise TimeoutError(f"card {card_id} is still {card.status if card else 'missing'}")
             await asyncio.sleep(0.05)
 
+    async def told(self, start: str, timeout: float = 20.0) -> str:
+        """The first message the conversation was told that starts with `start` (waits for it)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not (found := [d.text for d in self.outlet.delivered if d.text.startswith(start)]):
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"never told {start!r}: {[d.text for d in self.outlet.delivered]}")
+            await asyncio.sleep(0.05)
+        return found[0]
+
     async def say(self, text: str) -> str:
         before = len(self.outlet.delivered)
         await self.gateway.handle(InboundMessage(platform="test", account="acct", chat_kind=ChatKind.DM,
@@ -117,8 +126,8 @@ async def test_a_ready_card_is_run_by_a_worker_and_its_conversation_is_told(boar
                                       origin={"reply": TARGET.to_dict()}))
     done = await board.until(card.id, lambda c: c.status == "done")
     assert done.result == "the answer is 42"
-    [told] = await board.outlet.wait_for(1)
-    assert f"Card #{card.id} done" in told.text and "the answer is 42" in told.text
+    told = await board.told(f"✅ Card #{card.id} done")
+    assert "the answer is 42" in told and await board.told("▶️ Started: compute the answer")
     worker_requests = [r for r in fake_llm.requests if is_worker(r)]
     assert "compute the answer" in worker_requests[0].last_user_text
 
@@ -156,8 +165,7 @@ async def test_a_worker_failing_twice_blocks_its_card_and_the_retry_saw_the_firs
     prompts = [r.last_user_text for r in fake_llm.requests if is_worker(r)]
     assert "Earlier attempts failed" not in prompts[0]
     assert "Earlier attempts failed" in prompts[-1] and "the model refused this card" in prompts[-1]
-    [told] = await board.outlet.wait_for(1)
-    assert f"Card #{card.id} blocked" in told.text
+    await board.told(f"⛔ Card #{card.id} blocked")
 
 
 async def test_a_card_whose_conversation_is_gone_still_finishes_and_shows_on_the_board(board, fake_llm):
@@ -193,7 +201,8 @@ async def test_the_agent_splits_a_task_into_cards_and_the_dependant_runs_after_i
     assert order == [first.id, second.id]
     second_prompt = [r.last_user_text for r in fake_llm.requests if is_worker(r) and card_of(r) == second.id][0]
     assert f"result {first.id}" in second_prompt  # the dependency's result is in the dependant's context
-    told = [d.text for d in await board.outlet.wait_for(4)]
+    await board.told("🏁 All 2 cards")
+    told = [d.text for d in board.outlet.delivered]
     assert "I put it on the board." in told
     finished = [i for i, t in enumerate(told) if t.startswith(f"✅ Card #{second.id} done")]
     everything = [i for i, t in enumerate(told) if t == "🏁 All 2 cards from this conversation are done."]
@@ -349,7 +358,8 @@ async def test_a_workers_tokens_are_on_its_card_and_count_against_the_persons_da
     board = await open_board(limits=UsageLimitSettings(tokens_per_day=1_000_000))
     added = await board.say("/kanban add tally the votes")
     card_id = int(added.split("#")[1].split(":")[0])
-    card = await board.until(card_id, lambda c: c.status == "done")
+    await board.told(f"✅ Card #{card_id} done")  # told once the attempt's spending is recorded
+    card = await board.store.get_card(card_id)
     assert card.spent == CardUsage(tokens_in=650, tokens_out=50, model_calls=2)
     shown = await board.say(f"/kanban show #{card_id}")
     assert "Spent: 650 tokens in, 50 out, 2 model calls" in shown
