@@ -289,6 +289,9 @@ class CardRow(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    tokens_in: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0, server_default="0")
+    tokens_out: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0, server_default="0")
+    model_calls: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0, server_default="0")
 
 
 class CardDependencyRow(Base):

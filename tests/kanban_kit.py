@@ -8,8 +8,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from fakes.fake_llm import Reply
 from postgres import PG_URL, fresh_schema
 
+from hermes_engine.config import BotProfile, KanbanSettings, load_profile
 from storage.store import SqlStore
 
 
@@ -35,3 +37,27 @@ async def database(backend: str, tmp_path: Path) -> AsyncIterator[Callable[..., 
     async with fresh_schema() as schema:
         options: dict[str, Any] = {"connect_args": {"server_settings": {"search_path": schema}}}
         yield lambda **kw: SqlStore(PG_URL, engine_options=options, **kw)
+
+
+# -- the board in chat, as the platform tests drive it -----------------------------------------------------
+
+QUIET_BOARD = KanbanSettings(enabled=False)  # /kanban and the tool without a dispatcher running the cards
+
+
+def shipped_profile(folder: str) -> BotProfile:
+    """A bot profile as the repository ships it under bots/."""
+    return load_profile(str(Path(__file__).resolve().parents[1] / "bots" / folder))
+
+
+def board_markdown(*titles: str) -> str:
+    """The board of a fresh database holding these todo cards, as the engine writes it (Markdown)."""
+    return "\n".join(["**📋 todo**", *(f"- #{i} {t}" for i, t in enumerate(titles, start=1))])
+
+
+def planning(*tasks: str) -> Callable[[Any], Reply]:
+    """A model that puts `tasks` on the board with the `kanban` tool, then says so."""
+    def respond(request: Any) -> Reply:
+        if not any(m["role"] == "tool" for m in request.messages):
+            return Reply(tool_calls=[("kanban", {"tasks": list(tasks)})])
+        return Reply(text="On the board.")
+    return respond

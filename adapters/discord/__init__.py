@@ -8,7 +8,7 @@ Where the bot answers
   engine's decision; the adapter only delivers what it says.
 - Guilds: only those in ``DISCORD_ALLOWED_GUILDS`` / ``platforms.discord.allowed_guilds`` (none listed =
   every guild the bot is in).
-- Slash commands (/goal, /new, /stop, /status, /help) are deferred at once and answered by editing the
+- Slash commands (/goal, /kanban, /new, /stop, /status, /help) are deferred at once and answered by editing the
   deferred response, then follow-ups (`adapters.discord.commands`).
 
 Modules: `options` (profile block and environment), `inbound` (messages in), `commands` (slash commands),

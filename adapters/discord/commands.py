@@ -25,9 +25,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SLASH_COMMANDS = ("goal", "new", "stop", "status", "help")
+SLASH_COMMANDS = ("goal", "kanban", "new", "stop", "status", "help")
+TEXT_OPTIONS = {  # commands taking words after them, as one text option
+    "goal": "what to achieve, or: status | pause | resume | clear",
+    "kanban": "empty for the board, or: add <title> | show <#id> | move <#id> <status> | block | cancel",
+}
 DEFAULT_SUMMARIES = {
     "goal": "work on a goal across turns",
+    "kanban": "the task board",
     "new": "start a fresh conversation",
     "stop": "stop the answer in progress",
     "status": "model, session and token use",
@@ -62,12 +67,12 @@ class SlashCommands:
             log.warning("Discord slash commands could not be synced (%s); text commands still work", exc)
 
     def _command(self, name: str, description: str) -> app_commands.Command[Any, Any, None]:
-        if name == "goal":
-            @app_commands.describe(text="what to achieve, or: status | pause | resume | clear")
-            async def goal(interaction: discord.Interaction, text: str | None = None) -> None:
-                await self.on_slash(interaction, "goal", text or "")
+        if name in TEXT_OPTIONS:
+            @app_commands.describe(text=TEXT_OPTIONS[name][:DESCRIPTION_LIMIT])
+            async def with_text(interaction: discord.Interaction, text: str | None = None) -> None:
+                await self.on_slash(interaction, name, text or "")
 
-            return app_commands.Command(name="goal", description=description, callback=goal)
+            return app_commands.Command(name=name, description=description, callback=with_text)
 
         async def simple(interaction: discord.Interaction) -> None:
             await self.on_slash(interaction, name, "")

@@ -64,7 +64,8 @@ class SlackAdapter(PlatformAdapter):
         self.app = bolt_app(self.api, name=f"hermes-{engine.bot}", signing_secret=self.signing_secret,
                             on_message=self._on_message,
                             commands={opts.goal_command: self.commands.on_goal,
-                                      opts.hermes_command: self.commands.on_hermes})
+                                      opts.hermes_command: self.commands.on_hermes,
+                                      opts.kanban_command: self.commands.on_kanban})
         self.approvals = SlackApprovals(self.api)
         self.approvals.listen(self.app)
         self.endpoint = EventsEndpoint(self.app, self.signing_secret)

@@ -1,4 +1,4 @@
-"""Slack's slash commands, `/goal` and `/hermes`. Slack wants the acknowledgement within three seconds, so
+"""Slack's slash commands, `/goal`, `/hermes` and `/kanban`. Slack wants the acknowledgement within three seconds, so
 each is acknowledged at once (with its ephemeral answer, if any) and the work runs after the ack.
 
 - `/goal <text>` posts an anchor message "🎯 Goal: <text>" in the channel and runs `/goal <text>` in the
@@ -8,7 +8,7 @@ each is acknowledged at once (with its ephemeral answer, if any) and the work ru
   thread, "@bot /goal status" reaches that very thread's session as an ordinary message (`inbound`).
 - `/hermes new|stop|status|help|…` runs the engine command of that name: in a DM on the DM's session; in a
   channel on the thread where this person last talked to the bot, else the channel's latest goal thread,
-  else a channel-level session.
+  else a channel-level session. `/kanban …` is `/hermes kanban …` (the task board), answered the same way.
 
 Who may use them is the engine's decision, as for messages; a Slack workspace is a membership boundary.
 """
@@ -119,21 +119,27 @@ class SlashCommands:
             names = ", ".join(c.name for c in self.engine.command_menu())
             await ack(text=f"Usage: `{self.hermes_command} <command>` — one of: {names}.")
             return
+        await self._engine_command(ack, body, "/" + text.lstrip("/"))
+
+    async def on_kanban(self, ack: Ack, body: dict[str, Any]) -> None:
+        """`/kanban …` is `/hermes kanban …`: the task board has a slash command of its own."""
+        await self._engine_command(ack, body, f"/kanban {(body.get('text') or '').strip()}".strip())
+
+    async def _engine_command(self, ack: Ack, body: dict[str, Any], command: str) -> None:
         if not await self._admitted(ack, body):
             return
         team, channel, user = self._where(body)
-        command = "/" + text.lstrip("/")
         if channel.startswith("D"):
             await ack()
-            self.spawn(self._run(body, ChatKind.DM, None, command), "/hermes")
+            self.spawn(self._run(body, ChatKind.DM, None, command), command.split()[0])
             return
         thread = self.threads.latest(team, channel, user) or await self.goal_thread(team, channel)
         if thread is not None:
             await ack(text="Answering in the thread of our latest conversation here.")
-            self.spawn(self._run(body, ChatKind.THREAD, thread, command), "/hermes")
+            self.spawn(self._run(body, ChatKind.THREAD, thread, command), command.split()[0])
         else:
             await ack()
-            self.spawn(self._run(body, ChatKind.CHANNEL, None, command), "/hermes")
+            self.spawn(self._run(body, ChatKind.CHANNEL, None, command), command.split()[0])
 
     async def _run(self, body: dict[str, Any], kind: ChatKind, thread: str | None, text: str) -> None:
         team, channel, user = self._where(body)

@@ -15,6 +15,7 @@ class SlackOptions(PlatformOptions):
     events_path: str = Field("/slack/events", pattern=r"^/")  # Events API and slash commands, HTTP mode
     goal_command: str = Field("/goal", pattern=r"^/\S+$")
     hermes_command: str = Field("/hermes", pattern=r"^/\S+$")
+    kanban_command: str = Field("/kanban", pattern=r"^/\S+$")
     native_streaming: bool = True  # chat.startStream in threads where Slack allows it
     edit_interval_seconds: float = Field(1.2, ge=0)  # chat.update is Tier 3, ~50 a minute per channel
     max_message_length: int = Field(40_000, ge=32, le=40_000)

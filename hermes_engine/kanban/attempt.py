@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.agent.loop import AgentLoop
@@ -26,8 +27,8 @@ from hermes_engine.kanban.worker import (
     keep_alive,
 )
 from hermes_engine.loops.goals import JUDGE_SYSTEM, parse_verdict
-from hermes_engine.ports.conversation import Message
-from hermes_engine.ports.storage import CardRecord, Store
+from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.storage import CardRecord, CardUsage, Store
 from hermes_engine.providers.base import Completed, ModelRequest
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
 
@@ -52,14 +53,44 @@ class AttemptEnd:
     ok: bool
 
 
+@dataclass
+class Meter:
+    """What one attempt spent, counted as its model calls come back (a failed attempt spent it too)."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model_calls: int = 0
+
+    def add(self, usage: Usage) -> None:
+        self.tokens_in += usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        self.tokens_out += usage.output_tokens
+        self.model_calls += 1
+
+    def spent(self) -> CardUsage:
+        return CardUsage(self.tokens_in, self.tokens_out, self.model_calls)
+
+    async def persist(self, _m: Message, usage: Usage | None, _model: str | None) -> None:
+        """The agent loop's persist hook: worker steps are not stored as a conversation (the card's history
+        keeps the handoff), only counted."""
+        if usage is not None:
+            self.add(usage)
+
+
 async def card_prompt(store: Store, card: CardRecord) -> str:
     parts = [f"Card #{card.id}: {card.title}"]
     if card.body.strip():
         parts.append(card.body.strip())
+    own_parts = 0
     for dep_id in card.depends_on:
         dep = await store.get_card(dep_id)
-        if dep is not None:
-            parts.append(f"Result of card #{dep.id} ({dep.title}):\n{(dep.result or '').strip()}")
+        if dep is None:
+            continue
+        own_parts += dep.parent_id == card.id
+        kind = "your part" if dep.parent_id == card.id else "card"
+        parts.append(f"Result of {kind} #{dep.id} ({dep.title}):\n{(dep.result or '').strip()}")
+    if own_parts:
+        parts.append("You split this card into the parts above and they are all done: combine their results "
+                     "into the card's result.")
     earlier = [e for e in await store.card_events(card.id) if e.kind in ("failed", "reclaimed")]
     if earlier:
         lines = [f"- attempt {e.handoff.get('attempt', '?')}: {e.handoff.get('error') or e.reason}"
@@ -85,12 +116,32 @@ class AttemptRunner:
         return self.host.chain(models).route()
 
     async def run(self, card: CardRecord, claim: str) -> AttemptEnd:
+        meter = Meter()
+        try:
+            return await self._attempt(card, claim, meter)
+        finally:
+            if meter.model_calls:
+                await asyncio.shield(self._charge(card, claim, meter.spent()))
+
+    async def _charge(self, card: CardRecord, claim: str, spent: CardUsage) -> None:
+        """Put the attempt's spending on the card and, when a person asked for the card and usage limits
+        apply, on that person's (and so the bot's) daily count, as a turn's tokens are."""
+        host = self.host
+        try:
+            await host.store.record_card_usage(card.id, card.attempts, spent, actor=claim)
+            if card.person_id is not None and host.profile.limits.enabled:
+                await host.store.add_usage(host.bot, card.person_id, datetime.now(UTC).date(), tokens=spent.tokens)
+        except HermesError as exc:  # the card's work stands; only its bill is missing
+            log.warning("kanban card %s: could not record its usage: %s", card.id, exc)
+
+    async def _attempt(self, card: CardRecord, claim: str, meter: Meter) -> AttemptEnd:
         store = self.host.store
-        scope = WorkerScope(store, card, claim, self.settings.lease_seconds)
+        scope = WorkerScope(store, card, claim, self.settings.lease_seconds,
+                            split_before=bool(await store.list_cards(parent_id=card.id)))
         services = {k: v for k, v in self.host.services.items() if k not in NEVER_IN_WORKERS}
         services[WORKER_SERVICE] = scope
         ctx = ToolContext(bot=self.host.bot, session_id=0, session_key=f"kanban:{card.id}", services=services)
-        task = asyncio.ensure_future(self._work(card, scope, ctx))
+        task = asyncio.ensure_future(self._work(card, scope, ctx, meter))
         keeper = asyncio.ensure_future(keep_alive(scope, task))
         try:
             work = await task
@@ -114,7 +165,7 @@ class AttemptRunner:
                                          max_failures=self.settings.max_failures)
         return AttemptEnd(end, False)
 
-    async def _work(self, card: CardRecord, scope: WorkerScope, ctx: ToolContext) -> Work:
+    async def _work(self, card: CardRecord, scope: WorkerScope, ctx: ToolContext, meter: Meter) -> Work:
         """What the worker produced; a goal card runs rounds judged like /goal."""
         agent = AgentLoop(self._registry(), max_iterations=self.settings.max_iterations,
                           max_output_tokens=self.host.profile.max_output_tokens)
@@ -125,7 +176,7 @@ class AttemptRunner:
         for n in range(rounds):
             try:
                 result = await agent.run(router=self._router(), system=WORKER_SYSTEM, history=history, user=user,
-                                         ctx=ctx, persist=_discard, purpose="kanban")
+                                         ctx=ctx, persist=meter.persist, purpose="kanban")
             except HermesError as exc:
                 return Work("", f"{type(exc).__name__}: {str(exc)[:300]}")
             if result.budget_exhausted:
@@ -133,7 +184,7 @@ class AttemptRunner:
             text = result.final_text
             if scope.finished is not None or not card.goal_mode:
                 return Work(text)
-            verdict = await self._judge(card, text)
+            verdict = await self._judge(card, text, meter)
             if verdict is not None and verdict["verdict"] == "done":
                 return Work(text)
             if verdict is not None and verdict["verdict"] == "blocked":
@@ -141,7 +192,7 @@ class AttemptRunner:
             user = Message(role="user", content=f"[Continuing toward the card's goal, round {n + 2}] {card.title}")
         return Work("", f"the goal was not reached in {rounds} rounds")
 
-    async def _judge(self, card: CardRecord, answer: str) -> dict[str, str] | None:
+    async def _judge(self, card: CardRecord, answer: str, meter: Meter) -> dict[str, str] | None:
         request = ModelRequest(system=JUDGE_SYSTEM, max_tokens=200, purpose="judge",
                                messages=(Message(role="user", content=f"Goal: {card.title}\n{card.body}\n\n"
                                                                       f"Latest answer:\n{answer[-4000:]}"),))
@@ -150,11 +201,8 @@ class AttemptRunner:
             async for event in self._router().stream(request):
                 if isinstance(event, Completed):
                     text = event.response.text
+                    meter.add(event.response.usage)
             return parse_verdict(text)
         except HermesError as exc:
             log.warning("kanban card %s: judge failed: %s", card.id, exc)
             return None
-
-
-async def _discard(_m: Message, _usage: Any, _model: str | None) -> None:
-    """Worker steps are not stored as a conversation: the card's history keeps the handoff."""

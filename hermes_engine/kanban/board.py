@@ -15,7 +15,9 @@ MAX_DONE_SHOWN = 10
 def _line(card: CardRecord) -> str:
     extra = ""
     if card.depends_on:
-        extra += " (after " + ", ".join(f"#{d}" for d in card.depends_on) + ")"
+        waiting = card.status == "todo" and (card.reason or "").startswith("waiting for its parts")
+        after = "waiting for its parts" if waiting else "after"
+        extra += f" ({after} " + ", ".join(f"#{d}" for d in card.depends_on) + ")"
     if card.status == "blocked" and card.reason:
         extra += f" — {card.reason[:120]}"
     return f"- #{card.id} {card.title}{extra}"
@@ -50,6 +52,8 @@ def render_card(card: CardRecord, events: Sequence[CardEvent]) -> str:
     if card.goal_mode:
         lines.append("Goal mode: judged until done")
     lines.append(f"Profile: {card.profile} · attempts: {card.attempts}")
+    if card.spent.model_calls:
+        lines.append(f"Spent: {card.spent.describe()}")
     if card.reason:
         lines.append(f"Reason: {card.reason}")
     if card.result:

@@ -4,6 +4,7 @@ card changes, in six phases:
 1. reclaim stale claims: running cards whose lease (renewed by heartbeats) expired — their worker's process
    died or hung — fail that attempt and go back to ready (or blocked, by the circuit breaker);
 2. detect crashed workers of this process: an attempt task that died without ending its attempt fails it;
+   a card waiting for its parts (split by its worker) is blocked when one of them is;
 3. auto-decompose triage cards (a few per tick, with the model);
 4. promote todo cards whose dependencies are done to ready;
 5. claim ready cards (at most `max_in_progress_per_profile` running) and start their workers;
@@ -12,6 +13,9 @@ card changes, in six phases:
 When one of its workers finishes, the leading dispatcher only refills (phases 4 and 5) while its lease is
 live: the other phases look for trouble that a finished attempt does not cause, and skipping them halves
 what each card costs the database.
+
+Progress goes out in batches: the cards started by one claim, and those taken back in one tick, are one
+call of `on_batch` each, so fifty cards starting at once make one message per conversation, not fifty.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from hermes_engine.config import KanbanSettings
 from hermes_engine.kanban.attempt import AttemptEnd
@@ -32,6 +36,8 @@ log = logging.getLogger(__name__)
 
 RunAttempt = Callable[[CardRecord, str], Awaitable[AttemptEnd]]
 OnCard = Callable[[CardRecord], Awaitable[None]]
+Progress = Literal["started", "taken back"]
+OnBatch = Callable[[Progress, Sequence[CardRecord]], Awaitable[None]]
 
 
 class BoardStore(CardStore, LeaseStore, Protocol):
@@ -50,14 +56,15 @@ class TickReport:
 
 class Dispatcher:
     def __init__(self, store: BoardStore, profile: str, settings: KanbanSettings, run_attempt: RunAttempt, *,
-                 holder: str, on_card: OnCard | None = None,
+                 holder: str, on_card: OnCard | None = None, on_batch: OnBatch | None = None,
                  decompose: Callable[[CardRecord], Awaitable[None]] | None = None) -> None:
         self.store = store
         self.profile = profile
         self.settings = settings
         self.run_attempt = run_attempt
         self.holder = holder
-        self.on_card = on_card
+        self.on_card = on_card  # a card finished or was blocked
+        self.on_batch = on_batch  # cards started, or taken back to run again: one call per kind and tick
         self.decompose = decompose
         self.workers: dict[int, tuple[str, asyncio.Task[AttemptEnd]]] = {}  # card id → (claim, attempt)
         self._wake = asyncio.Event()
@@ -94,10 +101,11 @@ class Dispatcher:
         self._leader_until = asked + ttl / 2
         report.leader = True
         limit = self.settings.max_failures
+        again: list[CardRecord] = []  # taken back, to run again
         for card in await self.store.reclaim_stale(self.profile, max_failures=limit):
             report.reclaimed.append(card.id)
             log.warning("kanban: card %s reclaimed (%s)", card.id, card.reason)
-            await self._tell(card)
+            await self._ended(card, again)
         for card_id, (claim, task) in list(self.workers.items()):
             if not task.done():
                 continue
@@ -108,7 +116,10 @@ class Dispatcher:
                                                       handoff={"error": f"the worker crashed: {why}"})
                 if end is not None:
                     report.crashed.append(card_id)
-                    await self._tell(end)
+                    await self._ended(end, again)
+        await self._batch("taken back", again)
+        for card in await self.store.block_waiting_parents(self.profile, actor="dispatcher"):
+            await self._tell(card)
         if self.decompose is not None and self.settings.decompose_per_tick:
             for card in (await self.store.list_cards(profile=self.profile, status="triage"))[
                     :self.settings.decompose_per_tick]:
@@ -127,12 +138,15 @@ class Dispatcher:
 
     async def _refill(self, report: TickReport) -> None:
         report.promoted = await self.store.promote_ready(self.profile)
+        started: list[CardRecord] = []
         for card in await self.store.claim_cards(self.profile, self.holder, lease_seconds=self.settings.lease_seconds,
                                                  max_running=self.settings.max_in_progress_per_profile):
             assert card.claim is not None
             task = asyncio.create_task(self._attempt(card, card.claim), name=f"kanban-card:{card.id}")
             self.workers[card.id] = (card.claim, task)
             report.started.append(card.id)
+            started.append(card)
+        await self._batch("started", started)
 
     async def _attempt(self, card: CardRecord, claim: str) -> AttemptEnd:
         try:
@@ -143,6 +157,8 @@ class Dispatcher:
         finally:
             self._wake.set()  # a slot is free and dependants may be ready: refill
         if end.card is not None and end.card.claim is None:
+            if end.card.status == "blocked" and end.card.parent_id is not None:
+                self._full = True  # the next wake blocks the parent waiting for it
             await self._tell(end.card)
         return end
 
@@ -153,6 +169,22 @@ class Dispatcher:
             await self.on_card(card)
         except Exception:  # a conversation that is gone never stops the board
             log.warning("kanban: could not post about card %s", card.id, exc_info=True)
+
+    async def _ended(self, card: CardRecord, again: list[CardRecord]) -> None:
+        """An attempt this tick ended for the worker: a blocked card is told now, one back in ready joins the
+        tick's batch of cards taken back."""
+        if card.status == "ready":
+            again.append(card)
+        else:
+            await self._tell(card)
+
+    async def _batch(self, kind: Progress, cards: Sequence[CardRecord]) -> None:
+        if self.on_batch is None or not cards:
+            return
+        try:
+            await self.on_batch(kind, cards)
+        except Exception:
+            log.warning("kanban: could not post that %d card(s) %s", len(cards), kind, exc_info=True)
 
     async def _run(self) -> None:
         delay = self.interval

@@ -1,14 +1,18 @@
 """The kanban feature: the `/kanban` command, the `kanban` tool, and this gateway's dispatcher.
 
 The `kanban` tool lets the agent split a task into cards with dependencies and return at once; the cards
-remember the conversation they came from, and the dispatcher posts there as each one finishes or blocks. A
+remember the conversation they came from (and the person, whose usage limits pay for their workers), and
+the dispatcher posts there as cards start (a batch at a time), are taken back to run again, finish or
+block. A
 conversation that is gone (its platform is not attached, the chat was deleted) costs only the message: the
 card still finishes and stays on the board.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +20,7 @@ from hermes_engine.config import KanbanSettings
 from hermes_engine.core.scheduler import default_holder
 from hermes_engine.kanban.attempt import AttemptRunner
 from hermes_engine.kanban.board import parse_card_id, parse_status, render_board, render_card
-from hermes_engine.kanban.dispatcher import Dispatcher
+from hermes_engine.kanban.dispatcher import Dispatcher, Progress
 from hermes_engine.kanban.triage import Triage
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
@@ -31,6 +35,7 @@ log = logging.getLogger(__name__)
 
 TOOLSET = "kanban"
 SERVICE = "kanban"
+MAX_TITLES = 5  # a progress message names this many cards, then counts the rest
 USAGE = ("Usage: /kanban [list] | add <title>[: <details>] | show <#id> | move <#id> <status> | "
          "block <#id> <reason> | cancel <#id>")
 
@@ -56,6 +61,17 @@ async def kanban(tasks: list[str], dependencies: list[str] | None = None, goal_m
     listing = ", ".join(f"#{c.id} {c.title}" for c in cards)
     return ToolResult(f"Created {len(cards)} card(s): {listing}. They run in the background; this "
                       "conversation is told as each finishes.")
+
+
+def progress_text(kind: Progress, cards: Sequence[CardRecord]) -> str:
+    names = "; ".join(c.title for c in cards[:MAX_TITLES])
+    if len(cards) > MAX_TITLES:
+        names += f" and {len(cards) - MAX_TITLES} more"
+    if kind == "started":
+        return f"▶️ Started: {names}" if len(cards) == 1 else f"▶️ Started {len(cards)} cards: {names}"
+    if len(cards) == 1:
+        return f"↩️ {names} was taken back after its worker stopped; it will run again"
+    return f"↩️ {len(cards)} cards were taken back after their workers stopped; they will run again: {names}"
 
 
 def _spec_text(text: str) -> tuple[str, str]:
@@ -88,7 +104,7 @@ class KanbanFeature(Feature):
         runner = AttemptRunner(host, self.settings)
         triage = Triage(host, self.settings)
         self.dispatcher = Dispatcher(host.store, host.bot, self.settings, runner.run, holder=default_holder(),
-                                     on_card=self._post, decompose=triage.decompose)
+                                     on_card=self._post, on_batch=self._post_batch, decompose=triage.decompose)
         self.dispatcher.start()
 
     async def stop(self) -> None:
@@ -116,7 +132,9 @@ class KanbanFeature(Feature):
                 raise ValueError(f"dependency {entry!r} names a task that does not exist")
             deps.setdefault(a, []).append(str(b))
         session = self.host.session(ctx.session_key)
-        origin = {"reply": replace(session.target, reply_to_id=None).to_dict()} if session else {}
+        origin: dict[str, Any] = {"reply": replace(session.target, reply_to_id=None).to_dict()} if session else {}
+        if ctx.person_id is not None:
+            origin["person"] = ctx.person_id
         specs = []
         for i, text in enumerate(tasks, start=1):
             title, body = _spec_text(text)
@@ -146,6 +164,21 @@ class KanbanFeature(Feature):
             await host.notify(ReplyTarget.from_dict(reply), f"🏁 All {finished} cards from this conversation are "
                               "done.", idempotency_key=f"kanban-all-{card.id}")
 
+    async def _post_batch(self, kind: Progress, cards: Sequence[CardRecord]) -> None:
+        """One message per conversation for the cards of one batch (started, or taken back to run again)."""
+        host = self.host
+        if host is None:
+            return
+        by_place: dict[str, list[CardRecord]] = {}
+        for card in cards:
+            if reply := card.origin.get("reply"):
+                by_place.setdefault(json.dumps(reply, sort_keys=True), []).append(card)
+        for place, mine in by_place.items():
+            first = mine[0]
+            key = f"kanban-{kind.replace(' ', '-')}-{first.id}.{first.attempts}-{len(mine)}"
+            await host.notify(ReplyTarget.from_dict(json.loads(place)), progress_text(kind, mine),
+                              idempotency_key=key)
+
     async def _all_done(self, card: CardRecord) -> int:
         """How many cards this conversation has, when `card` was the last of several still open (else 0):
         a person who handed the bot a piece of work in parts hears when all of it is finished; a single
@@ -168,7 +201,8 @@ class KanbanFeature(Feature):
                 if not rest:
                     return "Usage: /kanban add <title>[: <details>]"
                 title, body = _spec_text(rest)
-                origin = {"reply": replace(ctx.message.reply_target(), reply_to_id=None).to_dict()}
+                origin = {"reply": replace(ctx.message.reply_target(), reply_to_id=None).to_dict(),
+                          "person": ctx.person_id}
                 [card] = await store.create_cards([CardSpec(title=title, body=body, profile=ctx.host.bot,
                                                             origin=origin)], actor=actor)
                 self._poke()

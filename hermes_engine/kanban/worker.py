@@ -46,6 +46,7 @@ class WorkerScope:
     lease_seconds: float
     finished: CardRecord | None = None  # set once kanban_complete ended the attempt
     notes: list[str] = field(default_factory=list)
+    split_before: bool = False  # the card already has parts: this run integrates them, it does not split again
 
 
 def _scope(ctx: ToolContext) -> WorkerScope | None:
@@ -100,7 +101,7 @@ async def kanban_heartbeat(card_id: int, note: str = "", *, ctx: ToolContext) ->
 async def kanban_complete(card_id: int, result: str, children: list[str] | None = None, *,
                           ctx: ToolContext) -> ToolResult:
     """Finish your card with its result. To split it instead, list child cards to create (each a short,
-    self-contained task); your card is then done with the split as its result.
+    self-contained task); your card then waits for them, and you get their results to finish it.
 
     Args:
         card_id: your card's id
@@ -115,18 +116,25 @@ async def kanban_complete(card_id: int, result: str, children: list[str] | None 
     if scope.finished is not None:
         return ToolResult("The card is already complete.")
     text = result.strip()
-    if children:
+    titles = [t for t in children or [] if t.strip()]
+    if titles and scope.split_before:
+        return ToolResult("Error: this card was already split and its parts are done; combine their results "
+                          "and call kanban_complete without children.", is_error=True)
+    handoff = {"result": text[:MAX_HANDOFF_CHARS], "notes": scope.notes}
+    finished: CardRecord | None
+    if titles:
         card = scope.card
-        specs = [CardSpec(title=t, profile=card.profile, parent_id=card.id, origin=card.origin)
-                 for t in children if t.strip()]
-        made = await scope.store.create_cards(specs, actor=scope.claim)
-        text = (text + "\n" if text else "") + "Split into cards " + ", ".join(f"#{c.id}" for c in made)
-    finished = await scope.store.finish_attempt(card_id, scope.claim, ok=True, result=text,
-                                                handoff={"result": text[:MAX_HANDOFF_CHARS], "notes": scope.notes})
+        specs = [CardSpec(title=t, profile=card.profile, origin=card.origin) for t in titles]
+        split = await scope.store.split_card(card_id, scope.claim, specs, result=text, handoff=handoff)
+        finished = split[0] if split is not None else None
+    else:
+        finished = await scope.store.finish_attempt(card_id, scope.claim, ok=True, result=text, handoff=handoff)
     if finished is None:
         return ToolResult("Error: this attempt no longer holds the card; its result was not recorded.",
                           is_error=True)
     scope.finished = finished
+    if titles:
+        return ToolResult("Card split; it runs again with the parts' results once they are done. Stop now.")
     return ToolResult("Card complete. Reply with a one-line summary and stop.")
 
 

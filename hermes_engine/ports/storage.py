@@ -183,6 +183,29 @@ class CardRecord:
     lease_expires_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    spent: CardUsage = field(default_factory=lambda: CardUsage())  # by all its attempts
+
+    @property
+    def person_id(self) -> int | None:
+        """The person who asked for the card (their usage limits pay for it); None from the command line."""
+        person = self.origin.get("person")
+        return person if isinstance(person, int) else None
+
+
+@dataclass(frozen=True)
+class CardUsage:
+    """What workers spent on a card: tokens sent (input and cache) and received, and model calls."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model_calls: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+    def describe(self) -> str:
+        return f"{self.tokens_in:,} tokens in, {self.tokens_out:,} out, {self.model_calls} model calls"
 
 
 @dataclass(frozen=True)
@@ -244,6 +267,18 @@ class CardStore(Protocol):
 
     async def reclaim_stale(self, profile: str, *, max_failures: int = 2) -> list[CardRecord]:
         """Running cards whose lease expired: their attempt fails ("lease expired") like `finish_attempt`."""
+
+    async def split_card(self, card_id: int, claim: str, children: Sequence[CardSpec], *, result: str,
+                         handoff: dict[str, Any]) -> tuple[CardRecord, list[CardRecord]] | None:
+        """End the attempt `claim` holds by splitting the card, in one transaction: create `children` under
+        it and send the card back to `todo`, waiting for them (they become its dependencies), so its worker
+        runs again with their results once all are done. None (nothing created) when the claim is lost."""
+
+    async def block_waiting_parents(self, profile: str, *, actor: str) -> list[CardRecord]:
+        """Block the cards waiting for a child card that is blocked, with the child's reason."""
+
+    async def record_card_usage(self, card_id: int, attempt: int, usage: CardUsage, *, actor: str) -> None:
+        """Add one attempt's spending to the card's totals, with an event saying what that attempt spent."""
 
     async def card_events(self, card_id: int) -> list[CardEvent]:
         """The card's history, oldest first."""

@@ -9,13 +9,14 @@ and a card is finished once. Claims run under the write lock (SQLite) or a per-p
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from hermes_engine.ports.storage import CARD_STATUSES, CardEvent, CardRecord, CardSpec
+from hermes_engine.ports.storage import CARD_STATUSES, CardEvent, CardRecord, CardSpec, CardUsage
 from storage.models import CardDependencyRow, CardEventRow, CardRow
 from storage.repos.base import SqlRepository, whole
 from storage.values import clean, clean_text
@@ -54,6 +55,33 @@ def _check_status(status: str) -> None:
         raise ValueError(f"unknown card status {status!r}; expected one of {', '.join(CARD_STATUSES)}")
 
 
+def _plan(specs: Sequence[CardSpec]) -> tuple[dict[str, int], set[int]]:
+    """Check a batch before it is written: the position of each key, and the existing cards it names.
+    ValueError for a key used twice, an unknown key, an empty title or a cycle."""
+    keys = [s.key for s in specs if s.key is not None]
+    if len(keys) != len(set(keys)):
+        raise ValueError("each card key may be used once in a batch")
+    edges: dict[str, set[str]] = {f"new:{i}": set() for i in range(len(specs))}
+    by_key = {s.key: i for i, s in enumerate(specs) if s.key is not None}
+    existing: set[int] = set()
+    for i, spec in enumerate(specs):
+        _check_status(spec.status)
+        if not spec.title.strip():
+            raise ValueError("a card needs a title")
+        for dep in spec.depends_on:
+            if isinstance(dep, str):
+                if dep not in by_key:
+                    raise ValueError(f"unknown card key {dep!r} in depends_on")
+                edges[f"new:{i}"].add(f"new:{by_key[dep]}")
+            else:
+                existing.add(int(dep))
+    cycle = find_cycle(edges)
+    if cycle:
+        names = [specs[int(n.split(':')[1])].key or specs[int(n.split(':')[1])].title for n in cycle]
+        raise ValueError("dependency cycle refused: " + " → ".join(names))
+    return by_key, existing
+
+
 class CardRepository(SqlRepository):
     """`hermes_engine.ports.storage.CardStore` on SQLAlchemy."""
 
@@ -76,7 +104,8 @@ class CardRepository(SqlRepository):
                            goal_mode=r.goal_mode, origin=dict(r.origin or {}), result=r.result, reason=r.reason,
                            attempts=r.attempts, failures=r.failures, claim=r.claim,
                            lease_expires_at=r.lease_expires_at, created_at=r.created_at,
-                           updated_at=r.updated_at) for r in rows]
+                           updated_at=r.updated_at,
+                           spent=CardUsage(r.tokens_in or 0, r.tokens_out or 0, r.model_calls or 0)) for r in rows]
 
     @whole
     async def get_card(self, card_id: int) -> CardRecord | None:
@@ -120,49 +149,33 @@ class CardRepository(SqlRepository):
 
     @whole
     async def create_cards(self, specs: Sequence[CardSpec], *, actor: str) -> list[CardRecord]:
-        keys = [s.key for s in specs if s.key is not None]
-        if len(keys) != len(set(keys)):
-            raise ValueError("each card key may be used once in a batch")
-        edges: dict[str, set[str]] = {f"new:{i}": set() for i in range(len(specs))}
-        by_key = {s.key: i for i, s in enumerate(specs) if s.key is not None}
-        existing: set[int] = set()
-        for i, spec in enumerate(specs):
-            _check_status(spec.status)
-            if not spec.title.strip():
-                raise ValueError("a card needs a title")
-            for dep in spec.depends_on:
-                if isinstance(dep, str):
-                    if dep not in by_key:
-                        raise ValueError(f"unknown card key {dep!r} in depends_on")
-                    edges[f"new:{i}"].add(f"new:{by_key[dep]}")
-                else:
-                    existing.add(int(dep))
-        cycle = find_cycle(edges)
-        if cycle:
-            names = [specs[int(n.split(':')[1])].key or specs[int(n.split(':')[1])].title for n in cycle]
-            raise ValueError("dependency cycle refused: " + " → ".join(names))
-        now = self._now()
+        by_key, existing = _plan(specs)
         async with self._write() as session:
-            if existing:
-                found = set(await session.scalars(sa.select(CardRow.id).where(CardRow.id.in_(existing))))
-                if existing - found:
-                    raise ValueError(f"unknown card(s) in depends_on: {sorted(existing - found)}")
-            rows: list[CardRow] = []
-            for spec in specs:
-                row = CardRow(title=clean_text(spec.title.strip()), body=clean_text(spec.body), status=spec.status,
-                              profile=spec.profile, parent_id=spec.parent_id, goal_mode=spec.goal_mode,
-                              origin=clean(dict(spec.origin)), attempts=0, failures=0, created_at=now,
-                              updated_at=now)
-                session.add(row)
-                rows.append(row)
-            await session.flush()
-            for row, spec in zip(rows, specs, strict=True):
-                for dep in spec.depends_on:
-                    target = rows[by_key[dep]].id if isinstance(dep, str) else int(dep)
-                    session.add(CardDependencyRow(card_id=row.id, depends_on=target))
-                self._event(session, row.id, actor, "created", None, spec.status)
-            await session.flush()
-            return await self._records(session, rows)
+            return await self._records(session, await self._insert_cards(session, specs, by_key, existing, actor))
+
+    async def _insert_cards(self, session: AsyncSession, specs: Sequence[CardSpec], by_key: dict[str, int],
+                      existing: set[int], actor: str) -> list[CardRow]:
+        if existing:
+            found = set(await session.scalars(sa.select(CardRow.id).where(CardRow.id.in_(existing))))
+            if existing - found:
+                raise ValueError(f"unknown card(s) in depends_on: {sorted(existing - found)}")
+        now = self._now()
+        rows: list[CardRow] = []
+        for spec in specs:
+            row = CardRow(title=clean_text(spec.title.strip()), body=clean_text(spec.body), status=spec.status,
+                          profile=spec.profile, parent_id=spec.parent_id, goal_mode=spec.goal_mode,
+                          origin=clean(dict(spec.origin)), attempts=0, failures=0, created_at=now,
+                          updated_at=now, tokens_in=0, tokens_out=0, model_calls=0)
+            session.add(row)
+            rows.append(row)
+        await session.flush()
+        for row, spec in zip(rows, specs, strict=True):
+            for dep in spec.depends_on:
+                target = rows[by_key[dep]].id if isinstance(dep, str) else int(dep)
+                session.add(CardDependencyRow(card_id=row.id, depends_on=target))
+            self._event(session, row.id, actor, "created", None, spec.status)
+        await session.flush()
+        return rows
 
     @whole
     async def add_dependency(self, card_id: int, depends_on: int, *, actor: str) -> None:
@@ -328,3 +341,57 @@ class CardRepository(SqlRepository):
                                         max_failures=max_failures, kind="reclaimed")
             await session.flush()
             return await self._records(session, rows)
+
+    @whole
+    async def split_card(self, card_id: int, claim: str, children: Sequence[CardSpec], *, result: str,
+                         handoff: dict[str, Any]) -> tuple[CardRecord, list[CardRecord]] | None:
+        by_key, existing = _plan(children)
+        async with self._write() as session:
+            row = await session.scalar(sa.select(CardRow).where(CardRow.id == card_id, CardRow.claim == claim,
+                                                                CardRow.status == "running").with_for_update())
+            if row is None:
+                return None
+            made = await self._insert_cards(session, [replace(c, parent_id=card_id) for c in children], by_key,
+                                      existing, claim)
+            for child in made:
+                session.add(CardDependencyRow(card_id=card_id, depends_on=child.id))
+            waiting = "waiting for its parts " + ", ".join(f"#{c.id}" for c in made)
+            await self._end_attempt(session, row, claim, ok=True, result=result, handoff=handoff, max_failures=1,
+                                    kind="split", to_status="todo")
+            row.reason = waiting
+            await session.flush()
+            records = await self._records(session, [row, *made])
+            return records[0], records[1:]
+
+    @whole
+    async def block_waiting_parents(self, profile: str, *, actor: str) -> list[CardRecord]:
+        child = sa.orm.aliased(CardRow)
+        async with self._write() as session:
+            pairs = list((await session.execute(
+                sa.select(CardRow, child.id, child.reason)
+                .join(CardDependencyRow, CardDependencyRow.card_id == CardRow.id)
+                .join(child, child.id == CardDependencyRow.depends_on)
+                .where(CardRow.profile == profile, CardRow.status == "todo", child.parent_id == CardRow.id,
+                       child.status == "blocked")
+                .order_by(CardRow.id, child.id))).all())
+            blocked: dict[int, CardRow] = {}
+            for row, child_id, why in pairs:
+                if row.id in blocked:
+                    continue
+                row.status, row.updated_at = "blocked", self._now()
+                row.reason = clean_text(f"its part #{child_id} is blocked: {why or 'no reason given'}")
+                self._event(session, row.id, actor, "moved", "todo", "blocked", row.reason)
+                blocked[row.id] = row
+            await session.flush()
+            return await self._records(session, list(blocked.values()))
+
+    @whole
+    async def record_card_usage(self, card_id: int, attempt: int, usage: CardUsage, *, actor: str) -> None:
+        async with self._write() as session:
+            await session.execute(
+                sa.update(CardRow).where(CardRow.id == card_id)
+                .values(tokens_in=CardRow.tokens_in + usage.tokens_in, tokens_out=CardRow.tokens_out + usage.tokens_out,
+                        model_calls=CardRow.model_calls + usage.model_calls))
+            self._event(session, card_id, actor, "usage", None, None, usage.describe(),
+                        {"attempt": attempt, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out,
+                         "model_calls": usage.model_calls})

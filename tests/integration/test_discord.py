@@ -16,8 +16,10 @@ from discord.gateway import DiscordWebSocket
 from engine_harness import Engine, fake_llm_environment, make_profile
 from fakes.fake_discord import FakeDiscord, FakeMessage
 from fakes.fake_llm import FakeLLM, Reply
+from kanban_kit import QUIET_BOARD, board_markdown, planning, shipped_profile
 
 from adapters.discord import CONTENT_INTENT_HINT, PLATFORM, DiscordAdapter, api_base_url
+from adapters.render import render_discord
 from hermes_engine.config import AccessRules, GoalSettings, load_profile
 from hermes_engine.errors import ConfigError
 from hermes_engine.loops.goals import GoalFeature
@@ -505,3 +507,26 @@ async def test_after_the_15_minute_window_an_answer_to_a_slash_command_goes_to_t
     late = await bot.final_in(fake_discord.channel_id, "a late answer")
     assert late.interaction_id is None and late.reference is None  # a plain channel message
     assert len(fake_discord.calls("POST", "/webhooks/{application_id}/{token}")) == webhook_calls
+
+
+# -- the task board ------------------------------------------------------------------------------------
+
+async def test_slash_kanban_and_the_shipped_profiles_tool_fill_the_board(discord_bot, fake_discord, fake_llm):
+    bot = await discord_bot(profile=make_profile(toolsets=shipped_profile("discord-server-helper").toolsets,
+                                                 kanban=QUIET_BOARD))
+    assert "kanban" in {c["name"] for c in fake_discord.commands}
+    fake_llm.responder = planning("pack the boxes")
+    asked = await fake_discord.user_says(fake_discord.channel_id, "alice", "plan my move", mentions_bot=True)
+    thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(asked))
+    await bot.final_in(thread["id"], "On the board.")
+
+    async def slash_kanban(text: str | None) -> str:
+        interaction = await fake_discord.slash(fake_discord.channel_id, "alice", "kanban",
+                                               {"text": text} if text else None)
+        message = await fake_discord.wait_for(lambda: interaction.original_id and fake_discord.messages[
+            interaction.original_id].content and fake_discord.messages[interaction.original_id])
+        return message.content
+
+    assert await slash_kanban("add buy milk") == "Added card #2: buy milk"
+    assert await slash_kanban(None) == render_discord(board_markdown("pack the boxes", "buy milk"))
+    await bot.idle()

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hermes_engine.ports.storage import CardSpec
+from hermes_engine.ports.storage import CardSpec, CardUsage
 from storage.store import SqlStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +31,7 @@ async def test_the_cli_lists_shows_moves_and_retries_cards(tmp_path):
         first, second = await store.create_cards([CardSpec("draft the plan", key="a"),
                                                   CardSpec("ship it", key="b", depends_on=("a",))], actor="test")
         await store.move_card(second.id, "blocked", actor="test", reason="the build broke twice")
+        await store.record_card_usage(second.id, 1, CardUsage(1200, 300, 4), actor="worker#1")
     finally:
         await store.close()
 
@@ -41,6 +42,7 @@ async def test_the_cli_lists_shows_moves_and_retries_cards(tmp_path):
 
     shown = await asyncio.to_thread(kanban, "show", str(second.id), home=tmp_path)
     assert "the build broke twice" in shown.stdout and f"Depends on: #{first.id}" in shown.stdout
+    assert "Spent: 1,200 tokens in, 300 out, 4 model calls" in shown.stdout
 
     moved = await asyncio.to_thread(kanban, "move", str(first.id), "ready", "--reason", "go", home=tmp_path)
     assert moved.stdout.strip() == f"Card #{first.id} is now ready."

@@ -14,11 +14,11 @@ from fakes.fake_llm import Reply
 from kanban_kit import database
 from postgres import BACKENDS
 
-from hermes_engine.config import KanbanSettings, Settings
+from hermes_engine.config import KanbanSettings, Settings, UsageLimitSettings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.kanban.worker import WORKER_SYSTEM
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
-from hermes_engine.ports.storage import CardRecord, CardSpec
+from hermes_engine.ports.storage import CardRecord, CardSpec, CardUsage
 from hermes_gateway.wiring import build_gateway
 from storage.store import SqlStore
 
@@ -63,6 +63,15 @@ class Board:
                 raise TimeoutError(f"card {card_id} is still {card.status if card else 'missing'}")
             await asyncio.sleep(0.05)
 
+    async def told(self, start: str, timeout: float = 20.0) -> str:
+        """The first message the conversation was told that starts with `start` (waits for it)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not (found := [d.text for d in self.outlet.delivered if d.text.startswith(start)]):
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"never told {start!r}: {[d.text for d in self.outlet.delivered]}")
+            await asyncio.sleep(0.05)
+        return found[0]
+
     async def say(self, text: str) -> str:
         before = len(self.outlet.delivered)
         await self.gateway.handle(InboundMessage(platform="test", account="acct", chat_kind=ChatKind.DM,
@@ -79,10 +88,10 @@ async def open_board(backend, tmp_path, fake_llm, monkeypatch):
         monkeypatch.setenv(name, value)
     started: list[Board] = []
     async with database(backend, tmp_path) as make:
-        async def start(settings: KanbanSettings = FAST) -> Board:
+        async def start(settings: KanbanSettings = FAST, **profile_fields: Any) -> Board:
             store = make()
             await store.init()
-            profile = make_profile(toolsets=["core", "test", "kanban"], kanban=settings)
+            profile = make_profile(toolsets=["core", "test", "kanban"], kanban=settings, **profile_fields)
             gateway = build_gateway(Settings(home=tmp_path), profile, store)
             outlet = RecordingOutlet("test")
             gateway.attach(outlet)
@@ -117,8 +126,8 @@ async def test_a_ready_card_is_run_by_a_worker_and_its_conversation_is_told(boar
                                       origin={"reply": TARGET.to_dict()}))
     done = await board.until(card.id, lambda c: c.status == "done")
     assert done.result == "the answer is 42"
-    [told] = await board.outlet.wait_for(1)
-    assert f"Card #{card.id} done" in told.text and "the answer is 42" in told.text
+    told = await board.told(f"✅ Card #{card.id} done")
+    assert "the answer is 42" in told and await board.told("▶️ Started: compute the answer")
     worker_requests = [r for r in fake_llm.requests if is_worker(r)]
     assert "compute the answer" in worker_requests[0].last_user_text
 
@@ -156,8 +165,7 @@ async def test_a_worker_failing_twice_blocks_its_card_and_the_retry_saw_the_firs
     prompts = [r.last_user_text for r in fake_llm.requests if is_worker(r)]
     assert "Earlier attempts failed" not in prompts[0]
     assert "Earlier attempts failed" in prompts[-1] and "the model refused this card" in prompts[-1]
-    [told] = await board.outlet.wait_for(1)
-    assert f"Card #{card.id} blocked" in told.text
+    await board.told(f"⛔ Card #{card.id} blocked")
 
 
 async def test_a_card_whose_conversation_is_gone_still_finishes_and_shows_on_the_board(board, fake_llm):
@@ -193,7 +201,8 @@ async def test_the_agent_splits_a_task_into_cards_and_the_dependant_runs_after_i
     assert order == [first.id, second.id]
     second_prompt = [r.last_user_text for r in fake_llm.requests if is_worker(r) and card_of(r) == second.id][0]
     assert f"result {first.id}" in second_prompt  # the dependency's result is in the dependant's context
-    told = [d.text for d in await board.outlet.wait_for(4)]
+    await board.told("🏁 All 2 cards")
+    told = [d.text for d in board.outlet.delivered]
     assert "I put it on the board." in told
     finished = [i for i, t in enumerate(told) if t.startswith(f"✅ Card #{second.id} done")]
     everything = [i for i, t in enumerate(told) if t == "🏁 All 2 cards from this conversation are done."]
@@ -300,22 +309,62 @@ async def test_a_gateway_stopped_mid_card_gives_the_card_back_without_counting_a
     assert (last.kind, last.reason) == ("released", "the gateway stopped")
 
 
-async def test_a_worker_splits_its_own_card_into_child_cards_that_run_in_turn(board, fake_llm):
+async def test_a_split_card_waits_for_its_parts_then_its_worker_combines_their_results(board, fake_llm):
     def respond(request):
         if tool_results(request):
             return Reply(text="ok")
-        card_id = card_of(request)
-        if "big job" in request.last_user_text:
+        card_id, prompt = card_of(request), request.last_user_text
+        if "big job" in prompt and "Result of your part" not in prompt:
             return Reply(tool_calls=[("kanban_complete", {"card_id": card_id, "result": "too big for one go",
                                                            "children": ["part one", "part two"]})])
+        if "big job" in prompt:
+            return Reply(tool_calls=[("kanban_complete", {"card_id": card_id, "result": "combined both parts"})])
         return Reply(tool_calls=[("kanban_complete", {"card_id": card_id, "result": f"did {card_id}"})])
 
     fake_llm.responder = respond
     [parent] = await board.add(CardSpec("big job", status="ready", profile="testbot"))
-    done = await board.until(parent.id, lambda c: c.status == "done")
-    one, two = await board.store.list_cards(parent_id=parent.id)
-    assert (one.title, two.title) == ("part one", "part two")
-    assert f"#{one.id}" in done.result and f"#{two.id}" in done.result
-    for child in (one, two):
-        finished = await board.until(child.id, lambda c: c.status == "done")
-        assert finished.result == f"did {child.id}"
+    one, two = await board.until(parent.id, lambda c: c.status == "done") and await board.store.list_cards(
+        parent_id=parent.id)
+    assert (one.title, two.title, one.status, two.status) == ("part one", "part two", "done", "done")
+    done = await board.store.get_card(parent.id)
+    assert done.result == "combined both parts" and done.attempts == 2
+    waited = [e for e in await board.store.card_events(parent.id) if e.kind == "split"]
+    assert waited[0].to_status == "todo"  # not done while its parts were open
+    last = [r.last_user_text for r in fake_llm.requests if is_worker(r) and card_of(r) == parent.id][-1]
+    assert f"did {one.id}" in last and f"did {two.id}" in last
+
+
+async def test_cards_starting_together_are_announced_in_one_message(board, fake_llm):
+    fake_llm.responder = completing()
+    origin = {"reply": TARGET.to_dict()}
+    cards = await board.add(*(CardSpec(f"task {i}", status="ready", profile="testbot", origin=origin)
+                              for i in range(3)))
+    for card in cards:
+        await board.until(card.id, lambda c: c.status == "done")
+    told = [d.text for d in await board.outlet.wait_for(5)]
+    assert [t for t in told if t.startswith("▶️")] == ["▶️ Started 3 cards: task 0; task 1; task 2"]
+
+
+async def test_a_workers_tokens_are_on_its_card_and_count_against_the_persons_daily_limit(open_board, fake_llm):
+    from datetime import UTC, datetime
+
+    def respond(request):
+        if not tool_results(request):
+            return Reply(tool_calls=[("kanban_complete", {"card_id": card_of(request), "result": "ok"})],
+                         usage={"input": 300, "output": 40})
+        return Reply(text="Done.", usage={"input": 350, "output": 10})
+
+    fake_llm.responder = respond
+    board = await open_board(limits=UsageLimitSettings(tokens_per_day=1_000_000))
+    added = await board.say("/kanban add tally the votes")
+    card_id = int(added.split("#")[1].split(":")[0])
+    await board.told(f"✅ Card #{card_id} done")  # told once the attempt's spending is recorded
+    card = await board.store.get_card(card_id)
+    assert card.spent == CardUsage(tokens_in=650, tokens_out=50, model_calls=2)
+    shown = await board.say(f"/kanban show #{card_id}")
+    assert "Spent: 650 tokens in, 50 out, 2 model calls" in shown
+    person = card.person_id
+    assert person is not None
+    today = datetime.now(UTC).date()
+    used = await board.store.usage_of("testbot", person, today)
+    assert used.tokens == 700  # the two /kanban commands are not turns: all of it is the worker's

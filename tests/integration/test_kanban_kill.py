@@ -122,8 +122,12 @@ async def test_a_card_whose_gateway_was_killed_is_reclaimed_after_its_lease_and_
                     async def finished() -> bool:
                         return (await store.get_card(card.id)).status == "done"
                     await wait_until(finished, START_TIMEOUT)
-                    told = await telegram.wait_for_messages(ALICE, 1, timeout=START_TIMEOUT)
+                    await telegram.wait_for_text(ALICE, "↩️ count the stars was taken back after its worker "
+                                                 "stopped; it will run again", timeout=START_TIMEOUT)
+                    await telegram.wait_for(lambda: any(f"Card #{card.id} done" in m.text
+                                                        for m in telegram.chat(ALICE).bot_messages), START_TIMEOUT)
                     await telegram.settle(quiet=1.0, timeout=30)
+                    told = [m.text for m in telegram.chat(ALICE).bot_messages]
             done = await store.get_card(card.id)
             events = await store.card_events(card.id)
         finally:
@@ -133,4 +137,5 @@ async def test_a_card_whose_gateway_was_killed_is_reclaimed_after_its_lease_and_
     assert kinds.count("claimed") == 2 and kinds.count("reclaimed") == 1 and kinds.count("completed") == 1
     retry_prompt = [r.last_user_text for r in fake_llm.requests if is_worker(r)][-2]
     assert "lease expired" in retry_prompt  # the retry saw why the first attempt ended
-    assert len(told) == 1 and f"Card #{card.id} done" in told[0].text
+    assert [t for t in told if f"Card #{card.id} done" in t] == [told[-1]]  # told once, after it was taken back
+    assert told.count("▶️ Started: count the stars") == 2  # once per life

@@ -17,7 +17,9 @@ from aiohttp import web
 from engine_harness import goal_script, is_judge, make_profile, verdict
 from fakes.fake_llm import Reply
 from fakes.fake_slack import APP_TOKEN, BOT_TOKEN, MAX_TEXT, SIGNING_SECRET, FakeSlack
+from kanban_kit import QUIET_BOARD, board_markdown, planning, shipped_profile
 
+from adapters.render import render_slack
 from hermes_engine.config import GoalSettings
 from hermes_engine.errors import ConfigError
 from hermes_engine.loops.goals import GoalFeature
@@ -646,7 +648,7 @@ def test_the_slack_channel_bot_profile_and_manifest_are_complete():
     events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
     assert events == {"app_mention", "message.im", "message.channels", "message.groups"}
     commands = {c["command"]: c for c in manifest["features"]["slash_commands"]}
-    assert set(commands) == {"/goal", "/hermes"}
+    assert set(commands) == {"/goal", "/hermes", "/kanban"}
     assert all(c["url"].endswith("/slack/events") for c in commands.values())
     assert manifest["settings"]["event_subscriptions"]["request_url"].endswith("/slack/events")
 
@@ -682,3 +684,20 @@ async def test_the_runner_mounts_slack_on_the_gateways_http_server(fake_slack, f
         stop.set()
         await asyncio.wait_for(server, 15)
     assert [m.visible for m in fake_slack.bot_messages(DM)] == ["Served by the runner."]
+
+
+# -- the task board ---------------------------------------------------------------------------------------
+
+
+async def test_kanban_command_and_the_shipped_profiles_tool_fill_the_board(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot(profile=make_profile(toolsets=shipped_profile("slack-channel-bot").toolsets,
+                                               kanban=QUIET_BOARD))
+    fake_llm.responder = planning("pack the boxes")
+    await fake_slack.say("UALICE", DM, "plan my move")
+    await bot.settle()
+    added = await fake_slack.post_command("/kanban", "add buy milk", channel=DM)
+    await bot.settle()
+    assert added.status == 200 and fake_slack.bot_messages(DM)[-1].visible == "Added card #2: buy milk"
+    await fake_slack.post_command("/kanban", "", channel=DM)
+    await bot.settle()
+    assert fake_slack.bot_messages(DM)[-1].visible == render_slack(board_markdown("pack the boxes", "buy milk"))

@@ -16,6 +16,7 @@ from aiohttp import web
 from engine_harness import Engine, make_profile
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeFile, FakeTelegram, FakeUser, utf16_len
+from kanban_kit import QUIET_BOARD, board_markdown, planning, shipped_profile
 
 from adapters.render import render_telegram
 from adapters.telegram import PLATFORM, TelegramAdapter
@@ -626,3 +627,18 @@ async def test_bot_token_stays_out_of_the_logs_when_a_document_is_downloaded(tg,
         logging.setLogRecordFactory(saved)
     assert telegram.downloads and "/file/bot[REDACTED]/documents/" in caplog.text
     assert telegram.token.split(":")[1] not in caplog.text
+
+
+# ----------------------------------------------------------------------------- the task board
+
+
+async def test_the_shipped_profile_lets_the_agent_and_kanban_commands_fill_the_board(tg, telegram, fake_llm):
+    e, _ = await tg(toolsets=shipped_profile("telegram-dm-assistant").toolsets, kanban=QUIET_BOARD)
+    assert "kanban" in [c["command"] for c in telegram.commands or []]
+    fake_llm.responder = planning("pack the boxes")
+    telegram.user_says(42, ALICE, "plan my move")
+    await final_answer(telegram, e, 42, "On the board.")
+    telegram.user_says(42, ALICE, "/kanban add buy milk")
+    await telegram.wait_for_text(42, "Added card #2: buy milk")
+    telegram.user_says(42, ALICE, "/kanban")
+    await telegram.wait_for_text(42, render_telegram(board_markdown("pack the boxes", "buy milk")).text)

@@ -97,3 +97,55 @@ async def test_a_tick_splits_at_most_the_configured_number_of_triage_cards(store
     assert first.started == [cards[0].id]  # split, promoted and claimed in the same tick, one at a time
     await settle(dispatcher)
     assert (await dispatcher.tick()).decomposed == [c.id for c in cards[3:]]
+
+
+def recording(batches: list[tuple[str, list[int]]]):
+    async def on_batch(kind, cards) -> None:
+        batches.append((kind, [c.id for c in cards]))
+    return on_batch
+
+
+async def test_cards_claimed_together_are_announced_in_one_batch(stores):
+    store, batches = stores[0], []
+    dispatcher = Dispatcher(store, "p", KanbanSettings(max_in_progress_per_profile=50), completing(store),
+                            holder="h", on_batch=recording(batches))
+    cards = await store.create_cards([CardSpec(f"c{i}", profile="p", status="ready") for i in range(50)],
+                                     actor="test")
+    await dispatcher.tick()
+    await settle(dispatcher)
+    assert batches == [("started", [c.id for c in cards])]
+
+
+async def test_cards_whose_workers_stopped_are_announced_once_as_taken_back(stores, clock):
+    store, batches = stores[0], []
+    dead = await store.create_cards([CardSpec(f"c{i}", profile="p", status="ready") for i in range(2)],
+                                    actor="test")
+    await store.claim_cards("p", "dead-process", lease_seconds=5, max_running=3)  # then the process died
+    clock.advance(6)
+    dispatcher = Dispatcher(store, "p", SETTINGS, completing(store), holder="h", on_batch=recording(batches))
+    await dispatcher.tick()
+    await settle(dispatcher)
+    ids = [c.id for c in dead]
+    assert batches == [("taken back", ids), ("started", ids)]
+
+
+async def test_a_card_waiting_for_its_parts_is_blocked_when_a_part_is_blocked(stores):
+    store = stores[0]
+    [parent] = await store.create_cards([CardSpec("whole", profile="p", status="ready")], actor="test")
+    [claimed] = await store.claim_cards("p", "h", lease_seconds=60, max_running=3)
+    _, parts = await store.split_card(parent.id, claimed.claim, [CardSpec("a", profile="p"), CardSpec("b", profile="p")],
+                                      result="split", handoff={})
+    assert (await store.get_card(parent.id)).status == "todo"
+    await store.move_card(parts[1].id, "blocked", actor="test", reason="needs a password")
+    told: list[CardRecord] = []
+
+    async def on_card(card: CardRecord) -> None:
+        told.append(card)
+
+    dispatcher = Dispatcher(store, "p", SETTINGS, completing(store), holder="h", on_card=on_card)
+    await dispatcher.tick()
+    await settle(dispatcher)
+    blocked = await store.get_card(parent.id)
+    assert blocked.status == "blocked"
+    assert f"#{parts[1].id}" in blocked.reason and "needs a password" in blocked.reason
+    assert [c.id for c in told if c.status == "blocked"] == [parent.id]

@@ -9,7 +9,7 @@ import pytest
 from kanban_kit import Clock, database
 from postgres import BACKENDS
 
-from hermes_engine.ports.storage import CardSpec
+from hermes_engine.ports.storage import CardSpec, CardUsage
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
@@ -132,3 +132,23 @@ async def test_a_person_moving_a_blocked_card_back_resets_the_breaker_and_is_rec
     last = (await board.card_events(card.id))[-1]
     assert (last.actor, last.from_status, last.to_status, last.reason) == ("telegram:42", "blocked", "ready",
                                                                           "try again")
+
+
+async def test_each_attempts_spending_is_kept_and_summed_on_the_card(board):
+    [card] = await board.create_cards([CardSpec("c", profile="p")], actor="test")
+    await board.record_card_usage(card.id, 1, CardUsage(1000, 200, 3), actor="h#1")
+    await board.record_card_usage(card.id, 2, CardUsage(500, 50, 1), actor="h#2")
+    assert (await board.get_card(card.id)).spent == CardUsage(1500, 250, 4)
+    per_attempt = [(e.handoff["attempt"], e.handoff["tokens_in"], e.handoff["model_calls"])
+                   for e in await board.card_events(card.id) if e.kind == "usage"]
+    assert per_attempt == [(1, 1000, 3), (2, 500, 1)]
+
+
+async def test_a_split_by_an_attempt_that_lost_its_claim_creates_nothing(board, clock):
+    [card] = await board.create_cards([CardSpec("c", profile="p", status="ready")], actor="test")
+    [claimed] = await board.claim_cards("p", "h", lease_seconds=5, max_running=1)
+    clock.advance(6)
+    await board.reclaim_stale("p")
+    assert await board.split_card(card.id, claimed.claim, [CardSpec("part", profile="p")], result="",
+                                  handoff={}) is None
+    assert [c.id for c in await board.list_cards()] == [card.id]
