@@ -30,6 +30,7 @@ from hermes_engine.workspace.approvals import ApprovalGate
 from hermes_engine.workspace.progress import OutputShown
 from hermes_engine.workspace.risk import classify
 from hermes_engine.workspace.space import Workspace, WorkspaceError, scope_name
+from hermes_engine.workspace.uids import pool_for
 
 MB = 1024 * 1024
 FILE_TOOL_SECONDS = 30.0
@@ -43,6 +44,7 @@ class WorkspaceFeature(Feature):
         self.root = Path(home) / "workspaces" / bot
         self.settings = settings
         self.toolsets = toolsets or []
+        self.uids = pool_for(settings.uid_first, settings.uid_count)
         approvers = {str(u) for u in (settings.approvers or admins)}
         self.approvals = ApprovalGate(asker, approvers.__contains__, settings.approval_timeout_seconds)
 
@@ -126,7 +128,7 @@ class WorkspaceFeature(Feature):
         shown = OutputShown(ctx.progress, command) if ctx.progress is not None else None
         try:
             result = await asyncio.get_running_loop().run_in_executor(
-                None, functools.partial(sandbox.run, ws.root, command, limits, stop=stop,
+                None, functools.partial(sandbox.run, ws.root, command, limits, stop=stop, uids=self.uids,
                                         on_output=shown.feed if shown else None))
         except sandbox.SandboxUnavailable as exc:
             return ToolResult(f"Error: the terminal is unavailable: {exc}", is_error=True)
