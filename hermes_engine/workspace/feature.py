@@ -1,7 +1,10 @@
 """The workspace feature: the `terminal` and `files` toolsets and the `/workspace` command.
 
 Who may use them: admins of the bot anywhere; with `workspace.users: allowed_in_dm`, also every person
-allowed to talk to the bot, in their own direct messages. Never a background review (no person is there).
+allowed to talk to the bot, in their own direct messages. A goal continuation or a kanban worker acts for
+the person who set the goal or made the card (their access, the workspace of the conversation it came from;
+dangerous commands are asked about in that conversation, and expiry denies). Never a background review:
+it is a guest, acting for nobody.
 If the profile selects `terminal` and bubblewrap cannot run, the feature refuses to start and says why:
 commands never run outside the sandbox. Network for the sandbox is refused the same way: bwrap could
 only share the host's network namespace, and that includes the host's loopback services.
