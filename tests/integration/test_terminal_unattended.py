@@ -111,3 +111,42 @@ async def test_the_background_review_never_runs_commands(engine, fake_llm):
     await e.idle(30)
     assert len(review_results) == 2 and all("not available during a review" in r for r in review_results)
     assert not list((e.home / "workspaces" / "testbot").glob("*/review*"))
+
+
+class Asker:
+    """Shows nothing and answers nothing: records what was asked, where."""
+
+    def __init__(self) -> None:
+        self.asked: list = []
+
+    async def ask(self, request, answers) -> None:
+        self.asked.append(request)
+
+    async def settled(self, request, decision, note) -> None:
+        return None
+
+
+async def test_a_dangerous_command_in_a_goal_is_asked_about_in_its_conversation_and_expiry_denies(
+        engine, fake_llm, tmp_path):
+    from hermes_engine.config import GoalSettings
+    from hermes_engine.loops.goals import GoalFeature
+    from hermes_engine.workspace.feature import WorkspaceFeature
+
+    p = profile(workspace={"approve": ["dangerous"], "approval_timeout_seconds": 0.5})
+    asker = Asker()
+    features = [WorkspaceFeature(tmp_path, p.name, p.workspace, admins=p.access.admins, asker=asker,
+                                 toolsets=p.toolsets), GoalFeature(GoalSettings())]
+    e = await engine(profile=p, features=features)
+
+    def worker(request, n):
+        if not tool_results(request):
+            return Reply(tool_calls=[("terminal", {"command": "mkdir -p b && rm -rf b && echo cleaned"})])
+        return Reply(text="tried: " + tool_results(request)[-1])
+
+    fake_llm.responder, _ = goal_script([verdict("done", "tried")], worker=worker)
+    await e.say("/goal clean up", user=ADMIN, chat="c7")
+    await e.idle(30)
+    [request] = asker.asked
+    assert request.target.chat_id == "c7" and request.risk == "dangerous"
+    ran = [r for r in fake_llm.requests if not is_judge(r) and tool_results(r)]
+    assert "nobody approved it in time" in tool_results(ran[0])[0]
