@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hermes_engine.errors import ConfigError
@@ -186,6 +186,19 @@ class WorkspaceSettings(BaseModel):
     approve: list[str] = Field(default_factory=lambda: ["dangerous"])  # risk classes asked about first
     approvers: list[str] = Field(default_factory=list)  # user ids; empty: the profile's admins
     approval_timeout_seconds: float = Field(300, gt=0)
+    # a root gateway runs each workspace's commands as a uid of its own from this range (workspace/uids.py)
+    uid_first: int = Field(1_999_000_000, ge=1000, le=2**32 - 2)
+    uid_count: int = Field(1000, ge=1, le=1_000_000)
+
+    @field_validator("uid_count")
+    @classmethod
+    def _range_fits(cls, count: int, info: ValidationInfo) -> int:
+        first = info.data.get("uid_first", 0)
+        if first + count > 2**32 - 1:
+            raise ValueError(f"uid_first + uid_count must stay below 4294967295 (got {first} + {count})")
+        return count
+
+
 class KanbanSettings(BaseModel):
     """The kanban board and its dispatcher (hermes_engine/kanban/)."""
 

@@ -213,12 +213,13 @@ class Gateway:
 
     def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False,
                      is_admin: bool = False, message: InboundMessage | None = None) -> ToolContext:
-        sender = message if message is not None and not message.synthetic else None
+        # A goal continuation (synthetic) acts for the person who set the goal, with that person's access.
         return ToolContext(bot=self.bot, session_id=session.record.id, session_key=session.key,
                            person_id=person_id, chat_kind=session.scope.chat_kind,
                            shared_scope=session.scope.shared_scope, services=self.services, in_review=in_review,
                            is_admin=is_admin, untrusted=has_read_untrusted(session.history or ()),
-                           user_id=sender.user_id if sender else None,
+                           user_id=message.user_id if message is not None else None,
+                           unattended=message is not None and message.synthetic,
                            target=message.reply_target() if message is not None else None)
 
     def is_admin(self, msg: InboundMessage) -> bool:

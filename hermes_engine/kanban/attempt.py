@@ -28,6 +28,7 @@ from hermes_engine.kanban.worker import (
 )
 from hermes_engine.loops.goals import JUDGE_SYSTEM, parse_verdict
 from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.storage import CardRecord, CardUsage, Store
 from hermes_engine.providers.base import Completed, ModelRequest
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
@@ -100,6 +101,23 @@ async def card_prompt(store: Store, card: CardRecord) -> str:
     return "\n\n".join(parts)
 
 
+def worker_context(bot: str, card: CardRecord, services: dict[str, Any]) -> ToolContext:
+    """The worker acts for the person who made the card, with the access they had then, in the
+    conversation the card came from (its workspace; approvals are asked there). A card without a person
+    (made on the command line) gets no person's access."""
+    who = card.origin.get("for") or {}
+    reply = card.origin.get("reply")
+    if not who.get("user_id") or not who.get("session_key"):
+        return ToolContext(bot=bot, session_id=0, session_key=f"kanban:{card.id}", services=services,
+                           unattended=True)
+    person = who.get("person_id")
+    return ToolContext(bot=bot, session_id=0, session_key=str(who["session_key"]), services=services,
+                       person_id=int(person) if person is not None else None,
+                       chat_kind=str(who.get("chat_kind") or "dm"), is_admin=bool(who.get("admin")),
+                       user_id=str(who["user_id"]), target=ReplyTarget.from_dict(reply) if reply else None,
+                       unattended=True)
+
+
 class AttemptRunner:
     """Runs attempts for one gateway (its profile's tools and models)."""
 
@@ -140,7 +158,7 @@ class AttemptRunner:
                             split_before=bool(await store.list_cards(parent_id=card.id)))
         services = {k: v for k, v in self.host.services.items() if k not in NEVER_IN_WORKERS}
         services[WORKER_SERVICE] = scope
-        ctx = ToolContext(bot=self.host.bot, session_id=0, session_key=f"kanban:{card.id}", services=services)
+        ctx = worker_context(self.host.bot, card, services)
         task = asyncio.ensure_future(self._work(card, scope, ctx, meter))
         keeper = asyncio.ensure_future(keep_alive(scope, task))
         try:

@@ -132,7 +132,11 @@ class KanbanFeature(Feature):
                 raise ValueError(f"dependency {entry!r} names a task that does not exist")
             deps.setdefault(a, []).append(str(b))
         session = self.host.session(ctx.session_key)
-        origin: dict[str, Any] = {"reply": replace(session.target, reply_to_id=None).to_dict()} if session else {}
+        origin: dict[str, Any] = {}
+        if session:
+            origin = {"reply": replace(session.target, reply_to_id=None).to_dict(),
+                      "for": {"user_id": ctx.user_id, "admin": ctx.is_admin, "person_id": ctx.person_id,
+                              "chat_kind": ctx.chat_kind, "session_key": ctx.session_key}}
         if ctx.person_id is not None:
             origin["person"] = ctx.person_id
         specs = []
@@ -202,7 +206,9 @@ class KanbanFeature(Feature):
                     return "Usage: /kanban add <title>[: <details>]"
                 title, body = _spec_text(rest)
                 origin = {"reply": replace(ctx.message.reply_target(), reply_to_id=None).to_dict(),
-                          "person": ctx.person_id}
+                          "person": ctx.person_id,
+                          "for": {"user_id": ctx.message.user_id, "admin": ctx.is_admin, "person_id": ctx.person_id,
+                                  "chat_kind": ctx.session.scope.chat_kind, "session_key": ctx.session.key}}
                 [card] = await store.create_cards([CardSpec(title=title, body=body, profile=ctx.host.bot,
                                                             origin=origin)], actor=actor)
                 self._poke()

@@ -40,6 +40,9 @@ SKILL_PROMPT = """\
 [Background review — the person does not see this.] Look back over the work above. If it took five or
 more tool calls, overcame an error, followed a correction from the person, or used a non-obvious
 workflow, save the procedure as a skill with skill_manage (create, with When to use / Steps / Pitfalls).
+A multi-step terminal or file procedure that worked is worth a skill: the commands in order, the files
+it wrote or changed, and what failed first and how it was fixed (as Pitfalls); name the tools it used in
+the front matter (tools: [terminal, write_file, ...]).
 If a skill was used and something went wrong that it did not cover, patch its Pitfalls instead."""
 
 CLOSING = "If nothing is worth saving, just say 'Nothing to save.' and stop."

@@ -37,6 +37,7 @@ from hermes_engine.skills.model import (
     replace_section,
     section,
     validate_name,
+    with_meta,
 )
 from hermes_engine.skills.report import KEEP_REPORTS, CuratorReport, latest_report, save_report
 from hermes_engine.skills.usage import SkillUsage, UsageLog, utcnow
@@ -60,7 +61,8 @@ Skills:
 MERGE_PROMPT = """\
 Merge these skills into one umbrella skill. Keep every distinct step and every distinct pitfall (merge \
 duplicates); drop nothing that is specific. The content is a full SKILL.md: YAML front matter with name, \
-description, version, category, tags, triggers (the merged skills' example requests, at most 12), then the \
+description, version, category, tags, triggers (the merged skills' example requests, at most 12), tools \
+(every tool the merged skills name), then the \
 sections ## When to use, ## Steps, ## Pitfalls.
 
 Reply exactly in this shape:
@@ -294,6 +296,9 @@ class Curator:
         try:
             merged = parse_skill(content, folder_name=name)
             content, restored = self._keep_pitfalls(merged, sources)
+            tools = list(dict.fromkeys(t for s in (merged, *sources) for t in s.tools))
+            if tools:  # the umbrella calls every tool its sources did (the model may drop some)
+                content = with_meta(content, tools=tools)
             category = Counter(s.category for s in sources).most_common(1)[0][0]
             change = (SkillChange("edit", name, content=content) if name in names else
                       SkillChange("create", name, content=content, category=category))

@@ -106,6 +106,8 @@ class SkillsFeature(Feature, PromptContributor):
         self._known: dict[str, set[str]] = {}  # per bot: skills this process has seen in the library
         self._plain_calls: dict[str, int] = {}  # most tool calls of a skill-less turn since the library changed
         self._background: set[asyncio.Task[Any]] = set()
+        self._tool_names: frozenset[str] | None = None  # the bot's tools, known once started
+        self._skill_tools: dict[str, dict[str, tuple[str, ...]]] = {}  # per bot: the tools each skill names
 
     @classmethod
     def from_settings(cls, settings: Any, bot: str = "default", **options: Any) -> SkillsFeature:
@@ -169,8 +171,12 @@ class SkillsFeature(Feature, PromptContributor):
     def contributors(self) -> list[Any]:
         return [self]
 
+    def tool_names(self) -> frozenset[str] | None:
+        return self._tool_names
+
     async def start(self, host: Host) -> None:
         self._embedding_cache = host.store
+        self._tool_names = frozenset(t.name for t in host.tools)
         if not self.curator_interval:
             return
         if self.scheduler is None:
@@ -207,6 +213,7 @@ class SkillsFeature(Feature, PromptContributor):
         cached = self._rankers.get(bot)
         if cached is None or cached[0] != revision:
             skills = await library.list_skills()
+            self._skill_tools[bot] = {s.name: s.tools for s in skills}
             if cached is None:
                 cached = (revision, SkillHints(skills, embedder=self.embedder, cache=self._embedding_cache))
             else:
@@ -219,7 +226,11 @@ class SkillsFeature(Feature, PromptContributor):
         if not text or not text.strip() or SKILL_PREFIX.match(text):
             return None
         ranker = await self.ranker(scope.bot)
-        return hint_text(await ranker.hints(text, limit=self.hint_limit))
+        hits = await ranker.hints(text, limit=self.hint_limit + 2)
+        tools = self._skill_tools.get(scope.bot, {})
+        have = self._tool_names
+        usable = [h for h in hits if have is None or all(t in have for t in tools.get(h.name, ()))]
+        return hint_text(usable[:self.hint_limit], tools)
 
     def on_session_evicted(self, scope: SessionScope) -> None:
         self._frozen.pop((scope.bot, scope.session_id), None)

@@ -9,7 +9,7 @@ name at most three, or none when nothing matches well enough.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hermes_engine.ports.conversation import estimate_tokens
@@ -116,10 +116,13 @@ class HintRanker(LexicalRanker):
         return select_hints(self.rank(text), limit, min_ratio)
 
 
-def hint_text(hits: Sequence[Hit]) -> str | None:
+def hint_text(hits: Sequence[Hit], tools: Mapping[str, Sequence[str]] | None = None) -> str | None:
+    """The hint line; a skill that names its tools says which (a few tokens that help the model pick)."""
     if not hits:
         return None
-    names = ", ".join(h.name for h in hits)
+    tools = tools or {}
+    names = ", ".join(f"{h.name} (uses {', '.join(tools[h.name])})" if tools.get(h.name) else h.name
+                      for h in hits)
     return f"(Skills that may fit this request: {names}. Load one with skill_view before starting.)"
 
 

@@ -25,6 +25,8 @@ AUTHORS = ("user", "agent")
 DEFAULT_CATEGORY = "general"
 MAX_TRIGGERS = 12  # example requests a skill serves (front matter `triggers`), indexed for hints
 MAX_TRIGGER_CHARS = 200
+MAX_TOOLS = 16  # tools a skill's steps call (front matter `tools`)
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 class SkillError(HermesError):
@@ -55,6 +57,7 @@ class Skill:
     updated_at: float = field(default=0.0, compare=False)  # mtime of SKILL.md (seconds since epoch)
     files: tuple[str, ...] = ()  # supporting files, relative ("references/x.md")
     triggers: tuple[str, ...] = ()  # example requests the skill serves, in the asker's words
+    tools: tuple[str, ...] = ()  # the tools its steps call; names this bot lacks are kept, and flagged on view
 
     @property
     def when_to_use(self) -> str:
@@ -147,6 +150,19 @@ def parse_triggers(value: Any) -> tuple[str, ...]:
     return tuple(" ".join(t.split()) for t in triggers)
 
 
+def parse_tools(value: Any) -> tuple[str, ...]:
+    """Front matter `tools`: names of the tools the steps call, each once. A name this bot does not have is
+    kept (the skill may come from another bot, or the tool may be added later); `skill_view` flags it."""
+    names = _as_tuple(value, "tools")
+    if len(names) > MAX_TOOLS:
+        raise SkillError(f"Front matter 'tools' names {len(names)} tools; keep at most {MAX_TOOLS}.")
+    for name in names:
+        if not TOOL_NAME_RE.match(name):
+            raise SkillError(f"Front matter 'tools' holds {name[:40]!r}, which is not a tool name (e.g. "
+                             f"'terminal', 'read_file').")
+    return tuple(dict.fromkeys(names))
+
+
 def parse_skill(text: str, *, folder_name: str | None = None, category: str | None = None,
                 path: Path | None = None, updated_at: float = 0.0, files: tuple[str, ...] = ()) -> Skill:
     """Parse and validate SKILL.md text. Raises `SkillError` with a message fit for the model."""
@@ -203,6 +219,7 @@ def parse_skill(text: str, *, folder_name: str | None = None, category: str | No
         updated_at=updated_at,
         files=files,
         triggers=parse_triggers(meta.get("triggers")),
+        tools=parse_tools(meta.get("tools")),
     )
 
 

@@ -29,6 +29,20 @@ class SkillLibraries(Protocol):
         """The library `bot`'s agent reads and writes (possibly behind an approval gate)."""
 
 
+@runtime_checkable
+class ToolCatalog(Protocol):
+    """What `skill_view` asks to flag a skill's tools this bot lacks; the skills feature implements it."""
+
+    def tool_names(self) -> frozenset[str] | None:
+        """The bot's tool names (None: not known yet)."""
+
+
+def missing_tools(ctx: ToolContext, tools: tuple[str, ...]) -> list[str]:
+    service: object = ctx.services.get("skills")
+    names = service.tool_names() if isinstance(service, ToolCatalog) else None
+    return [] if names is None else [t for t in tools if t not in names]
+
+
 def library_of(ctx: ToolContext) -> SkillLibrary:
     service: object = ctx.services.get("skills")
     if isinstance(service, SkillLibraries):
@@ -56,6 +70,9 @@ async def skill_view(ctx: ToolContext, name: str, file_path: str | None = None) 
     except SkillError as exc:
         return ToolResult(str(exc), is_error=True)
     text = skill.text.rstrip() + "\n"
+    if missing := missing_tools(ctx, skill.tools):
+        text += (f"\n[this bot has no {', '.join(missing)}: the steps that call "
+                 f"{'it' if len(missing) == 1 else 'them'} cannot run here]\n")
     if skill.files:
         text += f"\n[files: {', '.join(skill.files)} — read with skill_view(name, file_path)]\n"
     return ToolResult(text)
@@ -98,7 +115,7 @@ async def skill_manage(
     absorbed_into: str | None = None,
     requested_by_person: bool = False,
 ) -> ToolResult:
-    """Save or change a reusable skill. SKILL.md = YAML front matter (name, description, version, category, tags, triggers: 2-5 short example requests in the asker's words) then sections ## When to use, ## Steps, ## Pitfalls. Prefer patch for small fixes.
+    """Save or change a reusable skill. SKILL.md = YAML front matter (name, description, version, category, tags, triggers: 2-5 short example requests in the asker's words, tools: names of the tools its steps call) then sections ## When to use, ## Steps, ## Pitfalls. Prefer patch for small fixes.
 
     Args:
       action: create(name, content, category) | patch(name, old_string, new_string) | edit(name, content) | delete(name) | write_file/remove_file(name, file_path, file_content)
@@ -136,4 +153,4 @@ async def skill_manage(
 
 TOOLS: list[Tool] = [skill_view, skills_list, skill_manage]
 
-__all__ = ["TOOLS", "SkillLibraries", "library_of", "skill_manage", "skill_view", "skills_list"]
+__all__ = ["TOOLS", "SkillLibraries", "ToolCatalog", "missing_tools", "library_of", "skill_manage", "skill_view", "skills_list"]

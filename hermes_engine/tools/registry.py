@@ -67,7 +67,10 @@ class ToolContext:
     in_review: bool = False  # background review: no user-visible side effects
     is_admin: bool = False  # the person speaking administers the bot (admin-only tools)
     untrusted: bool = False  # the session has read untrusted content: writes to itself scan strictly
-    user_id: str | None = None  # who sent the message this turn answers (None: no person, e.g. a review)
+    user_id: str | None = None  # who the turn acts for (None: no person, e.g. a review)
+    # Nobody is at the keyboard: a goal continuation or a kanban worker acting for the person who set the
+    # goal or made the card, with that person's access.
+    unattended: bool = False
     target: ReplyTarget | None = None  # where the turn answers (approval questions are asked there)
     # Interim text shown to the person while the tool runs (a command's output), replaced by the answer
     # when it comes; None when the reply is not streamed.

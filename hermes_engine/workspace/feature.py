@@ -1,7 +1,10 @@
 """The workspace feature: the `terminal` and `files` toolsets and the `/workspace` command.
 
 Who may use them: admins of the bot anywhere; with `workspace.users: allowed_in_dm`, also every person
-allowed to talk to the bot, in their own direct messages. Never a background review (no person is there).
+allowed to talk to the bot, in their own direct messages. A goal continuation or a kanban worker acts for
+the person who set the goal or made the card (their access, the workspace of the conversation it came from;
+dangerous commands are asked about in that conversation, and expiry denies). Never a background review:
+it is a guest, acting for nobody.
 If the profile selects `terminal` and bubblewrap cannot run, the feature refuses to start and says why:
 commands never run outside the sandbox. Network for the sandbox is refused the same way: bwrap could
 only share the host's network namespace, and that includes the host's loopback services.
@@ -30,6 +33,7 @@ from hermes_engine.workspace.approvals import ApprovalGate
 from hermes_engine.workspace.progress import OutputShown
 from hermes_engine.workspace.risk import classify
 from hermes_engine.workspace.space import Workspace, WorkspaceError, scope_name
+from hermes_engine.workspace.uids import pool_for
 
 MB = 1024 * 1024
 FILE_TOOL_SECONDS = 30.0
@@ -43,6 +47,7 @@ class WorkspaceFeature(Feature):
         self.root = Path(home) / "workspaces" / bot
         self.settings = settings
         self.toolsets = toolsets or []
+        self.uids = pool_for(settings.uid_first, settings.uid_count)
         approvers = {str(u) for u in (settings.approvers or admins)}
         self.approvals = ApprovalGate(asker, approvers.__contains__, settings.approval_timeout_seconds)
 
@@ -126,7 +131,7 @@ class WorkspaceFeature(Feature):
         shown = OutputShown(ctx.progress, command) if ctx.progress is not None else None
         try:
             result = await asyncio.get_running_loop().run_in_executor(
-                None, functools.partial(sandbox.run, ws.root, command, limits, stop=stop,
+                None, functools.partial(sandbox.run, ws.root, command, limits, stop=stop, uids=self.uids,
                                         on_output=shown.feed if shown else None))
         except sandbox.SandboxUnavailable as exc:
             return ToolResult(f"Error: the terminal is unavailable: {exc}", is_error=True)

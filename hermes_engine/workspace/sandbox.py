@@ -3,7 +3,9 @@
 Each command runs in its own bwrap instance: the workspace is the only writable folder (mounted at
 `/workspace`), the system folders are mounted read-only, /tmp and /proc are fresh, and every namespace is
 new (no network: only a loopback of its own). When the gateway runs as root the sandbox is started as an
-unprivileged uid, so even a kernel bug in the namespace code meets a process that owns nothing. Limits
+unprivileged uid, so even a kernel bug in the namespace code meets a process that owns nothing; each
+workspace with a command running gets a uid of its own (`uids.py`), so the process limit of one command
+is not spent by another's. Limits
 (processes, memory, CPU time, file size) are set between fork and exec, and a command over its time
 is killed with everything it started (bwrap dies with its parent, and the namespace's first process
 takes the rest with it).
@@ -28,7 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-SANDBOX_UID = 65534  # "nobody": the uid a root gateway drops to before starting bwrap
+from hermes_engine.workspace.uids import NoFreeUid, UidPool, pool_for
+
 INSIDE = "/workspace"
 KEEP_BYTES = 8 * 1024  # output kept at the head and at the tail
 _SYSTEM_RO = ("/usr", "/etc/alternatives", "/etc/ld.so.cache", "/etc/passwd", "/etc/group", "/etc/localtime",
@@ -117,17 +120,19 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def bwrap_argv(workspace_fd: int, command: str) -> list[str]:
+def bwrap_argv(workspace_fd: int, command: str, uid: int | None = None) -> list[str]:
     """The full argument vector; `command` is one element, for `/bin/sh -c`. The workspace is passed as an
     open folder, so a folder swapped for a symlink after it was checked is not followed.
 
-    As root, bwrap runs with real privileges to build the mounts, and `setpriv` then becomes the sandbox
-    uid for good (no capabilities, no new privileges) before the shell starts: the kernel counts its
+    As root, bwrap runs with real privileges to build the mounts, and `setpriv` then becomes `uid` (leased
+    for this workspace) for good (no capabilities, no new privileges) before the shell starts: the kernel counts its
     processes against that uid's limit (a root-mapped uid in a user namespace would escape the count).
     Otherwise bwrap maps the caller's own uid in a new user namespace and drops every capability."""
     if drops_privileges():
+        if uid is None or uid == 0:
+            raise ValueError("a root gateway must name the unprivileged uid the sandbox runs as")
         argv = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
-        shell = [SETPRIV, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
+        shell = [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                  "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", *_shell(command)]
     else:
         argv = ["bwrap", "--unshare-all", "--unshare-user", "--cap-drop", "ALL"]
@@ -166,15 +171,27 @@ ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": INSIDE, "LANG": "C.UTF-8"
 
 
 def run(workspace: Path, command: str, limits: Limits, on_output: Callable[[bytes], None] | None = None,
-        keep: int = KEEP_BYTES, stop: threading.Event | None = None) -> RunResult:
+        keep: int = KEEP_BYTES, stop: threading.Event | None = None, uids: UidPool | None = None) -> RunResult:
     """Run `command` in a fresh sandbox over `workspace`; blocks until it ends, its time is up or `stop`
-    is set (the turn was cancelled). `on_output` sees each chunk as it arrives (for showing progress)."""
+    is set (the turn was cancelled). `on_output` sees each chunk as it arrives (for showing progress).
+    A root gateway runs it as a uid leased from `uids` (the default range when None)."""
     reason = unavailable_reason()
     if reason is not None:
         raise SandboxUnavailable(reason)
+    if not drops_privileges():
+        return _run(workspace, command, limits, on_output, keep, stop, None)
+    try:
+        with (uids or pool_for()).lease(workspace) as uid:
+            return _run(workspace, command, limits, on_output, keep, stop, uid)
+    except NoFreeUid as exc:
+        raise SandboxUnavailable(str(exc)) from None
+
+
+def _run(workspace: Path, command: str, limits: Limits, on_output: Callable[[bytes], None] | None, keep: int,
+         stop: threading.Event | None, uid: int | None) -> RunResult:
     folder = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        proc = subprocess.Popen(bwrap_argv(folder, command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(bwrap_argv(folder, command, uid), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, env=ENV, start_new_session=True, close_fds=True,
                                 pass_fds=(folder,), preexec_fn=_set_limits(limits))
     finally:

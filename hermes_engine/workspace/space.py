@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from hermes_engine.errors import HermesError
 from hermes_engine.skills.confine import inside, is_real_dir, lstat_or_none
-from hermes_engine.workspace.sandbox import SANDBOX_UID, drops_privileges
+from hermes_engine.workspace.sandbox import drops_privileges
 
 # Never follow a planted symlink, and never block on a FIFO a command left where a file was expected.
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -68,19 +68,19 @@ class Workspace:
     quota_bytes: int
 
     def ensure(self) -> Workspace:
-        """Create the folder (owned by the sandbox uid when the gateway is root, so commands can write)."""
+        """Create the folder (a root gateway hands it to a sandbox uid before each command runs)."""
         self.root.parent.mkdir(parents=True, exist_ok=True)
         if not self.root.exists():
             self.root.mkdir(mode=0o755)
-            self._own(self.root)
         if not is_real_dir(self.root):
             raise WorkspaceError(f"The workspace {self.root} is not a real folder; nothing was done.")
         return self
 
-    @staticmethod
-    def _own(path: Path | int) -> None:
+    def _own(self, path: Path | int) -> None:
+        """Give what a file tool made to the workspace's owner, the uid its commands run as."""
         if drops_privileges():
-            os.chown(path, SANDBOX_UID, SANDBOX_UID)
+            st = os.lstat(self.root)
+            os.chown(path, st.st_uid, st.st_gid)
 
     def size(self) -> int:
         return tree_size(self.root)

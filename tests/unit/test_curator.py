@@ -271,3 +271,18 @@ async def test_every_run_writes_json_and_markdown_reports(library):
     assert c.latest_report().to_dict() == report.to_dict()
     second = await c.run(dry_run=True)
     assert latest_report(library.root).files == second.files
+
+
+async def test_a_merged_skill_names_every_tool_its_sources_named(library):
+    for name, tools in (("docker-build-cache", "[terminal, write_file]"), ("docker-layer-caching", "[terminal, patch]")):
+        library.apply_sync(SkillChange("create", name, category="devops", content=skill_md(
+            name, f"Handle {name}", pitfalls=[f"Pitfall of {name}"], tags=f"[docker]\ntools: {tools}")),
+            author="agent")
+        set_age(library, name, 0)
+    provider = ScriptedProvider(
+        json.dumps({"groups": [{"skills": ["docker-build-cache", "docker-layer-caching"], "reason": "same"}]}),
+        merge_answer("docker-image-builds", ["Pitfall of docker-build-cache", "Pitfall of docker-layer-caching"]),
+    )  # the model's umbrella names no tools
+    await curator(library, provider, llm=True).run()
+    umbrella = await library.get("docker-image-builds")
+    assert umbrella.tools == ("terminal", "write_file", "patch")

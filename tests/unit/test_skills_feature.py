@@ -170,7 +170,7 @@ async def test_start_schedules_the_curator_under_a_lease(tmp_path):
     fixed = datetime(2025, 1, 1, tzinfo=UTC)
     feature = SkillsFeature(tmp_path / "skills", bot="helper", curator_interval_seconds=3600, llm_pass=False,
                             clock=lambda: fixed)
-    await feature.start(SimpleNamespace(store=Store(), metrics=NO_METRICS))
+    await feature.start(SimpleNamespace(store=Store(), metrics=NO_METRICS, tools=[]))
     try:
         job = feature.scheduler.jobs["skills-curator:helper"]
         assert job.interval == 3600 and job.lease
