@@ -23,6 +23,7 @@ from adapters.render import render_slack
 from hermes_engine.config import GoalSettings
 from hermes_engine.errors import ConfigError
 from hermes_engine.loops.goals import GoalFeature
+from hermes_engine.ports.inbound import ReplyTarget
 
 CHANNEL = "CGENERAL"
 DM = "DALICE"
@@ -430,6 +431,32 @@ async def test_a_long_reply_in_a_thread_continues_in_more_streamed_messages_with
     assert not [c for c in fake_slack.calls if c.error]
     shown = "\n".join(m.visible for m in replies)
     assert [t for t in shown.split() if "w" in t] == [t for t in text.split() if "w" in t]  # nothing lost or cut
+
+
+async def test_a_reply_left_streaming_by_a_crash_is_closed_and_completed_in_place_after_the_restart(
+        slack_bot, fake_slack):
+    from adapters.slack import PLATFORM
+
+    bot = await slack_bot()
+    asked = fake_slack.store_user_message("UALICE", DM, "tell me something long")
+    target = ReplyTarget("slack", fake_slack.team, DM, thread_id=asked.ts)
+    await bot.adapter.open_stream(target, idempotency_key="e1:reply").push("A first try that was ")
+    await fake_slack.wait_for(lambda: any(m.streaming for m in fake_slack.bot_messages(DM, asked.ts)))
+    [left] = fake_slack.bot_messages(DM, asked.ts)  # the process dies here: the stream stays open
+
+    second_life = PLATFORM.build(bot.gateway, bot.engine.settings,
+                                 PLATFORM.parse_options({"edit_interval_seconds": 0.02}), web.Application(),
+                                 os.environ)
+    second_life.keep_deliveries_in(bot.adapter.ledger)  # the durable ledger outlives the process
+    await second_life.start()
+    try:
+        await second_life.open_stream(target, idempotency_key="e1:reply").finish("The **whole** answer.")
+    finally:
+        await second_life.stop()
+    [shown] = fake_slack.bot_messages(DM, asked.ts)
+    assert shown.ts == left.ts and not shown.streaming  # completed in place, not posted again below
+    assert shown.visible == "The *whole* answer."
+    assert not [c for c in fake_slack.calls if c.error]
 
 
 # -- slash commands and goals ----------------------------------------------------------------------------
