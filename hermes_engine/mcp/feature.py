@@ -232,5 +232,5 @@ class McpFeature(Feature):
         return note if decision is Decision.DENY else None
 
     def as_tool_result(self, result: RemoteResult, source: str, limit: int) -> ToolResult:
-        text = self.pages.cut(render(result), limit)
-        return ToolResult(untrusted.mark(text, source), is_error=result.is_error)
+        text, images = render(result)
+        return ToolResult(untrusted.mark(self.pages.cut(text, limit), source), result.is_error, images)
