@@ -151,6 +151,8 @@ class WebSettings(BaseModel):
     max_bytes: int = Field(2_000_000, ge=1024)  # of a body read; the rest is not downloaded
     max_chars: int = Field(20_000, ge=1000, le=40_000)  # of text returned per call; more with `offset`
     max_redirects: int = Field(5, ge=0, le=20)
+    # A PEM file of certificate authorities trusted besides the system's (a corporate proxy's, a private CA).
+    ca_bundle: Path | None = None
 
 
 class UsageLimitSettings(BaseModel):

@@ -32,6 +32,7 @@ from hermes_engine.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from hermes_engine.memory.documents import MemoryStore
     from hermes_engine.skills.files import FileSkillLibrary
+    from hermes_engine.workspace.approvals import ApprovalGate
 
 
 def preload_models(gateways: Sequence[Gateway]) -> None:
@@ -141,6 +142,8 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
     from hermes_engine.skills.feature import SkillsFeature
     from hermes_engine.workspace.feature import WorkspaceFeature
 
+    workspace = WorkspaceFeature(settings.home, profile.name, profile.workspace, admins=profile.access.admins,
+                                 asker=asker, toolsets=profile.toolsets)
     features: list[Feature] = [
         MemoryFeature(memory_store(settings, store), profile.memory),
         SkillsFeature.from_settings(settings, bot=profile.name, require_approval=profile.skills.require_approval,
@@ -158,10 +161,9 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
         CompressionFeature(),
         SearchFeature(),
         DelegationFeature(profile.delegation),
-        WorkspaceFeature(settings.home, profile.name, profile.workspace, admins=profile.access.admins,
-                         asker=asker, toolsets=profile.toolsets),
+        workspace,
         KanbanFeature(profile.kanban),
-        *mcp_features(profile),
+        *mcp_features(profile, workspace.approvals),
     ]
     if {"web", "web_fetch", "web_search"} & set(profile.toolsets):  # its HTTP stack is loaded only when used
         from hermes_engine.tools.web.feature import WebFeature
@@ -170,14 +172,16 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
     return features
 
 
-def mcp_features(profile: BotProfile) -> list[Feature]:
-    """The profile's MCP servers as one feature (none without servers: the SDK is then not imported)."""
+def mcp_features(profile: BotProfile, approvals: ApprovalGate | None = None) -> list[Feature]:
+    """The profile's MCP servers as one feature (none without servers: the SDK is then not imported); calls
+    that need approval ask through `approvals`, the terminal's gate (none: they are denied)."""
     if not profile.mcp_servers:
         return []
     from hermes_engine.mcp.feature import McpFeature
     from hermes_gateway.mcp.manager import ServerManager
 
-    return [McpFeature(ServerManager(profile.mcp_servers), profile.mcp_servers, profile.mcp_schema_budget)]
+    return [McpFeature(ServerManager(profile.mcp_servers), profile.mcp_servers, profile.mcp_schema_budget,
+                       approvals)]
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,

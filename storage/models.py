@@ -358,3 +358,14 @@ class DocumentRow(Base):
     body: Mapped[str] = mapped_column(sa.Text(), nullable=False)
     version: Mapped[int] = mapped_column(sa.Integer(), nullable=False)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class ToolListRow(Base):
+    """A tool list some session froze, by the SHA-256 of its text. Text, not JSON: the bytes are what the
+    provider's cache sees, and JSONB would reorder the keys."""
+
+    __tablename__ = "tool_lists"
+
+    fingerprint: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    text: Mapped[str] = mapped_column(sa.Text(), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

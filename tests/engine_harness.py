@@ -96,10 +96,12 @@ def fake_llm_environment(fake: Any) -> dict[str, str]:
 
 
 class Engine:
-    """One bot's gateway on a temporary SQLite database, with a recording outlet attached."""
+    """One bot's gateway on a temporary SQLite database (or `database`: a URL and engine options), with a
+    recording outlet attached."""
 
     def __init__(self, home: Path, profile: BotProfile, features: list[Feature] | None = None,
-                 platform: str = "test", metrics: Metrics = NO_METRICS) -> None:
+                 platform: str = "test", metrics: Metrics = NO_METRICS,
+                 database: tuple[str, dict[str, Any]] | None = None) -> None:
         self.home = home
         self.metrics = metrics
         self.settings = Settings(home=home)
@@ -109,9 +111,10 @@ class Engine:
         self.store: SqlStore | None = None
         self.gateway: Gateway | None = None
         self.outlet = RecordingOutlet(platform)
+        self.database = database or (self.settings.db_url, {})
 
     async def start(self) -> Engine:
-        self.store = SqlStore(self.settings.db_url)
+        self.store = SqlStore(self.database[0], engine_options=self.database[1])
         await self.store.init()
         self.gateway = build_gateway(self.settings, self.profile, self.store, features=self.features,
                                      metrics=self.metrics)

@@ -51,3 +51,13 @@ async def fresh_schema() -> AsyncIterator[str]:
         yield schema
     finally:
         await execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@asynccontextmanager
+async def empty_database(backend: str, sqlite_file: str) -> AsyncIterator[tuple[str, dict[str, object]]]:
+    """(url, engine options) of an empty database: a SQLite file, or a fresh PostgreSQL schema."""
+    if backend == "sqlite":
+        yield f"sqlite+aiosqlite:///{sqlite_file}", {}
+        return
+    async with fresh_schema() as schema:
+        yield PG_URL or "", {"connect_args": {"server_settings": {"search_path": schema}}}

@@ -173,7 +173,8 @@ class AgentLoop:
                 content += (f"\n\n[budget: {iterations_left} model calls left in this turn; "
                             "finish the task or summarise where you are]")
             message = Message(role="tool", content=content, tool_call_id=call.id, tool_name=call.name,
-                              is_error=outcome.is_error, meta=record(call, len(outcome.content), took))
+                              is_error=outcome.is_error, images=outcome.images,
+                              meta=record(call, len(outcome.content), took))
             await persist(message, None, None)
             return message
 

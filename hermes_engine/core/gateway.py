@@ -24,6 +24,7 @@ from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob
 from hermes_engine.core.sessions import SessionTable
 from hermes_engine.core.storage_health import StorageHealth
+from hermes_engine.core.tool_lists import session_tools
 from hermes_engine.core.turn import TurnRunner
 from hermes_engine.errors import HermesError, StorageError
 from hermes_engine.policy.access import AccessGate
@@ -254,7 +255,7 @@ class Gateway:
                 session.scope = replace(session.scope, person_id=session.record.state.get("owner"))
             session.system_prompt = frozen
         if session.tools is None:
-            session.tools = ToolRegistry(list(self.tools))
+            session.tools = await session_tools(self.store, session, self.tools)
 
     async def new_session(self, session: SessionHandle) -> SessionHandle:
         """`/new`: a fresh session for the same key, linked to the old one; prompts are frozen anew."""

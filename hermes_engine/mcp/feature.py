@@ -11,6 +11,9 @@ would pass the profile's `mcp_schema_budget` (tokens); the rest are named in one
 the request's tool list never changes.
 
 Every result is marked as untrusted data; a failure of any kind reaches the model as a tool error.
+A tool the profile marks as acting on the world (`approval`, `approve_tools`) is called only once an
+approver said yes, through the same gate as the terminal's dangerous commands; a denial reaches the
+model as a tool error and the server never sees the call.
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from hermes_engine.mcp.remote import McpServers, RemoteResult, RemoteTool, Serve
 from hermes_engine.mcp.results import ResultPages, render
 from hermes_engine.mcp.settings import McpServerSettings
 from hermes_engine.policy import untrusted
+from hermes_engine.ports.approval import Decision
 from hermes_engine.ports.feature import Feature
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host
+    from hermes_engine.workspace.approvals import ApprovalGate
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +55,10 @@ def _short(description: str, limit: int = 80) -> str:
 class McpFeature(Feature):
     name = "mcp"
 
-    def __init__(self, servers: McpServers, settings: dict[str, McpServerSettings], budget: int) -> None:
+    def __init__(self, servers: McpServers, settings: dict[str, McpServerSettings], budget: int,
+                 approvals: ApprovalGate | None = None) -> None:
         self.servers, self.settings, self.budget = servers, settings, budget
+        self.approvals = approvals  # without one, a call that needs approval is denied
         self.pages = ResultPages()
         self._host: Host | None = None
         self._registered: list[str] = []
@@ -167,7 +174,10 @@ class McpFeature(Feature):
                     COMPACT_TOOLSET)
 
     def _limit(self, server: str) -> float:
-        return self.settings[server].timeout + TIME_SLACK
+        rules = self.settings[server]
+        waiting = self.approvals.timeout_seconds if self.approvals and (rules.approval == "always"
+                                                                         or rules.approve_tools) else 0.0
+        return rules.timeout + TIME_SLACK + waiting
 
     # ----------------------------------------------------------------- calls
 
@@ -194,6 +204,10 @@ class McpFeature(Feature):
             return ToolResult(refused, is_error=True)
         rules = self.settings[remote.server]
         source = f"MCP server {remote.server}, tool {remote.name}"
+        if rules.needs_approval(remote.name):
+            denied = await self._denial(remote, arguments, ctx)
+            if denied:
+                return ToolResult(f"Denied: {source} was not called ({denied}).", is_error=True)
         try:
             result = await self.servers.call(remote.server, remote.name, arguments, rules.timeout)
         except ServerUnavailable as exc:
@@ -205,6 +219,18 @@ class McpFeature(Feature):
         ctx.untrusted = True  # the model reads it next: this turn's writes to memory and skills scan strictly
         return self.as_tool_result(result, source, rules.max_result_chars)
 
+    async def _denial(self, remote: RemoteTool, arguments: dict[str, Any], ctx: ToolContext) -> str | None:
+        """Ask the approvers; None when they approved, else why not."""
+        if self.approvals is None or ctx.target is None:
+            return "it needs approval and nobody can be asked"
+        shown = json.dumps(arguments, ensure_ascii=False)
+        shown = shown if len(shown) <= 500 else shown[:499] + "…"
+        decision, note = await self.approvals.decide(
+            bot=ctx.bot, session_key=ctx.session_key, target=ctx.target,
+            command=f"{remote.server}: {remote.name} {shown}", risk=f"mcp:{remote.server}/{remote.name}",
+            reason="an MCP tool that acts on the world")
+        return note if decision is Decision.DENY else None
+
     def as_tool_result(self, result: RemoteResult, source: str, limit: int) -> ToolResult:
-        text = self.pages.cut(render(result), limit)
-        return ToolResult(untrusted.mark(text, source), is_error=result.is_error)
+        text, images = render(result)
+        return ToolResult(untrusted.mark(self.pages.cut(text, limit), source), result.is_error, images)

@@ -1,6 +1,7 @@
-"""A server's answer as the model reads it: marked as untrusted data, images and links described,
-cut to the server's size cap with a note saying how to read on (`mcp_result_page`); the caller marks it
-as untrusted data (`policy/untrusted.py`)."""
+"""A server's answer as the model reads it: text, links described, images described in the text and
+handed on as images (vision models see them; `MAX_IMAGES` per result, each up to `MAX_IMAGE_BYTES`, the
+rest only described), cut to the server's size cap with a note saying how to read on (`mcp_result_page`);
+the caller marks the text as untrusted data (`policy/untrusted.py`)."""
 
 from __future__ import annotations
 
@@ -9,29 +10,50 @@ import binascii
 import itertools
 from collections import OrderedDict
 
-from hermes_engine.mcp.remote import RemoteResult
+from hermes_engine.mcp.remote import RemotePart, RemoteResult
+from hermes_engine.ports.conversation import ImagePart
 
 KEPT_RESULTS = 32  # full texts of cut results kept for `mcp_result_page`, per gateway
+MAX_IMAGES = 4  # per result: each costs over a thousand tokens on every later request of the session
+MAX_IMAGE_BYTES = 3_750_000  # decoded; its base64 stays under the providers' 5 MB per image
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})  # what every provider takes
 
 
-def _image_note(data: str, mime: str) -> str:
+def _size(data: str) -> int | None:
     try:
-        size = len(base64.b64decode(data, validate=False))
+        return len(base64.b64decode(data, validate=True))
     except (binascii.Error, ValueError):
-        size = len(data)
-    return f"[image {mime or 'of unknown type'}, {size:,} bytes: images from tools are not shown to the model]"
+        return None
 
 
-def render(result: RemoteResult) -> str:
+def _image(part: RemotePart, shown: list[ImagePart]) -> str:
+    """The image's line in the text; the image itself joins `shown` when it can be shown."""
+    size = _size(part.data)
+    kind = part.mime_type or "of unknown type"
+    if size is None:
+        return f"[image {kind}: not valid base64, not shown]"
+    if part.mime_type not in IMAGE_TYPES:
+        return f"[image {kind}, {size:,} bytes: a type models do not take, not shown]"
+    if size > MAX_IMAGE_BYTES:
+        return f"[image {kind}, {size:,} bytes: over {MAX_IMAGE_BYTES:,} bytes, not shown]"
+    if len(shown) >= MAX_IMAGES:
+        return f"[image {kind}, {size:,} bytes: only {MAX_IMAGES} images per result are shown]"
+    shown.append(ImagePart(part.mime_type, part.data))
+    return f"[image {kind}, {size:,} bytes: image {len(shown)} attached to this result]"
+
+
+def render(result: RemoteResult) -> tuple[str, tuple[ImagePart, ...]]:
+    """The text the model reads, and the images attached to it."""
     pieces = []
+    shown: list[ImagePart] = []
     for part in result.parts:
         if part.kind == "text":
             pieces.append(part.text)
         elif part.kind == "image":
-            pieces.append(_image_note(part.data, part.mime_type))
+            pieces.append(_image(part, shown))
         else:
             pieces.append(f"[resource {part.text or part.uri}: {part.uri}]")
-    return "\n".join(pieces) if pieces else "(no content)"
+    return ("\n".join(pieces) if pieces else "(no content)"), tuple(shown)
 
 
 class ResultPages:

@@ -48,6 +48,10 @@ class McpServerSettings(BaseModel):
     start_timeout: float = Field(30.0, gt=0)  # seconds to start and list tools
     max_result_chars: int = Field(20_000, ge=1000)
     access: McpAccess = Field(default_factory=McpAccess)
+    # Tools that act on the world wait for approval (the terminal's gate): every tool of the server
+    # (`approval: always`) or the ones listed in `approve_tools` (the server's names).
+    approval: Literal["never", "always"] = "never"
+    approve_tools: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSettings:
@@ -55,7 +59,16 @@ class McpServerSettings(BaseModel):
             raise ValueError("give either command (stdio) or url (Streamable HTTP)")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError("url must start with http:// or https://")
+        if self.approval == "always" and self.approve_tools:
+            raise ValueError("approve_tools lists tools for approval: never; with approval: always every tool "
+                             "asks already")
+        hidden = sorted(set(self.approve_tools) & set(self.exclude))
+        if hidden:
+            raise ValueError(f"approve_tools names excluded tools: {', '.join(hidden)}")
         return self
+
+    def needs_approval(self, tool: str) -> bool:
+        return self.approval == "always" or tool in self.approve_tools
 
     @field_validator("env", "headers")
     @classmethod

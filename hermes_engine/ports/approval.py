@@ -1,4 +1,5 @@
-"""Asking a person to approve what the agent is about to do (a dangerous terminal command).
+"""Asking a person to approve what the agent is about to do (a dangerous terminal command, a call of an MCP
+tool that acts on the world).
 
 The engine keeps the pending request and decides who may answer; an `ApprovalAsker` only shows the
 question where approvers can see it (a console prompt, chat buttons) and reports each answer back through

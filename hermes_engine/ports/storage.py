@@ -472,6 +472,18 @@ class DocumentStore(Protocol):
         returns how many."""
 
 
+class ToolListStore(Protocol):
+    """The tool lists sessions froze, by fingerprint (the SHA-256 of the text): a session evicted from
+    memory or loaded after a restart lists the same tools, byte for byte, so the provider's cached prefix
+    stays valid. Lists are shared (most sessions of a bot freeze the same one) and never change."""
+
+    async def get_tool_list(self, fingerprint: str) -> str | None:
+        """The list's JSON text exactly as it was put, or None."""
+
+    async def put_tool_list(self, fingerprint: str, text: str) -> None:
+        """Store the text once; an existing fingerprint keeps its text."""
+
+
 class HistoryStore(SessionStore, CompactionLineage, Protocol):
     """What rebuilding a session's view (stored messages + the latest summary) needs."""
 
@@ -504,7 +516,8 @@ class UsageLedger(Protocol):
 
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
-            CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, DocumentStore, Protocol):
+            CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, DocumentStore, ToolListStore,
+            Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:

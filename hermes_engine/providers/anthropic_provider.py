@@ -28,6 +28,7 @@ from hermes_engine.providers.base import (
     ToolSchema,
 )
 from hermes_engine.providers.transport import encodable, encodable_request, retry_after_seconds
+from hermes_engine.providers.vision import for_model
 
 _CACHE = {"type": "ephemeral"}
 
@@ -52,8 +53,9 @@ class AnthropicProvider:
     """
 
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
-                 max_retries: int = 3, timeout: float = 600.0) -> None:
+                 max_retries: int = 3, timeout: float = 600.0, images: bool = True) -> None:
         self.model = model
+        self.images = images  # the model takes images; else they are described in text only
         self.spec = f"anthropic:{model}"
         self._api_key = api_key
         options: dict[str, Any] = {"max_retries": max_retries, "timeout": timeout}
@@ -70,7 +72,7 @@ class AnthropicProvider:
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens,
-            "messages": to_anthropic_messages(request.messages),
+            "messages": to_anthropic_messages(for_model(request.messages, self.images)),
         }
         if request.system:
             params["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]

@@ -21,14 +21,14 @@ def _anthropic(model: str, options: ProviderOptions) -> AnthropicProvider:
 
     # Passed explicitly: without it the SDK goes hunting for profile files and federation settings.
     return AnthropicProvider(model, api_key=read_env("ANTHROPIC_API_KEY"), max_retries=options.max_retries,
-                             timeout=options.timeout)
+                             timeout=options.timeout, images=options.images)
 
 
 def _openai(model: str, options: ProviderOptions) -> OpenAIProvider:
     from hermes_engine.providers.openai_provider import OpenAIProvider
 
     return OpenAIProvider(model, api_key=read_env("OPENAI_API_KEY"), max_retries=options.max_retries,
-                          timeout=options.timeout)
+                          timeout=options.timeout, images=options.images)
 
 
 def _openai_compatible(model: str, options: ProviderOptions) -> OpenAIProvider:
@@ -37,7 +37,8 @@ def _openai_compatible(model: str, options: ProviderOptions) -> OpenAIProvider:
     api_key = read_env("OPENAI_COMPATIBLE_API_KEY") or read_env("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
     # base_url None (only OPENAI_BASE_URL is set) → the SDK reads OPENAI_BASE_URL itself.
     return OpenAIProvider(model, api_key=api_key, base_url=read_env("OPENAI_COMPATIBLE_BASE_URL"),
-                          max_retries=options.max_retries, spec_prefix="openai-compatible", timeout=options.timeout)
+                          max_retries=options.max_retries, spec_prefix="openai-compatible", timeout=options.timeout,
+                          images=options.images)
 
 
 ANTHROPIC = ProviderKind("anthropic", _anthropic, env=(EnvVar("ANTHROPIC_API_KEY"),),

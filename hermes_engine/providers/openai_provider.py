@@ -26,6 +26,7 @@ from hermes_engine.providers.base import (
     ToolSchema,
 )
 from hermes_engine.providers.transport import encodable_request, retry_after_seconds
+from hermes_engine.providers.vision import for_model
 
 # Finish reasons in the Anthropic vocabulary, so the rest of the engine sees one set of words.
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -50,8 +51,10 @@ class OpenAIProvider:
     """
 
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
-                 max_retries: int = 3, spec_prefix: str = "openai", timeout: float = 600.0) -> None:
+                 max_retries: int = 3, spec_prefix: str = "openai", timeout: float = 600.0,
+                 images: bool = True) -> None:
         self.model = model
+        self.images = images  # the model takes images; else they are described in text only
         self.spec = f"{spec_prefix}:{model}"
         self._api_key = api_key
         self._max_tokens_field = "max_completion_tokens" if spec_prefix == "openai" else "max_tokens"
@@ -72,7 +75,7 @@ class OpenAIProvider:
         request = encodable_request(request)
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": to_openai_messages(request.system, request.messages),
+            "messages": to_openai_messages(request.system, for_model(request.messages, self.images)),
             self._max_tokens_field: request.max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},
@@ -205,7 +208,8 @@ def to_openai_messages(system: str, messages: tuple[Message, ...]) -> list[dict[
     """Neutral history → chat messages, system first.
 
     Tool messages cannot carry images, and nothing may stand between an assistant's tool calls and their
-    results, so images returned by tools follow the run of tool messages as one user message.
+    results, so images returned by tools follow the run of tool messages as one user message, each tool's
+    images under a line naming the call they came from (so the model does not take them for the person's).
     """
     wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     tool_images: list[dict[str, Any]] = []
@@ -229,7 +233,10 @@ def to_openai_messages(system: str, messages: tuple[Message, ...]) -> list[dict[
             if message.is_error and not content.lower().startswith("error"):
                 content = f"Error: {content}"
             wire.append({"role": "tool", "tool_call_id": message.tool_call_id or "", "content": content})
-            tool_images += [_image(i) for i in message.images]
+            if message.images:
+                label = (f"[images returned by the tool call {message.tool_name or 'tool'} "
+                         f"({message.tool_call_id or '?'}) above: tool output, not sent by the person]")
+                tool_images += [{"type": "text", "text": label}, *(_image(i) for i in message.images)]
     if tool_images:
         wire.append({"role": "user", "content": tool_images})
     return wire

@@ -78,14 +78,16 @@ class EnvVar:
 class ProviderOptions:
     """What the engine asks of every provider, whatever its kind."""
 
-    __slots__ = ("max_retries", "timeout")
+    __slots__ = ("images", "max_retries", "timeout")
 
-    def __init__(self, max_retries: int = 3, timeout: float = 600.0) -> None:
+    def __init__(self, max_retries: int = 3, timeout: float = 600.0, images: bool = True) -> None:
         self.max_retries = max_retries
         self.timeout = timeout
+        self.images = images  # the model takes images (`providers.vision`)
 
     def __repr__(self) -> str:
-        return f"ProviderOptions(max_retries={self.max_retries!r}, timeout={self.timeout!r})"
+        return (f"ProviderOptions(max_retries={self.max_retries!r}, timeout={self.timeout!r}, "
+                f"images={self.images!r})")
 
 
 ProviderFactory = Callable[[str, ProviderOptions], Provider]
@@ -181,8 +183,12 @@ class ProviderRegistry:
 
     def build(self, spec: str, *, max_retries: int = 3, timeout: float = 600.0) -> Provider:
         """The provider for `spec`, configured from the environment."""
+        from hermes_engine.providers.vision import TEXT_ONLY_VARIABLE, takes_images
+
         provider, model = self.parse(spec)
-        return self.kind(provider).build(model, ProviderOptions(max_retries=max_retries, timeout=timeout))
+        images = takes_images(f"{provider}:{model}", read_env(TEXT_ONLY_VARIABLE))
+        return self.kind(provider).build(model, ProviderOptions(max_retries=max_retries, timeout=timeout,
+                                                                images=images))
 
     def _discovered(self) -> dict[str, EntryPoint]:
         """The group's entry points by name (called with the lock held)."""

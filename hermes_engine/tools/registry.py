@@ -28,7 +28,7 @@ from typing import Any, Literal, get_args, get_origin, overload
 
 from hermes_engine.errors import MalformedToolArguments, UnknownTool
 from hermes_engine.policy.security import strict_scans
-from hermes_engine.ports.conversation import ToolCall
+from hermes_engine.ports.conversation import ImagePart, ToolCall
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.providers.base import ToolSchema
 
@@ -85,6 +85,9 @@ class ToolTimedOut(Exception):
 class ToolResult:
     content: str
     is_error: bool = False
+    # Images for the model to look at (a tool's screenshot, an MCP server's picture); `content` still
+    # describes each, for models that take text only.
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,7 @@ def as_result(value: Any) -> ToolResult:
     if len(result.content) <= MAX_RESULT_CHARS:
         return result
     cut = f"{result.content[:MAX_RESULT_CHARS]}\n[cut: the result had {len(result.content):,} characters]"
-    return ToolResult(cut, result.is_error)
+    return ToolResult(cut, result.is_error, result.images)
 
 
 def _call_sync(func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 from typing import Any
 
 from aiohttp import web
@@ -12,6 +13,7 @@ class LoopbackServer:
     """Subclasses build their routes in `build_app` and release their own resources in `before_stop`."""
 
     port: int = 0
+    ssl_context: ssl.SSLContext | None = None  # set: served over HTTPS
     _runner: web.AppRunner | None = None
 
     def build_app(self) -> web.Application:
@@ -30,7 +32,7 @@ class LoopbackServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
-        await web.SockSite(self._runner, sock).start()
+        await web.SockSite(self._runner, sock, ssl_context=self.ssl_context).start()
         await self.after_start()
         return self
 

@@ -4,7 +4,8 @@ Run as `python mcp_server.py stdio` or `python mcp_server.py http PORT` (Streama
 `FAKE_MCP_LABEL` names the instance (echo says it), so tests can tell two servers apart;
 `FAKE_MCP_FAIL=1` makes it exit before speaking (a server that fails to start), `FAKE_MCP_FAIL_UNLESS`
 names a file without which it does the same (a server that comes up once the file exists);
-`FAKE_MCP_PIDFILE` is where it writes its process id; `FAKE_MCP_EXTRA` names a file whose lines are tools
+`FAKE_MCP_PIDFILE` is where it writes its process id; `FAKE_MCP_CALLS` names a file where each echo call
+appends its text (what reached the server); `FAKE_MCP_EXTRA` names a file whose lines are tools
 it adds at start (the `grow` tool adds one at once and announces that the tool list changed).
 """
 
@@ -29,6 +30,9 @@ PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
 @server.tool()
 def echo(text: str) -> str:
     """Say the text back, with the server's label."""
+    if os.environ.get("FAKE_MCP_CALLS"):
+        with open(os.environ["FAKE_MCP_CALLS"], "a", encoding="utf-8") as calls:
+            calls.write(text + "\n")
     return f"{LABEL} says: {text}"
 
 

@@ -30,6 +30,9 @@ def write_profile(folder: Path, servers: dict[str, object], **extra: object) -> 
     ({"command": "x", "env": {"TOKEN": "$TOKEN"}}, "write environment references as ${NAME}"),
     ({"command": "x", "timeout": 0}, "greater than 0"),
     ({"command": "x", "colour": "blue"}, "Extra inputs are not permitted"),
+    ({"command": "x", "approval": "sometimes"}, "'never' or 'always'"),
+    ({"command": "x", "approval": "always", "approve_tools": ["send"]}, "every tool asks already"),
+    ({"command": "x", "approve_tools": ["send"], "exclude": ["send"]}, "approve_tools names excluded tools: send"),
 ])
 def test_a_bad_server_setting_is_one_sentence_naming_it(tmp_path, server, says):
     folder = write_profile(tmp_path / "bot", {"srv": server})

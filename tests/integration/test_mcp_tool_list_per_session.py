@@ -13,6 +13,7 @@ from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
 FAKE_SERVER = str(Path(__file__).parent.parent / "fakes" / "mcp_server.py")
+LEGACY_SERVER = str(Path(__file__).parent.parent / "fakes" / "mcp_legacy_server.py")
 
 
 def stdio(env: dict[str, str]) -> dict[str, object]:
@@ -77,3 +78,18 @@ async def test_a_changed_list_after_a_restart_reaches_new_sessions(engine, fake_
     assert "fake__reborn" not in listed(fake_llm.requests[2])
     assert await e.say("hello", chat="c2", user="u2", timeout=30) == "new list"
     assert "fake__reborn" in listed(fake_llm.requests[3])
+
+
+async def test_a_handshake_era_server_announcing_a_change_reaches_the_next_session(engine, fake_llm):
+    legacy = {"command": sys.executable, "args": [LEGACY_SERVER], "timeout": 20}
+    e = await engine(profile=make_profile(mcp_servers={"old": legacy}))
+    fake_llm.script(Reply(tool_calls=[("old__grow", {"name": "sprout"})]), Reply(text="grown"),
+                    Reply(text="same tools"), Reply(tool_calls=[("old__sprout", {"text": "hi"})]), Reply(text="new"))
+    assert await e.say("grow", chat="c1", timeout=30) == "grown"
+    assert "old__sprout" not in listed(fake_llm.requests[0])
+    await registered(e, "old__sprout")  # only `notifications/tools/list_changed` tells the client
+    assert await e.say("again", chat="c1", timeout=30) == "same tools"
+    assert "old__sprout" not in listed(fake_llm.requests[2])
+    assert await e.say("hello", chat="c2", user="u2", timeout=30) == "new"
+    assert "old__sprout" in listed(fake_llm.requests[3])
+    assert "sprout got: hi" in fake_llm.requests[4].messages[-1]["content"]

@@ -223,7 +223,7 @@ async def test_images_links_and_server_errors_reach_the_model_as_text_and_tool_e
                                       ("fake__fail", {"reason": "no such record"})]), Reply(text="ok"))
     assert await e.say("all three", timeout=30) == "ok"
     picture, link, failed = tool_results(fake_llm.requests[1])
-    assert "[image image/png, 67 bytes: images from tools are not shown to the model]" in picture
+    assert "[image image/png, 67 bytes: image 1 attached to this result]" in picture
     assert "see q3.txt" in link and "[resource q3.txt: file:///reports/q3.txt]" in link
     assert "no such record" in failed
     session = next(iter(e.gateway.sessions.values()))

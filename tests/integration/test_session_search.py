@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
-from postgres import BACKENDS, PG_URL, fresh_schema
+from postgres import BACKENDS, empty_database
 from sqlalchemy.pool import NullPool
 
 from hermes_engine.compression.service import SUMMARY_SYSTEM
@@ -102,11 +102,8 @@ async def test_a_groups_conversation_is_hidden_from_people_who_were_not_in_it(en
 @pytest.fixture(params=BACKENDS)
 async def database(request, tmp_path):
     """(url, engine options) of an empty database: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'search.db'}", {}
-        return
-    async with fresh_schema() as schema:
-        yield PG_URL, {"connect_args": {"server_settings": {"search_path": schema}}}
+    async with empty_database(request.param, str(tmp_path / "search.db")) as found:
+        yield found
 
 
 @pytest.fixture

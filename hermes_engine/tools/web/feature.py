@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_engine.config import Settings, WebSettings
+from hermes_engine.errors import ConfigError
 from hermes_engine.ports.feature import Feature
 from hermes_engine.tools.registry import Tool
 from hermes_engine.tools.web.addresses import AddressPolicy, HostResolver
-from hermes_engine.tools.web.fetch import Fetcher, FetchLimits
+from hermes_engine.tools.web.fetch import Fetcher, FetchLimits, trusting
 from hermes_engine.tools.web.search import SearchProvider, provider_from
 from hermes_engine.tools.web.tools import WebAccess, web_fetch, web_search
 
@@ -29,7 +30,11 @@ class WebFeature(Feature):
         """From a profile's `web:` section and the environment's search endpoint; `resolver` replaces the
         system's name resolution (a split-horizon DNS, a test)."""
         limits = FetchLimits(time_limit=web.time_limit, max_bytes=web.max_bytes, max_redirects=web.max_redirects)
-        fetcher = Fetcher(AddressPolicy.allowing(web.allow), limits, resolver)
+        try:
+            context = trusting(web.ca_bundle) if web.ca_bundle is not None else None
+        except ValueError as exc:
+            raise ConfigError(f"{exc}.") from None
+        fetcher = Fetcher(AddressPolicy.allowing(web.allow), limits, resolver, context)
         return cls(fetcher, provider_from(settings.web_search_url, settings.web_search_key), web.max_chars)
 
     def tools(self) -> list[Tool]:

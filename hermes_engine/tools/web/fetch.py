@@ -4,16 +4,19 @@ Every hop (the URL, then each redirect) is checked the same way: http or https o
 here and vetted by the `AddressPolicy`, and the connection made to exactly the vetted addresses (the
 network backend below knows no other way to reach a host), so a DNS answer that changes between the check
 and the connection (rebinding) cannot send the request elsewhere. TLS still verifies the certificate against
-the host name. Redirects are followed by hand, at most `max_redirects`. The whole fetch, redirects and
+the host name (and trusts the system's certificate authorities, plus a `ca_bundle` when one is given).
+Redirects are followed by hand, at most `max_redirects`. The whole fetch, redirects and
 body included, has one time limit; the body is read up to `max_bytes` and the rest left unread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -112,10 +115,11 @@ class Fetcher:
     """One configured way to fetch; `fetch` may run for many turns at once."""
 
     def __init__(self, policy: AddressPolicy | None = None, limits: FetchLimits | None = None,
-                 resolver: HostResolver | None = None) -> None:
+                 resolver: HostResolver | None = None, ssl_context: ssl.SSLContext | None = None) -> None:
         self.policy = policy or AddressPolicy()
         self.limits = limits or FetchLimits()
         self.resolver = resolver or SystemResolver()
+        self.ssl_context = ssl_context  # None: the system's authorities
 
     async def fetch(self, url: str) -> Fetched:
         """The response to `url` after redirects; `Refused` for what may not be fetched, `TimeoutError`
@@ -123,7 +127,7 @@ class Fetcher:
         async with asyncio.timeout(self.limits.time_limit):
             pins: dict[str, list[IPAddress]] = {}
             async with httpcore2.AsyncConnectionPool(network_backend=_PinnedBackend(pins), retries=0,
-                                                     max_connections=4) as pool:
+                                                     max_connections=4, ssl_context=self.ssl_context) as pool:
                 for _ in range(self.limits.max_redirects + 1):
                     scheme, host, port = check_url(url)
                     url = ascii_url(url)
@@ -173,6 +177,18 @@ class Fetcher:
         return b"".join(chunks), False
 
 
+def trusting(ca_bundle: Path) -> ssl.SSLContext:
+    """The system's certificate authorities and those in `ca_bundle` (PEM); `ValueError` naming the file
+    when it cannot be read."""
+    context = httpcore2.default_ssl_context()
+    try:
+        context.load_verify_locations(cafile=str(ca_bundle))
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"web.ca_bundle {str(ca_bundle)!r} is not a readable PEM file of certificates "
+                         f"({exc})") from None
+    return context
+
+
 def _content_type(value: str) -> tuple[str, str | None]:
     media, _, params = value.partition(";")
     charset = None
@@ -183,4 +199,4 @@ def _content_type(value: str) -> tuple[str, str | None]:
     return media.strip().lower(), charset
 
 
-__all__ = ["FetchLimits", "Fetched", "Fetcher", "ascii_url", "check_url"]
+__all__ = ["FetchLimits", "Fetched", "Fetcher", "ascii_url", "check_url", "trusting"]

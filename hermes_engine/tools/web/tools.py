@@ -72,6 +72,9 @@ async def web_fetch(url: str, ctx: ToolContext, offset: int = 0) -> ToolResult:
         return ToolResult(f"Error: {url} did not finish loading within {limits.time_limit:g} s; it was cut off.",
                           is_error=True)
     except (httpcore2.NetworkError, httpcore2.ProtocolError, httpcore2.TimeoutException, OSError) as exc:
+        if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            return ToolResult(f"Error: refused: {url} presented a certificate that could not be verified "
+                              f"({_verify_detail(exc)}); the page was not read.", is_error=True)
         return ToolResult(f"Error: {url} could not be fetched ({type(exc).__name__}: {exc}).", is_error=True)
     if offset and offset >= len(text):
         return ToolResult(f"Error: offset {offset} is past the end of the page ({len(text):,} characters).",
@@ -82,6 +85,12 @@ async def web_fetch(url: str, ctx: ToolContext, offset: int = 0) -> ToolResult:
                  f"{limits.max_bytes:,} bytes were read]")
     ctx.untrusted = True  # the model reads it next: this turn's writes to memory and skills scan strictly
     return ToolResult(mark(f"{part}\n{note}".rstrip(), fetched.url))
+
+
+def _verify_detail(exc: Exception) -> str:
+    """OpenSSL's reason ("self-signed certificate", "Hostname mismatch, ...") without the code around it."""
+    text = str(exc)
+    return text.split("certificate verify failed:", 1)[-1].split("(_ssl.c", 1)[0].strip(" ()") or text
 
 
 @tool(toolset="web", time_limit=TOOL_TIME_LIMIT)
