@@ -7,8 +7,8 @@ Inbound
     recorded it (`adapter`). Replicas on one database elect one poller per bot (lease
     ``telegram-poller:<bot id>``, `adapters.election`, ``poller_lease_seconds``); the others stand by
     and take over when it stops renewing. Webhook mode needs no election: any replica takes any update,
-    and the engine's inbox drops one Telegram resends. Private chats are DMs, groups answer only when addressed (`inbound`); files are
-    downloaded for the model (`media`).
+    and the engine's inbox drops one Telegram resends. Private chats are DMs, groups answer only when
+    addressed (`inbound`); files are downloaded for the model (`media`).
 
 Access
     The engine decides (`hermes_engine.policy.access`); the adapter reports who wrote where, adds
