@@ -12,7 +12,10 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+import aiohttp
+from engine_harness import fake_llm_environment
 from postgres import PG_URL, fresh_schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,3 +62,41 @@ async def wait_until(predicate: Callable[[], Awaitable[bool]], timeout: float) -
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError("condition not met")
         await asyncio.sleep(0.1)
+
+
+async def ready_roles(http: aiohttp.ClientSession, port: int) -> dict[str, str] | None:
+    """The elected roles a replica's `/ready` reports while it answers 200; None while it does not."""
+    try:
+        async with http.get(f"http://127.0.0.1:{port}/ready") as response:
+            return dict((await response.json()).get("roles", {})) if response.status == 200 else None
+    except aiohttp.ClientError:
+        return None  # not listening yet
+
+
+async def leader_and_stand_by(http: aiohttp.ClientSession, ports: Mapping[str, int], lease: str,
+                              also: Callable[[], bool], timeout: float) -> tuple[str, str]:
+    """Wait until both replicas are ready, one leads `lease`, the other stands by, and `also()`; return
+    the names of the leader and the stand-by."""
+    roles: dict[str, str] = {}
+
+    async def settled() -> bool:
+        for name, port in ports.items():
+            roles[name] = ((await ready_roles(http, port)) or {}).get(lease, "")
+        return sorted(roles.values()) == ["leader", "stand-by"] and also()
+
+    await wait_until(settled, timeout)
+    leader = next(name for name, role in roles.items() if role == "leader")
+    return leader, next(name for name in roles if name != leader)
+
+
+@asynccontextmanager
+async def replica(name: str, folder: Path, bot: Path, db_url: str, port: int, env: Mapping[str, str],
+                  fake_llm: Any) -> AsyncIterator[asyncio.subprocess.Process]:
+    """One of several gateway replicas on database `db_url`: its own HERMES_HOME (`folder/name`) and HTTP
+    port, the model behind `fake_llm`, the platform's endpoints in `env`."""
+    home = folder / name
+    home.mkdir()
+    async with gateway_process(bot, {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home),
+                                     "HERMES_DATABASE_URL": db_url, "HERMES_FALLBACK_MODELS": "",
+                                     "HERMES_HTTP_PORT": str(port), **env}) as proc:
+        yield proc

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from engine_harness import fake_llm_environment
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
-from gateway_kit import database_url, free_port, gateway_process, wait_until
+from gateway_kit import database_url, free_port, leader_and_stand_by, ready_roles, wait_until
+from gateway_kit import replica as gateway_replica
 from postgres import BACKENDS
 
 ALICE = 4242
@@ -45,21 +45,10 @@ pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 @asynccontextmanager
 async def replica(name: str, telegram: FakeTelegram, fake_llm, folder: Path, bot: Path, db_url: str,
                   port: int) -> AsyncIterator[asyncio.subprocess.Process]:
-    home = folder / name
-    home.mkdir()
-    env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home), "HERMES_DATABASE_URL": db_url,
-           "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(port), "TELEGRAM_BOT_TOKEN": telegram.token,
-           "TELEGRAM_API_BASE_URL": telegram.base_url_for(name)}
-    async with gateway_process(bot, env) as proc:
+    async with gateway_replica(name, folder, bot, db_url, port, {"TELEGRAM_BOT_TOKEN": telegram.token,
+                                                      "TELEGRAM_API_BASE_URL": telegram.base_url_for(name)},
+                               fake_llm) as proc:
         yield proc
-
-
-async def readiness(http: aiohttp.ClientSession, port: int) -> dict | None:
-    try:
-        async with http.get(f"http://127.0.0.1:{port}/ready") as response:
-            return {"http": response.status, **(await response.json())}
-    except aiohttp.ClientError:
-        return None  # not listening yet
 
 
 async def test_one_replica_polls_and_a_stand_by_takes_over_when_it_is_killed(backend, fake_llm, tmp_path):
@@ -74,19 +63,8 @@ async def test_one_replica_polls_and_a_stand_by_takes_over_when_it_is_killed(bac
         async with replica("a", telegram, fake_llm, tmp_path, bot, db_url, ports["a"]) as proc_a, \
                 replica("b", telegram, fake_llm, tmp_path, bot, db_url, ports["b"]) as proc_b:
             procs = {"a": proc_a, "b": proc_b}
-            roles: dict[str, str] = {}
-
-            async def one_polls_one_stands_by() -> bool:
-                for name, port in ports.items():
-                    ready = await readiness(http, port)
-                    roles[name] = (ready or {}).get("roles", {}).get(lease, "")
-                    if ready is not None and ready["http"] != 200:
-                        return False
-                return sorted(roles.values()) == ["leader", "stand-by"] and bool(telegram.pollers)
-
-            await wait_until(one_polls_one_stands_by, START_TIMEOUT)
-            poller = next(name for name, role in roles.items() if role == "leader")
-            standby = next(name for name in ports if name != poller)
+            poller, standby = await leader_and_stand_by(http, ports, lease, lambda: bool(telegram.pollers),
+                                                        START_TIMEOUT)
             telegram.user_says(ALICE, ALICE, "hello before")
             await telegram.wait_for_messages(ALICE, 1, timeout=START_TIMEOUT)
             # The stand-by has checked the lease many times over by now and never polled.
@@ -102,8 +80,7 @@ async def test_one_replica_polls_and_a_stand_by_takes_over_when_it_is_killed(bac
             await wait_until(standby_polls, TAKEOVER_GUARD)
             await telegram.wait_for_messages(ALICE, 2, timeout=START_TIMEOUT)
             await telegram.settle(quiet=LEASE_SECONDS, timeout=30)
-            ready = await readiness(http, ports[standby])
-            assert ready is not None and ready["roles"] == {lease: "leader"}
+            assert await ready_roles(http, ports[standby]) == {lease: "leader"}
 
         chat = telegram.chat(ALICE)
         assert len(chat.bot_texts) == 2  # each DM answered once: before the kill, and after it by the stand-by
