@@ -9,6 +9,9 @@
 - Dockerfile: every path it copies exists, and every package the project installs is copied.
 - The `.env.example` to copy holds only `NAME=value` lines that compose, kubectl and systemd read alike.
 - Every `--bot PROFILE` that a deploy file starts names a folder of the repository.
+- Replicas: the Deployment runs at least two, a PodDisruptionBudget selecting its pods keeps one; the
+  compose file runs at least two gateway services and a reverse proxy (its Caddyfile) that routes to each of
+  them at its HTTP port.
 
 Usage: python .ci/validate_deploy.py [REPO_ROOT]   (exit 1 and one line per problem when anything is wrong)
 """
@@ -28,6 +31,8 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
+MIN_REPLICAS = 2
+GATEWAY_PORT = "8080"  # HERMES_HTTP_PORT in the Dockerfile
 KUBERNETES_VERSION = "1.30"  # the oldest version the manifests promise to work on
 WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"}
 
@@ -145,6 +150,36 @@ def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return all(labels.get(key) == value for key, value in selector.items())
 
 
+def replica_problems(objects: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Each Deployment runs at least two replicas, and a PodDisruptionBudget that selects its pods keeps
+    at least one and fewer than all of them available (a drain can proceed, one replica always serves)."""
+    problems = []
+    budgets = [(file, obj) for file, obj in objects if obj.get("kind") == "PodDisruptionBudget"]
+    covered = set()
+    for file, obj in objects:
+        if obj.get("kind") != "Deployment":
+            continue
+        name = f"{file}: Deployment/{obj['metadata']['name']}"
+        replicas = (obj.get("spec") or {}).get("replicas", 1)
+        if replicas < MIN_REPLICAS:
+            problems.append(f"{name} runs {replicas} replica(s); the gateway is deployed as {MIN_REPLICAS} or more")
+        labels = ((pod_template(obj) or {}).get("metadata") or {}).get("labels") or {}
+        selecting = [(f, b) for f, b in budgets
+                     if _selects(((b.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}, labels)]
+        if not selecting:
+            problems.append(f"{name}: no PodDisruptionBudget selects its pods {labels}")
+        for budget_file, budget in selecting:
+            covered.add((budget_file, budget["metadata"]["name"]))
+            keep = (budget.get("spec") or {}).get("minAvailable")
+            if not isinstance(keep, int) or not 1 <= keep < replicas:
+                problems.append(f"{budget_file}: PodDisruptionBudget/{budget['metadata']['name']}: minAvailable "
+                                f"{keep} should be at least 1 and below the {replicas} replicas it guards")
+    for file, budget in budgets:
+        if (file, budget["metadata"]["name"]) not in covered:
+            problems.append(f"{file}: PodDisruptionBudget/{budget['metadata']['name']} selects no Deployment's pods")
+    return problems
+
+
 # ----------------------------------------------------------------------------------------- compose
 
 def compose_problems(compose_file: Path) -> list[str]:
@@ -181,6 +216,50 @@ def compose_problems(compose_file: Path) -> list[str]:
         for dependency in service.get("depends_on") or []:
             if dependency not in services:
                 problems.append(f"{where}: depends_on names no service '{dependency}'")
+    return problems
+
+
+def _gateway_port(service: dict[str, Any]) -> str:
+    environment = service.get("environment") or {}
+    if isinstance(environment, list):
+        environment = dict(item.split("=", 1) for item in environment if "=" in item)
+    return str(environment.get("HERMES_HTTP_PORT") or GATEWAY_PORT)
+
+
+def proxy_problems(compose_file: Path) -> list[str]:
+    """At least two gateway services (each runs `run`, or one runs `deploy.replicas` copies), and a proxy
+    service mounting a Caddyfile whose `reverse_proxy` spreads requests over every one of them, each at
+    the gateway's HTTP port, and names no other upstream."""
+    compose = yaml.safe_load(compose_file.read_text())
+    services = compose.get("services") or {}
+    gateways = {name: svc for name, svc in services.items() if (svc.get("command") or [None])[0] == "run"}
+    count = sum(int((svc.get("deploy") or {}).get("replicas", 1)) for svc in gateways.values())
+    where = compose_file.name
+    problems = []
+    if count < MIN_REPLICAS:
+        problems.append(f"{where}: {count} gateway replica(s); run {MIN_REPLICAS} or more")
+    caddyfiles = [compose_file.parent / volume.split(":")[0] for svc in services.values()
+                  for volume in svc.get("volumes") or [] if isinstance(volume, str) and "Caddyfile" in volume]
+    if not caddyfiles:
+        return [*problems, f"{where}: no reverse proxy (a service mounting a Caddyfile) in front of the gateways"]
+    for caddyfile in caddyfiles:
+        if not caddyfile.is_file():
+            problems.append(f"{where}: the proxy mounts {caddyfile.name}, which does not exist")
+            continue
+        routes = [line.split("{")[0].split()[1:] for line in caddyfile.read_text().splitlines()
+                  if line.strip().startswith("reverse_proxy")]
+        for upstreams in routes:
+            for upstream in upstreams:
+                host, _, port = upstream.removeprefix("http://").partition(":")
+                if host not in gateways:
+                    problems.append(f"{caddyfile.name}: reverse_proxy to {upstream}, which is no gateway service")
+                elif port != _gateway_port(gateways[host]):
+                    problems.append(f"{caddyfile.name}: reverse_proxy to {upstream}, but {host} serves HTTP on "
+                                    f"port {_gateway_port(gateways[host])}")
+        hosts = [{u.removeprefix("http://").partition(":")[0] for u in upstreams} for upstreams in routes]
+        if set(gateways) not in hosts:
+            problems.append(f"{caddyfile.name}: no reverse_proxy spreads requests over every gateway service "
+                            f"({', '.join(sorted(gateways))})")
     return problems
 
 
@@ -239,7 +318,9 @@ def all_problems(root: Path) -> list[str]:
     objects = load_manifests(deploy / "kubernetes")
     problems = schema_problems(objects)
     problems += reference_problems(objects, documented_objects(deploy / "README.md"))
+    problems += replica_problems(objects)
     problems += compose_problems(deploy / "compose.yaml")
+    problems += proxy_problems(deploy / "compose.yaml")
     problems += dockerfile_problems(deploy / "Dockerfile", root)
     problems += env_file_problems(deploy / ".env.example")
     problems += bot_problems(deploy, root)

@@ -26,6 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from adapters.election import Election
 from adapters.outbound import DROPPED, OutboundScheduler, default_is_transient
 from adapters.parts import NO_EXTRAS, Capabilities, InMemoryDeliveryLedger, OutPart, SentMessage
 from adapters.render import Rendered
@@ -34,8 +35,9 @@ from adapters.streaming import StreamingReply
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.approval import ApprovalAsker
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.metrics import Metrics
+from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Delivery, DeliveryLedger
+from hermes_engine.ports.storage import LeaseStore
 
 __all__ = ["DROPPED", "PlatformAdapter"]
 
@@ -66,6 +68,10 @@ class PlatformAdapter(ABC):
             caps.edit_interval_seconds, global_rate=caps.global_rate_per_second,
             is_transient=self.is_transient_error)
         self._inflight: dict[str, asyncio.Future[Any]] = {}
+        self.metrics: Metrics = NO_METRICS
+        self.leases: LeaseStore | None = None  # where receiving that must run on one replica is elected
+        self.holder = ""
+        self.elections: list[Election] = []
 
     def approval_asker(self) -> ApprovalAsker | None:
         """How this platform shows approval requests (buttons); None: it cannot, and they are denied."""
@@ -75,7 +81,25 @@ class PlatformAdapter(ABC):
         """Count the platform's rate-limit answers in `metrics` (every outbound call goes through the
         scheduler, which sees them all)."""
         platform = self.platform
+        self.metrics = metrics
         self.scheduler.on_rate_limited = lambda: metrics.rate_limited(platform)
+
+    def elect_with(self, leases: LeaseStore, holder: str) -> None:
+        """Replicas sharing `leases` elect which of them receives where only one may (a Telegram poller, a
+        Discord gateway connection); `holder` names this replica. Without it the adapter receives alone."""
+        self.leases, self.holder = leases, holder
+
+    def election(self, name: str, ttl_seconds: float) -> Election | None:
+        """The election of lease `name` among the replicas, or None when this adapter is not elected."""
+        if self.leases is None:
+            return None
+        election = Election(self.leases, name, self.holder, ttl_seconds=ttl_seconds, metrics=self.metrics)
+        self.elections.append(election)
+        return election
+
+    def roles(self) -> dict[str, str]:
+        """Per elected lease, this replica's role in it ("leader", "stand-by"): `/ready` reports them."""
+        return {election.name: election.role for election in self.elections}
 
     def keep_deliveries_in(self, ledger: DeliveryLedger) -> None:
         """Record deliveries in `ledger` (the gateway's durable one) instead of this process's memory."""

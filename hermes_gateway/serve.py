@@ -8,7 +8,9 @@ names must be known, its options valid and its credentials set, or the gateway d
 
 `/health` says the process is alive. `/ready` says whether it should be sent messages: 503 while it is
 starting, while the store cannot write (then each request probes whether it can again) or while a
-configured platform is not connected; the JSON body's `reason` names each thing that is not ready.
+configured platform is not connected; the JSON body's `reason` names each thing that is not ready. A
+replica standing by for an elected role (the Telegram poller, the Discord connection) is ready — it serves
+HTTP, webhooks and its other platforms — and the body's `roles` says "stand-by" for that lease.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from adapters.base import PlatformAdapter
 from adapters.platform import load as load_platform
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
+from hermes_engine.core.scheduler import default_holder
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.errors import ConfigError, StorageError
 from hermes_engine.mcp.feature import McpFeature
@@ -62,9 +65,11 @@ def health_app(storage_health: StorageHealth | None = None, started: asyncio.Eve
                 waiting.append(f"the store cannot write: {exc.reason}")
         waiting += [f"{adapter.platform} is not connected" for adapter in adapters if not adapter.connected]
         waiting += [phrase for check in checks for phrase in check()]
+        roles = {name: role for adapter in adapters for name, role in adapter.roles().items()}
+        extra = {"roles": roles} if roles else {}
         if waiting:
-            return web.json_response({"status": "unavailable", "reason": "; ".join(waiting)}, status=503)
-        return web.json_response({"status": "ready"})
+            return web.json_response({"status": "unavailable", "reason": "; ".join(waiting), **extra}, status=503)
+        return web.json_response({"status": "ready", **extra})
 
     app.router.add_get("/health", health)
     app.router.add_get("/ready", ready)
@@ -79,6 +84,7 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
     """Build a gateway per profile and its adapters; return (gateways, adapters). A platform the profile
     does not know, options it cannot parse or credentials it lacks stop the start with one sentence."""
     gateways, adapters = [], []
+    holder = default_holder()  # this replica, in the leases of what only one replica may run
     for profile in profiles:
         askers = ApprovalRouter()  # each adapter shows the approval requests of its own conversations
         gateway = build_gateway(settings, profile, store, storage_health=storage_health, asker=askers,
@@ -95,6 +101,7 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
                 raise ConfigError(f"Bot profile '{profile.name}', platform {name}: {exc}") from None
             adapter.keep_deliveries_in(StoredDeliveries(store, profile.name, name))
             adapter.report_to(metrics)
+            adapter.elect_with(store, holder)
             asker = adapter.approval_asker()
             if asker is not None:
                 askers.add(adapter.platform, asker)

@@ -6,8 +6,14 @@ stranger is told are the engine's decisions.
 
 Endpoints come from the environment and are applied where discord.py reads them, class attributes
 (``discord.http.Route.BASE`` and ``DiscordWebSocket.DEFAULT_GATEWAY``), before login and only when set, so
-a proxy or a test server needs no patched SDK. The client is not sharded, so it never asks
+a proxy or a test server needs no patched SDK. The client is sharded only when the options give
+``shard_count`` (discord.py's `AutoShardedClient`, with this replica's ``shard_ids``), so it never asks
 ``GET /gateway/bot``.
+
+Across replicas on one database, one elected replica holds the gateway connection (lease
+``discord:<bot user id>``, `adapters.election`); the others are logged in over REST and stand by, and one
+connects when the holder stops renewing. With ``shard_ids`` configured there is no election: each replica
+runs its shards.
 
 Failing to start (a rejected token, refused intents) leaves this adapter off with one clear log line
 rather than stopping the process, so the bot's other platforms keep serving. Discord being unreachable is
@@ -37,6 +43,7 @@ from adapters.discord.commands import SlashCommands
 from adapters.discord.inbound import MessageReceiver
 from adapters.discord.options import TOKEN_ENV, DiscordConnection, DiscordOptions
 from adapters.discord.outbound import UNREACHABLE, DiscordOutbound, is_transient
+from adapters.election import Election
 from adapters.parts import DISCORD, Capabilities
 from adapters.render import render_discord
 from hermes_engine.ports.engine import AccessDecision, EnginePort
@@ -83,6 +90,10 @@ class _Client(discord.Client):
             await self.adapter.approvals.on_press(interaction)
 
 
+class _ShardedClient(_Client, discord.AutoShardedClient):
+    """The same client on discord.py's sharding: the shards given run on this connection's replica."""
+
+
 def intents() -> discord.Intents:
     """Only what the adapter reads; message content is privileged and must be enabled in the portal."""
     wanted = discord.Intents.none()
@@ -113,6 +124,7 @@ class DiscordAdapter(PlatformAdapter):
         self.approvals = DiscordApprovals(lambda: self.client)
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._election: Election | None = None  # of the gateway connection, unless sharded by configuration
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def _configure_endpoints(self) -> None:
@@ -124,9 +136,7 @@ class DiscordAdapter(PlatformAdapter):
     async def start(self) -> None:
         """Log in and connect; returns once READY or after `ready_timeout` (still connecting then)."""
         self._configure_endpoints()
-        self.client = _Client(self, intents=intents(), guild_ready_timeout=self.options.guild_ready_timeout,
-                              max_ratelimit_timeout=self.options.max_ratelimit_timeout,
-                              allowed_mentions=discord.AllowedMentions.none())
+        self.client = self._make_client()
         try:
             logged_in = await self._login()
         except discord.LoginFailure:
@@ -141,13 +151,29 @@ class DiscordAdapter(PlatformAdapter):
             await self.client.close()
             return
         self._task = asyncio.create_task(self._run(logged_in), name="discord-gateway")
-        ready = asyncio.create_task(self._ready.wait())
+        ready = asyncio.create_task(self._settled())
         done, _ = await asyncio.wait({ready, self._task}, timeout=self.options.ready_timeout,
                                      return_when=asyncio.FIRST_COMPLETED)
         ready.cancel()
         if not done:
             log.warning("Discord gateway not ready after %.0fs; still trying in the background",
                         self.options.ready_timeout)
+
+    def _make_client(self) -> _Client:
+        kwargs: dict[str, Any] = {"intents": intents(), "guild_ready_timeout": self.options.guild_ready_timeout,
+                                  "max_ratelimit_timeout": self.options.max_ratelimit_timeout,
+                                  "allowed_mentions": discord.AllowedMentions.none()}
+        if self.options.shard_count is None:
+            return _Client(self, **kwargs)
+        shard_ids = list(self.options.shard_ids) if self.options.shard_ids is not None else None
+        return _ShardedClient(self, shard_count=self.options.shard_count, shard_ids=shard_ids, **kwargs)
+
+    async def _settled(self) -> None:
+        """READY, or standing by while another replica holds the connection."""
+        while not self._ready.is_set():
+            if self._election is not None and self._election.role == "stand-by":
+                return
+            await asyncio.sleep(0.05)
 
     async def _login(self) -> bool:
         assert self.client is not None
@@ -168,7 +194,13 @@ class DiscordAdapter(PlatformAdapter):
                     logged_in = await self._login()
                 except UNREACHABLE as exc:
                     log.warning("Discord still not reachable (%r); next try in %.0fs", exc, delay)
-            await self.client.connect(reconnect=True)
+            if not self.options.sharded_here:
+                self._election = self.election(f"discord:{self.account or self.engine.bot}", self.options.lease_seconds)
+            if self._election is None:
+                await self.client.connect(reconnect=True)
+            else:
+                self.connected = True  # a stand-by is ready: it sends replies over REST
+                await self._election.run(self._connect_elected)
         except discord.LoginFailure:
             log.error(BAD_TOKEN_HINT)
         except discord.PrivilegedIntentsRequired:
@@ -177,6 +209,19 @@ class DiscordAdapter(PlatformAdapter):
             raise
         except Exception:
             log.exception("Discord gateway connection ended")
+
+    async def _connect_elected(self) -> None:
+        """Hold the gateway connection while this replica holds the lease; on losing it, close the
+        websocket at once (the REST client stays, so replies in flight still go out)."""
+        assert self.client is not None
+        try:
+            await self.client.connect(reconnect=True)
+        finally:
+            self._ready.clear()
+            ws = self.client.ws
+            if ws is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(ws.close(code=1000))
 
     def _on_ready(self) -> None:
         if self.client is not None and self.client.user is not None:

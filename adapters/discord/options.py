@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from adapters.parts import DISCORD
 from adapters.platform import PlatformOptions
@@ -83,6 +83,28 @@ class DiscordOptions(PlatformOptions):
     # No longer read: the engine watches pairing approvals for every platform at its own pace. Accepted so
     # profiles written for earlier versions still load; `build` says so in the log.
     approval_check_seconds: float | None = None
+    # Across replicas on one database, one elected replica holds the gateway connection; a stand-by
+    # connects this long after the holder stops renewing (renewed every third of it).
+    lease_seconds: float = Field(30.0, gt=0)
+    # Sharding (large bots): the bot's shard count and the shards this replica runs. With `shard_ids` set
+    # no replica is elected: each runs its own shards. `shard_count` alone: the elected replica runs all.
+    shard_count: int | None = Field(None, ge=1)
+    shard_ids: tuple[int, ...] | None = None
+
+    @model_validator(mode="after")
+    def shards_within_count(self) -> DiscordOptions:
+        if self.shard_ids is not None:
+            if self.shard_count is None:
+                raise ValueError("shard_ids needs shard_count (the bot's total number of shards)")
+            outside = [i for i in self.shard_ids if not 0 <= i < self.shard_count]
+            if outside or not self.shard_ids:
+                raise ValueError(f"shard_ids must be one or more of 0..{self.shard_count - 1}")
+        return self
+
+    @property
+    def sharded_here(self) -> bool:
+        """This replica runs the shards its configuration names, without an election."""
+        return self.shard_ids is not None
 
     @field_validator("allowed_guilds", "allowed_users", mode="before")
     @classmethod

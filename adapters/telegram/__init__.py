@@ -4,8 +4,11 @@ Inbound
     Long polling by default; webhook mode (``platforms.telegram.mode: webhook``) adds ``POST
     /telegram/<bot>`` to the gateway's HTTP server and checks ``X-Telegram-Bot-Api-Secret-Token`` against
     ``TELEGRAM_WEBHOOK_SECRET``. An update is confirmed to Telegram only once the engine's inbox has
-    recorded it (`adapter`). Private chats are DMs, groups answer only when addressed (`inbound`); files are
-    downloaded for the model (`media`).
+    recorded it (`adapter`). Replicas on one database elect one poller per bot (lease
+    ``telegram-poller:<bot id>``, `adapters.election`, ``poller_lease_seconds``); the others stand by
+    and take over when it stops renewing. Webhook mode needs no election: any replica takes any update,
+    and the engine's inbox drops one Telegram resends. Private chats are DMs, groups answer only when
+    addressed (`inbound`); files are downloaded for the model (`media`).
 
 Access
     The engine decides (`hermes_engine.policy.access`); the adapter reports who wrote where, adds

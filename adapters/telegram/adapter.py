@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapters.base import PlatformAdapter
+from adapters.election import Election
 from adapters.outbound import OutboundScheduler, default_is_transient
 from adapters.parts import TELEGRAM, OutPart
 from adapters.render import Rendered, render_telegram
@@ -105,6 +106,7 @@ class TelegramAdapter(PlatformAdapter):
         self._stopping = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._main: asyncio.Task[Any] | None = None
+        self._election: Election | None = None  # the poller's, when replicas elect one
 
     @property
     def username(self) -> str | None:
@@ -141,10 +143,6 @@ class TelegramAdapter(PlatformAdapter):
         await asyncio.gather(*tasks, return_exceptions=True)
         self._main = None
         self._tasks.clear()
-        if self.options.mode == "polling" and self._offset is not None and self.ready.is_set():
-            with contextlib.suppress(Exception):  # tell Telegram what was recorded, so it is not resent
-                await asyncio.wait_for(self.bot.get_updates(offset=self._offset, timeout=0,
-                                                            allowed_updates=ALLOWED_UPDATES), 3)
 
     async def stop(self) -> None:
         """Stop receiving (confirming what was recorded), let queued finals go out, close the client."""
@@ -169,7 +167,12 @@ class TelegramAdapter(PlatformAdapter):
         self.connected = True
         log.info("Telegram bot @%s is up (%s mode)", self.username, self.options.mode)
         if self.options.mode == "polling":
-            await self._poll()
+            if self._election is None:
+                self._election = self.election(f"telegram-poller:{self.account}", self.options.poller_lease_seconds)
+            if self._election is None:
+                await self._poll()
+            else:
+                await self._election.run(self._poll)
 
     async def _setup(self) -> None:
         await self._initialize()
@@ -236,11 +239,25 @@ class TelegramAdapter(PlatformAdapter):
 
     # ----------------------------------------------------------------- receiving
     async def _poll(self) -> None:
-        """Long-poll getUpdates; move the offset past an update only once it has been handled."""
+        """Long-poll getUpdates; on the way out for a shutdown, tell Telegram what was recorded, so it is
+        not resent (not when the lease was lost: the new poller confirms)."""
+        try:
+            await self._poll_updates()
+        finally:
+            if self._stopping and self._offset is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.bot.get_updates(offset=self._offset, timeout=0,
+                                                                allowed_updates=ALLOWED_UPDATES), 3)
+
+    async def _poll_updates(self) -> None:
+        """Move the offset past an update only once it has been handled. Elected, poll only while the
+        lease is surely this replica's (a process paused past it must not ask once more)."""
         from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError, TimedOut
 
         failures = 0
         while not self._stopping:
+            if self._election is not None and not self._election.leading:
+                return
             try:
                 updates = await self.bot.get_updates(offset=self._offset,
                                                      timeout=timedelta(seconds=self.options.poll_timeout),
@@ -260,8 +277,8 @@ class TelegramAdapter(PlatformAdapter):
                 failures += 1
                 delay = self._backoff(failures)
                 if isinstance(exc, Conflict) and failures == 1:
-                    log.warning("another process is polling this Telegram bot (%s): run one poller per bot, "
-                                "or use webhook mode when running several gateway processes", exc)
+                    log.warning("another process is polling this Telegram bot (%s): replicas on one database "
+                                "elect one poller, so this one is not on this gateway's database", exc)
                 level = logging.WARNING if failures in (1, 5) or failures % 20 == 0 else logging.DEBUG
                 log.log(level, "Telegram getUpdates failed (%s); attempt %d, next in %.1fs", exc, failures, delay,
                         exc_info=not isinstance(exc, (TelegramError, OSError)))

@@ -32,5 +32,8 @@ class TelegramOptions(PlatformOptions):
     poll_backoff: float = Field(1.0, ge=0)  # first wait after a failed getUpdates, growing ×1.5 …
     poll_backoff_max: float = Field(30.0, ge=0)  # … to this
     poll_jitter: float = Field(0.25, ge=0, le=1)  # ± share of randomisation of each wait
+    # Replicas on one database elect one poller per bot; a stand-by takes over this long after the poller
+    # stops renewing (renewed every third of it).
+    poller_lease_seconds: float = Field(30.0, gt=0)
     connect_timeout: float = Field(10.0, gt=0)
     read_timeout: float = Field(15.0, gt=0)

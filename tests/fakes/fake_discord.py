@@ -590,6 +590,8 @@ class FakeDiscord(LoopbackServer):
                  "presences": [], "guild_join_requests": [], "geo_ordered_rtc_regions": [],
                  "application": {"id": self.application_id, "flags": 0},
                  "guilds": [{"id": g, "unavailable": True} for g in self.guilds], "_trace": ["fake-discord"]}
+        if d.get("shard"):
+            ready["shard"] = d["shard"]  # Discord echoes the shard a sharded IDENTIFY asked for
         await self.dispatch("READY", ready)
         for guild in self.guilds.values():
             await self.dispatch("GUILD_CREATE", self._guild_create(guild))

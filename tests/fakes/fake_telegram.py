@@ -132,6 +132,7 @@ class ApiCall:
     params: dict[str, Any]
     status: int
     description: str = ""
+    via: str = ""  # the caller, when it came through `base_url_for(caller)`
 
 
 @dataclass
@@ -232,11 +233,14 @@ class FakeTelegram(LoopbackServer):
         self._changed = asyncio.Condition()
         self._webhook_task: asyncio.Task | None = None
         self._closing = False
+        self._poll_turn = 0  # the newest getUpdates; an older one still waiting is ended with 409 Conflict
+        self.conflicts: list[str] = []  # callers (`via`) whose waiting getUpdates a newer one ended
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def build_app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._api)
+        app.router.add_route("*", "/via/{via}/bot{token}/{method}", self._api)
         app.router.add_get("/file/bot{token}/{path:.+}", self._file)
         return app
 
@@ -252,6 +256,16 @@ class FakeTelegram(LoopbackServer):
     def base_url(self) -> str:
         """The value for TELEGRAM_API_BASE_URL (python-telegram-bot's `base_url`)."""
         return f"{self.url}/bot"
+
+    def base_url_for(self, caller: str) -> str:
+        """A TELEGRAM_API_BASE_URL whose calls are recorded as `caller`'s (`ApiCall.via`), to tell apart
+        several processes polling one bot."""
+        return f"{self.url}/via/{caller}/bot"
+
+    @property
+    def pollers(self) -> list[str]:
+        """The caller of every getUpdates answered, in order."""
+        return [call.via for call in self.requests if call.method == "getUpdates" and call.status == 200]
 
     @property
     def file_base_url(self) -> str:
@@ -445,14 +459,17 @@ class FakeTelegram(LoopbackServer):
                 raise TelegramApiError(404, "Not Found")
             if chat_id is not None:
                 self._check_rate_limit(method, chat_id, now, params)
-            result = await handler(params)
+            if method == "getUpdates":
+                result = await self._m_getUpdates(params, request)
+            else:
+                result = await handler(params)
             status, body = 200, {"ok": True, "result": result}
         except TelegramApiError as exc:
             status = exc.status
             body = {"ok": False, "error_code": exc.status, "description": exc.description}
             if exc.parameters:
                 body["parameters"] = exc.parameters
-        call = ApiCall(now, method, params, status, body.get("description", ""))
+        call = ApiCall(now, method, params, status, body.get("description", ""), request.match_info.get("via", ""))
         self.requests.append(call)
         if chat_id is not None and method != "getUpdates":
             self.chat(chat_id).calls.append(call)
@@ -501,7 +518,9 @@ class FakeTelegram(LoopbackServer):
         return {**self.bot.to_dict(), "can_join_groups": True, "can_read_all_group_messages": False,
                 "supports_inline_queries": False, "can_connect_to_business": False, "has_main_web_app": False}
 
-    async def _m_getUpdates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _m_getUpdates(self, params: dict[str, Any], request: web.Request | None = None) -> list[dict[str, Any]]:
+        """Like Telegram: a getUpdates ends an older one still waiting with 409 Conflict (counted in
+        `conflicts` when its caller is still connected to hear it)."""
         if self.webhook_url:
             raise TelegramApiError(409, "Conflict: can't use getUpdates method while webhook is active; "
                                         "use deleteWebhook to delete the webhook first")
@@ -512,8 +531,16 @@ class FakeTelegram(LoopbackServer):
             self.confirmed_offset = max(self.confirmed_offset, offset)
             self.updates = [u for u in self.updates if u["update_id"] >= offset]
         deadline = time.monotonic() + timeout
+        self._poll_turn += 1
+        turn = self._poll_turn
         async with self._new_update:
+            self._new_update.notify_all()
             while True:
+                if turn != self._poll_turn:
+                    if request is not None and request.transport is not None and not request.transport.is_closing():
+                        self.conflicts.append(request.match_info.get("via", ""))
+                    raise TelegramApiError(409, "Conflict: terminated by other getUpdates request; make sure "
+                                                "that only one bot instance is running")
                 ready = [u for u in self.updates if u["update_id"] >= offset][:limit]
                 remaining = deadline - time.monotonic()
                 if ready or remaining <= 0 or self._closing or time.monotonic() < self.outage_until:

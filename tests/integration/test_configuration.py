@@ -152,7 +152,9 @@ async def test_ready_names_a_platform_that_is_not_connected_and_health_only_says
                 assert ready == (503, {"status": "unavailable", "reason": "telegram is not connected"})
                 telegram.release()
                 await telegram.wait_for(lambda: any(c.method == "getUpdates" for c in telegram.requests), 60)
-                assert await _get_when_up(http, f"http://127.0.0.1:{port}/ready") == (200, {"status": "ready"})
+                poller = f"telegram-poller:{telegram.token.split(':')[0]}"  # elected even when alone
+                assert await _get_when_up(http, f"http://127.0.0.1:{port}/ready") == (
+                    200, {"status": "ready", "roles": {poller: "leader"}})
         finally:
             proc.terminate()
             await asyncio.wait_for(proc.communicate(), 60)

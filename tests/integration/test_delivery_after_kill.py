@@ -9,9 +9,7 @@ answer was still streaming.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,6 +17,7 @@ from pathlib import Path
 from engine_harness import fake_llm_environment
 from fakes.fake_llm import FakeLLM, Reply
 from fakes.fake_telegram import FakeTelegram
+from gateway_kit import gateway_process
 
 ROOT = Path(__file__).resolve().parents[2]
 ALICE = 4242
@@ -27,19 +26,12 @@ START_TIMEOUT = 60  # the child imports everything first; a loaded CI machine is
 
 @asynccontextmanager
 async def gateway(telegram: FakeTelegram, fake_llm: FakeLLM, home: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_HOME": str(home),
+    env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home),
            "HERMES_MODEL": "openai:gpt-test", "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": "0",
            "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
            "TELEGRAM_ALLOWED_USERS": str(ALICE)}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "hermes_gateway.cli.main", "run", "--bot", "bots/telegram-dm-assistant", cwd=ROOT,
-        env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-    try:
+    async with gateway_process("bots/telegram-dm-assistant", env, stderr=asyncio.subprocess.PIPE) as proc:
         yield proc
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGKILL)
-        await proc.communicate()
 
 
 async def kill(proc: asyncio.subprocess.Process) -> None:

@@ -9,9 +9,7 @@ Telegram, the model behind the fake LLM), with a profile whose card lease is two
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,14 +18,14 @@ import pytest
 from engine_harness import fake_llm_environment
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
-from postgres import BACKENDS, PG_URL, fresh_schema
+from gateway_kit import database_url, gateway_process, wait_until
+from postgres import BACKENDS
 
 from hermes_engine.kanban.worker import WORKER_SYSTEM
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.storage import CardSpec
 from storage.store import SqlStore
 
-ROOT = Path(__file__).resolve().parents[2]
 ALICE = 4242
 START_TIMEOUT = 60
 PROFILE = """\
@@ -52,38 +50,13 @@ def is_worker(request) -> bool:
 
 
 @asynccontextmanager
-async def database_url(backend: str, home: Path) -> AsyncIterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite+aiosqlite:///{home / 'hermes.db'}"
-        return
-    assert PG_URL
-    async with fresh_schema() as schema:
-        yield f"{PG_URL}?options=-csearch_path%3D{schema}"
-
-
-@asynccontextmanager
 async def gateway(telegram: FakeTelegram, fake_llm, home: Path, bot: Path,
                   db_url: str) -> AsyncIterator[asyncio.subprocess.Process]:
-    env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_HOME": str(home), "HERMES_DATABASE_URL": db_url,
+    env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home), "HERMES_DATABASE_URL": db_url,
            "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": "0", "TELEGRAM_BOT_TOKEN": telegram.token,
            "TELEGRAM_API_BASE_URL": telegram.base_url}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "hermes_gateway.cli.main", "run", "--bot", str(bot), cwd=ROOT, env=env,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-    try:
+    async with gateway_process(bot, env, stderr=asyncio.subprocess.PIPE) as proc:
         yield proc
-    finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGKILL)
-        await proc.communicate()
-
-
-async def wait_until(predicate, timeout: float) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError("condition not met")
-        await asyncio.sleep(0.1)
 
 
 async def test_a_card_whose_gateway_was_killed_is_reclaimed_after_its_lease_and_finished_once(

@@ -89,7 +89,7 @@ def test_a_compose_file_off_the_compose_spec_or_with_an_undeclared_volume_is_rep
     (tmp_path / ".env.example").write_text("")
     good = tmp_path / "compose.yaml"
     broken = copy.deepcopy(compose)
-    broken["services"]["gateway"]["build"]["context"] = str(ROOT)
+    broken["services"]["gateway-1"]["build"]["context"] = str(ROOT)
     good.write_text(yaml.safe_dump(broken))
     assert validator.compose_problems(good) == []
 
@@ -97,9 +97,49 @@ def test_a_compose_file_off_the_compose_spec_or_with_an_undeclared_volume_is_rep
     good.write_text(yaml.safe_dump(broken))
     assert any("volume 'hermes-data'" in p for p in validator.compose_problems(good))
 
-    broken["services"]["gateway"]["depends_on"]["postgres"]["condition"] = "whenever"
+    broken["services"]["gateway-1"]["depends_on"]["postgres"]["condition"] = "whenever"
     good.write_text(yaml.safe_dump(broken))
     assert any("depends_on" in p for p in validator.compose_problems(good))
+
+
+def test_a_deployment_of_one_replica_or_without_a_disruption_budget_for_its_pods_is_reported(validator) -> None:
+    objects = copy.deepcopy(manifests(validator))
+    assert validator.replica_problems(objects) == []
+    deployment = next(o for _, o in objects if o["kind"] == "Deployment")
+    budget = next(o for _, o in objects if o["kind"] == "PodDisruptionBudget")
+    assert deployment["spec"]["replicas"] == 2 and budget["spec"]["minAvailable"] == 1
+    deployment["spec"]["replicas"] = 1
+    problems = validator.replica_problems(objects)
+    assert any("runs 1 replica(s)" in p for p in problems) and any("minAvailable 1" in p for p in problems)
+    deployment["spec"]["replicas"] = 2
+    budget["spec"]["selector"]["matchLabels"] = {"app": "something-else"}
+    problems = validator.replica_problems(objects)
+    assert any("no PodDisruptionBudget selects its pods" in p for p in problems)
+    assert any("selects no Deployment's pods" in p for p in problems)
+
+
+def test_the_compose_proxy_must_route_to_every_gateway_replica_at_its_port(validator, tmp_path) -> None:
+    assert validator.proxy_problems(DEPLOY / "compose.yaml") == []
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    assert {"gateway-1", "gateway-2", "proxy", "postgres"} == set(compose["services"])
+    caddyfile = (DEPLOY / "Caddyfile").read_text()
+    (tmp_path / "compose.yaml").write_text(yaml.safe_dump(compose))
+
+    (tmp_path / "Caddyfile").write_text(caddyfile.replace("gateway-1:8080 gateway-2:8080", "gateway-1:8080"))
+    assert any("every gateway service" in p for p in validator.proxy_problems(tmp_path / "compose.yaml"))
+    (tmp_path / "Caddyfile").write_text(caddyfile.replace("gateway-2:8080 {", "gateway-2:9000 {"))
+    assert any("serves HTTP on port 8080" in p for p in validator.proxy_problems(tmp_path / "compose.yaml"))
+    (tmp_path / "Caddyfile").write_text(caddyfile.replace("gateway-2:8080 {", "postgres:5432 {"))
+    assert any("no gateway service" in p for p in validator.proxy_problems(tmp_path / "compose.yaml"))
+
+    del compose["services"]["gateway-2"]
+    compose["services"]["proxy"]["depends_on"] = ["gateway-1"]
+    (tmp_path / "compose.yaml").write_text(yaml.safe_dump(compose))
+    (tmp_path / "Caddyfile").write_text(caddyfile)
+    assert any("1 gateway replica(s)" in p for p in validator.proxy_problems(tmp_path / "compose.yaml"))
+    del compose["services"]["proxy"]
+    (tmp_path / "compose.yaml").write_text(yaml.safe_dump(compose))
+    assert any("no reverse proxy" in p for p in validator.proxy_problems(tmp_path / "compose.yaml"))
 
 
 def test_the_compose_env_file_has_an_example_to_copy(validator, tmp_path) -> None:
