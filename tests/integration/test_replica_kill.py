@@ -1,0 +1,190 @@
+"""Two gateways on one PostgreSQL, Telegram in webhook mode behind a round-robin proxy (the test posts each
+update to one replica, and to the other when that one does not take it); one replica is killed with
+`kill -9` in the middle of its turns. Every DM is answered exactly once and in each person's order, no
+partial message is left (the one the dead replica streamed is edited into the answer), and the goal the
+dead replica was working on goes on on the other one without a repeated turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+import pytest
+from engine_harness import fake_llm_environment, is_judge, verdict
+from fakes.fake_llm import Reply
+from fakes.fake_telegram import FakeTelegram
+from postgres import PG_URL, fresh_schema
+
+from hermes_engine.loops.goals import CONTINUE_PREFIX
+from storage.store import SqlStore
+
+pytestmark = [pytest.mark.postgres,
+              pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)")]
+
+ROOT = Path(__file__).resolve().parents[2]
+BOT = "replicated-bot"
+SECRET = "replica-webhook-secret"
+PEOPLE = list(range(1001, 1021))  # 20 people, two DMs each
+GOAL_PERSON = 5000
+HANG_GUARD = 180  # seconds: generous, for a loaded machine; nothing is timed
+PROFILE = f"""\
+name: {BOT}
+model: openai:gpt-test
+toolsets: [core]
+streaming: true
+access:
+  allowed_users: [{", ".join(f'"{p}"' for p in [*PEOPLE, GOAL_PERSON])}]
+  pairing: false
+platforms:
+  telegram:
+    mode: webhook
+    edit_interval_seconds: 0.2
+"""
+DM_TOKEN = re.compile(r"p\d+ m\d")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def goal_step(request) -> int:
+    """Which turn of the goal this request is: 1 plus the continuations it carries."""
+    return 1 + sum(1 for m in request.messages if m.get("role") == "user" and CONTINUE_PREFIX in str(m.get("content")))
+
+
+def respond(request) -> Reply:
+    """DMs: "Answer to pN mK done." streamed in three pieces over about a second. The goal: "goal step N",
+    slower; the judge says done once step 3 is answered."""
+    if is_judge(request):
+        done = "goal step 3" in request.last_user_text
+        return Reply(text=verdict("done" if done else "continue", "checked"))
+    token = DM_TOKEN.search(request.last_user_text)
+    if token is not None:
+        return Reply(chunks=["Answer to ", token.group(0), " done."], delay=0.35)
+    return Reply(chunks=["goal ", "step ", str(goal_step(request))], delay=0.6)
+
+
+class Replica:
+    def __init__(self, name: str, port: int, proc: asyncio.subprocess.Process, log: Path) -> None:
+        self.name, self.port, self.proc, self.log = name, port, proc, log
+
+    @property
+    def webhook(self) -> str:
+        return f"http://127.0.0.1:{self.port}/telegram/{BOT}"
+
+
+@asynccontextmanager
+async def replica(name: str, telegram: FakeTelegram, fake_llm, tmp_path: Path, bot: Path,
+                  db_url: str) -> AsyncIterator[Replica]:
+    port, home, log = free_port(), tmp_path / f"home-{name}", tmp_path / f"{name}.log"
+    env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_HOME": str(home), "HERMES_DATABASE_URL": db_url,
+           "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(port), "HERMES_REPLICA_ID": name,
+           "HERMES_SESSION_LEASE_SECONDS": "3", "TELEGRAM_BOT_TOKEN": telegram.token,
+           "TELEGRAM_API_BASE_URL": telegram.base_url, "TELEGRAM_WEBHOOK_SECRET": SECRET}
+    env.pop("TELEGRAM_WEBHOOK_URL", None)  # the proxy (this test) posts; nothing registers a webhook
+    with log.open("wb") as err:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "hermes_gateway.cli.main", "run", "--bot", str(bot), cwd=ROOT, env=env,
+            stdout=asyncio.subprocess.DEVNULL, stderr=err)
+    try:
+        yield Replica(name, port, proc, log)
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 30)
+            except TimeoutError:
+                proc.send_signal(signal.SIGKILL)
+                await proc.wait()
+
+
+async def post(http: aiohttp.ClientSession, replicas: list[Replica], first: int, update: dict) -> None:
+    """The round-robin proxy: `first` gets the update; one that is down or refuses it, the other one."""
+    headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
+    deadline = asyncio.get_running_loop().time() + HANG_GUARD
+    turn = first
+    while asyncio.get_running_loop().time() < deadline:
+        target = replicas[turn % len(replicas)]
+        turn += 1
+        if target.proc.returncode is None:
+            try:
+                async with http.post(target.webhook, json=update, headers=headers) as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"no replica took update {update['update_id']}")
+
+
+def says(telegram: FakeTelegram, person: int, text: str) -> dict:
+    telegram.user_says(person, person, text)
+    return telegram.updates.pop()
+
+
+def answered(telegram: FakeTelegram) -> bool:
+    dms = all(telegram.chat(p).bot_texts[-2:] == [f"Answer to p{p} m1 done.", f"Answer to p{p} m2 done."]
+              for p in PEOPLE)
+    return dms and any(t.startswith("✅ Goal done") for t in telegram.chat(GOAL_PERSON).bot_texts)
+
+
+async def test_a_replica_killed_mid_turn_leaves_every_dm_answered_once_in_order_and_its_goal_going_on(
+        fake_llm, tmp_path):
+    bot = tmp_path / BOT
+    bot.mkdir()
+    (bot / "profile.yaml").write_text(PROFILE)
+    fake_llm.responder = respond
+    async with fresh_schema() as schema:
+        db_url = f"{PG_URL}?options=-csearch_path%3D{schema}"
+        store = SqlStore(db_url)
+        await store.init()  # the schema exists before two processes race to migrate it
+        try:
+            async with FakeTelegram() as telegram, aiohttp.ClientSession(trust_env=False) as http, \
+                    replica("a", telegram, fake_llm, tmp_path, bot, db_url) as a, \
+                    replica("b", telegram, fake_llm, tmp_path, bot, db_url) as b:
+                replicas = [a, b]
+                # The goal starts on replica a; it is killed while the goal's second turn streams.
+                await post(http, replicas, 0, says(telegram, GOAL_PERSON, "/goal count to three"))
+                await telegram.wait_for(lambda: any(not is_judge(r) and goal_step(r) == 2 and
+                                                    not DM_TOKEN.search(r.last_user_text) for r in fake_llm.requests),
+                                        timeout=HANG_GUARD, message="the goal's second turn never started")
+                # Twenty people, two DMs each; a person's two DMs go to different replicas.
+                for k in (1, 2):
+                    for p in PEOPLE:
+                        await post(http, replicas, p + k, says(telegram, p, f"p{p} m{k}"))
+                # Killed mid-turn: a DM's answer is showing in part.
+                await telegram.wait_for(lambda: any(telegram.chat(p).bot_texts and not telegram.chat(p).bot_texts[-1]
+                                                    .endswith("done.") for p in PEOPLE),
+                                        timeout=HANG_GUARD, message="no DM answer was streaming")
+                a.proc.send_signal(signal.SIGKILL)
+                await a.proc.wait()
+                await telegram.wait_for(lambda: answered(telegram), timeout=HANG_GUARD,
+                                        message="not every DM was answered after the kill")
+                await telegram.settle(quiet=2.0, timeout=HANG_GUARD)
+                takeover_log = b.log.read_text()
+            goals = await store.list_goals(bot=BOT)
+            pending = await store.pending_inbound()
+        finally:
+            await store.close()
+
+    for p in PEOPLE:  # exactly once each, in order, and nothing else: no partial left, no second copy
+        assert telegram.chat(p).bot_texts == [f"Answer to p{p} m1 done.", f"Answer to p{p} m2 done."], p
+    goal_chat = telegram.chat(GOAL_PERSON).bot_texts
+    steps = [t for t in goal_chat if t.startswith("goal step")]
+    assert steps == ["goal step 1", "goal step 2", "goal step 3"], goal_chat  # no turn repeated or lost
+    assert sum(t.startswith("✅ Goal done") for t in goal_chat) == 1
+    [goal] = goals
+    assert goal.status == "done" and goal.turns_used == 3
+    assert pending == []
+    assert "answering pending telegram event" in takeover_log  # b took over what a had accepted
