@@ -27,7 +27,7 @@ from postgres import PG_URL, fresh_schema
 from hermes_engine.loops.goals import CONTINUE_PREFIX
 from storage.store import SqlStore
 
-pytestmark = [pytest.mark.postgres,
+pytestmark = [pytest.mark.postgres, pytest.mark.timeout(400),  # two processes start on a loaded machine
               pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)")]
 
 ROOT = Path(__file__).resolve().parents[2]
