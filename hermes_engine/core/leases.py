@@ -45,6 +45,7 @@ class Leases:
         self.ttl = float(ttl_seconds)
         self.holder = holder or socket.gethostname()
         self._local: dict[str, asyncio.Lock] = {}
+        self._users: dict[str, int] = {}
 
     @property
     def renew_every(self) -> float:
@@ -77,8 +78,9 @@ class Leases:
         if lock.locked() and not wait:
             yield False
             return
-        async with lock:
-            try:
+        self._users[name] = self._users.get(name, 0) + 1
+        try:
+            async with lock:
                 taken = await self.take_when_free(name) if wait else await self.take(name)
                 if not taken:
                     yield False
@@ -91,9 +93,10 @@ class Leases:
                     with contextlib.suppress(asyncio.CancelledError):
                         await keeper
                     await asyncio.shield(self.give_back(name))
-            finally:
-                if self._local.get(name) is lock and not lock._waiters:  # noqa: SLF001
-                    del self._local[name]
+        finally:
+            self._users[name] -= 1
+            if not self._users[name]:  # nobody here holds or waits for it: forget its lock
+                del self._users[name], self._local[name]
 
     async def _keep(self, name: str) -> None:
         while True:

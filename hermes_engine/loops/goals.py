@@ -5,7 +5,7 @@ durable inbox like anything a person says, so the prompt prefix stays cached, a 
 answered first (it is already queued), and a restart neither loses nor repeats a turn.
 
 With several replicas, a continuation is idempotent by its message id (`goal-<id>-<n>`: the inbox keeps
-one), and the step between two turns (counting the turn, judging it, queueing the next) runs under the
+one), and the step between two turns (judging the last one, queueing the next) runs under the
 lease `goal:<id>`. Every replica looks for active goals whose lease is free now and then and queues their
 next turn: a duplicate when it is queued already, the goal going on when its replica died mid-judgement.
 """
@@ -83,6 +83,7 @@ class GoalFeature(Feature):
         self._garbage: dict[int, int] = {}
         self._transport: dict[int, int] = {}
         self._watch: asyncio.Task[None] | None = None
+        self._judging: set[int] = set()  # goals between two turns on this replica
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -102,6 +103,8 @@ class GoalFeature(Feature):
         duplicate of the turn queued already, or the next one when the replica judging the last died."""
         assert self.host is not None
         for goal in await self.host.store.list_goals("active", bot=self.host.bot):
+            if goal.id in self._judging:
+                continue
             async with self.host.leases.held(goal_lease(goal.id)) as ours:
                 current = await self.host.store.get_goal(goal.id) if ours else None
                 if current is not None and current.status == "active":
@@ -220,17 +223,23 @@ class GoalFeature(Feature):
         goal = await self.host.store.active_goal(outcome.scope.session_key, self.host.bot)
         if goal is None:
             return
-        self.host.spawn(self._judged(goal.id, outcome), f"goal-judge:{goal.id}")
+        # Count the turn before judging it: whatever happens next (a pause, a restart), the next
+        # continuation has a new number and this turn is never run again.
+        goal = await self.host.store.update_goal(goal.id, add_turns=1, add_tokens=outcome.usage.total)
+        if goal is not None and goal.status == "active":
+            self._judging.add(goal.id)  # from now: the watchdog here leaves it alone
+            self.host.spawn(self._judged(goal.id, outcome), f"goal-judge:{goal.id}")
 
     async def _judged(self, goal_id: int, outcome: TurnOutcome) -> None:
-        """Count the turn, judge it and go on, under the goal's lease: no replica queues the next turn
-        meanwhile. The turn is counted first: whatever happens next (a pause, a restart), the next
-        continuation has a new number and this turn is never run again."""
+        """Judge and go on under the goal's lease: no replica queues the next turn meanwhile."""
         assert self.host is not None
-        async with self.host.leases.held(goal_lease(goal_id), wait=True):
-            goal = await self.host.store.update_goal(goal_id, add_turns=1, add_tokens=outcome.usage.total)
-            if goal is not None and goal.status == "active":
-                await self._after_turn(goal, outcome)
+        try:
+            async with self.host.leases.held(goal_lease(goal_id), wait=True):
+                goal = await self.host.store.get_goal(goal_id)
+                if goal is not None and goal.status == "active":
+                    await self._after_turn(goal, outcome)
+        finally:
+            self._judging.discard(goal_id)
 
     async def _after_turn(self, goal: GoalRecord, outcome: TurnOutcome) -> None:
         assert self.host is not None
