@@ -21,7 +21,7 @@ from hermes_engine.agent.prompt import PromptBuilder, PromptContributor
 from hermes_engine.compression.lineage import load_history
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.builtin_commands import register_builtin_commands
-from hermes_engine.core.jobs import Lane, TurnJob, drop, run_settling
+from hermes_engine.core.jobs import Lane, TurnJob, run_settling
 from hermes_engine.core.leases import Leases, session_lease
 from hermes_engine.core.pending import PendingEvents
 from hermes_engine.core.sessions import SessionTable
@@ -350,7 +350,7 @@ class Gateway:
         return person_id
 
     def enqueue(self, session: SessionHandle, job: TurnJob) -> None:
-        lane = self._lanes.setdefault(session.key, Lane())
+        lane = self._lanes.setdefault(session.key, Lane(left=lambda: self.metrics.turns_pending(self.bot, -1)))
         lane.queue.put_nowait(job)
         self.metrics.turns_pending(self.bot, 1)
         if lane.worker is None or lane.worker.done():
@@ -389,7 +389,7 @@ class Gateway:
         local: dict[tuple[str, str], TurnJob] = {}
         given_back = False
         while True:
-            await lane.take_queued(local, on_taken=lambda: self.metrics.turns_pending(self.bot, -1))
+            await lane.take_queued(local)
             waiting = given_back and not local and bool(await self._waiting(session.key))
             if not local and not waiting and lane.queue.empty():  # no await since the check: no job is lost
                 return
@@ -397,7 +397,7 @@ class Gateway:
                 if ours:
                     await self._refresh(session)
                     await self._drain(session, lane, local)
-            drop(local)  # answered meanwhile, or left to the replica that holds the session
+            lane.drop(local)  # answered meanwhile, or left to the replica that holds the session
             if not ours and lane.queue.empty():
                 return
             # Given back: an event recorded by a replica that found the lease held a moment ago is ours now.
@@ -405,13 +405,13 @@ class Gateway:
 
     async def _drain(self, session: SessionHandle, lane: Lane, local: dict[tuple[str, str], TurnJob]) -> None:
         while True:
-            await lane.take_queued(local, on_taken=lambda: self.metrics.turns_pending(self.bot, -1))
+            await lane.take_queued(local)
             pending = await self._waiting(session.key)
             if not pending:
                 return
             for event, msg in pending:
                 key = (event.platform, event.event_id)
-                job = local.pop(key, None) or self._job_for(
+                job = lane.take(local, key) or self._job_for(
                     msg, await self.person_of(msg.platform, msg.account, msg.user_id, msg.user_name),
                     event.payload.get("purpose", "turn"), replayed=True)
                 self.pending.tried(*key)

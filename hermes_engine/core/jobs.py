@@ -37,22 +37,38 @@ class Lane:
     queue: asyncio.Queue[TurnJob] = field(default_factory=asyncio.Queue)
     worker: asyncio.Task[None] | None = None
     turn: asyncio.Task[TurnResult | None] | None = None
+    left: Callable[[], None] = lambda: None  # a queued job leaves the queue (the queue depth metric)
 
-    async def take_queued(self, local: dict[tuple[str, str], TurnJob], on_taken: Callable[[], None]) -> None:
+    async def take_queued(self, local: dict[tuple[str, str], TurnJob]) -> None:
         """Move what is queued into `local` (by event), once each event is recorded; duplicates go."""
         while not self.queue.empty():
             job = self.queue.get_nowait()
-            on_taken()
             try:
                 new = await job.is_new()
             except Exception as exc:  # noqa: BLE001 - not recorded: the caller of `handle` was told
+                self.left()
                 settle(job, exc)
                 continue
             key = (job.message.platform, job.message.event_id)
             if not new or key in local:
+                self.left()
                 settle(job, None)
             else:
                 local[key] = job
+
+    def take(self, local: dict[tuple[str, str], TurnJob], key: tuple[str, str]) -> TurnJob | None:
+        """The job queued here for this event, if any: it leaves the queue to run."""
+        job = local.pop(key, None)
+        if job is not None:
+            self.left()
+        return job
+
+    def drop(self, local: dict[tuple[str, str], TurnJob]) -> None:
+        """Jobs answered elsewhere (or left to the replica holding the session): nothing to do here."""
+        for job in local.values():
+            self.left()
+            settle(job, None)
+        local.clear()
 
     @property
     def busy(self) -> bool:
@@ -67,13 +83,6 @@ def settle(job: TurnJob, outcome: TurnResult | Exception | None) -> None:
         job.done.set_exception(outcome)
     else:
         job.done.set_result(outcome)
-
-
-def drop(local: dict[tuple[str, str], TurnJob]) -> None:
-    """Jobs answered elsewhere (or by another replica): nothing more to do for them here."""
-    for job in local.values():
-        settle(job, None)
-    local.clear()
 
 
 async def run_settling(job: TurnJob, run: Awaitable[TurnResult | None], session_key: str) -> None:
