@@ -408,6 +408,7 @@ class Gateway:
             await lane.take_queued(local)
             pending = await self._waiting(session.key)
             if not pending:
+                session.seen_message_id = await self.store.last_message_id(session.record.id)
                 return
             for event, msg in pending:
                 key = (event.platform, event.event_id)
@@ -427,8 +428,8 @@ class Gateway:
         record = await self.store.active_session(session.key, self.bot)
         if record.id != session.record.id:
             self._adopt(session, record)
-        else:
-            session.record = record
+        session.record = record
+        if await self.store.last_message_id(record.id) != session.seen_message_id:
             session.history = None
 
     async def _run_job(self, session: SessionHandle, lane: Lane, job: TurnJob) -> TurnResult | None:
@@ -495,4 +496,3 @@ class Gateway:
                 await outlet.send(ReplyTarget(platform, "", chat_id), text)
 
         await self.access.watch_approvals(platform, tell)
-

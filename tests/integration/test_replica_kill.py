@@ -1,6 +1,6 @@
 """Two gateways on one PostgreSQL, Telegram in webhook mode behind a round-robin proxy (the test posts each
-update to one replica, and to the other when that one does not take it); one replica is killed with
-`kill -9` in the middle of its turns. Every DM is answered exactly once and in each person's order, no
+update to one replica, and to the other when that one does not take it); the replica running a goal is
+killed with `kill -9` in the middle of its turns. Every DM is answered exactly once and in each person's order, no
 partial message is left (the one the dead replica streamed is edited into the answer), and the goal the
 dead replica was working on goes on on the other one without a repeated turn.
 """
@@ -23,8 +23,10 @@ from engine_harness import fake_llm_environment, is_judge, verdict
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
 from postgres import PG_URL, fresh_schema
+from sqlalchemy.pool import NullPool
 
 from hermes_engine.loops.goals import CONTINUE_PREFIX
+from storage.engine import make_engine
 from storage.store import SqlStore
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(400),  # two processes start on a loaded machine
@@ -63,16 +65,45 @@ def goal_step(request) -> int:
     return 1 + sum(1 for m in request.messages if m.get("role") == "user" and CONTINUE_PREFIX in str(m.get("content")))
 
 
-def respond(request) -> Reply:
-    """DMs: "Answer to pN mK done." streamed in three pieces over about a second. The goal: "goal step N",
-    slower; the judge says done once step 3 is answered."""
-    if is_judge(request):
-        done = "goal step 3" in request.last_user_text
-        return Reply(text=verdict("done" if done else "continue", "checked"))
-    token = DM_TOKEN.search(request.last_user_text)
-    if token is not None:
-        return Reply(chunks=["Answer to ", token.group(0), " done."], delay=0.35)
-    return Reply(chunks=["goal ", "step ", str(goal_step(request))], delay=0.3)
+class Model:
+    """DMs: "Answer to pN mK done." streamed in three pieces over about a second. The goal: "goal step N";
+    the judge says done once step 3 is answered. Until the kill, each second DM and the goal's second turn
+    stream two pieces and then hang: those on the replica to be killed are cut short by the kill (the
+    others' streams break then, and are asked again)."""
+
+    def __init__(self) -> None:
+        self.killed = asyncio.Event()
+
+    def __call__(self, request) -> Reply:
+        if is_judge(request):
+            done = "goal step 3" in request.last_user_text
+            return Reply(text=verdict("done" if done else "continue", "checked"))
+        token = DM_TOKEN.search(request.last_user_text)
+        chunks = ["Answer to ", token.group(0), " done."] if token else ["goal ", "step ", str(goal_step(request))]
+        held = token.group(0).endswith("m2") if token else goal_step(request) == 2
+        if held and not self.killed.is_set():
+            return Reply(chunks=chunks, delay=0.35, disconnect_after_chunks=2, before_cut=self.killed.wait)
+        return Reply(chunks=chunks, delay=0.35)
+
+
+def frozen_mid_turn(telegram: FakeTelegram) -> bool:
+    """Every second DM and the goal's second turn show in part, each edited at least once: every send has
+    returned and been written down (the one unguarded moment, between a send and its ledger write, is
+    past for all of them)."""
+    def shown(chat: int, text: str) -> bool:
+        return any(m.text == text and m.edits for m in telegram.chat(chat).bot_messages)
+    return all(shown(p, f"Answer to p{p} m2") for p in PEOPLE) and shown(GOAL_PERSON, "goal step")
+
+
+async def goal_session_holder(db_url: str) -> str:
+    """The replica holding the goal's session lease: the one running its turn."""
+    engine = make_engine(db_url, poolclass=NullPool)
+    try:
+        async with engine.connect() as conn:
+            rows = (await conn.exec_driver_sql("SELECT name, holder FROM leases")).all()
+    finally:
+        await engine.dispose()
+    return next(holder for name, holder in rows if name.startswith("session:") and name.endswith(f":dm:{GOAL_PERSON}"))
 
 
 class Replica:
@@ -144,7 +175,7 @@ async def test_a_replica_killed_mid_turn_leaves_every_dm_answered_once_in_order_
     bot = tmp_path / BOT
     bot.mkdir()
     (bot / "profile.yaml").write_text(PROFILE)
-    fake_llm.responder = respond
+    model = fake_llm.responder = Model()
     async with fresh_schema() as schema:
         db_url = f"{PG_URL}?options=-csearch_path%3D{schema}"
         store = SqlStore(db_url)
@@ -154,22 +185,27 @@ async def test_a_replica_killed_mid_turn_leaves_every_dm_answered_once_in_order_
                     replica("a", telegram, fake_llm, tmp_path, bot, db_url) as a, \
                     replica("b", telegram, fake_llm, tmp_path, bot, db_url) as b:
                 replicas = [a, b]
-                # The goal starts on replica a; twenty people send two DMs each, a person's two DMs to
+                # The goal is set through replica a; twenty people send two DMs each, a person's two DMs to
                 # different replicas.
                 await post(http, replicas, 0, says(telegram, GOAL_PERSON, "/goal count to three"))
                 for k in (1, 2):
                     for p in PEOPLE:
                         await post(http, replicas, p + k, says(telegram, p, f"p{p} m{k}"))
-                # Killed mid-turn: the goal's second turn has begun on it, and DM answers are streaming.
-                await telegram.wait_for(lambda: any(not is_judge(r) and goal_step(r) == 2 and
-                                                    not DM_TOKEN.search(r.last_user_text) for r in fake_llm.requests),
-                                        timeout=HANG_GUARD, message="the goal's second turn never started")
-                a.proc.send_signal(signal.SIGKILL)
-                await a.proc.wait()
-                await telegram.wait_for(lambda: answered(telegram), timeout=HANG_GUARD,
-                                        message="not every DM was answered after the kill")
+                # Killed mid-turn: the second DMs and the goal's second turn are streaming.
+                await telegram.wait_for(lambda: frozen_mid_turn(telegram), timeout=HANG_GUARD,
+                                        message="the second DMs and the goal's second turn never all streamed")
+                victim = a if await goal_session_holder(db_url) == "a" else b
+                survivor = b if victim is a else a
+                victim.proc.send_signal(signal.SIGKILL)
+                await victim.proc.wait()
+                model.killed.set()
+                try:
+                    await telegram.wait_for(lambda: answered(telegram), timeout=HANG_GUARD)
+                except TimeoutError:
+                    chats = {p: telegram.chat(p).bot_texts for p in [*PEOPLE, GOAL_PERSON]}
+                    raise AssertionError(f"not every DM was answered after the kill: {chats}") from None
                 await telegram.settle(quiet=2.0, timeout=HANG_GUARD)
-                takeover_log = b.log.read_text()
+                takeover_log = survivor.log.read_text()
             goals = await store.list_goals(bot=BOT)
             pending = await store.pending_inbound()
         finally:
@@ -184,4 +220,4 @@ async def test_a_replica_killed_mid_turn_leaves_every_dm_answered_once_in_order_
     [goal] = goals
     assert goal.status == "done" and goal.turns_used == 3
     assert pending == []
-    assert re.search(r"answering pending telegram event \S*goal-\d+-2\b", takeover_log)  # b took the goal over
+    assert re.search(r"answering pending telegram event \S*goal-\d+-2\b", takeover_log)  # the goal moved
