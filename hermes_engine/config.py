@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     inbox_retention_days: float = Field(30, gt=0)  # answered inbox events older than this are deleted
     max_live_sessions: int = Field(1000, ge=1)  # sessions held in memory per bot; idle ones beyond are dropped
+    # A session's turns run on one replica at a time, under a store lease renewed every third of this; a
+    # replica that dies leaves its sessions' pending events to another once it expires.
+    session_lease_seconds: float = Field(30.0, gt=0)
+    replica_id: str | None = None  # names this replica in leases; default: the host name
     web_search_url: str | None = None  # a SearXNG-compatible JSON endpoint; unset: no web_search tool
     web_search_key: str | None = None  # sent to it as a bearer token
     # Skill hints fuse embedding similarity when a model is set (an OpenAI-compatible /v1/embeddings server;

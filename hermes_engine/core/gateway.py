@@ -21,7 +21,9 @@ from hermes_engine.agent.prompt import PromptBuilder, PromptContributor
 from hermes_engine.compression.lineage import load_history
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.builtin_commands import register_builtin_commands
-from hermes_engine.core.jobs import Lane, TurnJob
+from hermes_engine.core.jobs import Lane, TurnJob, run_settling
+from hermes_engine.core.leases import Leases, session_lease
+from hermes_engine.core.pending import PendingEvents
 from hermes_engine.core.sessions import SessionTable
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.core.tool_lists import session_tools
@@ -34,11 +36,11 @@ from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
 from hermes_engine.ports.feature import Feature
-from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget, message_from_payload, message_to_payload
+from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget, message_to_payload
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Outlet
 from hermes_engine.ports.session import SessionHandle, SessionScope
-from hermes_engine.ports.storage import SessionRecord, Store
+from hermes_engine.ports.storage import InboundEvent, SessionRecord, Store
 from hermes_engine.providers.chain import ProviderChain
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
 
@@ -78,6 +80,9 @@ class Gateway:
         for feature in self.features:
             feature.register_commands(self.commands)
         self.outlets: dict[str, Outlet] = {}
+        self.leases = Leases(store, ttl_seconds=settings.session_lease_seconds, holder=settings.replica_id)
+        self.pending = PendingEvents(store, self.bot, self.outlets, self.session_key)
+        self._commands_running: set[tuple[str, str]] = set()  # immediate commands under way here
         self.sessions = SessionTable(settings.max_live_sessions)
         self._lanes: dict[str, Lane] = {}
         self._session_lock = asyncio.Lock()
@@ -107,20 +112,35 @@ class Gateway:
             for platform in self.outlets:
                 self._watchers.add(asyncio.create_task(self._watch_approvals(platform),
                                                        name=f"pairing-approvals:{platform}"))
-        self.storage_health.when_recovered(self.replay_pending)  # turns paused by an outage go on after it
-        await self.replay_pending()
+        self.storage_health.when_recovered(lambda: self.replay_pending(forced=True))  # paused by an outage
+        await self.replay_pending(forced=True)
+        self._watchers.add(asyncio.create_task(self._take_over(), name="inbox-takeover"))
 
-    async def replay_pending(self) -> None:
+    async def replay_pending(self, *, forced: bool = False) -> None:
+        """Wake every session with events received but not answered that no lane here is busy with; its
+        lane answers them unless another live replica holds the session (then that one does). Adapters
+        start first, so an event taken live a moment ago is pending too: the lane answers it once."""
         if self._stopping:
             return
-        for event in await self.store.pending_inbound():
-            if event.platform not in self.outlets or event.payload.get("bot", self.bot) != self.bot:
+        for key, events in (await self.pending.by_session(forced=forced)).items():
+            lane = self._lanes.get(key)
+            if lane is not None and lane.busy:
                 continue
-            msg = message_from_payload(event.payload["message"])
-            # Adapters start first, so an event taken live a moment ago is pending too; its replay waits
-            # behind it in the session's queue and finds the answer stored and delivered (same key).
+            event, msg = events[0]
+            if forced:
+                for other, _ in events:
+                    self.pending.forget(other.platform, other.event_id)
             log.info("answering pending %s event %s", event.platform, event.event_id)
             await self._accept(msg, replayed=True, purpose=event.payload.get("purpose", "turn"))
+
+    async def _take_over(self) -> None:
+        """Every third of a lease: events of sessions whose replica died (their lease expired) are taken."""
+        while True:
+            await asyncio.sleep(self.leases.renew_every)
+            try:
+                await self.replay_pending()
+            except Exception as exc:  # noqa: BLE001 - the store may be down; the next round tries again
+                log.warning("could not look for pending events to take over: %s", exc)
 
     async def stop(self) -> None:
         self._stopping = True  # turns cut short now stay in the inbox and are answered after restart
@@ -260,6 +280,11 @@ class Gateway:
     async def new_session(self, session: SessionHandle) -> SessionHandle:
         """`/new`: a fresh session for the same key, linked to the old one; prompts are frozen anew."""
         record = await self.store.new_session(session.key, self.bot, parent_id=session.record.id)
+        self._adopt(session, record)
+        return session
+
+    def _adopt(self, session: SessionHandle, record: SessionRecord) -> None:
+        """The key's session is now `record`: prompts are frozen anew."""
         self._evicted(session)  # what features keep for the old session goes with it
         session.record = record
         session.scope = replace(session.scope, session_id=record.id)
@@ -267,7 +292,6 @@ class Gateway:
         session.system_prompt = None
         session.tools = None
         session.usage = Usage()
-        return session
 
     async def interrupt(self, session: SessionHandle) -> bool:
         """Cancel the turn in flight (if any). Queued messages stay queued."""
@@ -301,15 +325,20 @@ class Gateway:
                       recorded: asyncio.Future[bool] | None = None) -> None:
         person_id = await self.person_of(msg.platform, msg.account, msg.user_id, msg.user_name)
         session = await self.session_for(msg)
-        command = self.commands.get(msg.command) if purpose == "turn" else None
-        job = TurnJob(msg, person_id, "command" if command else purpose, replayed=replayed, recorded=recorded)
+        job = self._job_for(msg, person_id, purpose, replayed=replayed, recorded=recorded)
         if not msg.synthetic and not replayed:
             for feature in self.features:
                 feature.on_message(session.key, msg)
-        if command is not None and command.immediate:  # answered at once, without holding up the caller
+        command = self.commands.get(msg.command) if job.purpose == "command" else None
+        if command is not None and command.immediate and not replayed:  # at once, not holding up the caller
             self.spawn(self._run_command(session, job), f"command:{msg.command}")
             return
         self.enqueue(session, job)
+
+    def _job_for(self, msg: InboundMessage, person_id: int, purpose: str, *, replayed: bool,
+                 recorded: asyncio.Future[bool] | None = None) -> TurnJob:
+        command = self.commands.get(msg.command) if purpose == "turn" else None
+        return TurnJob(msg, person_id, "command" if command else purpose, replayed=replayed, recorded=recorded)
 
     async def person_of(self, platform: str, account: str, user_id: str, display_name: str = "") -> int:
         """The person behind a platform account (cached; `forget_people` after accounts are linked)."""
@@ -323,7 +352,7 @@ class Gateway:
         return person_id
 
     def enqueue(self, session: SessionHandle, job: TurnJob) -> None:
-        lane = self._lanes.setdefault(session.key, Lane())
+        lane = self._lanes.setdefault(session.key, Lane(left=lambda: self.metrics.turns_pending(self.bot, -1)))
         lane.queue.put_nowait(job)
         self.metrics.turns_pending(self.bot, 1)
         if lane.worker is None or lane.worker.done():
@@ -356,21 +385,54 @@ class Gateway:
         return SessionHandle(key=key, record=record, scope=scope, target=target)
 
     async def _work(self, session: SessionHandle, lane: Lane) -> None:
-        while not lane.queue.empty():
-            job = lane.queue.get_nowait()
-            self.metrics.turns_pending(self.bot, -1)
-            try:
-                result = await self._run_job(session, lane, job)
-                if job.done is not None and not job.done.done():
-                    job.done.set_result(result)
-            except asyncio.CancelledError:
-                if job.done is not None and not job.done.done():
-                    job.done.cancel()
-                raise
-            except Exception as exc:  # keep the worker alive for the next message
-                log.exception("session %s: job failed", session.key)
-                if job.done is not None and not job.done.done():
-                    job.done.set_exception(exc)
+        """Answer the session's events under its lease: the queue here and every pending event of the
+        session in the inbox (received by any replica), oldest first. When another live replica holds the
+        session, what was queued here is left to it: the events are in the inbox it reads."""
+        local: dict[tuple[str, str], TurnJob] = {}
+        given_back = False
+        while True:
+            await lane.take_queued(local)
+            waiting = given_back and not local and bool(await self._waiting(session.key))
+            if not local and not waiting and lane.queue.empty():  # no await since the check: no job is lost
+                return
+            async with self.leases.held(session_lease(self.bot, session.key)) as ours:
+                if ours:
+                    await self._refresh(session)
+                    await self._drain(session, lane, local)
+            lane.drop(local)  # answered meanwhile, or left to the replica that holds the session
+            if not ours and lane.queue.empty():
+                return
+            # Given back: an event recorded by a replica that found the lease held a moment ago is ours now.
+            given_back = ours
+
+    async def _drain(self, session: SessionHandle, lane: Lane, local: dict[tuple[str, str], TurnJob]) -> None:
+        while True:
+            await lane.take_queued(local)
+            pending = await self._waiting(session.key)
+            if not pending:
+                session.seen_message_id = await self.store.last_message_id(session.record.id)
+                return
+            for event, msg in pending:
+                key = (event.platform, event.event_id)
+                job = lane.take(local, key) or self._job_for(
+                    msg, await self.person_of(msg.platform, msg.account, msg.user_id, msg.user_name),
+                    event.payload.get("purpose", "turn"), replayed=True)
+                self.pending.tried(*key)
+                await run_settling(job, self._run_job(session, lane, job), session.key)
+
+    async def _waiting(self, key: str) -> list[tuple[InboundEvent, InboundMessage]]:
+        """The session's pending events a lane here may take (not an immediate command under way here)."""
+        return [(event, msg) for event, msg in await self.pending.of(key)
+                if (event.platform, event.event_id) not in self._commands_running]
+
+    async def _refresh(self, session: SessionHandle) -> None:
+        """Another replica may have answered in this session since this one last did: read it again."""
+        record = await self.store.active_session(session.key, self.bot)
+        if record.id != session.record.id:
+            self._adopt(session, record)
+        session.record = record
+        if await self.store.last_message_id(record.id) != session.seen_message_id:
+            session.history = None
 
     async def _run_job(self, session: SessionHandle, lane: Lane, job: TurnJob) -> TurnResult | None:
         if job.known_duplicate():
@@ -399,8 +461,20 @@ class Gateway:
         return True
 
     async def _run_command(self, session: SessionHandle, job: TurnJob) -> None:
+        """A command runs once: under its own lease, as an immediate one runs beside the session's turns
+        (and so outside the session's lease) while another replica may be taking its event over."""
         if not await job.is_new():
             return
+        key = (job.message.platform, job.message.event_id)
+        self._commands_running.add(key)
+        try:
+            async with self.leases.held(f"command:{self.bot}:{key[0]}:{key[1]}") as ours:
+                if ours:
+                    await self._command(session, job)
+        finally:
+            self._commands_running.discard(key)
+
+    async def _command(self, session: SessionHandle, job: TurnJob) -> None:
         msg, person_id = job.message, job.person_id
         command = self.commands.get(msg.command)
         assert command is not None

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from hermes_engine.agent.loop import TurnResult
 from hermes_engine.ports.inbound import InboundMessage
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -33,7 +37,62 @@ class Lane:
     queue: asyncio.Queue[TurnJob] = field(default_factory=asyncio.Queue)
     worker: asyncio.Task[None] | None = None
     turn: asyncio.Task[TurnResult | None] | None = None
+    left: Callable[[], None] = lambda: None  # a queued job leaves the queue (the queue depth metric)
+
+    async def take_queued(self, local: dict[tuple[str, str], TurnJob]) -> None:
+        """Move what is queued into `local` (by event), once each event is recorded; duplicates go."""
+        while not self.queue.empty():
+            job = self.queue.get_nowait()
+            try:
+                new = await job.is_new()
+            except Exception as exc:  # noqa: BLE001 - not recorded: the caller of `handle` was told
+                self.left()
+                settle(job, exc)
+                continue
+            key = (job.message.platform, job.message.event_id)
+            if not new or key in local:
+                self.left()
+                settle(job, None)
+            else:
+                local[key] = job
+
+    def take(self, local: dict[tuple[str, str], TurnJob], key: tuple[str, str]) -> TurnJob | None:
+        """The job queued here for this event, if any: it leaves the queue to run."""
+        job = local.pop(key, None)
+        if job is not None:
+            self.left()
+        return job
+
+    def drop(self, local: dict[tuple[str, str], TurnJob]) -> None:
+        """Jobs answered elsewhere (or left to the replica holding the session): nothing to do here."""
+        for job in local.values():
+            self.left()
+            settle(job, None)
+        local.clear()
 
     @property
     def busy(self) -> bool:
         return (self.worker is not None and not self.worker.done()) or not self.queue.empty()
+
+
+def settle(job: TurnJob, outcome: TurnResult | Exception | None) -> None:
+    """Tell whoever waits on the job (if anyone) how it ended."""
+    if job.done is None or job.done.done():
+        return
+    if isinstance(outcome, Exception):
+        job.done.set_exception(outcome)
+    else:
+        job.done.set_result(outcome)
+
+
+async def run_settling(job: TurnJob, run: Awaitable[TurnResult | None], session_key: str) -> None:
+    """Run a job on its session's lane; a failure is logged and kept for whoever waits, the lane goes on."""
+    try:
+        settle(job, await run)
+    except asyncio.CancelledError:
+        if job.done is not None and not job.done.done():
+            job.done.cancel()
+        raise
+    except Exception as exc:  # keep the worker alive for the next message
+        log.exception("session %s: job failed", session_key)
+        settle(job, exc)

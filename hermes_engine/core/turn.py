@@ -161,7 +161,8 @@ class TurnRunner:
         True when the turn is thereby done."""
         history = turn.session.history or []
         event_id = turn.message.event_id
-        if not turn.job.replayed or not any(m.meta.get("event_id") == event_id for m in reversed(history)):
+        # Not only a replay here: another replica may have begun this event's turn before it died.
+        if not any(m.meta.get("event_id") == event_id for m in reversed(history)):
             return False
         turn.user = None  # stored before the crash: continue from there
         answered = _stored_answer(history, event_id)

@@ -3,10 +3,17 @@
 Continuations are plain user messages ("[Continuing toward your goal] …") that go through the gateway's
 durable inbox like anything a person says, so the prompt prefix stays cached, a person's own message is
 answered first (it is already queued), and a restart neither loses nor repeats a turn.
+
+With several replicas, a continuation is idempotent by its message id (`goal-<id>-<n>`: the inbox keeps
+one), and the step between two turns (judging the last one, queueing the next) runs under the
+lease `goal:<id>`. Every replica looks for active goals whose lease is free now and then and queues their
+next turn: a duplicate when it is queued already, the goal going on when its replica died mid-judgement.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -15,6 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.config import GoalSettings
+from hermes_engine.core.leases import goal_lease
 from hermes_engine.errors import HermesError, ProviderError
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Message, Usage
@@ -74,13 +82,42 @@ class GoalFeature(Feature):
         self.host: Host | None = None
         self._garbage: dict[int, int] = {}
         self._transport: dict[int, int] = {}
+        self._watch: asyncio.Task[None] | None = None
+        self._judging: set[int] = set()  # goals between two turns on this replica
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self, host: Host) -> None:
         self.host = host
-        for goal in await host.store.list_goals("active", bot=host.bot):
-            await self._submit_turn(goal)  # a turn that was in flight is replayed by the inbox instead
+        await self.resume_orphans()  # a turn that was in flight is replayed by the inbox instead
+        self._watch = asyncio.create_task(self._keep_resuming(), name="goals-resume")
+
+    async def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+
+    async def resume_orphans(self) -> None:
+        """Queue the next turn of every active goal no replica is between turns of (its lease is free): a
+        duplicate of the turn queued already, or the next one when the replica judging the last died."""
+        assert self.host is not None
+        for goal in await self.host.store.list_goals("active", bot=self.host.bot):
+            if goal.id in self._judging:
+                continue
+            async with self.host.leases.held(goal_lease(goal.id)) as ours:
+                current = await self.host.store.get_goal(goal.id) if ours else None
+                if current is not None and current.status == "active":
+                    await self._submit_turn(current)
+
+    async def _keep_resuming(self) -> None:
+        assert self.host is not None
+        while True:
+            await asyncio.sleep(self.host.leases.renew_every)
+            try:
+                await self.resume_orphans()
+            except Exception as exc:  # noqa: BLE001 - the store may be down; the next round tries again
+                log.warning("could not look for goals to resume: %s", exc)
 
     def register_commands(self, registry: CommandRegistry) -> None:
         registry.command("goal", "work on a goal across turns: /goal <text> | status | pause | resume | clear",
@@ -115,7 +152,10 @@ class GoalFeature(Feature):
                 return "No open goal to resume. " + USAGE
             if goal.status == "active":
                 return "The goal is already running."
-            goal = await store.update_goal(goal.id, status="active", session_id=ctx.session.record.id)
+            # A continuation turned away while paused is in the inbox as answered: the resumed one is new.
+            resumes = int((goal.target or {}).get("resumes", 0)) + 1
+            goal = await store.update_goal(goal.id, status="active", session_id=ctx.session.record.id,
+                                           target={**(goal.target or {}), "resumes": resumes})
             if goal is None:  # cleared meanwhile
                 return "No open goal to resume. " + USAGE
             self._garbage.pop(goal.id, None)
@@ -152,7 +192,9 @@ class GoalFeature(Feature):
         original = message_from_payload(goal.target["message"])
         n = goal.turns_used + 1
         text = goal.text if n == 1 else f"{CONTINUE_PREFIX} {goal.text}"
-        return replace(original, text=text, message_id=f"goal-{goal.id}-{n}", synthetic=True,
+        resumes = int(goal.target.get("resumes", 0))
+        message_id = f"goal-{goal.id}-{n}" + (f"-r{resumes}" if resumes else "")
+        return replace(original, text=text, message_id=message_id, synthetic=True,
                        command=None, args="", attachments=(), reply_to_id=None)
 
     async def _submit_turn(self, goal: GoalRecord) -> None:
@@ -166,7 +208,7 @@ class GoalFeature(Feature):
         return goal is not None and goal.status == "active"
 
     async def _goal_of(self, message: InboundMessage) -> GoalRecord | None:
-        match = re.fullmatch(r"goal-(\d+)-\d+", message.message_id)
+        match = re.fullmatch(r"goal-(\d+)-\d+(?:-r\d+)?", message.message_id)
         return await self.host.store.get_goal(int(match.group(1))) if match and self.host else None
 
     async def on_stop(self, scope: SessionScope) -> None:
@@ -183,10 +225,21 @@ class GoalFeature(Feature):
             return
         # Count the turn before judging it: whatever happens next (a pause, a restart), the next
         # continuation has a new number and this turn is never run again.
-        goal = await self.host.store.update_goal(goal.id, add_turns=1,
-                                                    add_tokens=outcome.usage.total)
+        goal = await self.host.store.update_goal(goal.id, add_turns=1, add_tokens=outcome.usage.total)
         if goal is not None and goal.status == "active":
-            self.host.spawn(self._after_turn(goal, outcome), f"goal-judge:{goal.id}")
+            self._judging.add(goal.id)  # from now: the watchdog here leaves it alone
+            self.host.spawn(self._judged(goal.id, outcome), f"goal-judge:{goal.id}")
+
+    async def _judged(self, goal_id: int, outcome: TurnOutcome) -> None:
+        """Judge and go on under the goal's lease: no replica queues the next turn meanwhile."""
+        assert self.host is not None
+        try:
+            async with self.host.leases.held(goal_lease(goal_id), wait=True):
+                goal = await self.host.store.get_goal(goal_id)
+                if goal is not None and goal.status == "active":
+                    await self._after_turn(goal, outcome)
+        finally:
+            self._judging.discard(goal_id)
 
     async def _after_turn(self, goal: GoalRecord, outcome: TurnOutcome) -> None:
         assert self.host is not None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from hermes_engine.config import BotProfile, Settings
+    from hermes_engine.core.leases import Leases
     from hermes_engine.ports.inbound import InboundMessage, ReplyTarget
     from hermes_engine.ports.metrics import Metrics
     from hermes_engine.ports.session import SessionHandle
@@ -32,6 +33,11 @@ class Host(Protocol):
 
     @property
     def store(self) -> Store: ...
+
+    @property
+    def leases(self) -> Leases:
+        """This replica's leases: work that must run on one replica at a time (a goal's next step)."""
+        ...
 
     @property
     def metrics(self) -> Metrics:

@@ -49,3 +49,4 @@ class SessionHandle:
     tools: ToolRegistry | None = None
     usage: Usage = field(default_factory=Usage)
     last_model: str | None = None
+    seen_message_id: int | None = None  # the newest stored message when this replica last answered here

@@ -331,6 +331,9 @@ class SessionStore(Protocol):
 
     async def session_usage(self, session_id: int) -> Usage: ...
 
+    async def last_message_id(self, session_id: int) -> int | None:
+        """The id of the session's newest stored message: whether anyone wrote to it since it was read."""
+
 
 class Inbox(Protocol):
     """The durable inbox: every inbound event once, until its answer is delivered."""

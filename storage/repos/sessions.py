@@ -153,6 +153,12 @@ class SessionRepository(SqlRepository):
                                   created_at=row.created_at) for row in rows]
 
     @whole
+    async def last_message_id(self, session_id: int) -> int | None:
+        async with self._session() as session:
+            newest = sa.select(sa.func.max(MessageRow.id)).where(MessageRow.session_id == session_id)
+            return await session.scalar(newest)
+
+    @whole
     async def session_usage(self, session_id: int) -> Usage:
         columns = (MessageRow.input_tokens, MessageRow.output_tokens, MessageRow.cache_read_tokens,
                    MessageRow.cache_write_tokens)

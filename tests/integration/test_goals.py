@@ -109,6 +109,10 @@ async def test_pause_and_resume(engine, fake_llm):
     e = await goal_engine(engine)
     fake_llm.responder, state = scripted([verdict("continue")], worker=lambda r, n: Reply(text=f"s{n}", delay=0.05))
     await e.say("/goal slow work")
+    for _ in range(1000):  # paused while its first turn runs
+        if state["worker"]:
+            break
+        await asyncio.sleep(0.01)
     await e.say("/goal pause")
     await e.idle()
     paused_at = state["worker"]

@@ -1,0 +1,108 @@
+"""This replica's leases on shared work: a session's turns, a goal's next step.
+
+With several gateways on one database, a session runs its turns on one replica at a time: the one holding
+the store lease `session:<bot>:<key>`. The holder renews it every third of its time to live while it works
+and gives it back when the session's queue and its pending inbox events are done. A replica that dies
+stops renewing; once the lease expires (`HERMES_SESSION_LEASE_SECONDS`, 30 s by default) another replica
+takes the session's pending events over. On a single replica every lease is won at once.
+
+A replica is named by `HERMES_REPLICA_ID`, by default its host name: a gateway restarted on the same host
+(or in the same container) holds again at once what it held before it was killed. Replicas sharing one
+host need an id each. Within a replica a lease is held by one block at a time (a local lock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import AsyncIterator
+
+from hermes_engine.ports.storage import LeaseStore
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TTL_SECONDS = 30.0
+
+
+def session_lease(bot: str, session_key: str) -> str:
+    return f"session:{bot}:{session_key}"
+
+
+def goal_lease(goal_id: int) -> str:
+    return f"goal:{goal_id}"
+
+
+class Leases:
+    """Take, keep (a heartbeat) and give back named leases as one replica (`holder`)."""
+
+    def __init__(self, store: LeaseStore, *, ttl_seconds: float = DEFAULT_TTL_SECONDS,
+                 holder: str | None = None) -> None:
+        if ttl_seconds <= 0:
+            raise ValueError("ttl_seconds must be positive")
+        self.store = store
+        self.ttl = float(ttl_seconds)
+        self.holder = holder or socket.gethostname()
+        self._local: dict[str, asyncio.Lock] = {}
+        self._users: dict[str, int] = {}
+
+    @property
+    def renew_every(self) -> float:
+        """A heartbeat well inside the time to live: two may fail before another replica takes over."""
+        return self.ttl / 3
+
+    async def take(self, name: str) -> bool:
+        """Take (or renew) `name`; False while another live replica holds it."""
+        return bool(await self.store.acquire_lease(name, self.holder, self.ttl))
+
+    async def take_when_free(self, name: str, poll_seconds: float = 0.2) -> bool:
+        """Take `name` once nobody else holds it (at the latest when another holder's lease expires)."""
+        while True:
+            if await self.take(name):
+                return True
+            await asyncio.sleep(poll_seconds)
+
+    async def give_back(self, name: str) -> None:
+        try:
+            await self.store.release_lease(name, self.holder)
+        except Exception:  # noqa: BLE001 - it expires anyway
+            log.warning("could not give back lease %s; it expires in %.0f s", name, self.ttl, exc_info=True)
+
+    @contextlib.asynccontextmanager
+    async def held(self, name: str, *, wait: bool = False) -> AsyncIterator[bool]:
+        """`async with leases.held(name) as ok`: ok says whether this replica holds `name` now (`wait`:
+        once nobody else does); while the block runs it is renewed, and it is given back at the end (a
+        cancelled block included)."""
+        lock = self._local.setdefault(name, asyncio.Lock())
+        if lock.locked() and not wait:
+            yield False
+            return
+        self._users[name] = self._users.get(name, 0) + 1
+        try:
+            async with lock:
+                taken = await self.take_when_free(name) if wait else await self.take(name)
+                if not taken:
+                    yield False
+                    return
+                keeper = asyncio.create_task(self._keep(name), name=f"lease:{name}")
+                try:
+                    yield True
+                finally:
+                    keeper.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await keeper
+                    await asyncio.shield(self.give_back(name))
+        finally:
+            self._users[name] -= 1
+            if not self._users[name]:  # nobody here holds or waits for it: forget its lock
+                del self._users[name], self._local[name]
+
+    async def _keep(self, name: str) -> None:
+        while True:
+            await asyncio.sleep(self.renew_every)
+            try:
+                if not await self.take(name):
+                    log.error("lease %s was taken by another replica while held here", name)
+            except Exception:  # noqa: BLE001 - the next beat tries again; the lease outlives two misses
+                log.warning("could not renew lease %s", name, exc_info=True)

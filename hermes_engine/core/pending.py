@@ -1,0 +1,49 @@
+"""The inbox's pending events as one bot sees them: grouped by session, oldest first.
+
+A session's lease holder answers every pending event of that session, whichever replica received it, so
+the person's order is the inbox's order. An event a replica has run and left pending (its answer could not
+be delivered) is not taken again by that replica's lanes: another replica may try it once, and this one
+again after a restart or a storage outage (`forced`), as before there were replicas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container
+
+from hermes_engine.ports.inbound import InboundMessage, message_from_payload
+from hermes_engine.ports.storage import InboundEvent, Inbox
+
+TRIED_KEPT = 10_000  # events remembered as tried here; older ones may be tried once more
+
+
+class PendingEvents:
+    def __init__(self, store: Inbox, bot: str, platforms: Container[str],
+                 session_key: Callable[[InboundMessage], str]) -> None:
+        self.store = store
+        self.bot = bot
+        self.platforms = platforms
+        self.session_key = session_key
+        self._tried: dict[tuple[str, str], None] = {}
+
+    async def by_session(self, *, forced: bool = False) -> dict[str, list[tuple[InboundEvent, InboundMessage]]]:
+        """This bot's pending events per session key, oldest first; without `forced`, not those tried here."""
+        sessions: dict[str, list[tuple[InboundEvent, InboundMessage]]] = {}
+        for event in await self.store.pending_inbound():
+            if event.platform not in self.platforms or event.payload.get("bot", self.bot) != self.bot:
+                continue
+            if not forced and (event.platform, event.event_id) in self._tried:
+                continue
+            msg = message_from_payload(event.payload["message"])
+            sessions.setdefault(self.session_key(msg), []).append((event, msg))
+        return sessions
+
+    async def of(self, session_key: str) -> list[tuple[InboundEvent, InboundMessage]]:
+        return (await self.by_session()).get(session_key, [])
+
+    def tried(self, platform: str, event_id: str) -> None:
+        self._tried[(platform, event_id)] = None
+        if len(self._tried) > TRIED_KEPT:
+            del self._tried[next(iter(self._tried))]
+
+    def forget(self, platform: str, event_id: str) -> None:
+        self._tried.pop((platform, event_id), None)

@@ -1,0 +1,56 @@
+"""Two gateways (replicas) on one database: a session's turns run on the replica holding its lease, and a
+replica leaves to that one what it receives for the session meanwhile, and what it finds pending at start."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fakes.fake_llm import Reply
+
+
+def answer_slowly(request) -> Reply:
+    return Reply(text=f"answer to {request.last_user_text}", delay=0.5)
+
+
+async def start_replica(engine, monkeypatch, name: str):
+    monkeypatch.setenv("HERMES_REPLICA_ID", name)
+    return await engine()
+
+
+async def asked(fake_llm, text: str) -> None:
+    for _ in range(1000):
+        if any(text in r.last_user_text for r in fake_llm.requests):
+            return
+        await asyncio.sleep(0.01)
+    raise TimeoutError(f"the model was never asked about {text!r}")
+
+
+async def test_a_message_for_a_session_another_replica_holds_is_answered_there_after_its_turn(
+        engine, fake_llm, monkeypatch):
+    fake_llm.responder = answer_slowly
+    a = await start_replica(engine, monkeypatch, "replica-a")
+    b = await start_replica(engine, monkeypatch, "replica-b")
+    await a.gateway.handle(a.message("first"))
+    await asked(fake_llm, "first")  # replica a is in the session's turn, holding its lease
+    await b.gateway.handle(b.message("second"))  # same person, same chat, the other replica
+    delivered = await a.outlet.wait_for(2)
+    await a.idle()
+    await b.idle()
+    assert [d.text for d in delivered] == ["answer to first", "answer to second"]  # in order, by the holder
+    assert b.outlet.texts == []
+    assert [r.last_user_text for r in fake_llm.requests] == ["first", "second"]  # one turn each
+    assert await a.store.pending_inbound() == []
+
+
+async def test_a_replica_starting_beside_another_leaves_that_ones_turn_in_flight_alone(engine, fake_llm, monkeypatch):
+    fake_llm.responder = answer_slowly
+    a = await start_replica(engine, monkeypatch, "replica-a")
+    await a.gateway.handle(a.message("in flight"))
+    await asked(fake_llm, "in flight")
+    b = await start_replica(engine, monkeypatch, "replica-b")  # finds the event pending at start
+    await a.outlet.wait_for(1)
+    await a.idle()
+    await b.idle()
+    assert a.outlet.texts == ["answer to in flight"]
+    assert b.outlet.texts == []  # not answered twice
+    assert len(fake_llm.requests) == 1
