@@ -20,7 +20,7 @@ class ConsoleAsker:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
-        self.writer.write(f"\nApprove this command ({request.risk}: {request.reason})?\n  {request.command}\n"
+        self.writer.write(f"\n{request.question} ({request.risk}: {request.reason})\n  {request.command}\n"
                           "[y] once  [s] for this session  [anything else] deny: ")
         self.writer.flush()
         task = asyncio.create_task(self._read(request, answers))

@@ -104,4 +104,4 @@ def _custom_id(interaction: discord.Interaction) -> str:
 
 
 def _question(request: ApprovalRequest) -> str:
-    return f"Run this command? ({request.risk}: {request.reason})\n\n{request.command[:MAX_COMMAND_SHOWN]}"
+    return f"{request.question} ({request.risk}: {request.reason})\n\n{request.command[:MAX_COMMAND_SHOWN]}"

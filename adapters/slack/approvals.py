@@ -112,7 +112,7 @@ def _button(label: str, request_id: str, choice: Decision, style: str | None) ->
 
 def _section(request: ApprovalRequest) -> dict[str, Any]:
     """Block Kit text holds 3,000 characters; the command is cut to fit beside the question."""
-    question = f"Run this command? ({escape(request.risk)}: {escape(request.reason)})"
+    question = f"{request.question} ({escape(request.risk)}: {escape(request.reason)})"
     text = f"{question}\n```{escape(request.command[:2500])}```"
     return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}
 
@@ -124,4 +124,4 @@ def _mention_decider(note: str) -> str:
 
 def _question(request: ApprovalRequest) -> str:
     """The notification text (and what clients without blocks show)."""
-    return f"Run this command? ({request.risk}: {request.reason})\n\n{request.command[:3000]}"
+    return f"{request.question} ({request.risk}: {request.reason})\n\n{request.command[:3000]}"

@@ -74,4 +74,4 @@ class TelegramApprovals:
 
 
 def _question(request: ApprovalRequest) -> str:
-    return f"Run this command? ({request.risk}: {request.reason})\n\n{request.command[:3000]}"
+    return f"{request.question} ({request.risk}: {request.reason})\n\n{request.command[:3000]}"

@@ -32,6 +32,7 @@ class ApprovalRequest:
     risk: str  # the class that needs approval ("dangerous", "writes", ...)
     reason: str  # why, in a few words (a rule that matched)
     expires_at: datetime
+    question: str = "Run this command?"  # the line above the buttons; an MCP tool call asks "Call this tool?"
 
 
 class ApprovalAnswers(Protocol):

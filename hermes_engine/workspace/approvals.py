@@ -39,14 +39,15 @@ class ApprovalGate:
     _for_session: dict[str, set[str]] = field(default_factory=dict)
 
     async def decide(self, *, bot: str, session_key: str, target: ReplyTarget, command: str, risk: str,
-                     reason: str) -> tuple[Decision, str]:
+                     reason: str, question: str = "Run this command?") -> tuple[Decision, str]:
         """Wait for an answer; (decision, a sentence saying why for a denial)."""
         if risk in self._for_session.get(session_key, set()):
             return Decision.SESSION, ""
         if self.asker is None:
             return Decision.DENY, "no way to ask for approval is configured"
         expires = datetime.now(UTC) + timedelta(seconds=self.timeout_seconds)
-        request = ApprovalRequest(secrets.token_hex(6), bot, session_key, target, command, risk, reason, expires)
+        request = ApprovalRequest(secrets.token_hex(6), bot, session_key, target, command, risk, reason, expires,
+                                  question)
         pending = _Pending(request, asyncio.get_running_loop().create_future())
         self._pending[request.id] = pending
         try:

@@ -57,7 +57,7 @@ async def test_an_approved_call_reaches_the_server_and_a_denied_one_never_does(e
                     Reply(tool_calls=[("fake__echo", {"text": "refused"})]), Reply(text="not sent"))
     first = asyncio.ensure_future(e.say("send it", user=ADMIN, timeout=30))
     request, answers = await asyncio.wait_for(asker.asked.get(), 20)
-    assert request.risk == "mcp:fake/echo" and '"approved"' in request.command
+    assert request.risk == "mcp:fake/echo" and request.question == "Call this tool?" and '"approved"' in request.command
     assert received(calls) == []  # nothing reaches the server while the approver has not answered
     assert answers.answer(request.id, "stranger", Decision.ONCE) is False
     assert answers.answer(request.id, ADMIN, Decision.ONCE) is True

@@ -45,7 +45,7 @@ async def chat(fake_llm, tmp_path: Path, lines: str) -> str:
 
 async def test_the_operator_approves_a_dangerous_command_on_the_console(fake_llm, tmp_path):
     out = await chat(fake_llm, tmp_path, "clean up\ny\nthanks\n")
-    assert "Approve this command (dangerous: deletes many files)?" in out
+    assert "Run this command? (dangerous: deletes many files)" in out
     assert "result: removed [exit code 0]" in out
     assert out.rstrip().endswith("ok")
 
