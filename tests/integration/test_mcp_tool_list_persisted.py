@@ -51,6 +51,7 @@ async def test_an_evicted_session_lists_the_tools_it_started_with(engine, fake_l
                     Reply(text="other chat"), Reply(text="back"))
     assert await e.say("grow", chat="c1", timeout=30) == "grown"
     await registered(e, "fake__sprout")
+    await e.idle()  # c1's lane has finished its turn, so c1 may leave memory
     assert await e.say("hello", chat="c2", user="u2", timeout=30) == "other chat"
     assert "fake__sprout" in listed(fake_llm.requests[2])
     assert len(e.gateway.sessions) == 1  # c1 left memory to make room for c2
