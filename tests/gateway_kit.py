@@ -18,6 +18,8 @@ import aiohttp
 from engine_harness import fake_llm_environment
 from postgres import PG_URL, fresh_schema
 
+from storage.store import SqlStore
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -64,6 +66,16 @@ async def wait_until(predicate: Callable[[], Awaitable[bool]], timeout: float) -
         await asyncio.sleep(0.1)
 
 
+async def all_answered(db_url: str) -> bool:
+    """No inbound event is waiting for its answer in the database, read as another process would."""
+    store = SqlStore(db_url)
+    try:
+        await store.init()  # at head already: the replicas migrated it
+        return not await store.pending_inbound()
+    finally:
+        await store.close()
+
+
 async def ready_roles(http: aiohttp.ClientSession, port: int) -> dict[str, str] | None:
     """The elected roles a replica's `/ready` reports while it answers 200; None while it does not."""
     try:
@@ -93,10 +105,12 @@ async def leader_and_stand_by(http: aiohttp.ClientSession, ports: Mapping[str, i
 async def replica(name: str, folder: Path, bot: Path, db_url: str, port: int, env: Mapping[str, str],
                   fake_llm: Any) -> AsyncIterator[asyncio.subprocess.Process]:
     """One of several gateway replicas on database `db_url`: its own HERMES_HOME (`folder/name`) and HTTP
-    port, the model behind `fake_llm`, the platform's endpoints in `env`."""
+    port, the model behind `fake_llm`, the platform's endpoints in `env`. Replicas on one host are told apart by
+    `HERMES_REPLICA_ID`; a short session lease lets a survivor take over a killed one's chats quickly."""
     home = folder / name
     home.mkdir()
     async with gateway_process(bot, {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home),
                                      "HERMES_DATABASE_URL": db_url, "HERMES_FALLBACK_MODELS": "",
-                                     "HERMES_HTTP_PORT": str(port), **env}) as proc:
+                                     "HERMES_HTTP_PORT": str(port), "HERMES_REPLICA_ID": name,
+                                     "HERMES_SESSION_LEASE_SECONDS": "2", **env}) as proc:
         yield proc

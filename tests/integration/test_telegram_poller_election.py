@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
-from gateway_kit import database_url, free_port, leader_and_stand_by, ready_roles, wait_until
+from gateway_kit import all_answered, database_url, free_port, leader_and_stand_by, ready_roles, wait_until
 from gateway_kit import replica as gateway_replica
 from postgres import BACKENDS
 
@@ -67,6 +67,7 @@ async def test_one_replica_polls_and_a_stand_by_takes_over_when_it_is_killed(bac
                                                         START_TIMEOUT)
             telegram.user_says(ALICE, ALICE, "hello before")
             await telegram.wait_for_messages(ALICE, 1, timeout=START_TIMEOUT)
+            await wait_until(lambda: all_answered(db_url), START_TIMEOUT)  # killed later, it is not answered again
             # The stand-by has checked the lease many times over by now and never polled.
             assert set(telegram.pollers) == {poller}
             assert telegram.conflicts == []
