@@ -76,7 +76,7 @@ async def kanban_run(e, fake_llm, user: str) -> str:
     before = len(e.outlet.delivered)
     assert e.gateway is not None
     await e.gateway.handle(e.message("put it on the board", user=user))
-    while "queued" not in e.outlet.texts()[before:]:  # the card's start notice may come before the answer
+    while "queued" not in e.outlet.texts[before:]:  # the card's start notice may come before the answer
         await e.outlet.wait_for(len(e.outlet.delivered) + 1, 30)
     while not seen:
         await e.outlet.wait_for(len(e.outlet.delivered) + 1, 30)
