@@ -102,20 +102,23 @@ async def card_prompt(store: Store, card: CardRecord) -> str:
 
 
 def worker_context(bot: str, card: CardRecord, services: dict[str, Any]) -> ToolContext:
-    """The worker acts for the person who made the card, with the access they had then, in the
-    conversation the card came from (its workspace; approvals are asked there). A card without a person
-    (made on the command line) gets no person's access."""
+    """The worker acts for the person who made the card, with the access they had then, for the
+    conversation the card came from (approvals are asked there), in a workspace of the card's own
+    (`card-<id>`): cards running side by side never write over each other's files, and a card's work stays
+    apart from the conversation's until someone copies it over. A card without a person (made on the
+    command line) gets no person's access."""
     who = card.origin.get("for") or {}
     reply = card.origin.get("reply")
+    workspace = f"card-{card.id}"
     if not who.get("user_id") or not who.get("session_key"):
         return ToolContext(bot=bot, session_id=0, session_key=f"kanban:{card.id}", services=services,
-                           unattended=True)
+                           unattended=True, workspace=workspace)
     person = who.get("person_id")
     return ToolContext(bot=bot, session_id=0, session_key=str(who["session_key"]), services=services,
                        person_id=int(person) if person is not None else None,
                        chat_kind=str(who.get("chat_kind") or "dm"), is_admin=bool(who.get("admin")),
                        user_id=str(who["user_id"]), target=ReplyTarget.from_dict(reply) if reply else None,
-                       unattended=True)
+                       unattended=True, workspace=workspace)
 
 
 class AttemptRunner:

@@ -72,6 +72,8 @@ class ToolContext:
     # goal or made the card, with that person's access.
     unattended: bool = False
     target: ReplyTarget | None = None  # where the turn answers (approval questions are asked there)
+    # A workspace folder of its own (a kanban card's) instead of the conversation's.
+    workspace: str | None = None
     # Interim text shown to the person while the tool runs (a command's output), replaced by the answer
     # when it comes; None when the reply is not streamed.
     progress: Callable[[str], Awaitable[None]] | None = None

@@ -89,6 +89,8 @@ class WorkspaceFeature(Feature):
         refused = self.refusal(ctx)
         if refused:
             raise WorkspaceError(refused)
+        if ctx.workspace is not None:
+            return Workspace(self.root / ctx.workspace, int(self.settings.quota_mb * MB)).ensure()
         return self.workspace_for(chat_kind=ctx.chat_kind, person_id=ctx.person_id, session_key=ctx.session_key)
 
     # ------------------------------------------------------------------ tools

@@ -84,11 +84,11 @@ async def kanban_run(e, fake_llm, user: str) -> str:
     return seen[0]
 
 
-async def test_an_admins_kanban_card_runs_commands_in_the_workspace_it_came_from(engine, fake_llm):
+async def test_an_admins_kanban_card_runs_commands_in_a_workspace_of_its_own(engine, fake_llm):
     e = await engine(profile=profile())
     assert await kanban_run(e, fake_llm, ADMIN) == "from-the-card\n[exit code 0]"
-    made = list((e.home / "workspaces" / "testbot").glob("person-*/card"))
-    assert [p.read_text() for p in made] == ["from-the-card\n"]
+    made = list((e.home / "workspaces" / "testbot").glob("*/card"))
+    assert [(p.parent.name, p.read_text()) for p in made] == [("card-1", "from-the-card\n")]
 
 
 async def test_a_strangers_kanban_card_cannot_run_commands(engine, fake_llm):
