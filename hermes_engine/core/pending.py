@@ -13,8 +13,6 @@ from collections.abc import Callable, Container
 from hermes_engine.ports.inbound import InboundMessage, message_from_payload
 from hermes_engine.ports.storage import InboundEvent, Inbox
 
-TRIED_KEPT = 10_000  # events remembered as tried here; older ones may be tried once more
-
 
 class PendingEvents:
     def __init__(self, store: Inbox, bot: str, platforms: Container[str],
@@ -23,12 +21,16 @@ class PendingEvents:
         self.bot = bot
         self.platforms = platforms
         self.session_key = session_key
-        self._tried: dict[tuple[str, str], None] = {}
+        self._tried: dict[tuple[str, str], int] = {}  # event -> when it was marked (a running count)
+        self._marks = 0
 
     async def by_session(self, *, forced: bool = False) -> dict[str, list[tuple[InboundEvent, InboundMessage]]]:
         """This bot's pending events per session key, oldest first; without `forced`, not those tried here."""
         sessions: dict[str, list[tuple[InboundEvent, InboundMessage]]] = {}
-        for event in await self.store.pending_inbound():
+        since = self._marks
+        events = await self.store.pending_inbound()
+        self._forget_finished(events, since)
+        for event in events:
             if event.platform not in self.platforms or event.payload.get("bot", self.bot) != self.bot:
                 continue
             if not forced and (event.platform, event.event_id) in self._tried:
@@ -41,9 +43,15 @@ class PendingEvents:
         return (await self.by_session()).get(session_key, [])
 
     def tried(self, platform: str, event_id: str) -> None:
-        self._tried[(platform, event_id)] = None
-        if len(self._tried) > TRIED_KEPT:
-            del self._tried[next(iter(self._tried))]
+        self._marks += 1
+        self._tried[(platform, event_id)] = self._marks
+
+    def _forget_finished(self, events: list[InboundEvent], since: int) -> None:
+        """A tried event that is no longer pending is finished and will not be offered again, so the marks
+        stay as few as the pending events. A mark made while the store was read stays: the read may be
+        older than its event."""
+        pending = {(event.platform, event.event_id) for event in events}
+        self._tried = {key: mark for key, mark in self._tried.items() if key in pending or mark > since}
 
     def forget(self, platform: str, event_id: str) -> None:
         self._tried.pop((platform, event_id), None)

@@ -15,7 +15,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import Stemmer
 
@@ -38,10 +37,11 @@ ten first second last new yet s t d m im ive id dont cant wont isnt doesnt didnt
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STEMMER = Stemmer.Stemmer("english")
+# PyStemmer keeps its own cache of recent words; a small one serves the skill index and the short messages
+# ranked against it, and stays small however many distinct words (names, ids) people write.
+_STEMMER = Stemmer.Stemmer("english", 2048)
 
 
-@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     return str(_STEMMER.stemWord(word))
 
