@@ -6,8 +6,8 @@ secrets redacted (`redact` from `hermes_engine.policy.secrets`, the one used for
 redacted copies are the history itself, not only what is stored: the next model request is built from the
 same messages the store holds, so a session reloaded after eviction or a restart sends the same bytes as
 the one that stayed in memory (the provider's cached prefix stays valid) and a key a tool saw is never sent
-back to the provider in later requests. The price: the model sees `[REDACTED]` where a result had something
-shaped like a secret (a long hex digest, a token), from the request after the tool ran onward.
+back to the provider in later requests. The price: where a result holds something shaped like a secret (a
+long hex digest, a token), the model reads `[REDACTED]` in every request that carries the result.
 
 The record rides in the tool result message's `meta` (stored with the session, never sent to a model):
 the call's redacted arguments, the size in characters of the result the tool returned (before redaction)
