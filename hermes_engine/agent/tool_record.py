@@ -1,13 +1,13 @@
 """What is kept about each tool call: its arguments and result as the session holds them, the record beside
 the result, and the per-session summary `/status` shows.
 
-A tool runs with the arguments the model wrote, but the session keeps them, and the tool's result, with
-secrets redacted (`redact` from `hermes_engine.policy.secrets`, the one used for exports and logs). The
-redacted copies are the history itself, not only what is stored: the next model request is built from the
-same messages the store holds, so a session reloaded after eviction or a restart sends the same bytes as
-the one that stayed in memory (the provider's cached prefix stays valid) and a key a tool saw is never sent
-back to the provider in later requests. The price: where a result holds something shaped like a secret (a
-long hex digest, a token), the model reads `[REDACTED]` in every request that carries the result.
+The store keeps tool-call arguments and results with secrets redacted (`redact` from
+`hermes_engine.policy.secrets`, the one used for exports and logs), so no key a tool saw or was given rests
+in the database, its backups or an export. The live history keeps what the model wrote and what the tool
+returned: a checksum, a commit id or a token the model just read (all shaped like secrets) stays usable for
+the rest of the turn and the session. A session reloaded after eviction or a restart is built from the
+stored copy, so there the model reads `[REDACTED]` in older results, and the first request after the
+reload misses the provider's cached prefix once where something was redacted.
 
 The record rides in the tool result message's `meta` (stored with the session, never sent to a model):
 the call's redacted arguments, the size in characters of the result the tool returned (before redaction)
@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from hermes_engine.policy.secrets import redact
@@ -27,9 +28,15 @@ from hermes_engine.ports.conversation import Message, ToolCall
 META_KEY = "tool_call"
 
 
-def redacted_calls(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
-    """The calls as the session keeps them: same ids and names, arguments redacted."""
-    return tuple(ToolCall(call.id, call.name, redacted_arguments(call.arguments)) for call in calls)
+def as_kept(message: Message) -> Message:
+    """`message` as the store keeps it: tool-call arguments and tool results redacted."""
+    if message.role == "tool":
+        content = redact(message.content)
+        return message if content == message.content else replace(message, content=content)
+    if message.tool_calls:
+        calls = tuple(ToolCall(c.id, c.name, redacted_arguments(c.arguments)) for c in message.tool_calls)
+        return message if calls == message.tool_calls else replace(message, tool_calls=calls)
+    return message
 
 
 def redacted_arguments(arguments: str) -> str:
@@ -40,11 +47,6 @@ def redacted_arguments(arguments: str) -> str:
     if clean == arguments or _parses(clean) or not _parses(arguments):
         return clean
     return json.dumps(_redact_strings(json.loads(arguments)), ensure_ascii=False)
-
-
-def redacted_result(content: str) -> str:
-    """A tool's result as the session keeps it."""
-    return redact(content)
 
 
 def _parses(text: str) -> bool:

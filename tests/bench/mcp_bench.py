@@ -2,11 +2,11 @@
 
 - First-request tokens (the fake LLM counts request body bytes / 4, as a provider's input tokens) of the
   default toolset alone, then with two typical servers attached (the published `mcp-server-time` and the
-  test server, 12 tools in all) at the default schema budget, and with a budget of 0 (everything compact).
+  test server, 13 tools in all) at the default schema budget, and with a budget of 0 (everything compact).
   Target: at most 3,000 tokens with the two servers.
 - Per-call overhead: the mean wall time of a `fake__echo` call as the agent loop makes it (the bot's tool
   registry, the feature's untrusted marking and size cap, the gateway's server manager, then the redaction
-  of the arguments and the result the session keeps) against the server's own round trip through a bare
+  of the arguments and the result the store keeps) against the server's own round trip through a bare
   SDK `Client`, and the characters the untrusted marking adds to each result.
 
     python tests/bench/mcp_bench.py [--calls 200]
@@ -30,9 +30,9 @@ from fakes.fake_llm import FakeLLM, Reply  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-from hermes_engine.agent.tool_record import redacted_arguments, redacted_result  # noqa: E402
+from hermes_engine.agent.tool_record import as_kept  # noqa: E402
 from hermes_engine.config import BotProfile  # noqa: E402
-from hermes_engine.ports.conversation import ToolCall  # noqa: E402
+from hermes_engine.ports.conversation import Message, ToolCall  # noqa: E402
 from hermes_engine.tools.registry import ToolContext  # noqa: E402
 
 FAKE_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
@@ -61,8 +61,9 @@ def request_tokens(body: dict[str, object]) -> int:
 
 
 def kept(call: ToolCall, result: str) -> tuple[str, str]:
-    """What the session keeps of a call: its arguments and its result, redacted as the agent loop does."""
-    return redacted_arguments(call.arguments), redacted_result(result)
+    """What the store keeps of a call: its arguments and its result, redacted as the agent loop does."""
+    calls = as_kept(Message(role="assistant", content="", tool_calls=(call,))).tool_calls
+    return calls[0].arguments, as_kept(Message(role="tool", content=result, tool_call_id=call.id)).content
 
 
 async def per_call(engine: Engine, calls: int) -> tuple[float, float, int]:
