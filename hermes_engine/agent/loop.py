@@ -1,9 +1,10 @@
 """The core loop: model call → tools (in parallel, results in call order) → repeat, until text.
 
 Every model call and tool result is persisted as soon as it exists, so a crash loses at most the step in
-flight. Cancellation (a `/stop`, shutdown) cancels the in-flight model call; a half-streamed answer never
-enters history, and tool calls that were cut short get an explicit "interrupted" result so the history
-stays valid for every provider.
+flight; the store keeps tool-call arguments and results with secrets redacted (see `tool_record`).
+Cancellation (a `/stop`, shutdown) cancels the in-flight model call; a half-streamed answer never enters
+history, and tool calls that were cut short get an explicit "interrupted" result so the history stays valid
+for every provider.
 
 Deltas go out as they arrive, but a call whose stream broke is asked again or handed to a fallback by the
 router, which then says `Restart`: the text this call had streamed is taken back (`on_restart`, then the
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from hermes_engine.agent.prompt import for_history, for_this_turn
-from hermes_engine.agent.tool_record import record
+from hermes_engine.agent.tool_record import as_kept, record
 from hermes_engine.errors import EmptyAnswer
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.providers.base import Completed, EventStream, ModelRequest, ModelResponse, Restart, TextDelta
@@ -175,7 +176,7 @@ class AgentLoop:
             message = Message(role="tool", content=content, tool_call_id=call.id, tool_name=call.name,
                               is_error=outcome.is_error, images=outcome.images,
                               meta=record(call, len(outcome.content), took))
-            await persist(message, None, None)
+            await persist(as_kept(message), None, None)
             return message
 
         tasks = [asyncio.ensure_future(run(call)) for call in calls]
@@ -205,7 +206,7 @@ class AgentLoop:
     @staticmethod
     async def _append(history: list[Message], result: TurnResult, persist: Persist, message: Message,
                       usage: Usage | None, model: str | None) -> None:
-        await persist(message, usage, model)
+        await persist(as_kept(message), usage, model)
         history.append(message)
         result.new_messages.append(message)
 

@@ -2,11 +2,12 @@
 
 - First-request tokens (the fake LLM counts request body bytes / 4, as a provider's input tokens) of the
   default toolset alone, then with two typical servers attached (the published `mcp-server-time` and the
-  test server, 12 tools in all) at the default schema budget, and with a budget of 0 (everything compact).
+  test server, 13 tools in all) at the default schema budget, and with a budget of 0 (everything compact).
   Target: at most 3,000 tokens with the two servers.
-- Per-call overhead: the mean wall time of a `fake__echo` call through the gateway's manager and the
-  feature (untrusted marking, size cap) against the server's own round trip through a bare SDK `Client`,
-  and the characters the untrusted marking adds to each result.
+- Per-call overhead: the mean wall time of a `fake__echo` call as the agent loop makes it (the bot's tool
+  registry, the feature's untrusted marking and size cap, the gateway's server manager, then the redaction
+  of the arguments and the result the store keeps) against the server's own round trip through a bare
+  SDK `Client`, and the characters the untrusted marking adds to each result.
 
     python tests/bench/mcp_bench.py [--calls 200]
 """
@@ -29,8 +30,9 @@ from fakes.fake_llm import FakeLLM, Reply  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
+from hermes_engine.agent.tool_record import as_kept  # noqa: E402
 from hermes_engine.config import BotProfile  # noqa: E402
-from hermes_engine.mcp.feature import McpFeature  # noqa: E402
+from hermes_engine.ports.conversation import Message, ToolCall  # noqa: E402
 from hermes_engine.tools.registry import ToolContext  # noqa: E402
 
 FAKE_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
@@ -58,12 +60,18 @@ def request_tokens(body: dict[str, object]) -> int:
     return len(json.dumps(body, separators=(",", ":")).encode()) // 4
 
 
+def kept(call: ToolCall, result: str) -> tuple[str, str]:
+    """What the store keeps of a call: its arguments and its result, redacted as the agent loop does."""
+    calls = as_kept(Message(role="assistant", content="", tool_calls=(call,))).tool_calls
+    return calls[0].arguments, as_kept(Message(role="tool", content=result, tool_call_id=call.id)).content
+
+
 async def per_call(engine: Engine, calls: int) -> tuple[float, float, int]:
-    """Mean seconds per call through the feature and through a bare SDK client, in alternating rounds
-    (so neither side gets the warmer process), and the characters the untrusted marking adds."""
+    """Mean seconds per call as the agent loop makes it and through a bare SDK client, in alternating
+    rounds (so neither side gets the warmer process), and the characters the untrusted marking adds."""
     assert engine.gateway is not None
-    feature = next(f for f in engine.gateway.features if isinstance(f, McpFeature))
-    remote = next(r for r in feature.listed.values() if r.name == "echo")
+    tools = engine.gateway.tools
+    assert tools.get("fake__echo") is not None, "fake__echo is listed in full at the default budget"
     ctx = ToolContext(bot="bench", session_id=1, session_key="bench")
     params = StdioServerParameters(command=sys.executable, args=[FAKE_SERVER, "stdio"])
     through = bare = 0.0
@@ -72,13 +80,14 @@ async def per_call(engine: Engine, calls: int) -> tuple[float, float, int]:
         for _ in range(rounds):
             started = time.perf_counter()
             for i in range(calls // rounds):
-                result = await feature.call(remote, {"text": f"call {i}"}, ctx)
+                call = ToolCall(f"call_{i}", "fake__echo", json.dumps({"text": f"call {i}"}))
+                _, content = kept(call, (await tools.call(call, ctx)).content)
             through += time.perf_counter() - started
             started = time.perf_counter()
             for i in range(calls // rounds):
                 await client.call_tool("echo", {"text": f"call {i}"})
             bare += time.perf_counter() - started
-    marking = len(result.content) - len(f"fake says: call {calls // rounds - 1}")
+    marking = len(content) - len(f"fake says: call {calls // rounds - 1}")
     done = rounds * (calls // rounds)
     return through / done, bare / done, marking
 

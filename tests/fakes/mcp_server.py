@@ -61,7 +61,7 @@ async def hang(seconds: float) -> str:
 @server.tool()
 def big(chars: int) -> str:
     """A result of this many characters."""
-    return ("0123456789" * (chars // 10 + 1))[:chars]
+    return ("some text " * (chars // 10 + 1))[:chars]  # words: a run of digits would be redacted as a secret
 
 
 @server.tool()

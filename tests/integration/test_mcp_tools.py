@@ -153,7 +153,7 @@ async def test_a_5_mb_result_is_cut_with_a_note_and_the_rest_can_be_read(engine,
     assert len(cut) < 11_000
     assert "10,000 of 5,000,000 characters shown" in cut and 'mcp_result_page(ref="r1", offset=10000)' in cut
     page = tool_results(fake_llm.requests[2])[-1]
-    assert page.startswith("0123456789") and "next: offset=30000" in page
+    assert page.startswith("some text ") and "next: offset=30000" in page
 
 
 async def test_tool_names_providers_refuse_are_cleaned_and_a_clash_resolved_deterministically(engine, fake_llm):
