@@ -24,7 +24,7 @@ from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob, run_settling
 from hermes_engine.core.leases import Leases, session_lease
 from hermes_engine.core.pending import PendingEvents
-from hermes_engine.core.sessions import SessionTable
+from hermes_engine.core.sessions import SessionTable, new_handle
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.core.tool_lists import session_tools
 from hermes_engine.core.turn import TurnRunner
@@ -36,10 +36,10 @@ from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
 from hermes_engine.ports.feature import Feature
-from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget, message_to_payload
+from hermes_engine.ports.inbound import InboundMessage, ReplyTarget, message_to_payload
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Outlet
-from hermes_engine.ports.session import SessionHandle, SessionScope
+from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import InboundEvent, SessionRecord, Store
 from hermes_engine.providers.chain import ProviderChain
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
@@ -93,7 +93,7 @@ class Gateway:
         self._people: dict[tuple[str, str, str], int] = {}  # (platform, account, user id) → person; bounded
         self.turns = TurnRunner(host=self, store=store, prompts=self.prompts, agent=self.agent,
                                 features=self.features, streaming=profile.streaming, outlet_for=self.outlets.get,
-                                stopping=lambda: self._stopping, storage_health=self.storage_health,
+                                stopping=self._leaving, storage_health=self.storage_health,
                                 metrics=metrics)
 
     # ----------------------------------------------------------------- lifecycle
@@ -141,6 +141,11 @@ class Gateway:
                 await self.replay_pending()
             except Exception as exc:  # noqa: BLE001 - the store may be down; the next round tries again
                 log.warning("could not look for pending events to take over: %s", exc)
+
+    def _leaving(self, session_key: str) -> bool:
+        """A turn cut short now is left in the inbox for whoever answers next: this replica after a restart,
+        or the one that took the session's lease over."""
+        return self._stopping or self.leases.lost(session_lease(self.bot, session_key))
 
     async def stop(self) -> None:
         self._stopping = True  # turns cut short now stay in the inbox and are answered after restart
@@ -364,7 +369,7 @@ class Gateway:
             session = self.sessions.use(key)
             if session is None:
                 record = await self.store.active_session(key, self.bot)
-                session = self._handle_for(key, record, msg)
+                session = new_handle(self.bot, key, record, msg)
                 for idle in self.sessions.add(session, busy=lambda k: k in self._lanes and self._lanes[k].busy):
                     self._lanes.pop(idle.key, None)
                     self._evicted(idle)
@@ -376,13 +381,6 @@ class Gateway:
                 feature.on_session_evicted(session.scope)
             except Exception:
                 log.exception("feature %s failed to drop session %s", feature.name, session.key)
-
-    def _handle_for(self, key: str, record: SessionRecord, msg: InboundMessage) -> SessionHandle:
-        dm = msg.chat_kind is ChatKind.DM
-        scope = SessionScope(bot=self.bot, session_id=record.id, session_key=key, chat_kind=msg.chat_kind.value,
-                             person_id=None, shared_scope=None if dm else f"{msg.platform}:{msg.account}:{msg.chat_id}")
-        target = ReplyTarget(msg.platform, msg.account, msg.chat_id, msg.thread_id)
-        return SessionHandle(key=key, record=record, scope=scope, target=target)
 
     async def _work(self, session: SessionHandle, lane: Lane) -> None:
         """Answer the session's events under its lease: the queue here and every pending event of the

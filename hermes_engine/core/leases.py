@@ -9,6 +9,11 @@ takes the session's pending events over. On a single replica every lease is won 
 A replica is named by `HERMES_REPLICA_ID`, by default its host name: a gateway restarted on the same host
 (or in the same container) holds again at once what it held before it was killed. Replicas sharing one
 host need an id each. Within a replica a lease is held by one block at a time (a local lock).
+
+A holder that finds at a renewal that another replica has the lease (this one was paused or cut off from
+the database for longer than the time to live, and its work was taken over) stops the work under it: the
+block is cancelled, `lost(name)` says why while it unwinds (a turn stopped this way stays in the inbox for
+the new holder, as at shutdown), and the block ends without an error for the code around it.
 """
 
 from __future__ import annotations
@@ -46,6 +51,11 @@ class Leases:
         self.holder = holder or socket.gethostname()
         self._local: dict[str, asyncio.Lock] = {}
         self._users: dict[str, int] = {}
+        self._lost: set[str] = set()
+
+    def lost(self, name: str) -> bool:
+        """Whether the block holding `name` here is being stopped because another replica holds it now."""
+        return name in self._lost
 
     @property
     def renew_every(self) -> float:
@@ -85,24 +95,38 @@ class Leases:
                 if not taken:
                     yield False
                     return
-                keeper = asyncio.create_task(self._keep(name), name=f"lease:{name}")
+                body = asyncio.current_task()
+                keeper = asyncio.create_task(self._keep(name, body), name=f"lease:{name}")
                 try:
                     yield True
+                except asyncio.CancelledError:
+                    if name not in self._lost:
+                        raise
                 finally:
                     keeper.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await keeper
-                    await asyncio.shield(self.give_back(name))
+                    if name in self._lost:
+                        self._lost.discard(name)
+                        if body is not None and body.cancelling():
+                            body.uncancel()  # the stop was this lease's own; the code around goes on
+                    else:
+                        await asyncio.shield(self.give_back(name))
         finally:
             self._users[name] -= 1
             if not self._users[name]:  # nobody here holds or waits for it: forget its lock
                 del self._users[name], self._local[name]
 
-    async def _keep(self, name: str) -> None:
+    async def _keep(self, name: str, body: asyncio.Task[object] | None) -> None:
         while True:
             await asyncio.sleep(self.renew_every)
             try:
                 if not await self.take(name):
-                    log.error("lease %s was taken by another replica while held here", name)
+                    log.error("lease %s was taken by another replica while held here: stopping the work "
+                              "under it", name)
+                    if body is not None:
+                        self._lost.add(name)
+                        body.cancel()
+                    return
             except Exception:  # noqa: BLE001 - the next beat tries again; the lease outlives two misses
                 log.warning("could not renew lease %s", name, exc_info=True)

@@ -11,7 +11,18 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
-from hermes_engine.ports.session import SessionHandle
+from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
+from hermes_engine.ports.session import SessionHandle, SessionScope
+from hermes_engine.ports.storage import SessionRecord
+
+
+def new_handle(bot: str, key: str, record: SessionRecord, msg: InboundMessage) -> SessionHandle:
+    """A session as loaded for `msg`: shared memory is the group's, answers go where the message came from."""
+    dm = msg.chat_kind is ChatKind.DM
+    scope = SessionScope(bot=bot, session_id=record.id, session_key=key, chat_kind=msg.chat_kind.value,
+                         person_id=None, shared_scope=None if dm else f"{msg.platform}:{msg.account}:{msg.chat_id}")
+    return SessionHandle(key=key, record=record, scope=scope,
+                         target=ReplyTarget(msg.platform, msg.account, msg.chat_id, msg.thread_id))
 
 
 class SessionTable:

@@ -78,7 +78,7 @@ class Turn:
 class TurnRunner:
     def __init__(self, *, host: Host, store: TurnStore, prompts: PromptBuilder, agent: AgentLoop,
                  features: Sequence[Feature], streaming: bool, outlet_for: Callable[[str], Outlet | None],
-                 stopping: Callable[[], bool], storage_health: StorageHealth,
+                 stopping: Callable[[str], bool], storage_health: StorageHealth,
                  metrics: Metrics = NO_METRICS) -> None:
         self.host = host
         self.metrics = metrics
@@ -117,7 +117,7 @@ class TurnRunner:
             turn.interrupted = True
             await _stop(typing)
             await asyncio.shield(turn.journal.settle())
-            await asyncio.shield(turn.stream.abort(None if self.stopping() else "Stopped."))
+            await asyncio.shield(turn.stream.abort(None if self.stopping(session.key) else "Stopped."))
             raise
         except HermesError as exc:
             await _stop(typing)
@@ -274,7 +274,7 @@ class TurnRunner:
             report_turn(self.metrics, self.host.bot, turn.message.platform, outcome=_outcome(turn),
                         started=turn.started, error_kind=turn.error_kind, result=turn.result,
                         tools=self.host.tools)
-        if (turn.interrupted and self.stopping()) or turn.undelivered or turn.duplicate or turn.paused:
+        if (turn.interrupted and self.stopping(turn.session.key)) or turn.undelivered or turn.duplicate or turn.paused:
             return
         try:
             await asyncio.shield(self.store.complete_inbound(turn.message.platform, turn.message.event_id))

@@ -7,6 +7,8 @@ import asyncio
 
 from fakes.fake_llm import Reply
 
+from hermes_engine.core.leases import session_lease
+
 
 def answer_slowly(request) -> Reply:
     return Reply(text=f"answer to {request.last_user_text}", delay=0.5)
@@ -54,3 +56,37 @@ async def test_a_replica_starting_beside_another_leaves_that_ones_turn_in_flight
     assert a.outlet.texts == ["answer to in flight"]
     assert b.outlet.texts == []  # not answered twice
     assert len(fake_llm.requests) == 1
+
+
+async def test_a_replica_that_lost_a_sessions_lease_mid_turn_stops_and_the_new_holder_answers_once(
+        engine, fake_llm, monkeypatch, caplog):
+    """A replica paused or cut off past the lease's time finds at its next renewal that another holds the
+    session: it stops the turn without a word and leaves the message to the new holder."""
+    monkeypatch.setenv("HERMES_SESSION_LEASE_SECONDS", "1.5")
+    first_call = asyncio.Event()
+
+    def respond(request) -> Reply:
+        if "first" in request.last_user_text and not first_call.is_set():
+            first_call.set()
+            return Reply(text="the answer replica a never gives", delay=60)
+        return Reply(text=f"answer to {request.last_user_text}")
+
+    fake_llm.responder = respond
+    a = await start_replica(engine, monkeypatch, "replica-a")
+    b = await start_replica(engine, monkeypatch, "replica-b")
+    msg = a.message("first")
+    await a.gateway.handle(msg)
+    await asyncio.wait_for(first_call.wait(), 30)
+    lease = session_lease(a.gateway.bot, a.gateway.session_key(msg))
+    await a.store.release_lease(lease, "replica-a")  # as if a's lease ran out while it was paused
+    assert await b.store.acquire_lease(lease, "replica-b", 1.5)
+    await b.outlet.wait_for(1, 30)  # b takes the pending message over
+    await b.idle()
+    await a.idle()
+    assert b.outlet.texts == ["answer to first"]
+    # a's reply is dropped without a note (no "Stopped."): the turn is b's now
+    assert [(d.kind, d.text) for d in a.outlet.delivered] == [("abort", "")]
+    assert "was taken by another replica while held here" in caplog.text
+    assert await a.store.pending_inbound() == []
+    a.outlet.delivered.clear()
+    assert await a.say("second", timeout=30) == "answer to second"  # a's lane goes on
