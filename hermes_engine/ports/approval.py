@@ -55,5 +55,6 @@ class ApprovalAsker(Protocol):
         ...
 
     async def settled(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
-        """The request ended (answered, expired, superseded): update or remove the question."""
+        """The request ended (answered, expired, superseded, its turn cancelled): update or remove the
+        question."""
         ...

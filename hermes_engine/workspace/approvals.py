@@ -1,16 +1,17 @@
 """The engine side of approvals: pending requests, who may answer, expiry and supersession.
 
 A turn that needs approval waits on its own future (other sessions go on). It ends denied when the time
-runs out, when a new message arrives in the same conversation (the person moved on), or when the process
-stops: pending requests live in memory only, so after a restart none is pending, and the turn they
-belonged to is replayed with its unfinished tool call marked interrupted, which counts as denied.
+runs out, when a new message arrives in the same conversation (the person moved on; `/stop` too), or when
+the turn is cancelled (`/stop`, the gateway stopping). Every ending is settled with the asker, so the
+question on screen says how it ended and loses its buttons, also when the turn was cancelled. Pending
+requests live in memory only, so after a restart none is pending, and the turn they belonged to is replayed
+with its unfinished tool call marked interrupted, which counts as denied.
 "Approve for this session" remembers the risk class for that session until it leaves memory or `/new`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 from collections.abc import Callable
@@ -37,6 +38,7 @@ class ApprovalGate:
     timeout_seconds: float = 300.0
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _for_session: dict[str, set[str]] = field(default_factory=dict)
+    _settling: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def decide(self, *, bot: str, session_key: str, target: ReplyTarget, command: str, risk: str,
                      reason: str, question: str = "Run this command?") -> tuple[Decision, str]:
@@ -56,14 +58,33 @@ class ApprovalGate:
                 decision = await asyncio.shield(pending.future)
         except TimeoutError:
             decision, pending.note = Decision.DENY, "nobody approved it in time"
+        except asyncio.CancelledError:
+            self._pending.pop(request.id, None)
+            await self._settle(request, Decision.DENY, pending.note or "the turn stopped before anyone answered")
+            raise
         finally:
             self._pending.pop(request.id, None)
         if decision is Decision.SESSION:
             self._for_session.setdefault(session_key, set()).add(risk)
         note = pending.note or ("denied" if decision is Decision.DENY else "approved")
-        with contextlib.suppress(Exception):
-            await self.asker.settled(request, decision, note)
+        await self._settle(request, decision, note)
         return decision, note
+
+    async def _settle(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
+        """Tell the asker how the request ended. The update runs as its own task: a turn cancelled while it
+        is on its way (`/stop` right after the answer) does not leave the question showing live buttons."""
+        assert self.asker is not None
+
+        async def settle(asker: ApprovalAsker) -> None:
+            try:
+                await asker.settled(request, decision, note)
+            except Exception:  # noqa: BLE001 - the question stays as shown; the decision stands
+                log.warning("could not update approval request %s", request.id, exc_info=True)
+
+        task = asyncio.get_running_loop().create_task(settle(self.asker))
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
+        await asyncio.shield(task)
 
     def answer(self, request_id: str, user_id: str, decision: Decision) -> bool:
         pending = self._pending.get(request_id)
@@ -83,11 +104,11 @@ class ApprovalGate:
             pending.note = note
             pending.future.set_result(Decision.DENY)
 
-    def supersede(self, session_key: str) -> None:
-        """A new message in the conversation: its pending requests are denied."""
+    def supersede(self, session_key: str, note: str = "a new message arrived before it was approved") -> None:
+        """A new message in the conversation (or `/stop`): its pending requests are denied."""
         for pending in list(self._pending.values()):
             if pending.request.session_key == session_key and not pending.future.done():
-                pending.note = "a new message arrived before it was approved"
+                pending.note = note
                 pending.future.set_result(Decision.DENY)
 
     def forget(self, session_key: str) -> None:

@@ -64,7 +64,10 @@ class WorkspaceFeature(Feature):
             raise ConfigError(f"The terminal toolset cannot start: {reason} Commands never run unsandboxed.")
 
     def on_message(self, session_key: str, message: InboundMessage) -> None:
-        self.approvals.supersede(session_key)
+        if message.command == "stop":
+            self.approvals.supersede(session_key, "/stop was sent before anyone answered")
+        else:
+            self.approvals.supersede(session_key)
 
     def on_session_evicted(self, scope: SessionScope) -> None:
         self.approvals.forget(scope.session_key)

@@ -5,7 +5,8 @@ parallel commands (and any other process of that uid) would share one budget: a 
 would leave another chat's command unable to fork. A root gateway therefore leases each workspace a uid
 from a configured range while commands run in it (`workspace.uid_first`, `workspace.uid_count`; `setpriv`
 needs no passwd entry). Commands running at the same time in the same workspace share its uid (they share
-its files anyway); any other running command has a different one.
+its files anyway); any other running command has a different one. A gateway that is not root cannot
+change uid: its sandboxes all run as its own uid and share one process budget (the README says so).
 
 The lease is machine-wide: each uid has a lock file (`flock`) under a root-owned folder, so gateways and
 test runs on one host never hand out the same uid at once; the kernel drops the lock when a process dies.

@@ -678,10 +678,13 @@ class FakeTelegram(LoopbackServer):
         return data
 
     # -- inline buttons ------------------------------------------------------------------------------
-    def press(self, chat_id: int, user: FakeUser, message_id: int, data: str) -> dict[str, Any]:
-        """`user` presses the inline button carrying `data` under the bot's message: a callback query."""
+    def press(self, chat_id: int, user: FakeUser, message_id: int, data: str,
+              shown: ChatMessage | None = None) -> dict[str, Any]:
+        """`user` presses the inline button carrying `data` under the bot's message: a callback query.
+        `shown`: the message as the presser's client still shows it (a copy taken before it was edited), so
+        a button can be pressed after the bot removed it, as on a client that has not refreshed yet."""
         chat = self.chat(chat_id)
-        message = chat.message(message_id)
+        message = shown or chat.message(message_id)
         assert message is not None and data in [d for _, d in message.buttons], "no such button"
         query = {"id": str(next(self._update_ids)), "from": user.to_dict(), "chat_instance": str(chat_id),
                  "message": self._message_json(chat, message), "data": data}

@@ -86,12 +86,13 @@ class Asker:
 
     def __init__(self) -> None:
         self.asked: asyncio.Queue = asyncio.Queue()
+        self.settled_as: list[tuple[Decision, str]] = []
 
     async def ask(self, request, answers) -> None:
         self.asked.put_nowait((request, answers))
 
     async def settled(self, request, decision, note) -> None:
-        return None
+        self.settled_as.append((decision, note))
 
 
 def with_asker(e_profile, asker, tmp_path):
@@ -128,6 +129,36 @@ async def test_a_dangerous_command_waits_for_an_admins_approval_and_a_new_messag
     denied = await second
     assert "Denied: the command was not run" in denied and "a new message arrived" in denied
     assert answers.answer(request.id, ADMIN, Decision.ONCE) is False
+
+
+async def test_stop_while_an_approval_waits_denies_it_stops_the_turn_and_the_next_message_is_answered(
+        engine, fake_llm, tmp_path):
+    p = profile(approve=["dangerous"])
+    asker = Asker()
+    e = await engine(profile=p, features=with_asker(p, asker, tmp_path))
+    released = asyncio.Event()  # a model call after the denial is held, so only /stop can end the turn
+
+    async def respond(request):
+        if results(request):
+            await asyncio.wait_for(released.wait(), 60)
+            return Reply(text="result: " + results(request)[0])
+        if request.last_user_text == "clean":
+            return Reply(tool_calls=[("terminal", {"command": "mkdir -p b && rm -rf b && echo ran > ran.txt"})])
+        return Reply(text="hello again")
+
+    fake_llm.responder = respond
+    await e.gateway.handle(e.message("clean", user=ADMIN))
+    await asyncio.wait_for(asker.asked.get(), 10)
+    await e.gateway.handle(e.message("/stop", user=ADMIN))
+    while "Stopped." not in e.outlet.texts:
+        await e.outlet.wait_for(len(e.outlet.delivered) + 1, 30)
+    released.set()
+    await e.idle(30)
+    assert asker.settled_as == [(Decision.DENY, "/stop was sent before anyone answered")]
+    assert not any(t.startswith("result:") for t in e.outlet.texts)
+    assert not list((e.home / "workspaces" / "testbot").glob("*/ran.txt"))
+
+    assert await e.say("hello", user=ADMIN) == "hello again"
 
 
 async def test_workspace_command_shows_the_size_and_only_admins_reset_it(engine, fake_llm):

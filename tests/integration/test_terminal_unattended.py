@@ -1,6 +1,6 @@
 """Workspace tools in turns nobody types in: a goal continuation and a kanban worker act for the person who
 set the goal or made the card, with that person's access and in the workspace of the conversation it came
-from; the background review never gets them."""
+from, where their dangerous commands are asked about; the background review never gets them."""
 
 from __future__ import annotations
 
@@ -118,13 +118,15 @@ async def test_the_background_review_never_runs_commands(engine, fake_llm):
 
 
 class Asker:
-    """Shows nothing and answers nothing: records what was asked, where."""
+    """Shows nothing and answers nothing: records what was asked, where (and where answers go)."""
 
     def __init__(self) -> None:
         self.asked: list = []
+        self.answers: list = []
 
     async def ask(self, request, answers) -> None:
         self.asked.append(request)
+        self.answers.append(answers)
 
     async def settled(self, request, decision, note) -> None:
         return None
@@ -154,3 +156,51 @@ async def test_a_dangerous_command_in_a_goal_is_asked_about_in_its_conversation_
     assert request.target.chat_id == "c7" and request.risk == "dangerous"
     ran = [r for r in fake_llm.requests if not is_judge(r) and tool_results(r)]
     assert "nobody approved it in time" in tool_results(ran[0])[0]
+
+
+async def until(condition, timeout: float = 30.0) -> None:
+    """Wait for `condition()`; the timeout only guards against a hang."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("condition not met")
+        await asyncio.sleep(0.02)
+
+
+async def test_a_dangerous_command_in_a_kanban_card_is_asked_about_in_the_cards_conversation(engine, fake_llm,
+                                                                                           tmp_path):
+    from hermes_engine.kanban.feature import KanbanFeature
+    from hermes_engine.ports.approval import Decision
+    from hermes_engine.workspace.feature import WorkspaceFeature
+
+    p = profile(workspace={"approve": ["dangerous"]})
+    asker = Asker()
+    features = [WorkspaceFeature(tmp_path, p.name, p.workspace, admins=p.access.admins, asker=asker,
+                                 toolsets=p.toolsets), KanbanFeature(p.kanban)]
+    e = await engine(profile=p, features=features)
+    seen: list[str] = []
+
+    def respond(request):
+        if is_worker(request):
+            if not tool_results(request):
+                return Reply(tool_calls=[("terminal", {"command": "mkdir -p b && rm -rf b && echo carded > card"})])
+            seen.append(tool_results(request)[0])
+            return Reply(text="card work finished")
+        if not tool_results(request):
+            return Reply(tool_calls=[("kanban", {"tasks": ["clean up the build folder"]})])
+        return Reply(text="queued")
+
+    fake_llm.responder = respond
+    assert e.gateway is not None
+    await e.gateway.handle(e.message("put it on the board", user=ADMIN, chat="c8"))
+    await until(lambda: asker.asked)
+    [request] = asker.asked
+    assert request.target.chat_id == "c8" and request.risk == "dangerous" and "rm -rf b" in request.command
+    assert request.session_key.endswith(":c8")  # the conversation's session: a new message there denies it
+    assert not list((e.home / "workspaces" / "testbot").glob("*/card"))  # nothing ran before the answer
+
+    assert asker.answers[0].answer(request.id, ADMIN, Decision.ONCE) is True
+    await until(lambda: seen)
+    assert seen == ["[exit code 0]"]
+    made = list((e.home / "workspaces" / "testbot").glob("person-*/card"))
+    assert [path.read_text() for path in made] == ["carded\n"]

@@ -1,5 +1,5 @@
 """Approvals for dangerous commands: classification, a console round trip, a stranger's answer changing
-nothing, expiry and a new message denying, and "for this session" remembered."""
+nothing, expiry, a new message and a cancelled turn denying, and "for this session" remembered."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import asyncio
 import io
 import os
 from datetime import UTC, datetime
+
+import pytest
 
 from adapters.console_approval import ConsoleAsker
 from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision
@@ -90,6 +92,18 @@ async def test_a_new_message_in_the_conversation_denies_the_pending_request_only
     assert not elsewhere.done()
     g.supersede("s2")
     await elsewhere
+
+
+async def test_a_cancelled_turn_settles_its_request_denied_so_the_question_shows_it_ended() -> None:
+    recorder = Recorder()
+    g = gate(recorder)
+    waiting = decide(g)
+    request, answers = await asked(recorder)
+    waiting.cancel()  # /stop, or the gateway stopping
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert recorder.settlements == [(Decision.DENY, "the turn stopped before anyone answered")]
+    assert not g.pending() and answers.answer(request.id, "admin1", Decision.ONCE) is False
 
 
 async def test_approval_for_the_session_is_remembered_for_that_risk() -> None:
