@@ -17,6 +17,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -104,16 +105,20 @@ async def frozen_mid_turn(telegram: FakeTelegram, db_url: str) -> bool:
                for chat, message_id in shown.items())
 
 
-async def unfinished_deliveries(db_url: str) -> list[tuple[str, set[int]]]:
-    """The ledger's replies not yet final: their keys and the message ids they showed, read as another
-    process would."""
+async def rows(db_url: str, sql: str) -> list[Any]:
+    """Rows of a query, read as another process would."""
     engine = make_engine(db_url, poolclass=NullPool)
     try:
         async with engine.connect() as conn:
-            rows = (await conn.exec_driver_sql("SELECT key, message_ids FROM deliveries WHERE NOT final")).all()
+            return list((await conn.exec_driver_sql(sql)).all())
     finally:
         await engine.dispose()
-    return [(key, {int(i) for i in (json.loads(ids) if isinstance(ids, str) else ids)}) for key, ids in rows]
+
+
+async def unfinished_deliveries(db_url: str) -> list[tuple[str, set[int]]]:
+    """The ledger's replies not yet final: their keys and the message ids they showed."""
+    found = await rows(db_url, "SELECT key, message_ids FROM deliveries WHERE NOT final")
+    return [(key, {int(i) for i in (json.loads(ids) if isinstance(ids, str) else ids)}) for key, ids in found]
 
 
 async def until(condition: Callable[[], Awaitable[bool]], timeout: float, message: str) -> None:
@@ -126,13 +131,8 @@ async def until(condition: Callable[[], Awaitable[bool]], timeout: float, messag
 
 async def goal_session_holder(db_url: str) -> str:
     """The replica holding the goal's session lease: the one running its turn."""
-    engine = make_engine(db_url, poolclass=NullPool)
-    try:
-        async with engine.connect() as conn:
-            rows = (await conn.exec_driver_sql("SELECT name, holder FROM leases")).all()
-    finally:
-        await engine.dispose()
-    return next(holder for name, holder in rows if name.startswith("session:") and name.endswith(f":dm:{GOAL_PERSON}"))
+    leases = await rows(db_url, "SELECT name, holder FROM leases")
+    return next(holder for name, holder in leases if name.startswith("session:") and name.endswith(f":dm:{GOAL_PERSON}"))
 
 
 class Replica:
