@@ -85,7 +85,6 @@ class Gateway:
         self._commands_running: set[tuple[str, str]] = set()  # immediate commands under way here
         self.sessions = SessionTable(settings.max_live_sessions)
         self._lanes: dict[str, Lane] = {}
-        self._session_lock = asyncio.Lock()
         self._background: set[asyncio.Task[Any]] = set()
         self._watchers: set[asyncio.Task[Any]] = set()  # long-lived: pairing approvals per platform
         self._started = False
@@ -360,14 +359,13 @@ class Gateway:
 
     async def session_for(self, msg: InboundMessage) -> SessionHandle:
         key = self.session_key(msg)
-        async with self._session_lock:
-            session = self.sessions.use(key)
-            if session is None:
-                record = await self.store.active_session(key, self.bot)
-                session = self._handle_for(key, record, msg)
-                for idle in self.sessions.add(session, busy=lambda k: k in self._lanes and self._lanes[k].busy):
-                    self._lanes.pop(idle.key, None)
-                    self._evicted(idle)
+        return self.sessions.use(key) or await self.sessions.load(key, lambda: self._load_session(key, msg))
+
+    async def _load_session(self, key: str, msg: InboundMessage) -> SessionHandle:
+        session = self._handle_for(key, await self.store.active_session(key, self.bot), msg)
+        for idle in self.sessions.add(session, busy=lambda k: k in self._lanes and self._lanes[k].busy):
+            self._lanes.pop(idle.key, None)
+            self._evicted(idle)
         return session
 
     def _evicted(self, session: SessionHandle) -> None:
