@@ -176,7 +176,8 @@ class Gateway:
         payload = {"bot": self.bot, "message": message_to_payload(msg), "purpose": purpose}
         # The turn starts while the event is being recorded; nothing of it is stored, shown or done
         # (tools) before the record says the event is new. The caller hears back once it is durable.
-        recorded = asyncio.ensure_future(self.store.record_inbound(msg.platform, msg.event_id, payload))
+        recorded = asyncio.ensure_future(self.store.record_inbound(msg.platform, msg.event_id, payload,
+                                                                   session_key=self.session_key(msg)))
         try:
             await self._accept(msg, purpose=purpose, recorded=recorded)
         finally:

@@ -25,10 +25,12 @@ class PendingEvents:
         self.session_key = session_key
         self._tried: dict[tuple[str, str], None] = {}
 
-    async def by_session(self, *, forced: bool = False) -> dict[str, list[tuple[InboundEvent, InboundMessage]]]:
-        """This bot's pending events per session key, oldest first; without `forced`, not those tried here."""
+    async def by_session(self, *, forced: bool = False, only: str | None = None,
+                         ) -> dict[str, list[tuple[InboundEvent, InboundMessage]]]:
+        """This bot's pending events per session key, oldest first; without `forced`, not those tried here.
+        With `only`, the store is asked for that session's events (and those recorded without a key)."""
         sessions: dict[str, list[tuple[InboundEvent, InboundMessage]]] = {}
-        for event in await self.store.pending_inbound():
+        for event in await self.store.pending_inbound(session_key=only):
             if event.platform not in self.platforms or event.payload.get("bot", self.bot) != self.bot:
                 continue
             if not forced and (event.platform, event.event_id) in self._tried:
@@ -38,7 +40,7 @@ class PendingEvents:
         return sessions
 
     async def of(self, session_key: str) -> list[tuple[InboundEvent, InboundMessage]]:
-        return (await self.by_session()).get(session_key, [])
+        return (await self.by_session(only=session_key)).get(session_key, [])
 
     def tried(self, platform: str, event_id: str) -> None:
         self._tried[(platform, event_id)] = None
