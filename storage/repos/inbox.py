@@ -68,7 +68,7 @@ class InboxRepository(SqlRepository):
         if session_key is not None:
             stmt = stmt.where(sa.or_(InboundEventRow.session_key == session_key,
                                      InboundEventRow.session_key.is_(None)))
-        async with self._session() as session:
+        async with self._single() as session:
             rows = await session.scalars(stmt.order_by(InboundEventRow.id))
             return [_inbound(row) for row in rows]
 
