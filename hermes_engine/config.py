@@ -29,6 +29,8 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=lambda: Path.home() / ".hermes-gateway")
     database_url: str | None = None
+    # PostgreSQL connections each replica keeps open (as many again may open under load); unset: 5.
+    database_pool_size: int | None = Field(None, ge=1)
     model: str | None = None
     fallback_models: str | None = None  # comma-separated, as in HERMES_FALLBACK_MODELS
     context_window: int | None = None

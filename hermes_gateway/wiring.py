@@ -60,7 +60,9 @@ def open_store(settings: Settings) -> Store:
     from storage.store import SqlStore
 
     settings.home.mkdir(parents=True, exist_ok=True)
-    return SqlStore(settings.db_url)
+    size = settings.database_pool_size
+    pool = {"pool_size": size, "max_overflow": size} if size and settings.db_url.startswith("postgres") else {}
+    return SqlStore(settings.db_url, engine_options=pool)
 
 
 async def open_migrated(store: Store, url: str) -> None:

@@ -16,13 +16,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import NullPool, StaticPool
 
 from storage.values import json_dumps
 
 __all__ = ["SQLITE_BUSY_TIMEOUT_MS", "SqliteLane", "install_sqlite_pragmas", "is_memory_sqlite", "make_engine",
-           "normalize_url"]
+           "normalize_url", "single_statement_engine"]
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,8 @@ def make_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
     connections of one process contending for it fall into the busy handler's millisecond sleeps, which
     cost more than the writes; queueing on the pool costs nothing. Other processes (the CLI, replicas)
     still meet the busy timeout.
-    PostgreSQL: connections are pinged before use (a restarted server does not fail the next turn).
+    PostgreSQL: connections are pinged before use (a restarted server does not fail the next turn), in one
+    round trip (`_ping_on_checkout`); `pool_size` and `max_overflow` may be given (`HERMES_DATABASE_POOL_SIZE`).
     """
     url = normalize_url(url)
     backend = url.get_backend_name()
@@ -88,12 +90,37 @@ def make_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
             if "poolclass" not in kwargs:
                 kwargs.update(pool_size=1, max_overflow=0, pool_timeout=60)
     elif backend == "postgresql":
-        kwargs.setdefault("pool_pre_ping", True)
+        ping = "pool_pre_ping" not in kwargs and kwargs.get("poolclass") is not NullPool
         url = _server_settings_from_options(url, kwargs)
     engine = create_async_engine(url, **kwargs)
     if backend == "sqlite":
         install_sqlite_pragmas(engine, wal=not memory)
+    elif ping:
+        event.listen(engine.sync_engine, "checkout", _ping_on_checkout)
     return engine
+
+
+def _ping_on_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """SQLAlchemy's `pool_pre_ping` on asyncpg pings inside a transaction of its own: BEGIN, the ping and
+    ROLLBACK, three round trips before every store call. Outside a transaction the ping is one; a connection
+    that does not answer is replaced by a fresh one (the pool's `DisconnectionError` contract)."""
+    kept = dbapi_connection.isolation_level
+    dbapi_connection.isolation_level = "autocommit"  # the adapter's ping then sends no BEGIN/ROLLBACK
+    try:
+        dbapi_connection.ping()
+    except Exception as exc:
+        raise DisconnectionError(f"the pooled connection did not answer: {exc}") from exc
+    finally:
+        dbapi_connection.isolation_level = kept
+
+
+def single_statement_engine(engine: AsyncEngine) -> AsyncEngine:
+    """`engine` (same pool) for calls that run one statement: on PostgreSQL in autocommit, so such a call
+    costs one round trip instead of three (BEGIN, the statement, COMMIT or ROLLBACK); a single statement is
+    atomic by itself. Anything that runs two statements must use a transaction on `engine`."""
+    if engine.dialect.name != "postgresql":
+        return engine
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
 
 
 def _server_settings_from_options(url: URL, kwargs: dict[str, Any]) -> URL:

@@ -182,11 +182,15 @@ class InboundEventRow(Base):
     __table_args__ = (
         sa.UniqueConstraint("platform", "event_id"),
         sa.Index(None, "status", "id"),
+        sa.Index(None, "status", "session_key", "id"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     platform: Mapped[str] = mapped_column(sa.String(32), nullable=False)
     event_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    # The session the event belongs to, so a session's lane reads its own pending events, not all of them.
+    # None on events recorded before the column existed (and by callers that do not say).
+    session_key: Mapped[str | None] = mapped_column(sa.String(512), nullable=True)
     status: Mapped[str] = mapped_column(sa.String(16), nullable=False, default=INBOUND_RECEIVED,
                                         server_default=INBOUND_RECEIVED)
     payload: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)

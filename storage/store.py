@@ -32,7 +32,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from storage import revision
-from storage.engine import SqliteLane, is_memory_sqlite, make_engine, normalize_url
+from storage.engine import SqliteLane, is_memory_sqlite, make_engine, normalize_url, single_statement_engine
 from storage.repos.deliveries import DeliveryRepository
 from storage.repos.documents import DocumentRepository
 from storage.repos.embeddings import EmbeddingRepository
@@ -71,6 +71,8 @@ class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalReposit
         self._engine_options = dict(engine_options or {})
         self._engine: AsyncEngine | None = None
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
+        self._single_engine: AsyncEngine | None = None
+        self._single_maker: async_sessionmaker[AsyncSession] | None = None
         self._init_lock = asyncio.Lock()
         self._inflight: set[asyncio.Future[Any]] = set()
         self._lane: SqliteLane | None = None
@@ -92,6 +94,8 @@ class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalReposit
                 raise
             self._engine = engine
             self._sessionmaker = async_sessionmaker(engine, expire_on_commit=False)
+            self._single_engine = single_statement_engine(engine)
+            self._single_maker = async_sessionmaker(self._single_engine, expire_on_commit=False)
             if self.dialect == "sqlite" and not is_memory_sqlite(self.url):
                 self._lane = SqliteLane(self.url)
 
@@ -101,6 +105,7 @@ class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalReposit
         if self._inflight:
             await asyncio.gather(*list(self._inflight), return_exceptions=True)
         engine, self._engine, self._sessionmaker = self._engine, None, None
+        self._single_engine = self._single_maker = None
         lane, self._lane = self._lane, None
         if lane is not None:
             await asyncio.to_thread(lane.close)

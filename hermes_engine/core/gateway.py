@@ -85,7 +85,6 @@ class Gateway:
         self._commands_running: set[tuple[str, str]] = set()  # immediate commands under way here
         self.sessions = SessionTable(settings.max_live_sessions)
         self._lanes: dict[str, Lane] = {}
-        self._session_lock = asyncio.Lock()
         self._background: set[asyncio.Task[Any]] = set()
         self._watchers: set[asyncio.Task[Any]] = set()  # long-lived: pairing approvals per platform
         self._started = False
@@ -182,7 +181,8 @@ class Gateway:
         payload = {"bot": self.bot, "message": message_to_payload(msg), "purpose": purpose}
         # The turn starts while the event is being recorded; nothing of it is stored, shown or done
         # (tools) before the record says the event is new. The caller hears back once it is durable.
-        recorded = asyncio.ensure_future(self.store.record_inbound(msg.platform, msg.event_id, payload))
+        recorded = asyncio.ensure_future(self.store.record_inbound(msg.platform, msg.event_id, payload,
+                                                                   session_key=self.session_key(msg)))
         try:
             await self._accept(msg, purpose=purpose, recorded=recorded)
         finally:
@@ -365,14 +365,13 @@ class Gateway:
 
     async def session_for(self, msg: InboundMessage) -> SessionHandle:
         key = self.session_key(msg)
-        async with self._session_lock:
-            session = self.sessions.use(key)
-            if session is None:
-                record = await self.store.active_session(key, self.bot)
-                session = new_handle(self.bot, key, record, msg)
-                for idle in self.sessions.add(session, busy=lambda k: k in self._lanes and self._lanes[k].busy):
-                    self._lanes.pop(idle.key, None)
-                    self._evicted(idle)
+        return self.sessions.use(key) or await self.sessions.load(key, lambda: self._load_session(key, msg))
+
+    async def _load_session(self, key: str, msg: InboundMessage) -> SessionHandle:
+        session = new_handle(self.bot, key, await self.store.active_session(key, self.bot), msg)
+        for idle in self.sessions.add(session, busy=lambda k: k in self._lanes and self._lanes[k].busy):
+            self._lanes.pop(idle.key, None)
+            self._evicted(idle)
         return session
 
     def _evicted(self, session: SessionHandle) -> None:

@@ -24,12 +24,15 @@ class PendingEvents:
         self._tried: dict[tuple[str, str], int] = {}  # event -> when it was marked (a running count)
         self._marks = 0
 
-    async def by_session(self, *, forced: bool = False) -> dict[str, list[tuple[InboundEvent, InboundMessage]]]:
-        """This bot's pending events per session key, oldest first; without `forced`, not those tried here."""
+    async def by_session(self, *, forced: bool = False, only: str | None = None,
+                         ) -> dict[str, list[tuple[InboundEvent, InboundMessage]]]:
+        """This bot's pending events per session key, oldest first; without `forced`, not those tried here.
+        With `only`, the store is asked for that session's events (and those recorded without a key)."""
         sessions: dict[str, list[tuple[InboundEvent, InboundMessage]]] = {}
         since = self._marks
-        events = await self.store.pending_inbound()
-        self._forget_finished(events, since)
+        events = await self.store.pending_inbound(session_key=only)
+        if only is None:  # a whole read: what is not in it is finished
+            self._forget_finished(events, since)
         for event in events:
             if event.platform not in self.platforms or event.payload.get("bot", self.bot) != self.bot:
                 continue
@@ -40,16 +43,16 @@ class PendingEvents:
         return sessions
 
     async def of(self, session_key: str) -> list[tuple[InboundEvent, InboundMessage]]:
-        return (await self.by_session()).get(session_key, [])
+        return (await self.by_session(only=session_key)).get(session_key, [])
 
     def tried(self, platform: str, event_id: str) -> None:
         self._marks += 1
         self._tried[(platform, event_id)] = self._marks
 
     def _forget_finished(self, events: list[InboundEvent], since: int) -> None:
-        """A tried event that is no longer pending is finished and will not be offered again, so the marks
-        stay as few as the pending events. A mark made while the store was read stays: the read may be
-        older than its event."""
+        """A tried event that a whole read no longer finds pending is finished and will not be offered
+        again, so the marks stay as few as the pending events. A mark made while the store was read stays:
+        the read may be older than its event."""
         pending = {(event.platform, event.event_id) for event in events}
         self._tried = {key: mark for key, mark in self._tried.items() if key in pending or mark > since}
 

@@ -4,12 +4,16 @@ A loaded session carries its whole history, so keeping every session ever seen w
 Past `max_live` sessions the least recently used idle ones are dropped (never one the caller says is busy,
 i.e. with a turn queued or running). The store has everything, so the next message for a dropped session
 loads it again.
+
+Loading is per key: messages for one new session arriving together share one store read, and messages for
+different sessions load side by side (a burst of new conversations does not queue behind one lock).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 from hermes_engine.ports.session import SessionHandle, SessionScope
@@ -31,6 +35,7 @@ class SessionTable:
             raise ValueError("max_live must be at least 1")
         self.max_live = max_live
         self._sessions: OrderedDict[str, SessionHandle] = OrderedDict()
+        self._loading: dict[str, asyncio.Future[SessionHandle]] = {}  # loads under way, one per key
 
     def get(self, key: str) -> SessionHandle | None:
         """A lookup that does not count as use (features, commands)."""
@@ -42,6 +47,21 @@ class SessionTable:
         if session is not None:
             self._sessions.move_to_end(key)
         return session
+
+    async def load(self, key: str, load: Callable[[], Awaitable[SessionHandle]]) -> SessionHandle:
+        """The session `load()` reads for `key`, or the one a load already under way for `key` returns.
+        The load runs to its end even if a caller is cancelled: others may be waiting for it."""
+        loading = self._loading.get(key)
+        if loading is None:
+            loading = self._loading[key] = asyncio.ensure_future(load())
+            loading.add_done_callback(lambda done: self._loaded(key, done))
+        return await asyncio.shield(loading)
+
+    def _loaded(self, key: str, done: asyncio.Future[SessionHandle]) -> None:
+        if self._loading.get(key) is done:
+            del self._loading[key]
+        if not done.cancelled():
+            done.exception()  # retrieved: a caller still waiting gets it through the shield
 
     def add(self, session: SessionHandle, busy: Callable[[str], bool]) -> list[SessionHandle]:
         """Hold `session` as the most recently used; returns the idle sessions dropped to make room."""

@@ -86,6 +86,7 @@ class InboundEvent:
     status: str  # "received" | "done"
     payload: dict[str, Any]
     created_at: datetime | None = None  # when it was first received
+    session_key: str | None = None  # the session it was recorded for; None if recorded without one
 
 
 GoalStatus = Literal["active", "paused", "done", "blocked", "cleared"]
@@ -202,13 +203,18 @@ class SessionStore(Protocol):
 class Inbox(Protocol):
     """The durable inbox: every inbound event once, until its answer is delivered."""
 
-    async def record_inbound(self, platform: str, event_id: str, payload: dict[str, Any]) -> bool:
-        """Insert a received event; False when it was seen before (a duplicate)."""
+    async def record_inbound(self, platform: str, event_id: str, payload: dict[str, Any], *,
+                             session_key: str | None = None) -> bool:
+        """Insert a received event (of the session `session_key`, when given); False when it was seen before
+        (a duplicate)."""
 
     async def complete_inbound(self, platform: str, event_id: str) -> None: ...
 
-    async def pending_inbound(self, platform: str | None = None) -> list[InboundEvent]:
-        """Events received but not answered (e.g. the process was killed mid-turn)."""
+    async def pending_inbound(self, platform: str | None = None, *,
+                              session_key: str | None = None) -> list[InboundEvent]:
+        """Events received but not answered (e.g. the process was killed mid-turn), oldest first. With
+        `session_key`: that session's, plus those recorded without a session key (the caller sorts them),
+        so a session's lane reads a few rows, not the whole inbox."""
 
     async def prune_inbound(self, older_than: datetime) -> int:
         """Delete completed events received before `older_than`; returns how many."""

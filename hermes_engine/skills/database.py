@@ -6,7 +6,8 @@ document bumped by every change. Each replica works on a private copy of that fo
 (`FileSkillLibrary`) does all the deciding on it unchanged: parsing, scanning on write and on load,
 confinement, the approval queue, limits. Only where the bytes live changes.
 
-- Reading first brings the copy up to the database's revision (one query when nothing changed).
+- Reading first brings the copy up to the database's revision (one query when nothing changed; readers
+  arriving together share one).
 - Changing (`apply`, `archive`, `backup`) holds a lease on the library across replicas, brings the copy up
   to date, lets the folder library change it, and writes every file that changed back, each compared and
   set on the version it was read at, then bumps the revision. Two replicas patching one skill therefore
@@ -106,6 +107,8 @@ class DatabaseSkillLibrary(FileSkillLibrary):
         self._synced: dict[str, _Synced] = {}
         self._revision: int | None = None  # None: the copy was never brought up to date
         self._sync_lock = threading.RLock()
+        self._refreshes_begun = 0  # refreshes started (under the lock) and the last one that completed
+        self._refreshed = 0
         self._holding = threading.local()
         super().__init__(root)
 
@@ -223,11 +226,17 @@ class DatabaseSkillLibrary(FileSkillLibrary):
         """Bring the copy up to the database, and write back what the folder's bookkeeping wrote since."""
         if getattr(self._holding, "yes", False):
             return
+        asked = self._refreshes_begun
         with self._sync_lock:
+            if self._refreshed > asked:  # one that began after this call did all it would: many turns
+                return                   # reading at once share one query, not one each in a queue
+            self._refreshes_begun += 1
+            begun = self._refreshes_begun
             self._pull()
             if any(self._local_changes()):
                 with self._changing():
                     pass
+            self._refreshed = begun
 
     # ---------------------------------------------------------------- the folder library, synced
     def apply_sync(self, change: SkillChange, *, author: str = "agent", commit: bool = True) -> ChangeResult:

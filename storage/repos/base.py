@@ -79,6 +79,8 @@ class SqlRepository:
     _clock: Callable[[], datetime]
     _engine: AsyncEngine | None
     _sessionmaker: async_sessionmaker[AsyncSession] | None
+    _single_engine: AsyncEngine | None  # `storage.engine.single_statement_engine`: one statement per call
+    _single_maker: async_sessionmaker[AsyncSession] | None
     _inflight: set[asyncio.Future[Any]]
     _lane: SqliteLane | None
 
@@ -104,6 +106,19 @@ class SqlRepository:
             raise RuntimeError("SqlStore is not initialized: await store.init() first")
         return self._sessionmaker()
 
+    @property
+    def single_engine(self) -> AsyncEngine:
+        """The engine for calls that run one statement (autocommit on PostgreSQL: one round trip)."""
+        if self._single_engine is None:
+            raise RuntimeError("SqlStore is not initialized: await store.init() first")
+        return self._single_engine
+
+    def _single(self) -> AsyncSession:
+        """A session for a call that runs one statement (see `single_engine`); never two in it."""
+        if self._single_maker is None:
+            raise RuntimeError("SqlStore is not initialized: await store.init() first")
+        return self._single_maker()
+
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncSession]:
         """A transaction for read-modify-write. On SQLite it takes the write lock first (BEGIN IMMEDIATE),
@@ -127,7 +142,8 @@ class SqlRepository:
 
     @whole
     async def _on_engine(self, statement: Any, params: dict[str, Any], result: Callable[[Any], Any]) -> Any:
-        async with self.engine.begin() as conn:
+        """One statement, its own transaction (on PostgreSQL in autocommit: one round trip, not three)."""
+        async with self.single_engine.begin() as conn:
             return result(await conn.execute(statement, params))
 
     def _insert(self, table: sa.Table) -> Any:

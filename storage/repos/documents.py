@@ -22,7 +22,7 @@ class DocumentRepository(SqlRepository):
     @whole
     async def get_document(self, area: str, path: str) -> StoredDocument | None:
         table = table_of(DocumentRow)
-        async with self.engine.connect() as conn:
+        async with self.single_engine.connect() as conn:
             row = (await conn.execute(sa.select(table.c.body, table.c.version, table.c.updated_at)
                                       .where(table.c.area == area, table.c.path == path))).first()
         return None if row is None else StoredDocument(row.body, row.version, row.updated_at)

@@ -35,17 +35,18 @@ _COMPLETE_INBOUND = (sa.update(table_of(InboundEventRow))
 
 def _inbound(row: InboundEventRow) -> InboundEvent:
     return InboundEvent(platform=row.platform, event_id=row.event_id, status=row.status,
-                        payload=dict(row.payload or {}), created_at=row.created_at)
+                        payload=dict(row.payload or {}), created_at=row.created_at, session_key=row.session_key)
 
 
 class InboxRepository(SqlRepository):
     """`hermes_engine.ports.storage.Inbox`: inbound events, received and done."""
 
-    async def record_inbound(self, platform: str, event_id: str, payload: dict[str, Any]) -> bool:
+    async def record_inbound(self, platform: str, event_id: str, payload: dict[str, Any], *,
+                             session_key: str | None = None) -> bool:
         """Insert a received event; False when (platform, event_id) was seen before. One statement,
         `INSERT ... ON CONFLICT DO NOTHING RETURNING id`, so concurrent duplicates cannot both win."""
         row = {"platform": platform, "event_id": event_id, "status": INBOUND_RECEIVED,
-               "payload": clean(dict(payload)), "created_at": self._now()}
+               "payload": clean(dict(payload)), "created_at": self._now(), "session_key": session_key}
         statement = _RECORD_INBOUND_PG if self.dialect == "postgresql" else _RECORD_INBOUND_SQLITE
         try:
             return await self._hot(statement, row, lambda r: r.first() is not None)
@@ -57,12 +58,17 @@ class InboxRepository(SqlRepository):
                                             "at": self._now()}, lambda r: None)
 
     @whole
-    async def pending_inbound(self, platform: str | None = None) -> list[InboundEvent]:
-        """Events received but not completed, oldest first."""
+    async def pending_inbound(self, platform: str | None = None, *,
+                              session_key: str | None = None) -> list[InboundEvent]:
+        """Events received but not completed, oldest first; with `session_key`, that session's and those
+        recorded without one (the index on status, session key and id finds both)."""
         stmt = sa.select(InboundEventRow).where(InboundEventRow.status == INBOUND_RECEIVED)
         if platform is not None:
             stmt = stmt.where(InboundEventRow.platform == platform)
-        async with self._session() as session:
+        if session_key is not None:
+            stmt = stmt.where(sa.or_(InboundEventRow.session_key == session_key,
+                                     InboundEventRow.session_key.is_(None)))
+        async with self._single() as session:
             rows = await session.scalars(stmt.order_by(InboundEventRow.id))
             return [_inbound(row) for row in rows]
 

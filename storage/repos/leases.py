@@ -32,13 +32,13 @@ class LeaseRepository(SqlRepository):
             set_={"holder": stmt.excluded.holder, "expires_at": stmt.excluded.expires_at},
             where=sa.or_(table.c.expires_at <= now, table.c.holder == stmt.excluded.holder),
         ).returning(table.c.name)
-        async with self._session() as session, session.begin():
+        async with self._single() as session, session.begin():
             return (await session.execute(stmt)).first() is not None
 
     @whole
     async def release_lease(self, name: str, holder: str) -> bool:
         """Give up lease `name` if `holder` holds it; True when it did."""
-        async with self._session() as session, session.begin():
+        async with self._single() as session, session.begin():
             result = await session.execute(
                 sa.delete(LeaseRow).where(LeaseRow.name == name, LeaseRow.holder == holder)
                 .returning(LeaseRow.name))

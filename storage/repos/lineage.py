@@ -91,7 +91,7 @@ class LineageRepository(SqlRepository):
             tokens_after=tokens_after, parent_id=parent_id, reason=reason, now=self._now())
 
     async def latest_compaction(self, session_id: int) -> CompactionRecord | None:
-        return await latest_compaction(self.engine, session_id)
+        return await latest_compaction(self.single_engine, session_id)
 
     async def list_compactions(self, session_ids: Sequence[int] | None = None) -> list[CompactionRecord]:
         return await list_compactions(self.engine, session_ids)

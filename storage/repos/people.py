@@ -54,7 +54,7 @@ class PeopleRepository(SqlRepository):
         fails on the unique (platform, account, user_id) and it returns the winner's account."""
         display_name = clean_text(display_name)[:255]
         where = (AccountRow.platform == platform, AccountRow.account == account, AccountRow.user_id == user_id)
-        async with self._session() as session:
+        async with self._single() as session:  # one statement (and the name's one update)
             row = await session.scalar(sa.select(AccountRow).where(*where))
             if row is not None:
                 if display_name and row.display_name != display_name:

@@ -61,7 +61,7 @@ class SessionRepository(SqlRepository):
     async def active_session(self, key: str, bot: str) -> SessionRecord:
         """The newest session for `key` and `bot`; the first call creates it (concurrent first calls
         get the same one)."""
-        async with self._session() as session:
+        async with self._single() as session:
             row = await self._newest_session(session, key, bot)
             if row is not None:
                 return _session(row)
@@ -98,7 +98,7 @@ class SessionRepository(SqlRepository):
             values["model"] = model
         if state is not None:
             values["state"] = clean(dict(state))
-        async with self._session() as session, session.begin():
+        async with self._single() as session, session.begin():  # one statement
             found: object | None
             if not values:
                 found = await session.get(SessionRow, session_id)
@@ -145,7 +145,7 @@ class SessionRepository(SqlRepository):
 
     @whole
     async def load_stored_messages(self, session_id: int) -> list[StoredMessage]:
-        async with self._session() as session:
+        async with self._single() as session:
             rows = await session.scalars(
                 sa.select(MessageRow).where(MessageRow.session_id == session_id).order_by(MessageRow.id))
             return [StoredMessage(id=row.id, session_id=row.session_id, person_id=row.person_id,
@@ -154,7 +154,7 @@ class SessionRepository(SqlRepository):
 
     @whole
     async def last_message_id(self, session_id: int) -> int | None:
-        async with self._session() as session:
+        async with self._single() as session:
             newest = sa.select(sa.func.max(MessageRow.id)).where(MessageRow.session_id == session_id)
             return await session.scalar(newest)
 
@@ -162,7 +162,7 @@ class SessionRepository(SqlRepository):
     async def session_usage(self, session_id: int) -> Usage:
         columns = (MessageRow.input_tokens, MessageRow.output_tokens, MessageRow.cache_read_tokens,
                    MessageRow.cache_write_tokens)
-        async with self._session() as session:
+        async with self._single() as session:
             result = await session.execute(
                 sa.select(*(sa.func.coalesce(sa.func.sum(c), 0) for c in columns))
                 .where(MessageRow.session_id == session_id))

@@ -28,6 +28,6 @@ class ToolListRepository(SqlRepository):
     async def put_tool_list(self, fingerprint: str, text: str) -> None:
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
         row = {"fingerprint": fingerprint, "text": text, "created_at": self._now()}
-        async with self._session() as session, session.begin():
+        async with self._single() as session, session.begin():  # one statement
             await session.execute(insert(ToolListRow).values([row]).on_conflict_do_nothing(
                 index_elements=["fingerprint"]))

@@ -26,7 +26,8 @@ class Inbox_:
         self.hold: asyncio.Event | None = None
         self.reading = asyncio.Event()
 
-    async def pending_inbound(self, platform: str | None = None) -> list[InboundEvent]:
+    async def pending_inbound(self, platform: str | None = None, session_key: str | None = None,
+                              ) -> list[InboundEvent]:
         snapshot = list(self.pending)
         self.reading.set()
         if self.hold is not None:
@@ -78,3 +79,14 @@ async def test_a_mark_made_while_the_inbox_is_read_outlives_that_read():
     inbox.hold = None
     assert _keys(await pending.by_session()) == set()
     assert _keys(await pending.by_session(forced=True)) == {"e7"}
+
+
+async def test_a_read_of_one_sessions_events_keeps_what_is_remembered_of_the_others():
+    inbox = Inbox_()
+    pending = _pending(inbox)
+    inbox.pending = [_event(1), _event(2)]
+    pending.tried("telegram", "e1")
+    inbox.pending = [_event(2)]  # what the store returns for session c2 alone
+    assert _keys({"c2": await pending.of("c2")}) == {"e2"}
+    inbox.pending = [_event(1), _event(2)]  # e1 is still pending: it was never finished
+    assert _keys(await pending.by_session()) == {"e2"}

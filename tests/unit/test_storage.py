@@ -310,6 +310,18 @@ async def test_pending_inbound_lists_received_but_not_completed_events(store: Sq
     assert len(await store.pending_inbound("telegram")) == 3
 
 
+async def test_a_session_reads_its_own_pending_events_and_those_recorded_without_a_session(store: SqlStore) -> None:
+    await store.record_inbound("telegram", "a1", {}, session_key="a")
+    await store.record_inbound("telegram", "old", {})  # recorded before events named their session
+    await store.record_inbound("telegram", "b1", {}, session_key="b")
+    await store.record_inbound("telegram", "a2", {}, session_key="a")
+    await store.complete_inbound("telegram", "a2")
+
+    assert [e.event_id for e in await store.pending_inbound(session_key="a")] == ["a1", "old"]
+    assert [e.session_key for e in await store.pending_inbound(session_key="b")] == [None, "b"]
+    assert len(await store.pending_inbound()) == 3
+
+
 # ------------------------------------------------------------------------------- people and accounts
 
 async def test_resolve_account_creates_once_and_keeps_the_display_name_fresh(store: SqlStore) -> None:
