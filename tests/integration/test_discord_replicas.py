@@ -2,7 +2,8 @@
 stands by; `kill -9` the holder and the stand-by connects. With shard ids configured there is no election:
 each replica identifies with its own shard.
 
-Real `hermes-gateway run` processes against the fake Discord, on one SQLite file; the lease is two seconds.
+Real `hermes-gateway run` processes against the fake Discord, on one SQLite file or one PostgreSQL schema; the
+lease is two seconds.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
+import pytest
 from fakes.fake_discord import FakeDiscord
 from gateway_kit import database_url, free_port, leader_and_stand_by, ready_roles, wait_until
 from gateway_kit import replica as gateway_replica
+from postgres import BACKENDS
 
 LEASE_SECONDS = 2
 START_TIMEOUT = 60  # the children import everything first; a loaded CI machine is slow
@@ -48,11 +51,12 @@ def profile(folder: Path, name: str, shards: str = "") -> Path:
     return bot
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_one_replica_holds_the_discord_connection_and_a_stand_by_connects_when_it_is_killed(
-        fake_llm, tmp_path):
+        backend, fake_llm, tmp_path):
     bot = profile(tmp_path, "discord-bot")
     ports = {"a": free_port(), "b": free_port()}
-    async with database_url("sqlite", tmp_path) as db_url, FakeDiscord() as fake, \
+    async with database_url(backend, tmp_path) as db_url, FakeDiscord() as fake, \
             aiohttp.ClientSession(trust_env=False) as http:
         lease = f"discord:{fake.bot['id']}"
         async with replica("a", fake, fake_llm, tmp_path, bot, db_url, ports["a"]) as proc_a, \
