@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from engine_harness import stored_tool_results
 from fakes.fake_llm import Reply
 
 from hermes_engine.core.leases import session_lease
@@ -90,3 +91,41 @@ async def test_a_replica_that_lost_a_sessions_lease_mid_turn_stops_and_the_new_h
     assert await a.store.pending_inbound() == []
     a.outlet.delivered.clear()
     assert await a.say("second", timeout=30) == "answer to second"  # a's lane goes on
+
+
+async def test_a_turn_taken_over_from_a_replica_goes_on_from_its_stored_tool_result_without_running_it_again(
+        engine, fake_llm, monkeypatch):
+    """The new holder replays the turn from what the old one stored: the model sees the tool's result, and
+    the tool (a memory write) is not run a second time."""
+    monkeypatch.setenv("HERMES_SESSION_LEASE_SECONDS", "1.5")
+    taken_over = asyncio.Event()
+
+    def respond(request) -> Reply:
+        done = any(m["role"] == "tool" for m in request.messages)
+        if not taken_over.is_set():
+            return Reply(text="never finished on replica a", delay=60) if done else remember("Likes green tea")
+        return Reply(text="Noted.") if done else remember("Likes green tea, as said before")
+
+    fake_llm.responder = respond
+    a = await start_replica(engine, monkeypatch, "replica-a")
+    b = await start_replica(engine, monkeypatch, "replica-b")
+    msg = a.message("remember that I like green tea")
+    await a.gateway.handle(msg)
+    for _ in range(1000):  # the tool's result is stored and the next model call hangs
+        if len(fake_llm.requests) >= 2 and await asyncio.to_thread(stored_tool_results, a.home):
+            break
+        await asyncio.sleep(0.02)
+    lease = session_lease(a.gateway.bot, a.gateway.session_key(msg))
+    taken_over.set()
+    await a.store.release_lease(lease, "replica-a")
+    assert await b.store.acquire_lease(lease, "replica-b", 1.5)
+    await b.outlet.wait_for(1, 30)
+    await b.idle()
+    await a.idle()
+    assert b.outlet.texts == ["Noted."]
+    memory = "\n".join(p.read_text(encoding="utf-8") for p in a.home.rglob("MEMORY.md"))
+    assert memory.count("Likes green tea") == 1 and "as said before" not in memory
+
+
+def remember(content: str) -> Reply:
+    return Reply(tool_calls=[("memory", {"action": "add", "target": "memory", "content": content})])
