@@ -124,3 +124,28 @@ async def test_two_replicas_never_review_one_session_at_once(engine, fake_llm, m
     await b.idle(timeout=30)
     assert len(reviewer.review_calls) == 1 and reviewer.tool_results == 1
     assert FACT in await a.say("/memory")
+
+
+async def test_a_review_that_fails_for_good_is_cleared_not_retried(engine, fake_llm, monkeypatch):
+    monkeypatch.setenv("HERMES_SESSION_LEASE_SECONDS", "1.5")
+    review_calls = []
+
+    def respond(request) -> Reply:
+        if REVIEW in request.last_user_text:
+            review_calls.append(request)
+            return Reply(error=400, error_message="the review's request was refused")
+        return Reply(text="answer")
+
+    fake_llm.responder = respond
+    a = await start_replica(engine, monkeypatch, "replica-a")
+    sweeps = counting_sweeps(a)
+    assert await a.say("I deploy with Ansible") == "answer"
+
+    async def cleared() -> bool:
+        return bool(review_calls) and await a.store.due_reviews(BOT) == []
+
+    await until(cleared, "the failed review was cleared")
+    seen = len(sweeps)
+    await until(lambda: len(sweeps) >= seen + 2, "replica a looked again")
+    await a.idle(timeout=30)
+    assert len(review_calls) == 1
