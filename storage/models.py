@@ -373,3 +373,21 @@ class ToolListRow(Base):
     fingerprint: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
     text: Mapped[str] = mapped_column(sa.Text(), nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class DueReviewRow(Base):
+    """A background review that is due for a session (migration 0012): marked before it runs, deleted when
+    it ends, so a review cut off with its replica is run by another."""
+
+    __tablename__ = "due_reviews"
+    __table_args__ = (sa.Index(None, "bot", "due_at"),)
+
+    bot: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    session_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True)
+    session_key: Mapped[str] = mapped_column(sa.String(512), nullable=False)
+    person_id: Mapped[int | None] = mapped_column(Id, sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=True)
+    memory: Mapped[bool] = mapped_column(sa.Boolean(), nullable=False)
+    skill: Mapped[bool] = mapped_column(sa.Boolean(), nullable=False)
+    scope: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    version: Mapped[int] = mapped_column(sa.Integer(), nullable=False)
+    due_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

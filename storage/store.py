@@ -42,6 +42,7 @@ from storage.repos.kanban import CardRepository
 from storage.repos.leases import LeaseRepository, LinkCodeRepository
 from storage.repos.lineage import LineageRepository
 from storage.repos.people import PeopleRepository
+from storage.repos.reviews import ReviewRepository
 from storage.repos.search import SearchRepository
 from storage.repos.sessions import SessionRepository
 from storage.repos.tool_lists import ToolListRepository
@@ -53,7 +54,7 @@ __all__ = ["SqlStore", "make_engine", "normalize_url", "is_memory_sqlite"]
 
 class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalRepository, LeaseRepository,
                LinkCodeRepository, SearchRepository, LineageRepository, DeliveryRepository, CardRepository,
-               UsageRepository, EmbeddingRepository, DocumentRepository, ToolListRepository):
+               UsageRepository, EmbeddingRepository, DocumentRepository, ToolListRepository, ReviewRepository):
     """`hermes_engine.ports.storage.Store` for SQLite and PostgreSQL. See the module docstring for the guarantees.
 
     `clock` returns the current time (timezone-aware); tests pass a fake one to expire leases without

@@ -1,4 +1,4 @@
-"""This replica's leases on shared work: a session's turns, a goal's next step.
+"""This replica's leases on shared work: a session's turns, a goal's next step, a session's background review.
 
 With several gateways on one database, a session runs its turns on one replica at a time: the one holding
 the store lease `session:<bot>:<key>`. The holder renews it every third of its time to live while it works
@@ -37,6 +37,10 @@ def session_lease(bot: str, session_key: str) -> str:
 
 def goal_lease(goal_id: int) -> str:
     return f"goal:{goal_id}"
+
+
+def review_lease(bot: str, session_id: int) -> str:
+    return f"review:{bot}:{session_id}"
 
 
 class Leases:

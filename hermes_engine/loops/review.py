@@ -1,66 +1,39 @@
 """Nudge engine: after some turns, a background review decides what is worth saving.
 
-The review is a forked agent on a snapshot of the conversation. It sends the session's own system prompt,
-history and tool schemas, so the provider's prefix cache serves it; only the memory and skill tools
-actually run inside it. It never speaks to the person and never holds the session's queue, so a live turn
-is never delayed by it.
+The counters that decide when a review is due live in this replica's memory only: they are a nudge, and a
+restart or another replica starting from zero merely delays the next review. A review that is due is
+durable: it is marked in the store's `ReviewQueue` before it starts and cleared when it ends (or fails for
+good), and it runs under the lease `review:<bot>:<session id>`, so one replica at a time reviews a session.
+Every replica looks for due reviews every lease renewal period and runs those whose lease is free: a review
+cut off with its replica (`kill -9`, a stop mid-review) is run by another, or by the same one restarted.
+
+A review never speaks to the person and never holds the session's queue: it is background work spawned
+after the turn (marking it due included), so the person's next message is never delayed by it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes_engine.agent.loop import AgentLoop, repair_history
 from hermes_engine.config import ReviewSettings
-from hermes_engine.ports.conversation import Message, ToolCall, Usage
+from hermes_engine.core.leases import review_lease
+from hermes_engine.errors import StorageError
+from hermes_engine.loops.reviewer import review_prompt, run_review, scope_record, stored_session
+from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
-from hermes_engine.ports.session import SessionScope
-from hermes_engine.tools.registry import ToolContext, ToolRegistry, ToolResult
+from hermes_engine.ports.session import SessionHandle, SessionScope
+from hermes_engine.ports.storage import DueReview
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host
 
 log = logging.getLogger(__name__)
-
-REVIEW_TOOLSETS = ("memory", "skills")
-SNAPSHOT_MESSAGES = 60
-
-MEMORY_PROMPT = """\
-[Background review — the person does not see this.] Look back over the conversation above and decide
-whether anything is worth remembering about this person for future sessions: stable facts about their
-environment, projects and conventions (target "memory"), or their preferences and communication style
-(target "user"). Save declarative facts with the memory tool ("User prefers concise answers"), never
-instructions, and skip what is already saved or only matters today."""
-
-SKILL_PROMPT = """\
-[Background review — the person does not see this.] Look back over the work above. If it took five or
-more tool calls, overcame an error, followed a correction from the person, or used a non-obvious
-workflow, save the procedure as a skill with skill_manage (create, with When to use / Steps / Pitfalls).
-A multi-step terminal or file procedure that worked is worth a skill: the commands in order, the files
-it wrote or changed, and what failed first and how it was fixed (as Pitfalls); name the tools it used in
-the front matter (tools: [terminal, write_file, ...]).
-If a skill was used and something went wrong that it did not cover, patch its Pitfalls instead."""
-
-CLOSING = "If nothing is worth saving, just say 'Nothing to save.' and stop."
-
-
-class _ReviewTools(ToolRegistry):
-    """The session's tools as the model sees them (so the cached prefix is reused), but only memory and
-    skill tools run; anything else answers that it is unavailable here."""
-
-    def __init__(self, tools: ToolRegistry) -> None:
-        super().__init__(list(tools))
-
-    async def call(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
-        t = self.get(call.name)
-        if t is None or t.toolset not in REVIEW_TOOLSETS:
-            return ToolResult(f"{call.name} is not available during a review; only memory and skill tools are.",
-                              is_error=True)
-        return await super().call(call, ctx)
 
 
 @dataclass
@@ -78,13 +51,20 @@ class ReviewFeature(Feature):
     def __init__(self, settings: ReviewSettings) -> None:
         self.settings = settings
         self.host: Host | None = None
-        self.counters: dict[int, _Counters] = {}
-        self.running: dict[int, asyncio.Task[Any]] = {}
+        self.counters: dict[int, _Counters] = {}  # per session, this replica's turns only (see the module)
+        self.running: dict[int, asyncio.Task[Any]] = {}  # reviews under way here, by session id
+        self._watch: asyncio.Task[None] | None = None
 
     async def start(self, host: Host) -> None:
         self.host = host
+        self._watch = asyncio.create_task(self._keep_sweeping(), name="review-sweep")
 
     async def stop(self) -> None:
+        """Cut reviews under way short; their records stay due, for another replica or the next start."""
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
         for task in list(self.running.values()):
             task.cancel()
         await asyncio.gather(*self.running.values(), return_exceptions=True)
@@ -97,53 +77,110 @@ class ReviewFeature(Feature):
         counters.tool_iterations += outcome.tool_iterations
         if any(c.name == "skill_manage" for m in outcome.new_messages for c in m.tool_calls):
             counters.tool_iterations = 0  # the live agent just wrote a skill
-        prompts = []
+        memory = skill = False
         every_turns, every_iterations = self.settings.memory_every_turns, self.settings.skill_every_iterations
         if every_turns and counters.turns >= every_turns:
             counters.turns = 0
-            prompts.append(MEMORY_PROMPT)
+            memory = True
         if every_iterations and counters.tool_iterations >= every_iterations:
             counters.tool_iterations = 0
-            prompts.append(SKILL_PROMPT)
+            skill = True
         session_id = outcome.scope.session_id
-        if prompts and self.host is not None and session_id not in self.running:
-            prompt = "\n\n".join(prompts) + "\n\n" + CLOSING
-            task = self.host.spawn(self.review(outcome.scope, outcome.person_id, prompt), f"review:{session_id}")
-            self.running[session_id] = task
-            task.add_done_callback(functools.partial(self._finished, session_id))
+        # One review of a session at a time here: one falling due while another runs is dropped (a nudge).
+        if (memory or skill) and self.host is not None and session_id not in self.running:
+            self._start(session_id, self._due_after_turn(outcome.scope, outcome.person_id, memory, skill))
 
     def on_session_evicted(self, scope: SessionScope) -> None:
         self.counters.pop(scope.session_id, None)  # a running review keeps its own reference
 
-    def _finished(self, session_id: int, _task: asyncio.Task[Any]) -> None:
-        self.running.pop(session_id, None)
+    # ------------------------------------------------------------------ the queue and the lease
 
-    async def review(self, scope: SessionScope, person_id: int | None, prompt: str) -> str:
-        """Run one review on a snapshot of the session; returns the reviewer's last words."""
+    def _start(self, session_id: int, work: Coroutine[Any, Any, Any]) -> None:
+        assert self.host is not None
+        task = self.host.spawn(work, f"review:{session_id}")
+        self.running[session_id] = task
+        task.add_done_callback(functools.partial(self._finished, session_id))
+
+    def _finished(self, session_id: int, task: asyncio.Task[Any]) -> None:
+        if self.running.get(session_id) is task:
+            del self.running[session_id]
+
+    async def _due_after_turn(self, scope: SessionScope, person_id: int | None, memory: bool, skill: bool) -> None:
+        """Mark the review due, then run it here on the session as this replica has it loaded."""
+        assert self.host is not None
+        live = self.host.session_by_id(scope.session_id)
+        due = await self.host.store.mark_review_due(
+            self.host.bot, scope.session_id, session_key=scope.session_key, person_id=person_id,
+            memory=memory, skill=skill, scope=scope_record(scope, live.target if live else None))
+        await self._run(due, live)
+
+    async def sweep(self) -> None:
+        """Run every due review of the bot that is not under way here; one another replica is reviewing
+        (its lease is held) is left to it."""
+        assert self.host is not None
+        for due in await self.host.store.due_reviews(self.host.bot):
+            if due.session_id not in self.running:
+                self._start(due.session_id, self._run(due, None))
+
+    async def _keep_sweeping(self) -> None:
+        assert self.host is not None
+        while True:
+            try:
+                await self.sweep()
+            except Exception as exc:  # noqa: BLE001 - the store may be down; the next round tries again
+                log.warning("could not look for due reviews: %s", exc)
+            await asyncio.sleep(self.host.leases.renew_every)
+
+    async def _run(self, due: DueReview, live: SessionHandle | None) -> None:
+        """Run a due review under the session's review lease and clear it; `live`: the session as loaded
+        here after the turn that made it due (else a copy is read from the store)."""
         host = self.host
         assert host is not None
-        session = host.session_by_id(scope.session_id)
-        if session is None or session.history is None or session.system_prompt is None:
+        async with host.leases.held(review_lease(host.bot, due.session_id)) as ours:
+            if not ours:
+                return  # another replica reviews this session now; the record stays due for it
+            current = await host.store.due_reviews(host.bot, due.session_id)
+            if not current:
+                return  # the replica that held the lease before ran it to the end
+            due = current[0]
+            try:
+                await self.review(due, live)
+            except StorageError as exc:
+                log.warning("review of session %s stays due: %s", due.session_id, exc)
+                return
+            except Exception:
+                log.exception("review of session %s failed; it is dropped", due.session_id)
+            try:
+                await host.store.clear_review(host.bot, due.session_id, due.version)
+            except StorageError as exc:
+                log.warning("review of session %s ran but stays due: %s", due.session_id, exc)
+
+    async def review(self, due: DueReview, live: SessionHandle | None = None) -> str:
+        """Run one review of `due`'s session; returns the reviewer's last words."""
+        host = self.host
+        assert host is not None
+        loaded = live is not None and live.history is not None and live.system_prompt is not None
+        session = live if loaded else await stored_session(host, due)
+        if session is None:
             return ""
-        snapshot = _snapshot(session.history)
-        chain = host.chain([self.settings.model]) if self.settings.model else host.chain_for(session)
-        agent = AgentLoop(_ReviewTools(host.tools), max_iterations=self.settings.max_iterations,
-                          max_output_tokens=1024)
-        counters = self.counters.setdefault(scope.session_id, _Counters())
-
-        async def persist(_m: Message, usage: Usage | None, _model: str | None) -> None:
-            if usage is not None:
-                counters.usage.add(usage)
-
-        result = await agent.run(router=chain.route(), system=session.system_prompt, history=snapshot,
-                                 user=Message(role="user", content=prompt),
-                                 ctx=host.tool_context(session, person_id, in_review=True),
-                                 persist=persist, purpose="review")
+        counters = self._counters_of(due.session_id)
+        result = await run_review(host, self.settings, session, due.person_id,
+                                  review_prompt(memory=due.memory, skill=due.skill), counters.usage.add)
+        if result is None:
+            return ""
         counters.reviews += 1
         counters.last_outcome = result.final_text.strip()[:200]
-        log.info("review of session %s: %s (%s tool calls)", scope.session_id, counters.last_outcome,
+        log.info("review of session %s: %s (%s tool calls)", due.session_id, counters.last_outcome,
                  result.tool_calls)
         return result.final_text
+
+    def _counters_of(self, session_id: int) -> _Counters:
+        """The session's counters when it is live here (what `/status` shows); a throwaway otherwise, so a
+        replica reviewing others' sessions keeps nothing for them."""
+        assert self.host is not None
+        if session_id in self.counters or self.host.session_by_id(session_id) is not None:
+            return self.counters.setdefault(session_id, _Counters())
+        return _Counters()
 
     async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
         counters = self.counters.get(scope.session_id)
@@ -152,12 +189,3 @@ class ReviewFeature(Feature):
         u = counters.usage
         return [f"Background reviews: {counters.reviews}, {u.input_tokens} in / {u.output_tokens} out tokens "
                 f"({u.cache_read_tokens} cache read)"]
-
-
-def _snapshot(history: list[Message]) -> list[Message]:
-    """The recent part of the conversation, starting at a user message so it is valid on its own."""
-    messages = repair_history(list(history))
-    start = max(0, len(messages) - SNAPSHOT_MESSAGES)
-    while start < len(messages) and messages[start].role != "user":
-        start += 1
-    return messages[start:] if start < len(messages) else messages

@@ -357,6 +357,38 @@ class ToolListStore(Protocol):
         """Store the text once; an existing fingerprint keeps its text."""
 
 
+@dataclass(frozen=True)
+class DueReview:
+    """A session's background review, recorded before it runs: what any replica needs to run it later."""
+
+    bot: str
+    session_id: int
+    session_key: str
+    person_id: int | None  # whose memory the review may write (the DM's owner, the group's speaker)
+    memory: bool  # which prompts: the memory review, the skill review, or both
+    skill: bool
+    scope: dict[str, Any]  # what rebuilds the session's scope: chat kind, shared scope, reply target
+    version: int  # grows with every mark; clearing names the version that ran
+    due_at: datetime  # first marked
+
+
+class ReviewQueue(Protocol):
+    """Background reviews that are due, at most one per session. A review is marked before it runs and
+    cleared when it ends, so one cut off with its replica is found and run by another."""
+
+    async def mark_review_due(self, bot: str, session_id: int, *, session_key: str, person_id: int | None,
+                              memory: bool, skill: bool, scope: dict[str, Any]) -> DueReview:
+        """Record the session's review as due. Marking it again while it is due keeps one record: the
+        prompts are added to it (never taken away), the rest replaced, and its version grows."""
+
+    async def due_reviews(self, bot: str, session_id: int | None = None) -> list[DueReview]:
+        """The bot's due reviews, oldest first (`session_id`: that session's only)."""
+
+    async def clear_review(self, bot: str, session_id: int, version: int) -> bool:
+        """Clear the session's record if it is still at `version` (a review marked again since stays
+        due); True when cleared."""
+
+
 class HistoryStore(SessionStore, CompactionLineage, Protocol):
     """What rebuilding a session's view (stored messages + the latest summary) needs."""
 
@@ -390,7 +422,7 @@ class UsageLedger(Protocol):
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
             CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, DocumentStore, ToolListStore,
-            Protocol):
+            ReviewQueue, Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:
