@@ -391,3 +391,20 @@ class DueReviewRow(Base):
     scope: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
     version: Mapped[int] = mapped_column(sa.Integer(), nullable=False)
     due_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class ApprovalRow(Base):
+    """A request for approval every replica can answer (`ApprovalStore`): pending until the first answer or
+    until the replica that asked ends it. Swept a day after it expired."""
+
+    __tablename__ = "approval_requests"
+    __table_args__ = (sa.Index(None, "expires_at"),)
+
+    id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    bot: Mapped[str] = mapped_column(sa.String(128), nullable=False)
+    session_key: Mapped[str] = mapped_column(sa.String(512), nullable=False)
+    state: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    decision: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
+    decided_by: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

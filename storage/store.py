@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from storage import revision
 from storage.engine import SqliteLane, is_memory_sqlite, make_engine, normalize_url, single_statement_engine
+from storage.repos.approvals import ApprovalRepository
 from storage.repos.deliveries import DeliveryRepository
 from storage.repos.documents import DocumentRepository
 from storage.repos.embeddings import EmbeddingRepository
@@ -54,7 +55,8 @@ __all__ = ["SqlStore", "make_engine", "normalize_url", "is_memory_sqlite"]
 
 class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalRepository, LeaseRepository,
                LinkCodeRepository, SearchRepository, LineageRepository, DeliveryRepository, CardRepository,
-               UsageRepository, EmbeddingRepository, DocumentRepository, ToolListRepository, ReviewRepository):
+               UsageRepository, EmbeddingRepository, DocumentRepository, ToolListRepository, ReviewRepository,
+               ApprovalRepository):
     """`hermes_engine.ports.storage.Store` for SQLite and PostgreSQL. See the module docstring for the guarantees.
 
     `clock` returns the current time (timezone-aware); tests pass a fake one to expire leases without

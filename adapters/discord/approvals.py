@@ -3,7 +3,8 @@
 A press arrives as a component interaction; its custom_id names the request and the choice, and the engine
 decides whether the person who pressed may answer. Every press is answered within Discord's 3 seconds with
 a reply only the presser sees, so a stranger learns the press changed nothing and the channel stays quiet.
-When the request ends, the message is edited to say how, and its buttons go away.
+When the request ends, the message is edited to say how, and its buttons go away. A press on a question
+another replica showed goes to the engine's `RemoteAnswers`, and that replica edits the question.
 
 Presses are taken by the client's interaction listener rather than by a stored `discord.ui.View`: the
 listener also answers presses on questions shown before a restart (their request has ended), which a view
@@ -22,13 +23,15 @@ import discord
 
 from adapters.discord.outbound import Bounded, call
 from hermes_engine.errors import PlatformError
-from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision
+from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed, RemoteAnswers
 
 log = logging.getLogger(__name__)
 PREFIX = "approve:"
 _BUTTONS = ((("Approve once", discord.ButtonStyle.success), Decision.ONCE),
             (("For this session", discord.ButtonStyle.primary), Decision.SESSION),
             (("Deny", discord.ButtonStyle.danger), Decision.DENY))
+_REPLIES = {Pressed.TAKEN: "Done.", Pressed.NOT_AN_APPROVER: "Only an approver can answer this.",
+            Pressed.ENDED: "This request has ended."}
 MAX_COMMAND_SHOWN = 1500  # the question stays under Discord's 2,000 characters with its note
 
 
@@ -45,6 +48,10 @@ class DiscordApprovals:
     def __init__(self, client: Callable[[], discord.Client | None]) -> None:
         self._client = client
         self._shown: Bounded[str, _Shown] = Bounded(1_000)
+        self._remote: RemoteAnswers | None = None
+
+    def answer_remote_with(self, answers: RemoteAnswers) -> None:
+        self._remote = answers
 
     def _channel(self, channel_id: int) -> discord.PartialMessageable:
         client = self._client()
@@ -79,10 +86,12 @@ class DiscordApprovals:
         """Hand the choice to the engine, then answer the presser alone."""
         request_id, _, choice = _custom_id(interaction).removeprefix(PREFIX).partition(":")
         shown = self._shown.get(request_id)
-        taken = False
+        user, pressed = str(interaction.user.id), Pressed.NOT_AN_APPROVER if shown else Pressed.ENDED
         if shown is not None and choice in set(Decision):
-            taken = shown.answers.answer(request_id, str(interaction.user.id), Decision(choice))
-        reply = "Done." if taken else ("Only an approver can answer this." if shown else "This request has ended.")
+            pressed = shown.answers.press(request_id, user, Decision(choice))
+        elif self._remote is not None and choice in set(Decision):
+            pressed = await self._remote.answer_remote(request_id, user, Decision(choice))
+        reply = _REPLIES[pressed]
         try:
             await call(interaction.response.send_message(reply, ephemeral=True))
         except PlatformError as exc:

@@ -5,6 +5,8 @@ signature is refused before anything here runs). The button's value names the re
 the choice; the engine decides whether the person who pressed may answer. A press that is not taken (a
 stranger's, or one on a request that has ended) is answered with an ephemeral message only that person
 sees, and changes nothing. When the request ends, the message is updated to say how and loses its buttons.
+A press on a question another replica showed (Slack posts to any replica) goes to the engine's
+`RemoteAnswers`, and that replica updates the question.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from slack_bolt.async_app import AsyncApp
 
 from adapters.slack.outbound import escape
 from adapters.slack.web_api import SlackCallError, SlackWebApi
-from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision
+from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed, RemoteAnswers
 
 log = logging.getLogger(__name__)
 PREFIX = "hermes_approval:"
@@ -39,6 +41,10 @@ class SlackApprovals:
     def __init__(self, api: SlackWebApi) -> None:
         self.api = api
         self._shown: dict[str, _Shown] = {}
+        self._remote: RemoteAnswers | None = None
+
+    def answer_remote_with(self, answers: RemoteAnswers) -> None:
+        self._remote = answers
 
     def listen(self, app: AsyncApp) -> None:
         # Bolt injects listener arguments by parameter name, so it gets a plain function.
@@ -79,16 +85,19 @@ class SlackApprovals:
         request_id = str(action.get("value", ""))
         user = str((body.get("user") or {}).get("id", ""))
         shown = self._shown.get(request_id)
-        taken = False
+        pressed = Pressed.NOT_AN_APPROVER if shown else Pressed.ENDED
         if shown is not None and choice in set(Decision) and user:
-            taken = shown.answers.answer(request_id, user, Decision(choice))
-        if taken:
+            pressed = shown.answers.press(request_id, user, Decision(choice))
+        elif self._remote is not None and choice in set(Decision) and user:
+            pressed = await self._remote.answer_remote(request_id, user, Decision(choice))
+        if pressed is Pressed.TAKEN:
             return  # the engine settles the request, and `settled` updates the message for everyone
         channel = str((body.get("channel") or {}).get("id", "")) or (shown.channel if shown else "")
         thread_ts = (body.get("message") or {}).get("thread_ts")
         try:
             await self.api.call("chat.postEphemeral", channel=channel, user=user,
-                                text=NOT_AN_APPROVER if shown else ENDED, thread_ts=thread_ts)
+                                text=NOT_AN_APPROVER if pressed is Pressed.NOT_AN_APPROVER else ENDED,
+                                thread_ts=thread_ts)
         except SlackCallError as exc:
             log.warning("could not answer a Slack button press privately: %s", exc)
 

@@ -2,7 +2,8 @@
 
 A press arrives as a callback query; its data names the request and the choice, and the engine decides
 whether the person who pressed may answer (a stranger's press is acknowledged and changes nothing). When
-the request ends, the message is edited to say how, and its buttons go away.
+the request ends, the message is edited to say how, and its buttons go away. A press on a question another
+replica showed (the webhook reached this one) goes to the engine's `RemoteAnswers`; that replica edits it.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.telegram.botapi import TelegramCallError, call_api
-from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision
+from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed, RemoteAnswers
 
 log = logging.getLogger(__package__)
 PREFIX = "approve:"
 _BUTTONS = (("Approve once", Decision.ONCE), ("For this session", Decision.SESSION), ("Deny", Decision.DENY))
+_REPLIES = {Pressed.TAKEN: "Done.", Pressed.NOT_AN_APPROVER: "Only an approver can answer this.",
+            Pressed.ENDED: "This request has ended."}
 
 
 @dataclass
@@ -32,6 +35,10 @@ class TelegramApprovals:
     def __init__(self, bot: Any) -> None:
         self.bot = bot
         self._shown: dict[str, _Shown] = {}
+        self._remote: RemoteAnswers | None = None
+
+    def answer_remote_with(self, answers: RemoteAnswers) -> None:
+        self._remote = answers
 
     async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
         from telegram import InlineKeyboardButton, InlineKeyboardMarkup
@@ -63,10 +70,12 @@ class TelegramApprovals:
         data = str(query.data or "")
         request_id, _, choice = data.removeprefix(PREFIX).partition(":")
         shown = self._shown.get(request_id) if data.startswith(PREFIX) else None
-        taken = False
+        user, pressed = str(query.from_user.id), Pressed.NOT_AN_APPROVER if shown else Pressed.ENDED
         if shown is not None and choice in set(Decision):
-            taken = shown.answers.answer(request_id, str(query.from_user.id), Decision(choice))
-        reply = "Done." if taken else ("Only an approver can answer this." if shown else "This request has ended.")
+            pressed = shown.answers.press(request_id, user, Decision(choice))
+        elif self._remote is not None and data.startswith(PREFIX) and choice in set(Decision):
+            pressed = await self._remote.answer_remote(request_id, user, Decision(choice))
+        reply = _REPLIES[pressed]
         try:
             await call_api(query.answer(text=reply))
         except TelegramCallError as exc:

@@ -389,6 +389,39 @@ class ReviewQueue(Protocol):
         due); True when cleared."""
 
 
+@dataclass(frozen=True)
+class ApprovalRecord:
+    """A request for approval as every replica sees it: "pending" until the first answer ("decided", with
+    the decision and who gave it) or until the replica that asked ends it ("ended": expired, superseded,
+    its turn stopped)."""
+
+    id: str
+    bot: str
+    session_key: str
+    state: Literal["pending", "decided", "ended"]
+    expires_at: datetime
+    decision: str | None = None  # a `ports.approval.Decision` value, once decided
+    decided_by: str | None = None  # the platform user id of whoever answered
+
+
+class ApprovalStore(Protocol):
+    """Pending approval requests, so a button press that reaches another replica than the one whose turn
+    waits is still taken: that replica records the answer, the waiting one reads it. The first answer wins."""
+
+    async def record_approval(self, request_id: str, bot: str, session_key: str, expires_at: datetime) -> None:
+        """Record a pending request; requests that expired a day ago are swept on the way."""
+
+    async def get_approval(self, request_id: str) -> ApprovalRecord | None: ...
+
+    async def answer_approval(self, request_id: str, bot: str, decision: str, decided_by: str) -> bool:
+        """Decide a pending request of `bot` that has not expired; True when this answer was the first (one
+        statement, so two presses cannot both win)."""
+
+    async def end_approval(self, request_id: str) -> ApprovalRecord | None:
+        """End a request still pending (no answer is taken after this); the record as it stands then, so a
+        caller sees an answer that got there first."""
+
+
 class HistoryStore(SessionStore, CompactionLineage, Protocol):
     """What rebuilding a session's view (stored messages + the latest summary) needs."""
 
@@ -422,7 +455,7 @@ class UsageLedger(Protocol):
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
             CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, DocumentStore, ToolListStore,
-            ReviewQueue, Protocol):
+            ReviewQueue, ApprovalStore, Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:

@@ -3,9 +3,12 @@
 A turn that needs approval waits on its own future (other sessions go on). It ends denied when the time
 runs out, when a new message arrives in the same conversation (the person moved on; `/stop` too), or when
 the turn is cancelled (`/stop`, the gateway stopping). Every ending is settled with the asker, so the
-question on screen says how it ended and loses its buttons, also when the turn was cancelled. Pending
-requests live in memory only, so after a restart none is pending, and the turn they belonged to is replayed
-with its unfinished tool call marked interrupted, which counts as denied.
+question on screen says how it ended and loses its buttons, also when the turn was cancelled. The future
+lives in this replica's memory, so after a restart none is pending, and the turn they belonged to is replayed
+with its unfinished tool call marked interrupted, which counts as denied. Given a store (`share_through`),
+each request is also recorded there, so a press that the platform brings to another replica is taken
+there and reaches the waiting turn (`shared_approvals.py`); the question is then updated here, where it
+was shown.
 "Approve for this session" remembers the risk class for that session until it leaves memory or `/new`.
 """
 
@@ -18,8 +21,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from hermes_engine.ports.approval import ApprovalAnswers, ApprovalAsker, ApprovalRequest, Decision
+from hermes_engine.ports.approval import (
+    AcceptsRemotePresses,
+    ApprovalAnswers,
+    ApprovalAsker,
+    ApprovalRequest,
+    Decision,
+    Pressed,
+    RemoteAnswers,
+)
 from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.storage import ApprovalStore
+from hermes_engine.workspace.shared_approvals import SharedRequests, answered_note
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +42,7 @@ class _Pending:
     request: ApprovalRequest
     future: asyncio.Future[Decision]
     note: str = ""
+    answered_by: str | None = None  # who pressed, when the press was taken on this replica
 
 
 @dataclass
@@ -39,6 +53,13 @@ class ApprovalGate:
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _for_session: dict[str, set[str]] = field(default_factory=dict)
     _settling: set[asyncio.Task[None]] = field(default_factory=set)
+    _shared: SharedRequests | None = None
+
+    def share_through(self, store: ApprovalStore, bot: str) -> None:
+        """Record requests in `store`, and take presses on requests other replicas of `bot` asked."""
+        self._shared = SharedRequests(store, bot)
+        if isinstance(self.asker, AcceptsRemotePresses):
+            self.asker.answer_remote_with(self)
 
     async def decide(self, *, bot: str, session_key: str, target: ReplyTarget, command: str, risk: str,
                      reason: str, question: str = "Run this command?") -> tuple[Decision, str]:
@@ -52,23 +73,40 @@ class ApprovalGate:
                                   question)
         pending = _Pending(request, asyncio.get_running_loop().create_future())
         self._pending[request.id] = pending
+        shared = self._shared if self._shared is not None and await self._shared.open(request) else None
+        watching: asyncio.Task[None] | None = None
         try:
             await self.asker.ask(request, self)
+            if shared is not None:
+                watching = asyncio.get_running_loop().create_task(
+                    shared.watch(request.id, lambda answer, note: self._resolve(pending, answer, note)))
             async with asyncio.timeout(self.timeout_seconds):
                 decision = await asyncio.shield(pending.future)
         except TimeoutError:
             decision, pending.note = Decision.DENY, "nobody approved it in time"
         except asyncio.CancelledError:
             self._pending.pop(request.id, None)
+            if shared is not None:
+                await shared.close(request.id, Decision.DENY, "", None)
             await self._settle(request, Decision.DENY, pending.note or "the turn stopped before anyone answered")
             raise
         finally:
             self._pending.pop(request.id, None)
+            if watching is not None:
+                watching.cancel()
+        note = pending.note or ("denied" if decision is Decision.DENY else "approved")
+        if shared is not None:
+            decision, note = await shared.close(request.id, decision, note, pending.answered_by)
         if decision is Decision.SESSION:
             self._for_session.setdefault(session_key, set()).add(risk)
-        note = pending.note or ("denied" if decision is Decision.DENY else "approved")
         await self._settle(request, decision, note)
         return decision, note
+
+    @staticmethod
+    def _resolve(pending: _Pending, decision: Decision, note: str) -> None:
+        if not pending.future.done():
+            pending.note = note
+            pending.future.set_result(decision)
 
     async def _settle(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
         """Tell the asker how the request ended. The update runs as its own task: a turn cancelled while it
@@ -87,15 +125,27 @@ class ApprovalGate:
         await asyncio.shield(task)
 
     def answer(self, request_id: str, user_id: str, decision: Decision) -> bool:
+        return self.press(request_id, user_id, decision) is Pressed.TAKEN
+
+    def press(self, request_id: str, user_id: str, decision: Decision) -> Pressed:
         pending = self._pending.get(request_id)
         if pending is None or pending.future.done():
-            return False
+            return Pressed.ENDED
         if not self.may_approve(user_id):
             log.info("approval %s: %s may not answer it; ignored", request_id, user_id)
-            return False
-        pending.note = f"{'denied' if decision is Decision.DENY else 'approved'} by {user_id}"
+            return Pressed.NOT_AN_APPROVER
+        pending.note, pending.answered_by = answered_note(decision, user_id), user_id
         pending.future.set_result(decision)
-        return True
+        return Pressed.TAKEN
+
+    async def answer_remote(self, request_id: str, user_id: str, decision: Decision) -> Pressed:
+        """A press on a question this replica's askers did not show: taken here if the request is this
+        replica's, else through the database for the replica that asked."""
+        if request_id in self._pending:
+            return self.press(request_id, user_id, decision)
+        if self._shared is None:
+            return Pressed.ENDED
+        return await self._shared.take(request_id, user_id, decision, self.may_approve)
 
     def deny(self, request_id: str, note: str) -> None:
         """End a request denied on the engine's own account (nobody can be asked)."""
@@ -120,13 +170,23 @@ class ApprovalGate:
 
 class ApprovalRouter:
     """One asker per platform: a request is shown on the platform of the conversation it came from (the
-    gateway's adapters register theirs once they are built). A platform without one denies."""
+    gateway's adapters register theirs once they are built). A platform without one denies. Presses on
+    questions another replica showed go from each asker that can take them to the gate's `RemoteAnswers`."""
 
     def __init__(self) -> None:
         self._askers: dict[str, ApprovalAsker] = {}
+        self._remote: RemoteAnswers | None = None
 
     def add(self, platform: str, asker: ApprovalAsker) -> None:
         self._askers[platform] = asker
+        if self._remote is not None and isinstance(asker, AcceptsRemotePresses):
+            asker.answer_remote_with(self._remote)
+
+    def answer_remote_with(self, answers: RemoteAnswers) -> None:
+        self._remote = answers
+        for asker in self._askers.values():
+            if isinstance(asker, AcceptsRemotePresses):
+                asker.answer_remote_with(answers)
 
     async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
         asker = self._askers.get(request.target.platform)

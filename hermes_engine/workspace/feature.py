@@ -54,8 +54,11 @@ class WorkspaceFeature(Feature):
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self, host: Host) -> None:
-        if "terminal" not in self.toolsets:
-            return
+        if "terminal" in self.toolsets:
+            await self._check_sandbox()
+        self.approvals.share_through(host.store, host.bot)  # the MCP tools' approvals ask through it too
+
+    async def _check_sandbox(self) -> None:
         if self.settings.network:
             raise ConfigError("Setting 'workspace.network' cannot be true: a sandbox with network would reach "
                               "this host's loopback services, which cannot be prevented here. Remove it.")

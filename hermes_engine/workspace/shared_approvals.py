@@ -1,0 +1,100 @@
+"""Approval requests kept in the database (`ApprovalStore`), so a press that reaches any replica of a bot
+is taken: the platform picks the replica (a Telegram webhook, a Slack request, the elected Discord
+connection), not the one whose turn waits.
+
+The asking replica records the request before it is shown, reads its record every `POLL_SECONDS` while it
+waits (a press taken elsewhere resolves its future), and records how the request ended; a replica that
+receives a press for a request it did not ask records the answer if it is the first. Everything here is
+best effort around the in-memory gate: while the database cannot be reached, presses on the asking replica
+still decide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from hermes_engine.ports.approval import ApprovalRequest, Decision, Pressed
+from hermes_engine.ports.storage import ApprovalRecord, ApprovalStore
+
+log = logging.getLogger(__name__)
+POLL_SECONDS = 0.25  # how late a press taken on another replica is seen; one small read per poll
+
+
+def answered_note(decision: Decision, user_id: str) -> str:
+    """How an answer reads on the question and in the denial the model sees."""
+    return f"{'denied' if decision is Decision.DENY else 'approved'} by {user_id}"
+
+
+@dataclass
+class SharedRequests:
+    store: ApprovalStore
+    bot: str
+    poll_seconds: float = POLL_SECONDS
+
+    async def open(self, request: ApprovalRequest) -> bool:
+        """Record the request; False (presses elsewhere will be told it ended) when the store cannot."""
+        try:
+            await self.store.record_approval(request.id, self.bot, request.session_key, request.expires_at)
+        except Exception:  # noqa: BLE001 - the request is still answered on this replica
+            log.warning("approval %s: not recorded in the database; only this replica can take it", request.id,
+                        exc_info=True)
+            return False
+        return True
+
+    async def watch(self, request_id: str, decided: Callable[[Decision, str], None]) -> None:
+        """Poll the record until it is decided elsewhere (then `decided` is called) or ends; the caller
+        cancels this once the request ends here."""
+        while True:
+            await asyncio.sleep(self.poll_seconds)
+            try:
+                record = await self.store.get_approval(request_id)
+            except Exception:  # noqa: BLE001 - a read that failed is tried again at the next poll
+                log.debug("approval %s: could not read its record", request_id, exc_info=True)
+                continue
+            if record is None or record.state == "ended":
+                return
+            if record.state == "decided" and record.decision:
+                decided(Decision(record.decision), _note(record))
+                return
+
+    async def close(self, request_id: str, decision: Decision, note: str,
+                    answered_by: str | None) -> tuple[Decision, str]:
+        """Record how the request ended here (`answered_by`: a press on this replica); an answer recorded
+        first on another replica wins over it, as the first press wins on one replica."""
+        try:
+            if answered_by is not None and await self.store.answer_approval(request_id, self.bot, decision.value,
+                                                                            answered_by):
+                return decision, note
+            record = await self.store.end_approval(request_id)
+        except Exception:  # noqa: BLE001 - the decision taken here stands
+            log.warning("approval %s: could not record how it ended", request_id, exc_info=True)
+            return decision, note
+        if record is not None and record.state == "decided" and record.decision:
+            return Decision(record.decision), _note(record)
+        return decision, note
+
+    async def take(self, request_id: str, user_id: str, decision: Decision,
+                   may_approve: Callable[[str], bool]) -> Pressed:
+        """A press on a request another replica asked: checked as a press there would be, then recorded
+        unless an answer, an expiry or the end of the request got there first."""
+        try:
+            record = await self.store.get_approval(request_id)
+            if record is None or record.bot != self.bot or record.state != "pending" \
+                    or record.expires_at <= datetime.now(UTC):
+                return Pressed.ENDED
+            if not may_approve(user_id):
+                log.info("approval %s: %s may not answer it; ignored", request_id, user_id)
+                return Pressed.NOT_AN_APPROVER
+            taken = await self.store.answer_approval(request_id, self.bot, decision.value, user_id)
+        except Exception:  # noqa: BLE001 - the presser is told it ended; the asking replica still decides
+            log.warning("approval %s: could not take a press through the database", request_id, exc_info=True)
+            return Pressed.ENDED
+        return Pressed.TAKEN if taken else Pressed.ENDED
+
+
+def _note(record: ApprovalRecord) -> str:
+    return answered_note(Decision(record.decision or Decision.DENY), record.decided_by or "someone")
