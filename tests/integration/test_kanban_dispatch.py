@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from engine_harness import RecordingOutlet, fake_llm_environment, goal_script, make_profile, verdict
 from fakes.fake_llm import Reply
-from kanban_kit import database
+from kanban_kit import QUIET_BOARD, database
 from postgres import BACKENDS
 
 from hermes_engine.config import KanbanSettings, Settings, UsageLimitSettings
@@ -224,7 +224,7 @@ async def test_a_cycle_from_the_agent_is_refused_with_a_clear_error(board, fake_
 
 async def test_kanban_command_adds_shows_moves_and_cancels_cards(board, fake_llm):
     fake_llm.responder = completing()
-    board.gateway.services["kanban"].dispatcher.settings = KanbanSettings(enabled=True, tick_seconds=3600)
+    board.gateway.services["kanban"].dispatcher.settings = QUIET_BOARD  # the card stays where the commands put it
     added = await board.say("/kanban add buy milk: two litres")
     card_id = int(added.split("#")[1].split(":")[0])
     card = await board.store.get_card(card_id)
