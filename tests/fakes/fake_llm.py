@@ -124,6 +124,12 @@ class RecordedRequest:
         return "\n".join(parts)
 
     @property
+    def turn_tool_results(self) -> list[str]:
+        """The tool results since the newest user message: what this turn's tools returned so far."""
+        last_user = max((i for i, m in enumerate(self.messages) if m.get("role") == "user"), default=-1)
+        return [m["content"] for m in self.messages[last_user + 1:] if m.get("role") == "tool"]
+
+    @property
     def last_user_text(self) -> str:
         """Text of the newest user message (tool results excluded), handy for routing by content."""
         for message in reversed(self.messages):

@@ -39,15 +39,9 @@ class Screen:
         self.remote = answers
 
 
-def results(request) -> list[str]:
-    messages = request.messages
-    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    return [m["content"] for m in messages[last_user + 1:] if m["role"] == "tool"]
-
-
 def respond(request):
-    if results(request):
-        return Reply(text="result: " + results(request)[0])
+    if request.turn_tool_results:
+        return Reply(text="result: " + request.turn_tool_results[0])
     if request.last_user_text == "clean":
         return Reply(tool_calls=[("terminal", {"command": COMMAND})])
     return Reply(text="ok")

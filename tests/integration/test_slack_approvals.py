@@ -26,15 +26,9 @@ CHANNEL = "CGENERAL"
 COMMAND = "mkdir -p cache && rm -rf cache && echo purged"
 
 
-def results(request) -> list[str]:
-    messages = request.messages
-    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    return [m["content"] for m in messages[last_user + 1:] if m["role"] == "tool"]
-
-
 def respond(request):
-    if results(request):
-        return Reply(text="done: " + results(request)[0].splitlines()[0])
+    if request.turn_tool_results:
+        return Reply(text="done: " + request.turn_tool_results[0].splitlines()[0])
     return Reply(tool_calls=[("terminal", {"command": COMMAND})])
 
 
@@ -145,7 +139,7 @@ async def test_a_block_action_with_a_forged_signature_is_refused_and_deny_ends_i
     await fake.press(ADMIN, question, "Deny")
     await bot.reply_containing("Denied: the command was not run", asked.ts)
     assert question.visible.endswith("→ denied by UALICE") and question.buttons() == []
-    assert "purged" not in results(fake_llm.requests[-1])[0]
+    assert "purged" not in fake_llm.requests[-1].turn_tool_results[0]
 
 
 async def test_an_expired_request_shows_as_expired_and_a_late_press_is_answered_privately(slack_terminal,
@@ -156,7 +150,7 @@ async def test_an_expired_request_shows_as_expired_and_a_late_press_is_answered_
     as_first_shown = replace(question, blocks=list(question.blocks))  # a client that has not refreshed yet
     await bot.reply_containing("Denied: the command was not run", asked.ts)
     assert question.visible.endswith("→ nobody approved it in time") and question.buttons() == []
-    assert "nobody approved it in time" in results(fake_llm.requests[-1])[0]
+    assert "nobody approved it in time" in fake_llm.requests[-1].turn_tool_results[0]
 
     await fake.press(ADMIN, as_first_shown, "Approve once")
     await fake.wait_for(lambda: len(fake.ephemerals) == 1)

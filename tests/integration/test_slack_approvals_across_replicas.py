@@ -24,15 +24,9 @@ CHANNEL = "CGENERAL"
 COMMAND = "mkdir -p cache && rm -rf cache && echo purged >> purged.txt && echo purged"
 
 
-def results(request) -> list[str]:
-    messages = request.messages
-    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    return [m["content"] for m in messages[last_user + 1:] if m["role"] == "tool"]
-
-
 def respond(request):
-    if results(request):
-        return Reply(text="done: " + results(request)[0].splitlines()[0])
+    if request.turn_tool_results:
+        return Reply(text="done: " + request.turn_tool_results[0].splitlines()[0])
     return Reply(tool_calls=[("terminal", {"command": COMMAND})])
 
 

@@ -14,12 +14,6 @@ from fakes.fake_llm import Reply
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def tool_results(request) -> list[str]:
-    messages = request.messages
-    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    return [m["content"] for m in messages[last_user + 1:] if m["role"] == "tool"]
-
-
 async def chat(fake_llm, tmp_path: Path, lines: str) -> str:
     bot = tmp_path / "bot"
     bot.mkdir()
@@ -27,8 +21,8 @@ async def chat(fake_llm, tmp_path: Path, lines: str) -> str:
                                       f"access: {{admins: [{getpass.getuser()}]}}\n")
 
     def respond(request):
-        if tool_results(request):
-            return Reply(text="result: " + tool_results(request)[0].replace("\n", " "))
+        if request.turn_tool_results:
+            return Reply(text="result: " + request.turn_tool_results[0].replace("\n", " "))
         if request.last_user_text == "clean up":
             return Reply(tool_calls=[("terminal", {"command": "mkdir -p old && rm -rf old && echo removed"})])
         return Reply(text="ok")

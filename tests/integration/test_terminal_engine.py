@@ -19,12 +19,6 @@ def profile(**workspace):
                         workspace={"approve": [], **workspace})
 
 
-def results(request) -> list[str]:
-    messages = request.messages
-    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    return [m["content"] for m in messages[last_user + 1:] if m["role"] == "tool"]
-
-
 async def test_a_model_lists_writes_patches_and_runs_a_script_in_its_workspace(engine, fake_llm):
     e = await engine(profile=profile())
     fake_llm.script(
@@ -34,7 +28,7 @@ async def test_a_model_lists_writes_patches_and_runs_a_script_in_its_workspace(e
         Reply(tool_calls=[("terminal", {"command": "sh tools/hello.sh world; ls tools"})]),
         Reply(text="done"))
     assert await e.say("make me a script", user=ADMIN) == "done"
-    seen = [results(r) for r in fake_llm.requests[1:]]
+    seen = [r.turn_tool_results for r in fake_llm.requests[1:]]
     listing, uid = seen[0][0].split("\n")[-3:-1]
     assert listing == "." or ".." in seen[0][0]
     assert uid != "0" and uid.strip().isdigit()
@@ -50,7 +44,7 @@ async def test_a_person_who_is_not_an_admin_cannot_run_commands(engine, fake_llm
     e = await engine(profile=profile())
     fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo pwned > x"})]), Reply(text="ok"))
     await e.say("run it", user="someone")
-    assert "only an admin" in results(fake_llm.requests[-1])[0]
+    assert "only an admin" in fake_llm.requests[-1].turn_tool_results[0]
     assert not any((e.home / "workspaces" / "testbot").glob("*/x"))
 
 
@@ -59,7 +53,7 @@ async def test_an_endless_loop_and_a_fork_bomb_end_by_limits_while_other_chats_a
 
     def respond(request):
         text = request.last_user_text
-        if results(request):
+        if request.turn_tool_results:
             return Reply(text="finished " + text)
         if text == "loop":
             return Reply(tool_calls=[("terminal", {"command": "while :; do :; done"})])
@@ -77,7 +71,7 @@ async def test_an_endless_loop_and_a_fork_bomb_end_by_limits_while_other_chats_a
     assert "finished loop" not in e.outlet.texts  # answered while the loop still ran (its limit is 3 s)
     await e.idle(30)
     assert {"finished loop", "finished bomb", "pong"} <= set(e.outlet.texts)
-    tool_texts = [r for req in fake_llm.requests for r in results(req)]
+    tool_texts = [r for req in fake_llm.requests for r in req.turn_tool_results]
     assert any("[killed: the command ran past its time limit]" in t for t in tool_texts)
 
 
@@ -109,8 +103,8 @@ async def test_a_dangerous_command_waits_for_an_admins_approval_and_a_new_messag
     e = await engine(profile=p, features=with_asker(p, asker, tmp_path))
 
     def respond(request):
-        if results(request):
-            return Reply(text="result: " + results(request)[0])
+        if request.turn_tool_results:
+            return Reply(text="result: " + request.turn_tool_results[0])
         if request.last_user_text == "clean":
             return Reply(tool_calls=[("terminal", {"command": "mkdir -p build && rm -rf build && echo cleaned"})])
         return Reply(text="ok")
@@ -139,9 +133,9 @@ async def test_stop_while_an_approval_waits_denies_it_stops_the_turn_and_the_nex
     released = asyncio.Event()  # a model call after the denial is held, so only /stop can end the turn
 
     async def respond(request):
-        if results(request):
+        if request.turn_tool_results:
             await asyncio.wait_for(released.wait(), 60)
-            return Reply(text="result: " + results(request)[0])
+            return Reply(text="result: " + request.turn_tool_results[0])
         if request.last_user_text == "clean":
             return Reply(tool_calls=[("terminal", {"command": "mkdir -p b && rm -rf b && echo ran > ran.txt"})])
         return Reply(text="hello again")
@@ -210,6 +204,6 @@ async def test_allowed_people_may_use_the_workspace_in_their_own_dm_but_not_in_a
     fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo mine > note; cat note"})]), Reply(text="a"),
                     Reply(tool_calls=[("list_files", {})]), Reply(text="b"))
     await e.say("in my dm", user="friend", chat="dm-friend")
-    assert results(fake_llm.requests[1])[0] == "mine\n[exit code 0]"
+    assert fake_llm.requests[1].turn_tool_results[0] == "mine\n[exit code 0]"
     await e.say("in the group", user="friend", chat="g1", kind=ChatKind.GROUP)
-    assert "only an admin" in results(fake_llm.requests[3])[0] and "direct message" in results(fake_llm.requests[3])[0]
+    assert "only an admin" in fake_llm.requests[3].turn_tool_results[0] and "direct message" in fake_llm.requests[3].turn_tool_results[0]

@@ -32,15 +32,9 @@ ENDED = "This request has ended."
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 
 
-def results(request) -> list[str]:
-    messages = request.messages
-    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    return [m["content"] for m in messages[last_user + 1:] if m["role"] == "tool"]
-
-
 def respond(request):
-    if results(request):
-        return Reply(text="done: " + results(request)[0].splitlines()[0])
+    if request.turn_tool_results:
+        return Reply(text="done: " + request.turn_tool_results[0].splitlines()[0])
     return Reply(tool_calls=[("terminal", {"command": COMMAND})])
 
 
@@ -163,7 +157,7 @@ async def test_an_expired_request_is_denied_and_a_late_press_is_answered_that_it
     await telegram.wait_for(lambda: not question.buttons, 15, "the question never lost its buttons")
     assert question.text.endswith("→ nobody approved it in time")
     await life.e.idle(30)
-    assert "nobody approved it in time" in results(fake_llm.requests[-1])[0]
+    assert "nobody approved it in time" in fake_llm.requests[-1].turn_tool_results[0]
     await telegram.wait_for(lambda: any(t.startswith("done: Error: Denied: the command was not run")
                                         for t in telegram.chat(GROUP).bot_texts), 15)
 

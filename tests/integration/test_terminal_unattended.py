@@ -21,16 +21,10 @@ def profile(**overrides):
     return make_profile(**{**base, **overrides})
 
 
-def tool_results(request) -> list[str]:
-    messages = request.messages
-    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    return [m["content"] for m in messages[last_user + 1:] if m["role"] == "tool"]
-
-
 def goal_worker(request, n):
-    if not tool_results(request):
+    if not request.turn_tool_results:
         return Reply(tool_calls=[("terminal", {"command": "echo from-the-goal > made; cat made"})])
-    return Reply(text="ran: " + tool_results(request)[-1])
+    return Reply(text="ran: " + request.turn_tool_results[-1])
 
 
 async def test_an_admins_goal_runs_commands_in_the_conversations_workspace(engine, fake_llm):
@@ -38,8 +32,8 @@ async def test_an_admins_goal_runs_commands_in_the_conversations_workspace(engin
     fake_llm.responder, _ = goal_script([verdict("done", "ran it")], worker=goal_worker)
     await e.say("/goal make the file", user=ADMIN)
     await e.idle(30)
-    ran = [r for r in fake_llm.requests if not is_judge(r) and tool_results(r)]
-    assert tool_results(ran[0])[0] == "from-the-goal\n[exit code 0]"
+    ran = [r for r in fake_llm.requests if not is_judge(r) and r.turn_tool_results]
+    assert ran[0].turn_tool_results[0] == "from-the-goal\n[exit code 0]"
     made = list((e.home / "workspaces" / "testbot").glob("person-*/made"))
     assert [p.read_text() for p in made] == ["from-the-goal\n"]
 
@@ -49,8 +43,8 @@ async def test_a_goal_set_by_someone_who_is_not_an_admin_cannot_run_commands(eng
     fake_llm.responder, _ = goal_script([verdict("done", "tried")], worker=goal_worker)
     await e.say("/goal make the file", user="someone")
     await e.idle(30)
-    ran = [r for r in fake_llm.requests if not is_judge(r) and tool_results(r)]
-    assert "only an admin" in tool_results(ran[0])[0]
+    ran = [r for r in fake_llm.requests if not is_judge(r) and r.turn_tool_results]
+    assert "only an admin" in ran[0].turn_tool_results[0]
     assert not list((e.home / "workspaces" / "testbot").glob("*/made"))
 
 
@@ -64,11 +58,11 @@ async def kanban_run(e, fake_llm, user: str) -> str:
 
     def respond(request):
         if is_worker(request):
-            if not tool_results(request):
+            if not request.turn_tool_results:
                 return Reply(tool_calls=[("terminal", {"command": "echo from-the-card > card; cat card"})])
-            seen.append(tool_results(request)[0])
+            seen.append(request.turn_tool_results[0])
             return Reply(text="card work finished")
-        if not tool_results(request):
+        if not request.turn_tool_results:
             return Reply(tool_calls=[("kanban", {"tasks": ["make the card file"]})])
         return Reply(text="queued")
 
@@ -103,8 +97,8 @@ async def test_the_background_review_never_runs_commands(engine, fake_llm):
 
     def respond(request):
         if "[Background review" in request.last_user_text:
-            if tool_results(request):
-                review_results.extend(tool_results(request))
+            if request.turn_tool_results:
+                review_results.extend(request.turn_tool_results)
                 return Reply(text="Nothing to save.")
             return Reply(tool_calls=[("terminal", {"command": "echo from-the-review > review"}),
                                      ("write_file", {"path": "review2", "content": "x"})])
@@ -145,17 +139,17 @@ async def test_a_dangerous_command_in_a_goal_is_asked_about_in_its_conversation_
     e = await engine(profile=p, features=features)
 
     def worker(request, n):
-        if not tool_results(request):
+        if not request.turn_tool_results:
             return Reply(tool_calls=[("terminal", {"command": "mkdir -p b && rm -rf b && echo cleaned"})])
-        return Reply(text="tried: " + tool_results(request)[-1])
+        return Reply(text="tried: " + request.turn_tool_results[-1])
 
     fake_llm.responder, _ = goal_script([verdict("done", "tried")], worker=worker)
     await e.say("/goal clean up", user=ADMIN, chat="c7")
     await e.idle(30)
     [request] = asker.asked
     assert request.target.chat_id == "c7" and request.risk == "dangerous"
-    ran = [r for r in fake_llm.requests if not is_judge(r) and tool_results(r)]
-    assert "nobody approved it in time" in tool_results(ran[0])[0]
+    ran = [r for r in fake_llm.requests if not is_judge(r) and r.turn_tool_results]
+    assert "nobody approved it in time" in ran[0].turn_tool_results[0]
 
 
 async def until(condition, timeout: float = 30.0) -> None:
@@ -182,11 +176,11 @@ async def test_a_dangerous_command_in_a_kanban_card_is_asked_about_in_the_cards_
 
     def respond(request):
         if is_worker(request):
-            if not tool_results(request):
+            if not request.turn_tool_results:
                 return Reply(tool_calls=[("terminal", {"command": "mkdir -p b && rm -rf b && echo carded > card"})])
-            seen.append(tool_results(request)[0])
+            seen.append(request.turn_tool_results[0])
             return Reply(text="card work finished")
-        if not tool_results(request):
+        if not request.turn_tool_results:
             return Reply(tool_calls=[("kanban", {"tasks": ["clean up the build folder"]})])
         return Reply(text="queued")
 
