@@ -35,7 +35,7 @@ from hermes_engine.providers.base import ToolSchema
 DEFAULT_TIME_LIMIT = 60.0  # seconds a tool call may take unless the tool declares its own limit
 MAX_RESULT_CHARS = 50_000  # a longer result is cut: it would only crowd the context window
 TOOL_THREADS = 4  # sync tools running at once in this process; more wait for a free thread
-GIL_SWITCH_SECONDS = 0.0005
+GIL_SWITCH_SECONDS = 0.0002
 
 _threads: ThreadPoolExecutor | None = None
 
@@ -45,7 +45,7 @@ def _tool_threads() -> ThreadPoolExecutor:
 
     They share the GIL with the event loop, which gives it up at every wait for I/O, hundreds of times a
     turn, and by default gets it back only after the holder has run 5 ms: one CPU-bound tool would add up
-    to a second to every other chat's reply. Once tool threads exist, the GIL changes hands every 0.5 ms."""
+    to a second to every other chat's reply. Once tool threads exist, the GIL changes hands every 0.2 ms."""
     global _threads
     if _threads is None:
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_SECONDS))
