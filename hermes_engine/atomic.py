@@ -14,6 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def in_flight(name: str) -> bool:
+    """Whether a file name is one of `atomic_write`'s temp files: a write under way, not content."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None,
                  replace: Callable[[Path, Path], None] = lambda tmp, final: os.replace(tmp, final)) -> None:
     """Write `data` to a temp file beside `path`, fsync it, then rename it over `path` (with `replace`,

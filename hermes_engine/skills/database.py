@@ -29,6 +29,7 @@ import hashlib
 import os
 import secrets
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Coroutine, Iterator
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hermes_engine.atomic import atomic_write
+from hermes_engine.atomic import atomic_write, in_flight
 from hermes_engine.blocking import call_on_loop
 from hermes_engine.ports.storage import DocumentStore, LeaseStore
 from hermes_engine.skills.contract import ChangeResult, SkillChange
@@ -71,15 +72,21 @@ def decode(text: str) -> bytes:
 
 def library_files(root: Path) -> dict[str, os.stat_result]:
     """Every regular file of a library folder by its path relative to the folder (symlinks never followed,
-    the process-local lock and staging folders left out)."""
+    the process-local lock and staging folders left out, and so are writes under way in other threads: their
+    temp files, or a file gone since the folder was listed)."""
     found: dict[str, os.stat_result] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         if Path(dirpath) == root:
             dirnames[:] = [d for d in dirnames if d not in _LOCAL_ONLY]
         for name in filenames:
             path = Path(dirpath) / name
-            st = path.lstat()
-            if path.is_file() and not path.is_symlink():
+            if in_flight(name):
+                continue
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
                 found[path.relative_to(root).as_posix()] = st
     return found
 
@@ -161,7 +168,10 @@ class DatabaseSkillLibrary(FileSkillLibrary):
             known = self._synced.get(rel)
             if known is not None and known.stamp == _stamp(st):
                 continue
-            data = (self.root / rel).read_bytes()
+            try:
+                data = (self.root / rel).read_bytes()
+            except FileNotFoundError:  # replaced or removed since it was listed: the next refresh sees it
+                continue
             if known is not None and known.digest == hashlib.sha256(data).hexdigest():
                 known.stamp = _stamp(st)
                 continue

@@ -222,9 +222,8 @@ async def test_a_cycle_from_the_agent_is_refused_with_a_clear_error(board, fake_
     assert await board.store.list_cards() == []
 
 
-async def test_kanban_command_adds_shows_moves_and_cancels_cards(board, fake_llm):
-    fake_llm.responder = completing()
-    board.gateway.services["kanban"].dispatcher.settings = QUIET_BOARD  # the card stays where the commands put it
+async def test_kanban_command_adds_shows_moves_and_cancels_cards(open_board):
+    board = await open_board(QUIET_BOARD)  # no dispatcher: the card stays where the commands put it
     added = await board.say("/kanban add buy milk: two litres")
     card_id = int(added.split("#")[1].split(":")[0])
     card = await board.store.get_card(card_id)

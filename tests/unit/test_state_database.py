@@ -19,7 +19,7 @@ from hermes_engine.memory.database import DatabaseMemoryStore
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.policy.pairing_db import DatabasePairingStore
 from hermes_engine.skills.contract import SkillChange
-from hermes_engine.skills.database import DatabaseSkillLibrary
+from hermes_engine.skills.database import DatabaseSkillLibrary, library_files
 from hermes_gateway.cli.state import store_on_thread
 from storage.store import SqlStore
 
@@ -216,3 +216,13 @@ async def test_a_restarted_replica_trusts_the_database_not_the_copy_it_left_behi
         assert [s.name for s in await restarted.list_skills()] == ["keep-me"]
         await restarted.apply(SkillChange("write_file", "keep-me", file_path="references/a.md", file_content="a\n"))
         assert [s.name for s in await one.list_skills()] == ["keep-me"]  # nothing came back to life
+
+
+def test_a_write_under_way_in_the_skill_copy_is_not_taken_for_content(tmp_path):
+    """Usage bookkeeping writes beside the skills from worker threads while a refresh lists the folder: its
+    temp file (gone a moment later) is neither pushed to the database nor read."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "SKILL.md").write_text("x")
+    (tmp_path / ".usage.json.ab12cd.tmp").write_text("{}")
+    (tmp_path / "notes.md").symlink_to(tmp_path / "tools" / "SKILL.md")
+    assert sorted(library_files(tmp_path)) == ["tools/SKILL.md"]
