@@ -44,6 +44,8 @@ from hermes_engine.ports.storage import Inbox, SessionStore
 log = logging.getLogger(__name__)
 
 TYPING_EVERY_SECONDS = 4.0
+BROKEN = ("⚠️ Something went wrong on my side with this message. Please try again; if it keeps happening, "
+          "tell the bot's admin.")
 
 
 class DuplicateEvent(Exception):
@@ -100,6 +102,9 @@ class TurnRunner:
         except StorageError as exc:
             await self.tell_paused(job.message, exc)
             return None
+        except Exception:
+            await self.tell_broken(job)
+            raise
         typing = asyncio.create_task(self._keep_typing(turn.outlet, job.message.reply_target())) \
             if turn.outlet else None
         try:
@@ -130,6 +135,8 @@ class TurnRunner:
             # What broke this turn may be in what it added to the history in memory (text the model's API
             # cannot take): the next turn reads the stored history again, which the store keeps valid.
             session.history = None
+            with contextlib.suppress(Exception):
+                await turn.stream.finish(BROKEN)
             raise
         finally:
             await self.complete(turn)
@@ -234,6 +241,15 @@ class TurnRunner:
             turn.undelivered = True
             turn.error_kind = "delivery"  # stays in the inbox: the stored answer is delivered after a restart
             raise
+
+    async def tell_broken(self, job: TurnJob) -> None:
+        """A fault of this program before the turn could start: the person hears so once (a replay after a
+        restart says it again under the same key, not twice), and the message is marked answered, so it is not
+        run again into the same fault."""
+        msg = job.message
+        with contextlib.suppress(Exception):
+            await self.host.notify(msg.reply_target(), BROKEN, idempotency_key=f"{msg.event_id}:broken")
+            await self.store.complete_inbound(msg.platform, msg.event_id)
 
     async def fail(self, turn: Turn, exc: HermesError) -> None:
         """Provider failures and model misbehaviour: one clear sentence instead of an answer."""

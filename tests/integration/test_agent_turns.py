@@ -8,6 +8,8 @@ import json
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
+from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.session import SessionScope
 from hermes_engine.tools.core import CORE_TOOLS
 from hermes_engine.tools.registry import tool
 
@@ -207,3 +209,26 @@ async def test_concurrent_duplicates_give_one_answer_and_run_tools_once(engine, 
     session = next(iter(e.gateway.sessions.values()))
     assert [m.role for m in await e.store.load_messages(session.record.id)] == ["user", "assistant", "tool",
                                                                                 "assistant"]
+
+
+class _BrokenAtTurnStart(Feature):
+    """A feature with a bug that shows only on some messages."""
+
+    name = "broken"
+
+    async def on_turn_start(self, scope: SessionScope) -> None:
+        if self.breaking:
+            raise RuntimeError("a bug in a feature")
+
+    breaking = True
+
+
+async def test_a_fault_of_the_program_before_the_turn_starts_is_told_once_and_the_chat_goes_on(engine, fake_llm):
+    broken = _BrokenAtTurnStart()
+    e = await engine(features=[broken])
+    fake_llm.default_reply = Reply(text="fine again")
+    assert "Something went wrong on my side" in await e.say("hello")
+    assert fake_llm.requests == []  # no model call for a turn that never started
+    assert await e.store.pending_inbound() == []  # answered with the fault: not run into it again
+    broken.breaking = False
+    assert await e.say("hello again") == "fine again"
