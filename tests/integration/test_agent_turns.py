@@ -229,6 +229,7 @@ async def test_a_fault_of_the_program_before_the_turn_starts_is_told_once_and_th
     fake_llm.default_reply = Reply(text="fine again")
     assert "Something went wrong on my side" in await e.say("hello")
     assert fake_llm.requests == []  # no model call for a turn that never started
+    await e.idle()  # the mark follows the sentence: told first, so a crash between them tells again, never loses
     assert await e.store.pending_inbound() == []  # answered with the fault: not run into it again
     broken.breaking = False
     assert await e.say("hello again") == "fine again"
