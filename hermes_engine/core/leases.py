@@ -10,8 +10,9 @@ A replica is named by `HERMES_REPLICA_ID`, by default its host name: a gateway r
 (or in the same container) holds again at once what it held before it was killed. Replicas sharing one
 host need an id each. Within a replica a lease is held by one block at a time (a local lock).
 
-A holder that finds at a renewal that another replica has the lease (this one was paused or cut off from
-the database for longer than the time to live, and its work was taken over) stops the work under it: the
+A holder that finds at a renewal that another replica has had the lease (this one was paused or cut off
+from the database for longer than the time to live, and its work was taken over, perhaps finished and given
+back already) stops the work under it: the
 block is cancelled, `lost(name)` says why while it unwinds (a turn stopped this way stays in the inbox for
 the new holder, as at shutdown), and the block ends without an error for the code around it.
 """
@@ -125,7 +126,7 @@ class Leases:
         while True:
             await asyncio.sleep(self.renew_every)
             try:
-                if not await self.take(name):
+                if not await self.store.renew_lease(name, self.holder, self.ttl):
                     log.error("lease %s was taken by another replica while held here: stopping the work "
                               "under it", name)
                     if body is not None:

@@ -253,6 +253,11 @@ class LeaseStore(Protocol):
     async def release_lease(self, name: str, holder: str) -> bool:
         """Give up lease `name` if `holder` holds it."""
 
+    async def renew_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Extend lease `name` for `ttl_seconds` only if `holder` has held it without a break: False when
+        another holder took it since, also one that has given it back already (unlike `acquire_lease`, which
+        would take a free lease again)."""
+
 
 class LinkCodeStore(Protocol):
     """Short-lived codes that link a person's accounts across platforms (/link)."""

@@ -36,6 +36,17 @@ class LeaseRepository(SqlRepository):
             return (await session.execute(stmt)).first() is not None
 
     @whole
+    async def renew_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
+        """Extend `holder`'s lease `name`, expired or not, as long as nobody took it meanwhile (a taker
+        overwrites the holder; one that gave it back deleted the row)."""
+        if ttl_seconds <= 0:
+            raise ValueError("ttl_seconds must be positive")
+        stmt = (sa.update(LeaseRow).where(LeaseRow.name == name, LeaseRow.holder == holder)
+                .values(expires_at=self._now() + timedelta(seconds=ttl_seconds)).returning(LeaseRow.name))
+        async with self._single() as session, session.begin():
+            return (await session.execute(stmt)).first() is not None
+
+    @whole
     async def release_lease(self, name: str, holder: str) -> bool:
         """Give up lease `name` if `holder` holds it; True when it did."""
         async with self._single() as session, session.begin():

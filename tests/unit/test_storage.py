@@ -484,6 +484,23 @@ async def test_releasing_a_lease_frees_it_only_for_its_holder(store: SqlStore) -
         await store.acquire_lease("job", "b", ttl_seconds=0)
 
 
+async def test_a_renewal_holds_only_a_lease_held_without_a_break(store: SqlStore, clock) -> None:
+    assert await store.acquire_lease("turn", "a", ttl_seconds=10)
+    assert await store.renew_lease("turn", "a", ttl_seconds=10) is True
+    clock.advance(11)  # expired, but nobody took it: still a's to renew
+    assert await store.renew_lease("turn", "a", ttl_seconds=10) is True
+    assert await store.acquire_lease("turn", "b", ttl_seconds=10) is False
+    assert await store.renew_lease("turn", "b", ttl_seconds=10) is False  # never held: a renewal takes nothing
+
+    clock.advance(11)
+    assert await store.acquire_lease("turn", "b", ttl_seconds=10)  # taken over
+    assert await store.renew_lease("turn", "a", ttl_seconds=10) is False
+    assert await store.release_lease("turn", "b")  # b's work is done and given back
+    assert await store.renew_lease("turn", "a", ttl_seconds=10) is False  # free now, but not a's any more
+    with pytest.raises(ValueError):
+        await store.renew_lease("turn", "a", ttl_seconds=0)
+
+
 async def test_concurrent_lease_attempts_have_exactly_one_winner(store: SqlStore) -> None:
     await _open_connections(store)
     results = await asyncio.gather(*(store.acquire_lease("tick", f"replica-{i}", 30) for i in range(10)))
