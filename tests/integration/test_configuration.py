@@ -151,13 +151,22 @@ async def test_ready_names_a_platform_that_is_not_connected_and_health_only_says
                 ready = await _get_when_up(http, f"http://127.0.0.1:{port}/ready")
                 assert ready == (503, {"status": "unavailable", "reason": "telegram is not connected"})
                 telegram.release()
-                await telegram.wait_for(lambda: any(c.method == "getUpdates" for c in telegram.requests), 60)
                 poller = f"telegram-poller:{telegram.token.split(':')[0]}"  # elected even when alone
-                assert await _get_when_up(http, f"http://127.0.0.1:{port}/ready") == (
-                    200, {"status": "ready", "roles": {poller: "leader"}})
+                assert await _ready(http, f"http://127.0.0.1:{port}/ready") == {"status": "ready",
+                                                                                "roles": {poller: "leader"}}
         finally:
             proc.terminate()
             await asyncio.wait_for(proc.communicate(), 60)
+
+
+async def _ready(http: aiohttp.ClientSession, url: str) -> dict:
+    """The body of the first 200 from the readiness probe (it says 503 until the platform connects)."""
+    for _ in range(600):
+        status, body = await _get_when_up(http, url)
+        if status == 200:
+            return body
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{url} never said ready")
 
 
 async def _get_when_up(http: aiohttp.ClientSession, url: str) -> tuple[int, dict]:
