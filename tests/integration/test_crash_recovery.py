@@ -10,8 +10,11 @@ import os
 import signal
 import sys
 
+import pytest
 from engine_harness import fake_llm_environment, make_profile, stored_tool_results
 from fakes.fake_llm import Reply
+
+pytestmark = pytest.mark.slow  # kills a real process: `pytest -m slow`
 
 
 async def test_killed_process_loses_nothing_persisted_and_answers_after_restart(engine, fake_llm, tmp_path):

@@ -14,10 +14,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from engine_harness import fake_llm_environment
 from fakes.fake_llm import FakeLLM, Reply
 from fakes.fake_telegram import FakeTelegram
 from gateway_kit import gateway_process
+
+pytestmark = pytest.mark.slow  # kills a real process: `pytest -m slow`
 
 ROOT = Path(__file__).resolve().parents[2]
 ALICE = 4242

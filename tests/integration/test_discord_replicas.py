@@ -21,6 +21,8 @@ from gateway_kit import database_url, free_port, leader_and_stand_by, ready_role
 from gateway_kit import replica as gateway_replica
 from postgres import BACKENDS
 
+pytestmark = pytest.mark.slow  # kills a real process: `pytest -m slow`
+
 LEASE_SECONDS = 2
 START_TIMEOUT = 60  # the children import everything first; a loaded CI machine is slow
 TAKEOVER_GUARD = max(30, 3 * LEASE_SECONDS)  # a hang guard, not a speed target

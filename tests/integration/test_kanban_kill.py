@@ -42,7 +42,7 @@ platforms:
     mode: polling
 """
 
-pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+pytestmark = [pytest.mark.slow, pytest.mark.parametrize("backend", BACKENDS)]
 
 
 def is_worker(request) -> bool:

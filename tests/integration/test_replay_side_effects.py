@@ -15,8 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from engine_harness import fake_llm_environment, make_profile, stored_tool_results
 from fakes.fake_llm import Reply
+
+pytestmark = pytest.mark.slow  # kills a real process: `pytest -m slow`
 
 TEA = "Likes green tea"
 AGAIN = "Likes green tea, as said before"

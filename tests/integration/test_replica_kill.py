@@ -31,7 +31,7 @@ from hermes_engine.loops.goals import CONTINUE_PREFIX
 from storage.engine import make_engine
 from storage.store import SqlStore
 
-pytestmark = [pytest.mark.postgres, pytest.mark.timeout(400),  # two processes start on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(400),  # two processes start on a loaded machine
               pytest.mark.skipif(not PG_URL, reason="HERMES_TEST_POSTGRES_URL is not set (run .ci/postgres.sh)")]
 
 ROOT = Path(__file__).resolve().parents[2]

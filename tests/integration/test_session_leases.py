@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from engine_harness import stored_tool_results
 from fakes.fake_llm import Reply
 
 from hermes_engine.core.leases import session_lease
+
+pytestmark = pytest.mark.slow  # waits out lease takeovers between replicas: `pytest -m slow`
 
 
 def answer_slowly(request) -> Reply:

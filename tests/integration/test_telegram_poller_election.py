@@ -39,7 +39,7 @@ platforms:
     poller_lease_seconds: {LEASE_SECONDS}
 """
 
-pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+pytestmark = [pytest.mark.slow, pytest.mark.parametrize("backend", BACKENDS)]
 
 
 @asynccontextmanager
