@@ -19,6 +19,9 @@ class ConsoleAsker:
         self.reader, self.writer, self.operator_id = reader, writer, operator_id
         self._tasks: set[asyncio.Task[None]] = set()
 
+    def take_presses(self, answers: ApprovalAnswers) -> None:
+        """The console answers only the question it asks (its `ask` reads the line)."""
+
     async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
         self.writer.write(f"\n{request.question} ({request.risk}: {request.reason})\n  {request.command}\n"
                           "[y] once  [s] for this session  [anything else] deny: ")

@@ -4,7 +4,7 @@ A press arrives as a component interaction; its custom_id names the request and 
 decides whether the person who pressed may answer. Every press is answered within Discord's 3 seconds with
 a reply only the presser sees, so a stranger learns the press changed nothing and the channel stays quiet.
 When the request ends, the message is edited to say how, and its buttons go away. A press on a question
-another replica showed goes to the engine's `RemoteAnswers`, and that replica edits the question.
+another replica showed is taken by the engine all the same, and that replica edits the question.
 
 Presses are taken by the client's interaction listener rather than by a stored `discord.ui.View`: the
 listener also answers presses on questions shown before a restart (their request has ended), which a view
@@ -23,7 +23,7 @@ import discord
 
 from adapters.discord.outbound import Bounded, call
 from hermes_engine.errors import PlatformError
-from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed, RemoteAnswers
+from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed
 
 log = logging.getLogger(__name__)
 PREFIX = "approve:"
@@ -37,7 +37,6 @@ MAX_COMMAND_SHOWN = 1500  # the question stays under Discord's 2,000 characters 
 
 @dataclass
 class _Shown:
-    answers: ApprovalAnswers
     channel_id: int
     message_id: int
 
@@ -48,10 +47,10 @@ class DiscordApprovals:
     def __init__(self, client: Callable[[], discord.Client | None]) -> None:
         self._client = client
         self._shown: Bounded[str, _Shown] = Bounded(1_000)
-        self._remote: RemoteAnswers | None = None
+        self._answers: ApprovalAnswers | None = None
 
-    def answer_remote_with(self, answers: RemoteAnswers) -> None:
-        self._remote = answers
+    def take_presses(self, answers: ApprovalAnswers) -> None:
+        self._answers = answers
 
     def _channel(self, channel_id: int) -> discord.PartialMessageable:
         client = self._client()
@@ -65,7 +64,7 @@ class DiscordApprovals:
         except PlatformError as exc:
             answers.deny(request.id, f"the question could not be shown in Discord ({exc})")
             return
-        self._shown[request.id] = _Shown(answers, channel_id, message.id)
+        self._shown[request.id] = _Shown(channel_id, message.id)
 
     async def settled(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
         shown = self._shown.pop(request.id, None)
@@ -85,12 +84,9 @@ class DiscordApprovals:
     async def on_press(self, interaction: discord.Interaction) -> None:
         """Hand the choice to the engine, then answer the presser alone."""
         request_id, _, choice = _custom_id(interaction).removeprefix(PREFIX).partition(":")
-        shown = self._shown.get(request_id)
-        user, pressed = str(interaction.user.id), Pressed.NOT_AN_APPROVER if shown else Pressed.ENDED
-        if shown is not None and choice in set(Decision):
-            pressed = shown.answers.press(request_id, user, Decision(choice))
-        elif self._remote is not None and choice in set(Decision):
-            pressed = await self._remote.answer_remote(request_id, user, Decision(choice))
+        pressed = Pressed.ENDED
+        if self._answers is not None and choice in set(Decision):
+            pressed = await self._answers.press(request_id, str(interaction.user.id), Decision(choice))
         reply = _REPLIES[pressed]
         try:
             await call(interaction.response.send_message(reply, ephemeral=True))

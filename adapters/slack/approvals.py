@@ -5,8 +5,8 @@ signature is refused before anything here runs). The button's value names the re
 the choice; the engine decides whether the person who pressed may answer. A press that is not taken (a
 stranger's, or one on a request that has ended) is answered with an ephemeral message only that person
 sees, and changes nothing. When the request ends, the message is updated to say how and loses its buttons.
-A press on a question another replica showed (Slack posts to any replica) goes to the engine's
-`RemoteAnswers`, and that replica updates the question.
+A press on a question another replica showed (Slack posts to any replica) is taken by the engine all the
+same, and that replica updates the question.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from slack_bolt.async_app import AsyncApp
 
 from adapters.slack.outbound import escape
 from adapters.slack.web_api import SlackCallError, SlackWebApi
-from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed, RemoteAnswers
+from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed
 
 log = logging.getLogger(__name__)
 PREFIX = "hermes_approval:"
@@ -41,10 +41,10 @@ class SlackApprovals:
     def __init__(self, api: SlackWebApi) -> None:
         self.api = api
         self._shown: dict[str, _Shown] = {}
-        self._remote: RemoteAnswers | None = None
+        self._answers: ApprovalAnswers | None = None
 
-    def answer_remote_with(self, answers: RemoteAnswers) -> None:
-        self._remote = answers
+    def take_presses(self, answers: ApprovalAnswers) -> None:
+        self._answers = answers
 
     def listen(self, app: AsyncApp) -> None:
         # Bolt injects listener arguments by parameter name, so it gets a plain function.
@@ -65,7 +65,7 @@ class SlackApprovals:
             answers.deny(request.id, f"the question could not be shown in Slack ({exc.error or exc})")
             return
         channel = str(data.get("channel") or request.target.chat_id)
-        self._shown[request.id] = _Shown(channel, str(data.get("ts", "")), answers)
+        self._shown[request.id] = _Shown(channel, str(data.get("ts", "")))
 
     async def settled(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
         shown = self._shown.pop(request.id, None)
@@ -84,14 +84,12 @@ class SlackApprovals:
         choice = str(action.get("action_id", "")).removeprefix(PREFIX)
         request_id = str(action.get("value", ""))
         user = str((body.get("user") or {}).get("id", ""))
-        shown = self._shown.get(request_id)
-        pressed = Pressed.NOT_AN_APPROVER if shown else Pressed.ENDED
-        if shown is not None and choice in set(Decision) and user:
-            pressed = shown.answers.press(request_id, user, Decision(choice))
-        elif self._remote is not None and choice in set(Decision) and user:
-            pressed = await self._remote.answer_remote(request_id, user, Decision(choice))
+        pressed = Pressed.ENDED
+        if self._answers is not None and choice in set(Decision) and user:
+            pressed = await self._answers.press(request_id, user, Decision(choice))
         if pressed is Pressed.TAKEN:
             return  # the engine settles the request, and `settled` updates the message for everyone
+        shown = self._shown.get(request_id)
         channel = str((body.get("channel") or {}).get("id", "")) or (shown.channel if shown else "")
         thread_ts = (body.get("message") or {}).get("thread_ts")
         try:
@@ -104,11 +102,10 @@ class SlackApprovals:
 
 @dataclass
 class _Shown:
-    """A question on screen: where it is, and where its answers go."""
+    """A question on screen: where it is."""
 
     channel: str
     ts: str
-    answers: ApprovalAnswers
 
 
 def _button(label: str, request_id: str, choice: Decision, style: str | None) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 A press arrives as a callback query; its data names the request and the choice, and the engine decides
 whether the person who pressed may answer (a stranger's press is acknowledged and changes nothing). When
 the request ends, the message is edited to say how, and its buttons go away. A press on a question another
-replica showed (the webhook reached this one) goes to the engine's `RemoteAnswers`; that replica edits it.
+replica showed (the webhook reached this one) is taken by the engine all the same; that replica edits it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.telegram.botapi import TelegramCallError, call_api
-from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed, RemoteAnswers
+from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed
 
 log = logging.getLogger(__package__)
 PREFIX = "approve:"
@@ -24,7 +24,6 @@ _REPLIES = {Pressed.TAKEN: "Done.", Pressed.NOT_AN_APPROVER: "Only an approver c
 
 @dataclass
 class _Shown:
-    answers: ApprovalAnswers
     chat_id: int
     message_id: int
 
@@ -35,10 +34,10 @@ class TelegramApprovals:
     def __init__(self, bot: Any) -> None:
         self.bot = bot
         self._shown: dict[str, _Shown] = {}
-        self._remote: RemoteAnswers | None = None
+        self._answers: ApprovalAnswers | None = None
 
-    def answer_remote_with(self, answers: RemoteAnswers) -> None:
-        self._remote = answers
+    def take_presses(self, answers: ApprovalAnswers) -> None:
+        self._answers = answers
 
     async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
         from telegram import InlineKeyboardButton, InlineKeyboardMarkup
@@ -53,7 +52,7 @@ class TelegramApprovals:
         except TelegramCallError as exc:
             answers.deny(request.id, f"the question could not be shown in Telegram ({exc})")
             return
-        self._shown[request.id] = _Shown(answers, int(request.target.chat_id), int(message.message_id))
+        self._shown[request.id] = _Shown(int(request.target.chat_id), int(message.message_id))
 
     async def settled(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
         shown = self._shown.pop(request.id, None)
@@ -69,12 +68,9 @@ class TelegramApprovals:
         """A callback query: hand the choice to the engine, then acknowledge the press."""
         data = str(query.data or "")
         request_id, _, choice = data.removeprefix(PREFIX).partition(":")
-        shown = self._shown.get(request_id) if data.startswith(PREFIX) else None
-        user, pressed = str(query.from_user.id), Pressed.NOT_AN_APPROVER if shown else Pressed.ENDED
-        if shown is not None and choice in set(Decision):
-            pressed = shown.answers.press(request_id, user, Decision(choice))
-        elif self._remote is not None and data.startswith(PREFIX) and choice in set(Decision):
-            pressed = await self._remote.answer_remote(request_id, user, Decision(choice))
+        pressed = Pressed.ENDED
+        if self._answers is not None and data.startswith(PREFIX) and choice in set(Decision):
+            pressed = await self._answers.press(request_id, str(query.from_user.id), Decision(choice))
         reply = _REPLIES[pressed]
         try:
             await call_api(query.answer(text=reply))

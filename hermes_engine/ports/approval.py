@@ -3,11 +3,11 @@ tool that acts on the world).
 
 The engine keeps the pending request and decides who may answer; an `ApprovalAsker` only shows the
 question where approvers can see it (a console prompt, chat buttons) and reports each answer back through
-`ApprovalAnswers.answer`, with the id of whoever gave it. A press by someone not allowed changes nothing.
+`ApprovalAnswers`, with the id of whoever gave it. A press by someone not allowed changes nothing.
 
-With several replicas the platform may bring a press to a replica other than the one that asked: an asker
-that can take such presses (`AcceptsRemotePresses`) hands them to `RemoteAnswers`, which answers through
-the database the waiting replica reads.
+With several replicas the platform may bring a press to a replica other than the one that asked, so an
+asker hands every press to `ApprovalAnswers.press` (given once through `take_presses`, not per question):
+the engine takes it where the request waits, here or, through the database, on the replica that asked.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from hermes_engine.ports.inbound import ReplyTarget
 
@@ -40,7 +40,7 @@ class ApprovalRequest:
 
 
 class Pressed(StrEnum):
-    """What became of a press on a question another replica showed (the presser is told as they are today)."""
+    """What became of a press (so the presser can be told)."""
 
     TAKEN = "taken"
     NOT_AN_APPROVER = "not an approver"
@@ -54,8 +54,8 @@ class ApprovalAnswers(Protocol):
         """True when the answer was taken (a pending request, an allowed person)."""
         ...
 
-    def press(self, request_id: str, user_id: str, decision: Decision) -> Pressed:
-        """`answer`, saying why a press was not taken (so the presser can be told)."""
+    async def press(self, request_id: str, user_id: str, decision: Decision) -> Pressed:
+        """A button press on any question, shown by this replica or another; the first answer wins."""
         ...
 
     def deny(self, request_id: str, note: str) -> None:
@@ -66,6 +66,11 @@ class ApprovalAnswers(Protocol):
 class ApprovalAsker(Protocol):
     """The adapter side: shows a request to the people who may approve it."""
 
+    def take_presses(self, answers: ApprovalAnswers) -> None:
+        """Called once when the engine is wired: presses from now on go to `answers.press` (an asker that
+        reads its answers only inside `ask`, such as the console, ignores it)."""
+        ...
+
     async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
         """Show the question and return; answers arrive later through `answers`."""
         ...
@@ -73,22 +78,4 @@ class ApprovalAsker(Protocol):
     async def settled(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
         """The request ended (answered, expired, superseded, its turn cancelled): update or remove the
         question."""
-        ...
-
-
-class RemoteAnswers(Protocol):
-    """The engine side for presses on questions this replica did not show."""
-
-    async def answer_remote(self, request_id: str, user_id: str, decision: Decision) -> Pressed:
-        """Record the answer for the replica whose turn waits; the first answer wins."""
-        ...
-
-
-@runtime_checkable
-class AcceptsRemotePresses(Protocol):
-    """An asker that can take presses on questions it did not show (optional: one that cannot only takes its
-    own, as with a single replica)."""
-
-    def answer_remote_with(self, answers: RemoteAnswers) -> None:
-        """Presses on request ids this asker does not know go to `answers` from now on."""
         ...

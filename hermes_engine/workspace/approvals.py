@@ -21,15 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from hermes_engine.ports.approval import (
-    AcceptsRemotePresses,
-    ApprovalAnswers,
-    ApprovalAsker,
-    ApprovalRequest,
-    Decision,
-    Pressed,
-    RemoteAnswers,
-)
+from hermes_engine.ports.approval import ApprovalAnswers, ApprovalAsker, ApprovalRequest, Decision, Pressed
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.storage import ApprovalStore
 from hermes_engine.workspace.shared_approvals import SharedRequests, answered_note
@@ -55,11 +47,13 @@ class ApprovalGate:
     _settling: set[asyncio.Task[None]] = field(default_factory=set)
     _shared: SharedRequests | None = None
 
+    def __post_init__(self) -> None:
+        if self.asker is not None:
+            self.asker.take_presses(self)
+
     def share_through(self, store: ApprovalStore, bot: str) -> None:
         """Record requests in `store`, and take presses on requests other replicas of `bot` asked."""
         self._shared = SharedRequests(store, bot)
-        if isinstance(self.asker, AcceptsRemotePresses):
-            self.asker.answer_remote_with(self)
 
     async def decide(self, *, bot: str, session_key: str, target: ReplyTarget, command: str, risk: str,
                      reason: str, question: str = "Run this command?") -> tuple[Decision, str]:
@@ -125,9 +119,16 @@ class ApprovalGate:
         await asyncio.shield(task)
 
     def answer(self, request_id: str, user_id: str, decision: Decision) -> bool:
-        return self.press(request_id, user_id, decision) is Pressed.TAKEN
+        return self._press_here(request_id, user_id, decision) is Pressed.TAKEN
 
-    def press(self, request_id: str, user_id: str, decision: Decision) -> Pressed:
+    async def press(self, request_id: str, user_id: str, decision: Decision) -> Pressed:
+        """Taken here if the request is this replica's, else through the database for the replica that
+        asked (a question another replica showed, when the platform brought the press here)."""
+        if request_id in self._pending or self._shared is None:
+            return self._press_here(request_id, user_id, decision)
+        return await self._shared.take(request_id, user_id, decision, self.may_approve)
+
+    def _press_here(self, request_id: str, user_id: str, decision: Decision) -> Pressed:
         pending = self._pending.get(request_id)
         if pending is None or pending.future.done():
             return Pressed.ENDED
@@ -137,15 +138,6 @@ class ApprovalGate:
         pending.note, pending.answered_by = answered_note(decision, user_id), user_id
         pending.future.set_result(decision)
         return Pressed.TAKEN
-
-    async def answer_remote(self, request_id: str, user_id: str, decision: Decision) -> Pressed:
-        """A press on a question this replica's askers did not show: taken here if the request is this
-        replica's, else through the database for the replica that asked."""
-        if request_id in self._pending:
-            return self.press(request_id, user_id, decision)
-        if self._shared is None:
-            return Pressed.ENDED
-        return await self._shared.take(request_id, user_id, decision, self.may_approve)
 
     def deny(self, request_id: str, note: str) -> None:
         """End a request denied on the engine's own account (nobody can be asked)."""
@@ -170,23 +162,22 @@ class ApprovalGate:
 
 class ApprovalRouter:
     """One asker per platform: a request is shown on the platform of the conversation it came from (the
-    gateway's adapters register theirs once they are built). A platform without one denies. Presses on
-    questions another replica showed go from each asker that can take them to the gate's `RemoteAnswers`."""
+    gateway's adapters register theirs once they are built). A platform without one denies. The gate's
+    `ApprovalAnswers` reaches every asker, also one added after the gate was made."""
 
     def __init__(self) -> None:
         self._askers: dict[str, ApprovalAsker] = {}
-        self._remote: RemoteAnswers | None = None
+        self._answers: ApprovalAnswers | None = None
 
     def add(self, platform: str, asker: ApprovalAsker) -> None:
         self._askers[platform] = asker
-        if self._remote is not None and isinstance(asker, AcceptsRemotePresses):
-            asker.answer_remote_with(self._remote)
+        if self._answers is not None:
+            asker.take_presses(self._answers)
 
-    def answer_remote_with(self, answers: RemoteAnswers) -> None:
-        self._remote = answers
+    def take_presses(self, answers: ApprovalAnswers) -> None:
+        self._answers = answers
         for asker in self._askers.values():
-            if isinstance(asker, AcceptsRemotePresses):
-                asker.answer_remote_with(answers)
+            asker.take_presses(answers)
 
     async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
         asker = self._askers.get(request.target.platform)

@@ -21,13 +21,13 @@ COMMAND = "mkdir -p b && rm -rf b && echo ran >> ran.txt && echo cleaned"
 
 
 class Screen:
-    """A platform's asker on one replica: records what it showed and how it was settled; `remote` is where
-    presses on questions it did not show go (the gate's `RemoteAnswers`, wired through the router)."""
+    """A platform's asker on one replica: records what it showed and how it was settled; `answers` is where
+    its presses go (the gate's, wired through the router), also on questions it did not show."""
 
     def __init__(self) -> None:
         self.asked: asyncio.Queue = asyncio.Queue()
         self.settled_as: list[tuple[Decision, str]] = []
-        self.remote = None
+        self.answers = None
 
     async def ask(self, request, answers) -> None:
         self.asked.put_nowait(request)
@@ -35,8 +35,8 @@ class Screen:
     async def settled(self, request, decision, note) -> None:
         self.settled_as.append((decision, note))
 
-    def answer_remote_with(self, answers) -> None:
-        self.remote = answers
+    def take_presses(self, answers) -> None:
+        self.answers = answers
 
 
 def respond(request):
@@ -71,15 +71,15 @@ async def test_a_press_taken_by_another_replica_runs_the_waiting_command_once(
     fake_llm.responder = respond
     a, a_feature, a_screen = await replica(engine, monkeypatch, tmp_path, database, "replica-a")
     b, b_feature, b_screen = await replica(engine, monkeypatch, tmp_path, database, "replica-b")
-    assert b_screen.remote is not None  # the router handed B's asker the gate's way to take presses
+    assert b_screen.answers is not None  # the router handed B's asker the gate's way to take presses
 
     await a.gateway.handle(a.message("clean", user=ADMIN))
     request = await asyncio.wait_for(a_screen.asked.get(), 20)
     assert b_feature.approvals.pending() == []  # B never asked: only the database knows the request
 
-    assert await b_screen.remote.answer_remote(request.id, "stranger", Decision.ONCE) is Pressed.NOT_AN_APPROVER
+    assert await b_screen.answers.press(request.id, "stranger", Decision.ONCE) is Pressed.NOT_AN_APPROVER
     assert (await a.store.get_approval(request.id)).state == "pending"
-    assert await b_screen.remote.answer_remote(request.id, ADMIN, Decision.ONCE) is Pressed.TAKEN
+    assert await b_screen.answers.press(request.id, ADMIN, Decision.ONCE) is Pressed.TAKEN
 
     delivered = await a.outlet.wait_for(1, 30)
     assert delivered[0].text == "result: cleaned\n[exit code 0]"
@@ -89,7 +89,7 @@ async def test_a_press_taken_by_another_replica_runs_the_waiting_command_once(
     ran = list((a.home / "workspaces" / "testbot").glob("*/ran.txt"))
     assert [p.read_text() for p in ran] == ["ran\n"]  # once
 
-    assert await b_screen.remote.answer_remote(request.id, ADMIN, Decision.DENY) is Pressed.ENDED
+    assert await b_screen.answers.press(request.id, ADMIN, Decision.DENY) is Pressed.ENDED
     assert a_feature.approvals.answer(request.id, ADMIN, Decision.DENY) is False
 
 
@@ -104,6 +104,6 @@ async def test_a_request_that_ended_on_its_replica_takes_no_press_elsewhere(
     await a.gateway.handle(a.message("never mind", user=ADMIN))  # supersedes the request on A
     await a.idle(30)
     assert a_screen.settled_as[0][0] is Decision.DENY
-    assert await b_screen.remote.answer_remote(request.id, ADMIN, Decision.ONCE) is Pressed.ENDED
-    assert await b_screen.remote.answer_remote("unknown", ADMIN, Decision.ONCE) is Pressed.ENDED
+    assert await b_screen.answers.press(request.id, ADMIN, Decision.ONCE) is Pressed.ENDED
+    assert await b_screen.answers.press("unknown", ADMIN, Decision.ONCE) is Pressed.ENDED
     assert not list((a.home / "workspaces" / "testbot").glob("*/ran.txt"))

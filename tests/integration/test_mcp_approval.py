@@ -26,6 +26,9 @@ class Asker:
     def __init__(self) -> None:
         self.asked: asyncio.Queue = asyncio.Queue()
 
+    def take_presses(self, answers) -> None:
+        return None  # the test answers through what `ask` was given
+
     async def ask(self, request, answers) -> None:  # type: ignore[no-untyped-def]
         self.asked.put_nowait((request, answers))
 

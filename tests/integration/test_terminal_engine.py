@@ -82,6 +82,9 @@ class Asker:
         self.asked: asyncio.Queue = asyncio.Queue()
         self.settled_as: list[tuple[Decision, str]] = []
 
+    def take_presses(self, answers) -> None:
+        return None  # the test answers through what `ask` was given
+
     async def ask(self, request, answers) -> None:
         self.asked.put_nowait((request, answers))
 

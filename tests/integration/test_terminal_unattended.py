@@ -118,6 +118,9 @@ class Asker:
         self.asked: list = []
         self.answers: list = []
 
+    def take_presses(self, answers) -> None:
+        return None  # the test answers through what `ask` was given
+
     async def ask(self, request, answers) -> None:
         self.asked.append(request)
         self.answers.append(answers)

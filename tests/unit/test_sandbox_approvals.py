@@ -36,6 +36,9 @@ class Recorder:
         self.changed = asyncio.Condition()
         self.settlements: list[tuple[Decision, str]] = []
 
+    def take_presses(self, answers) -> None:
+        return None  # the test answers through what `ask` was given
+
     async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
         async with self.changed:
             self.asked.append((request, answers))
