@@ -7,25 +7,30 @@ workspace) and the conversation in a group: the channel, or the thread when the 
 A workspace has a size quota. File tools refuse a write that would take it past the quota; a terminal
 command may write at most what is left (its file-size limit), and once the workspace is over quota every
 write is refused until files are deleted. Paths never leave the workspace: they are relative, carry no
-`..`, and no existing part of them is a symlink (the rule the skill library uses, `skills.confine`); the
-last part is opened with O_NOFOLLOW so a link planted after the check is not followed either.
+`..`, and no part of them is a symlink (the rule the skill library uses, `skills.confine`). Files are reached
+by opening one folder at a time with O_NOFOLLOW, so a folder a command swaps for a link while a file tool
+runs is refused too, not followed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import shutil
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from hermes_engine.errors import HermesError
-from hermes_engine.skills.confine import inside, is_real_dir, lstat_or_none
+from hermes_engine.skills.confine import inside, is_real_dir
 from hermes_engine.workspace.sandbox import drops_privileges
 
 # Never follow a planted symlink, and never block on a FIFO a command left where a file was expected.
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class WorkspaceError(HermesError):
@@ -111,57 +116,85 @@ class Workspace:
             raise WorkspaceError(f"{path!r} is outside the workspace: use a relative path without '..'.")
         return rel
 
-    def resolve(self, path: str) -> Path:
-        """The real path of `path` inside the workspace, refused when any existing part is a symlink."""
+    def checked(self, path: str) -> PurePosixPath:
+        """`path` as a clean relative path, refused at once (with a message saying which part) when an existing
+        part is a symlink. The opens below enforce the same rule again, race-free."""
         rel = self.relative(path)
-        if rel == PurePosixPath("."):
-            return self.root
-        return inside(self.root, rel, owner="workspace tools", error=WorkspaceError)
+        if rel != PurePosixPath("."):
+            inside(self.root, rel, owner="workspace tools", error=WorkspaceError)
+        return rel
+
+    @contextlib.contextmanager
+    def folder(self, rel: PurePosixPath, *, create: bool = False) -> Iterator[int]:
+        """An open descriptor of the folder `rel` (`create`: made as needed), reached one part at a time from
+        the workspace with O_NOFOLLOW. Checking a path and then opening it by name would let a command swap a
+        folder for a symlink in between (its files run in parallel with the tools); each open here refuses a
+        link itself, so what it reaches stays inside the workspace."""
+        fd = os.open(self.root, _DIR_FLAGS)
+        try:
+            for part in rel.parts if rel != PurePosixPath(".") else ():
+                fd = self._step_into(fd, part, rel, create)
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _step_into(self, fd: int, part: str, rel: PurePosixPath, create: bool) -> int:
+        """The descriptor of `part` inside the folder `fd` (closed here); a missing part is made if `create`."""
+        try:
+            try:
+                inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise WorkspaceError(f"{rel.as_posix()} does not exist.") from None
+                os.mkdir(part, 0o755, dir_fd=fd)
+                inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                self._own(inner)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise WorkspaceError(f"{rel.as_posix()} goes through {part!r}, which is not a folder (or is a "
+                                         f"symlink, never followed); nothing was read or written.") from None
+                raise WorkspaceError(f"{rel.as_posix()} cannot be reached: {exc.strerror}.") from None
+        finally:
+            os.close(fd)
+        return inner
 
     # ------------------------------------------------------------------ files
 
     def read_bytes(self, path: str) -> bytes:
-        target = self.resolve(path)
-        try:
-            fd = os.open(target, os.O_RDONLY | _NOFOLLOW)
-        except FileNotFoundError:
-            raise WorkspaceError(f"{path} does not exist.") from None
-        except OSError as exc:
-            raise WorkspaceError(f"{path} cannot be read: {exc.strerror}.") from None
+        rel = self.checked(path)
+        with self.folder(rel.parent) as parent:
+            try:
+                fd = os.open(rel.name or ".", os.O_RDONLY | _NOFOLLOW, dir_fd=parent)
+            except FileNotFoundError:
+                raise WorkspaceError(f"{path} does not exist.") from None
+            except OSError as exc:
+                raise WorkspaceError(f"{path} cannot be read: {exc.strerror}.") from None
         with os.fdopen(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise WorkspaceError(f"{path} is not a regular file.")
             return handle.read()
 
-    def write_bytes(self, path: str, data: bytes) -> Path:
+    def write_bytes(self, path: str, data: bytes) -> None:
         """Write a file (folders made as needed), refused beyond the quota; never follows a symlink."""
-        target = self.resolve(path)
-        if target == self.root:
+        rel = self.checked(path)
+        if rel == PurePosixPath("."):
             raise WorkspaceError("Give a file name, not the workspace itself.")
-        old = lstat_or_none(target)
-        if old is not None and not stat.S_ISREG(old.st_mode):
-            raise WorkspaceError(f"{path} exists and is not a regular file; nothing was written.")
-        old_size = old.st_size if old is not None else 0
-        used = self.size()
-        if used - old_size + len(data) > self.quota_bytes:
-            raise WorkspaceError(f"Refused: writing {len(data):,} bytes would take the workspace past its quota "
-                                 f"of {self.quota_bytes:,} bytes ({used:,} used). Delete files first.")
-        self._make_parents(target)
-        try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o644)
-        except OSError as exc:
-            raise WorkspaceError(f"{path} cannot be written: {exc.strerror}.") from None
+        with self.folder(rel.parent, create=True) as parent:
+            try:
+                old: os.stat_result | None = os.stat(rel.name, dir_fd=parent, follow_symlinks=False)
+            except FileNotFoundError:
+                old = None
+            if old is not None and not stat.S_ISREG(old.st_mode):
+                raise WorkspaceError(f"{path} exists and is not a regular file; nothing was written.")
+            old_size = old.st_size if old is not None else 0
+            used = self.size()
+            if used - old_size + len(data) > self.quota_bytes:
+                raise WorkspaceError(f"Refused: writing {len(data):,} bytes would take the workspace past its "
+                                     f"quota of {self.quota_bytes:,} bytes ({used:,} used). Delete files first.")
+            try:
+                fd = os.open(rel.name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o644, dir_fd=parent)
+            except OSError as exc:
+                raise WorkspaceError(f"{path} cannot be written: {exc.strerror}.") from None
         with os.fdopen(fd, "wb") as handle:
             self._own(handle.fileno())
             handle.write(data)
-        return target
-
-    def _make_parents(self, target: Path) -> None:
-        folder = self.root
-        for part in target.relative_to(self.root).parts[:-1]:
-            folder = folder / part
-            if lstat_or_none(folder) is None:
-                os.mkdir(folder, 0o755)
-                self._own(folder)
-            elif not is_real_dir(folder):
-                raise WorkspaceError(f"{folder.relative_to(self.root)} is not a folder (or is a symlink).")
