@@ -133,29 +133,31 @@ class Workspace:
         fd = os.open(self.root, _DIR_FLAGS)
         try:
             for part in rel.parts if rel != PurePosixPath(".") else ():
-                fd = self._step_into(fd, part, rel, create)
+                inner = self._open_part(fd, part, rel, create)
+                os.close(fd)
+                fd = inner
             yield fd
         finally:
             os.close(fd)
 
-    def _step_into(self, fd: int, part: str, rel: PurePosixPath, create: bool) -> int:
-        """The descriptor of `part` inside the folder `fd` (closed here); a missing part is made if `create`."""
+    def _open_part(self, fd: int, part: str, rel: PurePosixPath, create: bool) -> int:
+        """The descriptor of the folder `part` inside the folder `fd`; a missing one is made if `create`."""
         try:
-            try:
-                inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise WorkspaceError(f"{rel.as_posix()} does not exist.") from None
-                os.mkdir(part, 0o755, dir_fd=fd)
-                inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                self._own(inner)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise WorkspaceError(f"{rel.as_posix()} goes through {part!r}, which is not a folder (or is a "
-                                         f"symlink, never followed); nothing was read or written.") from None
-                raise WorkspaceError(f"{rel.as_posix()} cannot be reached: {exc.strerror}.") from None
-        finally:
-            os.close(fd)
+            return os.open(part, _DIR_FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            if not create:
+                raise WorkspaceError(f"{rel.as_posix()} does not exist.") from None
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise WorkspaceError(f"{rel.as_posix()} goes through {part!r}, which is not a folder (or is a "
+                                     f"symlink, never followed); nothing was read or written.") from None
+            raise WorkspaceError(f"{rel.as_posix()} cannot be reached: {exc.strerror}.") from None
+        try:
+            os.mkdir(part, 0o755, dir_fd=fd)
+            inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            raise WorkspaceError(f"{rel.as_posix()} cannot be made: {exc.strerror}.") from None
+        self._own(inner)
         return inner
 
     # ------------------------------------------------------------------ files
