@@ -4,10 +4,12 @@ that person.
 What is kept about a person, and where it goes:
 - the database (`PeopleStore.forget_person`): the person and everyone merged into them, their accounts and
   /link codes, their own conversations (messages, summaries, goals), their words in conversations shared
-  with others (blanked in place), and the inbox rows holding their messages;
+  with others (blanked in place), the inbox rows holding their messages, their usage counts, and the kanban
+  cards their requests made (archived, wiped);
 - files under HERMES_HOME: their memory (`memories/<person id>/`: MEMORY.md, USER.md, proposed changes), the
-  attachment folders of their own conversations and the attachment files their other messages brought, and
-  their pairing approval (`pairing.json`).
+  attachment folders of their own conversations and the attachment files their other messages brought, their
+  DM workspace of every bot (`workspaces/<bot>/person-<id>/`; a group's workspace is the group's and stays),
+  and their pairing approval (`pairing.json`).
 The database goes first, in one transaction: if it fails nothing is half-forgotten there, and the files that
 follow are found from what it deleted. Confirmation is a one-time code the person must send back, so a
 stray `/forget` (or someone else's message quoting it) deletes nothing.
@@ -38,12 +40,14 @@ log = logging.getLogger(__name__)
 CODE_LENGTH = 6
 CODE_TTL_SECONDS = 600
 ATTACHMENTS = "attachments"
+WORKSPACES = "workspaces"  # `workspace.space`: HERMES_HOME/workspaces/<bot>/person-<id>/ for a DM
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 EXPLAIN = """This deletes everything I keep about you, for good:
 - what I remember about you (notes and profile, and changes waiting for you),
 - our conversations and your messages (in group chats your messages are blanked; the others keep theirs),
-- files you sent me, your /link codes and linked accounts, and your access approval if you were paired.
+- files you sent me or made with me in our chats, tasks you handed me, your /link codes and linked accounts,
+  and your access approval if you were paired.
 I will not recognise you afterwards; if you write again you start as someone new.
 
 To go ahead, send `/forget {code}` within 10 minutes."""
@@ -60,14 +64,16 @@ class ForgetOutcome:
     memory_folders: int
     attachment_files: int
     approvals: int
+    workspaces: int = 0
     problems: tuple[str, ...] = ()  # files that could not be removed (the database part is done regardless)
 
     def summary(self) -> str:
         r = self.record
         text = (f"Deleted {len(r.person_ids)} person record(s), {len(r.accounts)} account(s), {r.sessions} "
                 f"conversation(s), {r.messages} message(s), {r.goals} goal(s), {r.inbound} inbox row(s), "
-                f"{r.link_codes} link code(s), {self.memory_folders} memory folder(s), {self.attachment_files} "
-                f"attachment(s) and {self.approvals} pairing approval(s).")
+                f"{r.link_codes} link code(s), {r.cards} kanban card(s), {self.memory_folders} memory folder(s), "
+                f"{self.workspaces} workspace(s), {self.attachment_files} attachment(s) and {self.approvals} "
+                f"pairing approval(s).")
         if self.problems:
             text += " Could not remove: " + "; ".join(self.problems) + "."
         return text
@@ -92,6 +98,7 @@ async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
         except OSError as exc:
             problems.append(f"memory of person {pid} ({exc.strerror or exc})")
     files = await asyncio.to_thread(_remove_attachments, Path(home) / ATTACHMENTS, record, problems)
+    workspaces = await asyncio.to_thread(_remove_workspaces, Path(home) / WORKSPACES, record, problems)
     pairing = pairing or Pairing.for_home(home)
     approvals = 0
     for account in record.accounts:
@@ -99,7 +106,27 @@ async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
             approvals += await asyncio.to_thread(pairing.revoke, account.platform, account.user_id)
         except OSError as exc:
             problems.append(f"pairing approval of {account.platform} user {account.user_id} ({exc})")
-    return ForgetOutcome(record, folders, files, approvals, tuple(problems))
+    return ForgetOutcome(record, folders, files, approvals, workspaces, tuple(problems))
+
+
+def _remove_workspaces(root: Path, record: ForgottenPerson, problems: list[str]) -> int:
+    """Each bot's DM workspace of the forgotten people (`<bot>/person-<id>/`), never through a symlink."""
+    if not root.is_dir() or root.is_symlink():
+        return 0
+    removed = 0
+    for bot in sorted(root.iterdir()):
+        if bot.is_symlink() or not bot.is_dir():
+            continue
+        for pid in record.person_ids:
+            folder = bot / f"person-{pid}"
+            if folder.is_symlink() or not folder.is_dir():
+                continue
+            try:
+                shutil.rmtree(folder)
+                removed += 1
+            except OSError as exc:
+                problems.append(f"workspace {bot.name}/{folder.name} ({exc.strerror or exc})")
+    return removed
 
 
 def _remove_attachments(root: Path, record: ForgottenPerson, problems: list[str]) -> int:

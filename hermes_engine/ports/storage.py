@@ -55,6 +55,7 @@ class ForgottenPerson:
     goals: int
     link_codes: int
     attachment_paths: tuple[str, ...]  # files their messages brought, as the inbox recorded them
+    cards: int = 0  # kanban cards made for them: archived, their text and where they came from wiped
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from hermes_engine.ports.storage import AccountRecord, ForgottenPerson, PersonRecord
 from storage.models import (
     AccountRow,
+    CardEventRow,
+    CardRow,
     CompactionRow,
     GoalRow,
     InboundEventRow,
@@ -163,13 +165,28 @@ class PeopleRepository(SqlRepository):
             sessions = await _delete(session, SessionRow, SessionRow.id.in_(whole_ids))
             inbound_count = await _delete(session, InboundEventRow, InboundEventRow.id.in_(inbound))
             link_codes = await _delete(session, LinkCodeRow, LinkCodeRow.person_id.in_(ids))
+            cards = await self._wipe_cards_for(session, ids)
             await _delete(session, AccountRow, AccountRow.person_id.in_(ids))
             await session.execute(sa.update(PersonRow).where(PersonRow.merged_into.in_(ids)).values(merged_into=None))
             await _delete(session, PersonRow, PersonRow.id.in_(ids))
         return ForgottenPerson(person_ids=tuple(ids), accounts=tuple(accounts),
                                session_keys=tuple(sorted({key for key, _ in keys})), sessions=sessions,
                                messages=messages, inbound=inbound_count, goals=goals, link_codes=link_codes,
-                               attachment_paths=tuple(paths))
+                               attachment_paths=tuple(paths), cards=cards)
+
+    @staticmethod
+    async def _wipe_cards_for(session: AsyncSession, ids: Collection[int]) -> int:
+        """Cards a person's request made carry their words (title, body, results, handoffs) and where to tell
+        them: archived with all of it wiped, so no dispatcher runs them again and the board keeps no trace. A
+        worker still on one finds it archived when it reports."""
+        cards = list(await session.scalars(sa.select(CardRow.id).where(
+            CardRow.origin[("for", "person_id")].as_integer().in_(ids))))
+        if cards:
+            await _delete(session, CardEventRow, CardEventRow.card_id.in_(cards))
+            await session.execute(sa.update(CardRow).where(CardRow.id.in_(cards)).values(
+                title=REMOVED, body=REMOVED, result=None, reason=None, origin={}, status="archived", claim=None,
+                lease_expires_at=None).execution_options(synchronize_session=False))
+        return len(cards)
 
     @staticmethod
     async def _sessions_of_only(session: AsyncSession, ids: Collection[int]) -> list[int]:
