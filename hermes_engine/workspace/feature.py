@@ -137,6 +137,7 @@ class WorkspaceFeature(Feature):
                                 file_bytes=room)
         stop = threading.Event()
         shown = OutputShown(ctx.progress, command) if ctx.progress is not None else None
+        result: sandbox.RunResult | None = None
         try:
             result = await asyncio.get_running_loop().run_in_executor(
                 None, functools.partial(sandbox.run, ws.root, command, limits, stop=stop, uids=self.uids,
@@ -146,7 +147,7 @@ class WorkspaceFeature(Feature):
         finally:
             stop.set()  # a cancelled turn (/stop) ends the command too
             if shown is not None:
-                await shown.close()
+                await shown.close(result)
         text = result.text()
         if await asyncio.to_thread(ws.size) > ws.quota_bytes:
             text += f"\n[the workspace is over its quota of {ws.quota_bytes:,} bytes: delete files]"

@@ -210,3 +210,16 @@ async def test_allowed_people_may_use_the_workspace_in_their_own_dm_but_not_in_a
     assert fake_llm.requests[1].turn_tool_results[0] == "mine\n[exit code 0]"
     await e.say("in the group", user="friend", chat="g1", kind=ChatKind.GROUP)
     assert "only an admin" in fake_llm.requests[3].turn_tool_results[0] and "direct message" in fake_llm.requests[3].turn_tool_results[0]
+
+
+async def test_a_long_output_shows_its_head_as_it_comes_then_its_tail_and_the_exit_code(engine, fake_llm):
+    e = await engine(profile=profile())
+    command = "seq 1 20000; echo last line; exit 3"
+    fake_llm.script(Reply(tool_calls=[("terminal", {"command": command})]), Reply(text="it failed"))
+    assert await e.say("run it", user=ADMIN) == "it failed"
+    shown = "".join(e.outlet.delivered[-1].deltas)
+    frame = shown[:shown.index("it failed")]
+    assert frame.count("```") == 2  # one block, closed
+    assert "\n1\n2\n3\n" in frame and "bytes …\n" in frame
+    assert frame.rstrip().endswith("19999\n20000\nlast line\n```\n[exit code 3]")
+    assert len(frame) < 5000  # head and tail, not the 100 kB between
