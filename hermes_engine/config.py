@@ -193,6 +193,7 @@ class WorkspaceSettings(BaseModel):
     cpu_seconds: int = Field(120, ge=1)
     approve: list[str] = Field(default_factory=lambda: ["dangerous"])  # risk classes asked about first
     approvers: list[str] = Field(default_factory=list)  # user ids; empty: the profile's admins
+    person_approves: bool = False  # the person whose message led to the request may answer it too
     approval_timeout_seconds: float = Field(300, gt=0)
     # a root gateway runs each workspace's commands as a uid of its own from this range (workspace/uids.py)
     uid_first: int = Field(1_999_000_000, ge=1000, le=2**32 - 2)

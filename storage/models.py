@@ -408,3 +408,4 @@ class ApprovalRow(Base):
     decided_by: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    asked_by: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)  # migration 0014

@@ -228,7 +228,7 @@ class McpFeature(Feature):
         decision, note = await self.approvals.decide(
             bot=ctx.bot, session_key=ctx.session_key, target=ctx.target,
             command=f"{remote.server}: {remote.name} {shown}", risk=f"mcp:{remote.server}/{remote.name}",
-            reason="an MCP tool that acts on the world", question="Call this tool?")
+            reason="an MCP tool that acts on the world", question="Call this tool?", asked_by=ctx.user_id or "")
         return note if decision is Decision.DENY else None
 
     def as_tool_result(self, result: RemoteResult, source: str, limit: int) -> ToolResult:

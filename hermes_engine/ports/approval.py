@@ -37,6 +37,7 @@ class ApprovalRequest:
     reason: str  # why, in a few words (a rule that matched)
     expires_at: datetime
     question: str = "Run this command?"  # the line above the buttons; an MCP tool call asks "Call this tool?"
+    asked_by: str = ""  # the platform user id of the person whose turn asks (they may answer it if allowed)
 
 
 class Pressed(StrEnum):

@@ -408,13 +408,15 @@ class ApprovalRecord:
     expires_at: datetime
     decision: str | None = None  # a `ports.approval.Decision` value, once decided
     decided_by: str | None = None  # the platform user id of whoever answered
+    asked_by: str | None = None  # the platform user id of the person whose turn asked
 
 
 class ApprovalStore(Protocol):
     """Pending approval requests, so a button press that reaches another replica than the one whose turn
     waits is still taken: that replica records the answer, the waiting one reads it. The first answer wins."""
 
-    async def record_approval(self, request_id: str, bot: str, session_key: str, expires_at: datetime) -> None:
+    async def record_approval(self, request_id: str, bot: str, session_key: str, expires_at: datetime,
+                              asked_by: str | None = None) -> None:
         """Record a pending request; requests that expired a day ago are swept on the way."""
 
     async def get_approval(self, request_id: str) -> ApprovalRecord | None: ...

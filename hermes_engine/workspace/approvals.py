@@ -10,6 +10,8 @@ each request is also recorded there, so a press that the platform brings to anot
 there and reaches the waiting turn (`shared_approvals.py`); the question is then updated here, where it
 was shown.
 "Approve for this session" remembers the risk class for that session until it leaves memory or `/new`.
+Who may answer: the approvers (by default the profile's admins) and, when the profile says so
+(`person_approves`), the person whose turn asks.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class ApprovalGate:
     asker: ApprovalAsker | None
     may_approve: Callable[[str], bool]
     timeout_seconds: float = 300.0
+    person_approves: bool = False  # the person whose turn asks may answer too
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _for_session: dict[str, set[str]] = field(default_factory=dict)
     _settling: set[asyncio.Task[None]] = field(default_factory=set)
@@ -56,7 +59,7 @@ class ApprovalGate:
         self._shared = SharedRequests(store, bot)
 
     async def decide(self, *, bot: str, session_key: str, target: ReplyTarget, command: str, risk: str,
-                     reason: str, question: str = "Run this command?") -> tuple[Decision, str]:
+                     reason: str, question: str = "Run this command?", asked_by: str = "") -> tuple[Decision, str]:
         """Wait for an answer; (decision, a sentence saying why for a denial)."""
         if risk in self._for_session.get(session_key, set()):
             return Decision.SESSION, ""
@@ -64,7 +67,7 @@ class ApprovalGate:
             return Decision.DENY, "no way to ask for approval is configured"
         expires = datetime.now(UTC) + timedelta(seconds=self.timeout_seconds)
         request = ApprovalRequest(secrets.token_hex(6), bot, session_key, target, command, risk, reason, expires,
-                                  question)
+                                  question, asked_by)
         pending = _Pending(request, asyncio.get_running_loop().create_future())
         self._pending[request.id] = pending
         shared = self._shared if self._shared is not None and await self._shared.open(request) else None
@@ -126,18 +129,21 @@ class ApprovalGate:
         asked (a question another replica showed, when the platform brought the press here)."""
         if request_id in self._pending or self._shared is None:
             return self._press_here(request_id, user_id, decision)
-        return await self._shared.take(request_id, user_id, decision, self.may_approve)
+        return await self._shared.take(request_id, user_id, decision, self._may_answer)
 
     def _press_here(self, request_id: str, user_id: str, decision: Decision) -> Pressed:
         pending = self._pending.get(request_id)
         if pending is None or pending.future.done():
             return Pressed.ENDED
-        if not self.may_approve(user_id):
+        if not self._may_answer(user_id, pending.request.asked_by):
             log.info("approval %s: %s may not answer it; ignored", request_id, user_id)
             return Pressed.NOT_AN_APPROVER
         pending.note, pending.answered_by = answered_note(decision, user_id), user_id
         pending.future.set_result(decision)
         return Pressed.TAKEN
+
+    def _may_answer(self, user_id: str, asked_by: str) -> bool:
+        return self.may_approve(user_id) or (self.person_approves and bool(asked_by) and user_id == asked_by)
 
     def deny(self, request_id: str, note: str) -> None:
         """End a request denied on the engine's own account (nobody can be asked)."""

@@ -49,7 +49,8 @@ class WorkspaceFeature(Feature):
         self.toolsets = toolsets or []
         self.uids = pool_for(settings.uid_first, settings.uid_count)
         approvers = {str(u) for u in (settings.approvers or admins)}
-        self.approvals = ApprovalGate(asker, approvers.__contains__, settings.approval_timeout_seconds)
+        self.approvals = ApprovalGate(asker, approvers.__contains__, settings.approval_timeout_seconds,
+                                      settings.person_approves)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -126,7 +127,7 @@ class WorkspaceFeature(Feature):
                                   is_error=True)
             decision, note = await self.approvals.decide(bot=ctx.bot, session_key=ctx.session_key,
                                                          target=ctx.target, command=command, risk=risk.level,
-                                                         reason=risk.reason)
+                                                         reason=risk.reason, asked_by=ctx.user_id or "")
             if decision is Decision.DENY:
                 return ToolResult(f"Denied: the command was not run ({risk.level}: {risk.reason}; {note}).",
                                   is_error=True)

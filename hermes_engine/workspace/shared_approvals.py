@@ -38,7 +38,8 @@ class SharedRequests:
     async def open(self, request: ApprovalRequest) -> bool:
         """Record the request; False (presses elsewhere will be told it ended) when the store cannot."""
         try:
-            await self.store.record_approval(request.id, self.bot, request.session_key, request.expires_at)
+            await self.store.record_approval(request.id, self.bot, request.session_key, request.expires_at,
+                                             request.asked_by or None)
         except Exception:  # noqa: BLE001 - the request is still answered on this replica
             log.warning("approval %s: not recorded in the database; only this replica can take it", request.id,
                         exc_info=True)
@@ -78,7 +79,7 @@ class SharedRequests:
         return decision, note
 
     async def take(self, request_id: str, user_id: str, decision: Decision,
-                   may_approve: Callable[[str], bool]) -> Pressed:
+                   may_approve: Callable[[str, str], bool]) -> Pressed:
         """A press on a request another replica asked: checked as a press there would be, then recorded
         unless an answer, an expiry or the end of the request got there first."""
         try:
@@ -86,7 +87,7 @@ class SharedRequests:
             if record is None or record.bot != self.bot or record.state != "pending" \
                     or record.expires_at <= datetime.now(UTC):
                 return Pressed.ENDED
-            if not may_approve(user_id):
+            if not may_approve(user_id, record.asked_by or ""):
                 log.info("approval %s: %s may not answer it; ignored", request_id, user_id)
                 return Pressed.NOT_AN_APPROVER
             taken = await self.store.answer_approval(request_id, self.bot, decision.value, user_id)

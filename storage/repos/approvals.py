@@ -25,13 +25,15 @@ class ApprovalRepository(SqlRepository):
     """`hermes_engine.ports.storage.ApprovalStore`."""
 
     @whole
-    async def record_approval(self, request_id: str, bot: str, session_key: str, expires_at: datetime) -> None:
+    async def record_approval(self, request_id: str, bot: str, session_key: str, expires_at: datetime,
+                              asked_by: str | None = None) -> None:
         now = self._now()
         table = table_of(ApprovalRow)
         async with self.engine.begin() as conn:
             await conn.execute(sa.delete(table).where(table.c.expires_at < now - KEPT_AFTER_EXPIRY))
             await conn.execute(sa.insert(table).values(id=request_id, bot=bot, session_key=session_key,
-                                                       state="pending", expires_at=expires_at, created_at=now))
+                                                       state="pending", expires_at=expires_at, created_at=now,
+                                                       asked_by=asked_by))
 
     @whole
     async def get_approval(self, request_id: str) -> ApprovalRecord | None:
@@ -62,4 +64,5 @@ class ApprovalRepository(SqlRepository):
 
 def _record(row: ApprovalRow) -> ApprovalRecord:
     state: Any = row.state
-    return ApprovalRecord(row.id, row.bot, row.session_key, state, row.expires_at, row.decision, row.decided_by)
+    return ApprovalRecord(row.id, row.bot, row.session_key, state, row.expires_at, row.decision, row.decided_by,
+                          row.asked_by)

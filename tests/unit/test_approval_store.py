@@ -55,6 +55,13 @@ async def test_the_first_answer_wins_and_later_ones_change_nothing(store: SqlSto
     assert ended == record
 
 
+async def test_who_asked_is_kept_with_the_request(store: SqlStore) -> None:
+    await store.record_approval("r1", "bot", "k", START + timedelta(minutes=5), asked_by="alice")
+    await store.record_approval("r2", "bot", "k", START + timedelta(minutes=5))
+    assert (await store.get_approval("r1")).asked_by == "alice"
+    assert (await store.get_approval("r2")).asked_by is None
+
+
 async def test_a_request_of_another_bot_or_unknown_takes_no_answer(store: SqlStore) -> None:
     await store.record_approval("r1", "bot", "k", START + timedelta(minutes=5))
     assert await store.answer_approval("r1", "other-bot", "once", "alice") is False

@@ -77,6 +77,21 @@ async def test_a_stranger_pressing_approve_changes_nothing_and_an_approver_decid
     assert answers.answer(request.id, "admin1", Decision.DENY) is False  # settled already
 
 
+async def test_the_person_who_asked_may_answer_only_when_the_profile_lets_them() -> None:
+    for person_approves, taken in ((False, False), (True, True)):
+        recorder = Recorder()
+        g = ApprovalGate(recorder, {"admin1"}.__contains__, 30.0, person_approves)
+        waiting = asyncio.ensure_future(g.decide(bot="b", session_key="s1", target=TARGET, command="rm -rf x",
+                                                 risk=DANGEROUS, reason="deletes many files", asked_by="alice"))
+        request, answers = await asked(recorder)
+        assert request.asked_by == "alice"
+        assert answers.answer(request.id, "bob", Decision.ONCE) is False  # another member of the chat
+        assert answers.answer(request.id, "alice", Decision.ONCE) is taken
+        if not taken:
+            assert answers.answer(request.id, "admin1", Decision.DENY) is True
+        assert (await waiting)[0] is (Decision.ONCE if taken else Decision.DENY)
+
+
 async def test_an_unanswered_request_expires_denied() -> None:
     recorder = Recorder()
     decision, note = await gate(recorder, timeout=0.2).decide(bot="b", session_key="s1", target=TARGET,
