@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -72,6 +73,12 @@ def progress_text(kind: Progress, cards: Sequence[CardRecord]) -> str:
     if len(cards) == 1:
         return f"↩️ {names} was taken back after its worker stopped; it will run again"
     return f"↩️ {len(cards)} cards were taken back after their workers stopped; they will run again: {names}"
+
+
+def new_batch() -> str:
+    """The mark shared by the cards of one request (kept in their `origin`, and inherited by the parts they
+    are split into), so that request is told when its own cards are done, whatever else the chat asked for."""
+    return uuid.uuid4().hex
 
 
 def _spec_text(text: str) -> tuple[str, str]:
@@ -139,6 +146,7 @@ class KanbanFeature(Feature):
                               "chat_kind": ctx.chat_kind, "session_key": ctx.session_key}}
         if ctx.person_id is not None:
             origin["person"] = ctx.person_id
+        origin["batch"] = new_batch()
         specs = []
         for i, text in enumerate(tasks, start=1):
             title, body = _spec_text(text)
@@ -165,8 +173,8 @@ class KanbanFeature(Feature):
                      reply.get("platform"))
             return
         if card.status == "done" and (finished := await self._all_done(card)):
-            await host.notify(ReplyTarget.from_dict(reply), f"🏁 All {finished} cards from this conversation are "
-                              "done.", idempotency_key=f"kanban-all-{card.id}")
+            await host.notify(ReplyTarget.from_dict(reply), f"🏁 All {finished} cards of this request are done.",
+                              idempotency_key=f"kanban-all-{card.id}")
 
     async def _post_batch(self, kind: Progress, cards: Sequence[CardRecord]) -> None:
         """One message per conversation for the cards of one batch (started, or taken back to run again)."""
@@ -184,11 +192,15 @@ class KanbanFeature(Feature):
                               idempotency_key=key)
 
     async def _all_done(self, card: CardRecord) -> int:
-        """How many cards this conversation has, when `card` was the last of several still open (else 0):
-        a person who handed the bot a piece of work in parts hears when all of it is finished; a single
-        card's own message already says so."""
+        """How many cards `card`'s request has, when `card` was the last of several still open (else 0): a
+        person who handed the bot a piece of work in parts hears when all of it is finished, whatever became
+        of what the same chat asked for before; a single card's own message already says so. Cards made
+        before requests were marked know only their conversation, so they are counted with its other
+        unmarked cards, as they were then."""
         assert self.host is not None
-        mine = [c for c in await self.host.store.list_cards(profile=card.profile) if c.origin == card.origin]
+        batch = card.origin.get("batch")
+        mine = [c for c in await self.host.store.list_cards(profile=card.profile)
+                if (c.origin.get("batch") == batch if batch is not None else c.origin == card.origin)]
         return len(mine) if len(mine) > 1 and all(c.status == "done" for c in mine) else 0
 
     # ------------------------------------------------------------------ /kanban
@@ -208,7 +220,8 @@ class KanbanFeature(Feature):
                 origin = {"reply": replace(ctx.message.reply_target(), reply_to_id=None).to_dict(),
                           "person": ctx.person_id,
                           "for": {"user_id": ctx.message.user_id, "admin": ctx.is_admin, "person_id": ctx.person_id,
-                                  "chat_kind": ctx.session.scope.chat_kind, "session_key": ctx.session.key}}
+                                  "chat_kind": ctx.session.scope.chat_kind, "session_key": ctx.session.key},
+                          "batch": new_batch()}
                 [card] = await store.create_cards([CardSpec(title=title, body=body, profile=ctx.host.bot,
                                                             origin=origin)], actor=actor)
                 self._poke()

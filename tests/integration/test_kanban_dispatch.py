@@ -205,8 +205,33 @@ async def test_the_agent_splits_a_task_into_cards_and_the_dependant_runs_after_i
     told = [d.text for d in board.outlet.delivered]
     assert "I put it on the board." in told
     finished = [i for i, t in enumerate(told) if t.startswith(f"✅ Card #{second.id} done")]
-    everything = [i for i, t in enumerate(told) if t == "🏁 All 2 cards from this conversation are done."]
+    everything = [i for i, t in enumerate(told) if t == "🏁 All 2 cards of this request are done."]
     assert len(finished) == 1 and everything == [finished[0] + 1]  # once, after the last card's own message
+
+
+async def test_a_second_batch_in_the_same_chat_is_told_when_its_own_cards_are_done(board, fake_llm):
+    asked = {"an old errand": ["an old errand"], "two new errands": ["first new errand", "second new errand"]}
+
+    def respond(request):
+        if is_worker(request):
+            if "an old errand" in request.last_user_text:
+                return Reply(error=400, error_message="the model refused this card")
+            return completing()(request)
+        if request.messages[-1]["role"] == "user":  # not the tool's answer, which ends the turn
+            tasks = asked[request.last_user_text]
+            return Reply(tool_calls=[("kanban", {"tasks": tasks, "dependencies": ["2:1"] if len(tasks) > 1 else []})])
+        return Reply(text="On the board.")
+
+    fake_llm.responder = respond
+    await board.say("an old errand")
+    [old] = await board.store.list_cards(profile="testbot")
+    await board.until(old.id, lambda c: c.status == "blocked")  # left there: the chat never clears it
+    await board.say("two new errands")
+    first, second = [c for c in await board.store.list_cards(profile="testbot") if c.id != old.id]
+    await board.until(second.id, lambda c: c.status == "done")
+    await board.told("🏁")
+    await asyncio.sleep(0.5)  # a second 🏁, if any, would have come by now
+    assert [t for t in board.outlet.texts if t.startswith("🏁")] == ["🏁 All 2 cards of this request are done."]
 
 
 async def test_a_cycle_from_the_agent_is_refused_with_a_clear_error(board, fake_llm):
