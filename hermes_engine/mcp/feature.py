@@ -10,7 +10,9 @@ would pass the profile's `mcp_schema_budget` (tokens); the rest are named in one
 `mcp_call`'s description, and the model asks `mcp_describe` for a schema, which arrives as a tool result:
 the request's tool list never changes.
 
-Every result is marked as untrusted data; a failure of any kind reaches the model as a tool error.
+Every result, and every page of a cut one, is marked as untrusted data; a failure of any kind reaches the
+model as a tool error. A cut result is read on only in the session whose call produced it, and only by a
+turn that may call its server.
 A tool the profile marks as acting on the world (`approval`, `approve_tools`) is called only once an
 approver said yes, through the same gate as the terminal's dangerous commands; a denial reaches the
 model as a tool error and the server never sees the call.
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_engine.mcp.names import tool_names
 from hermes_engine.mcp.remote import McpServers, RemoteResult, RemoteTool, ServerUnavailable
-from hermes_engine.mcp.results import ResultPages, render
+from hermes_engine.mcp.results import KEPT_RESULTS, ResultPages, render
 from hermes_engine.mcp.settings import McpServerSettings
 from hermes_engine.policy import untrusted
 from hermes_engine.ports.approval import Decision
@@ -45,6 +47,12 @@ COMPACT_TOOLSET = "mcp"
 
 def schema_tokens(name: str, description: str, parameters: dict[str, Any]) -> int:
     return (len(name) + len(description) + len(json.dumps(parameters, separators=(",", ":")))) // CHARS_PER_TOKEN
+
+
+def session_of(ctx: ToolContext) -> tuple[str, int, str | None]:
+    """Whose a kept result is: the conversation's key alone would let a kanban card's worker (session id 0,
+    a workspace of its own) read what another card or the chat itself was shown."""
+    return ctx.session_key, ctx.session_id, ctx.workspace
 
 
 def _short(description: str, limit: int = 80) -> str:
@@ -165,13 +173,22 @@ class McpFeature(Feature):
                     parameters, run, COMPACT_TOOLSET)
 
     def _page_tool(self) -> Tool:
-        def run(ref: str, offset: int) -> str:
-            return self.pages.page(ref, offset, 20_000)
+        async def run(ref: str, offset: int, **rest: Any) -> ToolResult:
+            ctx: ToolContext = rest[CONTEXT_PARAM]
+            kept = self.pages.find(ref, session_of(ctx))
+            if kept is None:
+                return ToolResult(f"Error: no kept result {ref!r} (only the last {KEPT_RESULTS} cut results "
+                                  "are kept).", is_error=True)
+            refused = await self.refusal(kept.server, ctx)
+            if refused:
+                return ToolResult(refused, is_error=True)
+            ctx.untrusted = True  # as for the result's first part: this turn's writes scan strictly
+            return ToolResult(untrusted.mark(kept.page(offset, 20_000), kept.source))
 
         parameters = {"type": "object", "properties": {"ref": {"type": "string"}, "offset": {"type": "integer"}},
                       "required": ["ref", "offset"]}
         return Tool("mcp_result_page", "Read on in an MCP tool result that was cut.", parameters, run,
-                    COMPACT_TOOLSET)
+                    COMPACT_TOOLSET, CONTEXT_PARAM)
 
     def _limit(self, server: str) -> float:
         rules = self.settings[server]
@@ -217,7 +234,7 @@ class McpFeature(Feature):
         except Exception as exc:  # whatever the transport or the server raised; the turn goes on
             return ToolResult(f"Error: {source} failed: {type(exc).__name__}: {exc}", is_error=True)
         ctx.untrusted = True  # the model reads it next: this turn's writes to memory and skills scan strictly
-        return self.as_tool_result(result, source, rules.max_result_chars)
+        return self.as_tool_result(result, remote.server, source, rules.max_result_chars, ctx)
 
     async def _denial(self, remote: RemoteTool, arguments: dict[str, Any], ctx: ToolContext) -> str | None:
         """Ask the approvers; None when they approved, else why not."""
@@ -231,6 +248,8 @@ class McpFeature(Feature):
             reason="an MCP tool that acts on the world", question="Call this tool?", asked_by=ctx.user_id or "")
         return note if decision is Decision.DENY else None
 
-    def as_tool_result(self, result: RemoteResult, source: str, limit: int) -> ToolResult:
+    def as_tool_result(self, result: RemoteResult, server: str, source: str, limit: int,
+                       ctx: ToolContext) -> ToolResult:
         text, images = render(result)
-        return ToolResult(untrusted.mark(self.pages.cut(text, limit), source), result.is_error, images)
+        shown = self.pages.cut(text, limit, owner=session_of(ctx), server=server, source=source)
+        return ToolResult(untrusted.mark(shown, source), result.is_error, images)

@@ -1,14 +1,19 @@
 """A server's answer as the model reads it: text, links described, images described in the text and
 handed on as images (vision models see them; `MAX_IMAGES` per result, each up to `MAX_IMAGE_BYTES`, the
 rest only described), cut to the server's size cap with a note saying how to read on (`mcp_result_page`);
-the caller marks the text as untrusted data (`policy/untrusted.py`)."""
+the caller marks the text, and every page of it, as untrusted data (`policy/untrusted.py`).
+
+A cut result can hold what only its session's people may see (an admins-only server's answer), so its
+rest is kept for that session alone, under a ref nobody can guess."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import itertools
+import secrets
 from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
 
 from hermes_engine.mcp.remote import RemotePart, RemoteResult
 from hermes_engine.ports.conversation import ImagePart
@@ -56,28 +61,38 @@ def render(result: RemoteResult) -> tuple[str, tuple[ImagePart, ...]]:
     return ("\n".join(pieces) if pieces else "(no content)"), tuple(shown)
 
 
+@dataclass(frozen=True)
+class KeptResult:
+    owner: Hashable  # the session whose tool call produced it
+    server: str
+    source: str  # as the untrusted marker names it
+    text: str
+
+    def page(self, offset: int, limit: int) -> str:
+        start = max(offset, 0)
+        chunk = self.text[start: start + limit]
+        end = start + len(chunk)
+        more = f"\n[{end:,} of {len(self.text):,}; next: offset={end}]" if end < len(self.text) else "\n[end of result]"
+        return chunk + more
+
+
 class ResultPages:
     """The full text of the last few cut results, so the model can read on page by page."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[str, str] = OrderedDict()
-        self._ids = itertools.count(1)
+        self._kept: OrderedDict[str, KeptResult] = OrderedDict()
 
-    def cut(self, text: str, limit: int) -> str:
+    def cut(self, text: str, limit: int, *, owner: Hashable, server: str, source: str) -> str:
         if len(text) <= limit:
             return text
-        ref = f"r{next(self._ids)}"
-        self._kept[ref] = text
+        ref = secrets.token_hex(8)
+        self._kept[ref] = KeptResult(owner, server, source, text)
         while len(self._kept) > KEPT_RESULTS:
             self._kept.popitem(last=False)
         return (f"{text[:limit]}\n[cut: {limit:,} of {len(text):,} characters shown; read on with "
                 f"mcp_result_page(ref=\"{ref}\", offset={limit})]")
 
-    def page(self, ref: str, offset: int, limit: int) -> str:
-        text = self._kept.get(ref)
-        if text is None:
-            return f"Error: no kept result {ref!r} (only the last {KEPT_RESULTS} cut results are kept)."
-        chunk = text[max(offset, 0): max(offset, 0) + limit]
-        end = max(offset, 0) + len(chunk)
-        more = f"\n[{end:,} of {len(text):,}; next: offset={end}]" if end < len(text) else "\n[end of result]"
-        return chunk + more
+    def find(self, ref: str, owner: Hashable) -> KeptResult | None:
+        """None alike for a ref never kept, one dropped, and another session's: that one learns nothing."""
+        kept = self._kept.get(ref)
+        return kept if kept is not None and kept.owner == owner else None

@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -144,16 +145,46 @@ async def test_a_hanging_call_times_out_as_a_tool_error(engine, fake_llm):
     assert tool_results(fake_llm.requests[1]) == ["Error: MCP server fake, tool hang did not answer within 1 s."]
 
 
+def kept_ref(cut: str) -> str:
+    found = re.search(r'mcp_result_page\(ref="([^"]+)", offset=', cut)
+    assert found, cut
+    return found.group(1)
+
+
 async def test_a_5_mb_result_is_cut_with_a_note_and_the_rest_can_be_read(engine, fake_llm):
     e = await engine(profile=make_profile(mcp_servers={"fake": stdio(max_result_chars=10_000)}))
-    fake_llm.script(Reply(tool_calls=[("fake__big", {"chars": 5_000_000})]), Reply(tool_calls=[
-        ("mcp_result_page", {"ref": "r1", "offset": 10_000})]), Reply(text="read"))
-    assert await e.say("big", timeout=60) == "read"
+    fake_llm.script(Reply(tool_calls=[("fake__big", {"chars": 5_000_000})]), Reply(text="cut"))
+    assert await e.say("big", timeout=60) == "cut"
     [cut] = tool_results(fake_llm.requests[1])
     assert len(cut) < 11_000
-    assert "10,000 of 5,000,000 characters shown" in cut and 'mcp_result_page(ref="r1", offset=10000)' in cut
-    page = tool_results(fake_llm.requests[2])[-1]
-    assert page.startswith("some text ") and "next: offset=30000" in page
+    ref = kept_ref(cut)
+    assert "10,000 of 5,000,000 characters shown" in cut and f'mcp_result_page(ref="{ref}", offset=10000)' in cut
+    fake_llm.script(Reply(tool_calls=[("mcp_result_page", {"ref": ref, "offset": 10_000})]), Reply(text="read"))
+    assert await e.say("read on", timeout=30) == "read"
+    page = tool_results(fake_llm.requests[3])[-1]
+    assert page.startswith("[untrusted data from MCP server fake, tool big")
+    assert "\nsome text " in page and "next: offset=30000" in page
+
+
+async def test_a_cut_result_is_paged_only_in_the_conversation_that_received_it(engine, fake_llm):
+    server = stdio(max_result_chars=10_000, access={"people": "admins"})
+    e = await engine(profile=make_profile(mcp_servers={"fake": server}, access={"admins": ["boss"]}))
+    fake_llm.script(Reply(tool_calls=[("fake__big", {"chars": 50_000})]), Reply(text="cut"))
+    assert await e.say("big", chat="admins", user="boss", timeout=30) == "cut"
+    ref = kept_ref(tool_results(fake_llm.requests[1])[0])
+    unknown = "0" * len(ref)
+    fake_llm.reset()
+    fake_llm.script(Reply(tool_calls=[("mcp_result_page", {"ref": ref, "offset": 10_000}),
+                                      ("mcp_result_page", {"ref": unknown, "offset": 10_000})]), Reply(text="no"))
+    assert await e.say("read the admin's result", chat="elsewhere", user="u2", timeout=30) == "no"
+    theirs, nobodys = tool_results(fake_llm.requests[1])
+    assert "some text" not in theirs and theirs == nobodys.replace(unknown, ref)
+    fake_llm.reset()
+    fake_llm.script(Reply(tool_calls=[("mcp_result_page", {"ref": ref, "offset": 10_000})]), Reply(text="read"))
+    assert await e.say("read on", chat="admins", user="boss", timeout=30) == "read"
+    page = tool_results(fake_llm.requests[1])[-1]
+    assert page.startswith("[untrusted data from MCP server fake, tool big") and "\nsome text " in page
+    assert not re.fullmatch(r"r?\d+", ref)  # nobody finds another's result by counting
 
 
 async def test_tool_names_providers_refuse_are_cleaned_and_a_clash_resolved_deterministically(engine, fake_llm):
@@ -200,6 +231,14 @@ async def test_tools_command_lists_the_tools_grouped_by_source(engine, fake_llm)
     listing = await e.say("/tools", timeout=30)
     assert "mcp:fake: fake__echo" in listing.splitlines()
     assert any(line.startswith("core: ") and "calculate" in line for line in listing.splitlines())
+
+
+async def test_a_tool_the_profile_excludes_is_not_offered_to_the_model_and_the_others_are(engine, fake_llm):
+    e = await engine(profile=make_profile(mcp_servers={"fake": stdio(exclude=["hang"])}))
+    fake_llm.script(Reply(text="ok"))
+    assert await e.say("hi", timeout=30) == "ok"
+    offered = tool_names(fake_llm.requests[0])
+    assert "fake__hang" not in offered and {"fake__echo", "fake__big"} <= set(offered)
 
 
 async def test_after_reading_an_mcp_result_memory_writes_are_scanned_with_the_strictest_rules(engine, fake_llm):
