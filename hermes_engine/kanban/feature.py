@@ -174,7 +174,7 @@ class KanbanFeature(Feature):
             return
         if card.status == "done" and (finished := await self._all_done(card)):
             await host.notify(ReplyTarget.from_dict(reply), f"🏁 All {finished} cards of this request are done.",
-                              idempotency_key=f"kanban-all-{card.id}")
+                              idempotency_key=f"kanban-all-{card.origin.get('batch') or card.id}")  # said once
 
     async def _post_batch(self, kind: Progress, cards: Sequence[CardRecord]) -> None:
         """One message per conversation for the cards of one batch (started, or taken back to run again)."""
