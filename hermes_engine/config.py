@@ -185,7 +185,7 @@ class WorkspaceSettings(BaseModel):
 
     quota_mb: float = Field(100, gt=0)
     users: str = Field("admins", pattern="^(admins|allowed_in_dm)$")  # or allowed people, in their own DM
-    network: bool = False  # True is refused: a sandbox with network would reach the host's loopback
+    network: bool = False  # True: commands get a network of their own (slirp4netns), never this host's loopback
     timeout_seconds: float = Field(60, gt=0)  # a command's default time; the model may ask for up to max
     max_timeout_seconds: float = Field(600, gt=0)
     memory_mb: int = Field(1024, ge=64)

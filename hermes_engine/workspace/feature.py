@@ -28,7 +28,7 @@ from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
-from hermes_engine.workspace import files, sandbox
+from hermes_engine.workspace import files, sandbox, sandbox_network
 from hermes_engine.workspace.approvals import ApprovalGate
 from hermes_engine.workspace.progress import OutputShown
 from hermes_engine.workspace.risk import classify
@@ -60,10 +60,9 @@ class WorkspaceFeature(Feature):
         self.approvals.share_through(host.store, host.bot)  # the MCP tools' approvals ask through it too
 
     async def _check_sandbox(self) -> None:
-        if self.settings.network:
-            raise ConfigError("Setting 'workspace.network' cannot be true: a sandbox with network would reach "
-                              "this host's loopback services, which cannot be prevented here. Remove it.")
         reason = await asyncio.to_thread(sandbox.unavailable_reason)
+        if reason is None and self.settings.network:
+            reason = sandbox_network.unavailable_reason()
         if reason is not None:
             raise ConfigError(f"The terminal toolset cannot start: {reason} Commands never run unsandboxed.")
 
@@ -142,7 +141,7 @@ class WorkspaceFeature(Feature):
         try:
             result = await asyncio.get_running_loop().run_in_executor(
                 None, functools.partial(sandbox.run, ws.root, command, limits, stop=stop, uids=self.uids,
-                                        on_output=shown.feed if shown else None))
+                                        on_output=shown.feed if shown else None, network=self.settings.network))
         except sandbox.SandboxUnavailable as exc:
             return ToolResult(f"Error: the terminal is unavailable: {exc}", is_error=True)
         finally:

@@ -2,7 +2,8 @@
 
 Each command runs in its own bwrap instance: the workspace is the only writable folder (mounted at
 `/workspace`), the system folders are mounted read-only, /tmp and /proc are fresh, and every namespace is
-new (no network: only a loopback of its own). When the gateway runs as root the sandbox is started as an
+new (no network: only a loopback of its own, unless the profile allows a network, which never leads to
+this host's loopback: `sandbox_network.py`). When the gateway runs as root the sandbox is started as an
 unprivileged uid, so even a kernel bug in the namespace code meets a process that owns nothing; each
 workspace with a command running gets a uid of its own (`uids.py`), so the process limit of one command
 is not spent by another's. Limits
@@ -26,10 +27,11 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_engine.workspace import sandbox_network
 from hermes_engine.workspace.uids import NoFreeUid, UidPool, pool_for
 
 INSIDE = "/workspace"
@@ -120,7 +122,7 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def bwrap_argv(workspace_fd: int, command: str, uid: int | None = None) -> list[str]:
+def bwrap_argv(workspace_fd: int, command: str, uid: int | None = None, extra: Sequence[str] = ()) -> list[str]:
     """The full argument vector; `command` is one element, for `/bin/sh -c`. The workspace is passed as an
     open folder, so a folder swapped for a symlink after it was checked is not followed.
 
@@ -137,7 +139,7 @@ def bwrap_argv(workspace_fd: int, command: str, uid: int | None = None) -> list[
     else:
         argv = ["bwrap", "--unshare-all", "--unshare-user", "--cap-drop", "ALL"]
         shell = _shell(command)
-    argv += ["--die-with-parent", "--new-session"]
+    argv += ["--die-with-parent", "--new-session", "--perms", "0755", "--dir", "/etc"]  # readable by the uid
     for path in _SYSTEM_RO:
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
@@ -147,7 +149,8 @@ def bwrap_argv(workspace_fd: int, command: str, uid: int | None = None) -> list[
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
-             "--bind-fd", str(workspace_fd), INSIDE, "--chdir", INSIDE, "--setenv", "HOME", INSIDE, "--", *shell]
+             "--bind-fd", str(workspace_fd), INSIDE, "--chdir", INSIDE, "--setenv", "HOME", INSIDE, *extra,
+             "--", *shell]
     return argv
 
 
@@ -171,31 +174,50 @@ ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": INSIDE, "LANG": "C.UTF-8"
 
 
 def run(workspace: Path, command: str, limits: Limits, on_output: Callable[[bytes], None] | None = None,
-        keep: int = KEEP_BYTES, stop: threading.Event | None = None, uids: UidPool | None = None) -> RunResult:
+        keep: int = KEEP_BYTES, stop: threading.Event | None = None, uids: UidPool | None = None,
+        network: bool = False) -> RunResult:
     """Run `command` in a fresh sandbox over `workspace`; blocks until it ends, its time is up or `stop`
     is set (the turn was cancelled). `on_output` sees each chunk as it arrives (for showing progress).
-    A root gateway runs it as a uid leased from `uids` (the default range when None)."""
-    reason = unavailable_reason()
+    A root gateway runs it as a uid leased from `uids` (the default range when None). `network`: the
+    sandbox gets a network of its own, never this host's loopback (`sandbox_network`)."""
+    reason = unavailable_reason() or (sandbox_network.unavailable_reason() if network else None)
     if reason is not None:
         raise SandboxUnavailable(reason)
     if not drops_privileges():
-        return _run(workspace, command, limits, on_output, keep, stop, None)
+        return _run(workspace, command, limits, on_output, keep, stop, None, network)
     try:
         with (uids or pool_for()).lease(workspace) as uid:
-            return _run(workspace, command, limits, on_output, keep, stop, uid)
+            return _run(workspace, command, limits, on_output, keep, stop, uid, network)
     except NoFreeUid as exc:
         raise SandboxUnavailable(str(exc)) from None
 
 
 def _run(workspace: Path, command: str, limits: Limits, on_output: Callable[[bytes], None] | None, keep: int,
-         stop: threading.Event | None, uid: int | None) -> RunResult:
-    folder = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        proc = subprocess.Popen(bwrap_argv(folder, command, uid), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=ENV, start_new_session=True, close_fds=True,
-                                pass_fds=(folder,), preexec_fn=_set_limits(limits))
-    finally:
-        os.close(folder)
+         stop: threading.Event | None, uid: int | None, network: bool) -> RunResult:
+    with contextlib.ExitStack() as stack:
+        pipes = stack.enter_context(sandbox_network.plumbing()) if network else None
+        folder = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            proc = subprocess.Popen(bwrap_argv(folder, command, uid, pipes.bwrap_args() if pipes else ()),
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    env=ENV, start_new_session=True, close_fds=True,
+                                    pass_fds=(folder, *(pipes.child_fds() if pipes else ())),
+                                    preexec_fn=_set_limits(limits))
+        finally:
+            os.close(folder)
+        if pipes is not None:
+            sandbox_network.started(pipes)
+            try:
+                sandbox_network.attach(pipes, userns=not drops_privileges())
+            except sandbox_network.NetworkUnavailable as exc:
+                _kill(proc)
+                proc.wait()
+                raise SandboxUnavailable(str(exc)) from None
+        return _collect(proc, limits, on_output, keep, stop)
+
+
+def _collect(proc: subprocess.Popen[bytes], limits: Limits, on_output: Callable[[bytes], None] | None, keep: int,
+             stop: threading.Event | None) -> RunResult:
     capture = _Capture(keep)
     deadline = time.monotonic() + limits.seconds
     timed_out = False

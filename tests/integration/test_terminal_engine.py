@@ -5,6 +5,8 @@ while other chats are answered."""
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
@@ -169,7 +171,8 @@ async def test_workspace_command_shows_the_size_and_only_admins_reset_it(engine,
     assert await e.say("/workspace", user=ADMIN) == "Workspace: 0.00 MB used of 1 MB."
 
 
-async def test_the_terminal_refuses_to_start_without_bwrap_or_with_network(tmp_path, monkeypatch):
+async def test_the_terminal_refuses_to_start_without_bwrap_or_without_slirp4netns_for_a_network(tmp_path,
+                                                                                                  monkeypatch):
     import pytest
 
     from hermes_engine.config import WorkspaceSettings
@@ -177,12 +180,18 @@ async def test_the_terminal_refuses_to_start_without_bwrap_or_with_network(tmp_p
     from hermes_engine.workspace import sandbox
     from hermes_engine.workspace.feature import WorkspaceFeature
 
-    with pytest.raises(ConfigError, match="network"):
-        await WorkspaceFeature(tmp_path, "b", WorkspaceSettings(network=True), admins=[],
-                               toolsets=["terminal"]).start(None)  # type: ignore[arg-type]
-    monkeypatch.setenv("PATH", str(tmp_path))
+    only_bwrap = tmp_path / "bin"
+    only_bwrap.mkdir()
+    for tool in ("bwrap", "true"):  # bubblewrap and what its probe runs, not slirp4netns
+        os.symlink(shutil.which(tool), only_bwrap / tool)
+    monkeypatch.setenv("PATH", str(only_bwrap))
     sandbox.unavailable_reason.cache_clear()
     try:
+        with pytest.raises(ConfigError, match="slirp4netns"):
+            await WorkspaceFeature(tmp_path, "b", WorkspaceSettings(network=True), admins=[],
+                                   toolsets=["terminal"]).start(None)  # type: ignore[arg-type]
+        monkeypatch.setenv("PATH", str(tmp_path))
+        sandbox.unavailable_reason.cache_clear()
         with pytest.raises(ConfigError, match="bubblewrap"):
             await WorkspaceFeature(tmp_path, "b", WorkspaceSettings(), admins=[],
                                    toolsets=["terminal"]).start(None)  # type: ignore[arg-type]
