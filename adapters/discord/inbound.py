@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import time
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -103,6 +104,7 @@ class MessageReceiver:
         self._content_hint_logged = False
 
     async def on_message(self, message: discord.Message) -> None:
+        arrived = time.monotonic()  # before the calls below (admission, a thread), which are the gateway's time too
         adapter = self.adapter
         client = adapter.client
         if client is None or client.user is None or not adapter.receiving:
@@ -113,7 +115,7 @@ class MessageReceiver:
         if message.type not in (discord.MessageType.default, discord.MessageType.reply):
             return
         if message.guild is None:
-            await self._on_dm(message)
+            await self._on_dm(message, arrived)
             return
         if not adapter.options.guild_allowed(message.guild.id):
             log.debug("ignoring a message from guild %s (not an allowed guild)", message.guild.id)
@@ -133,7 +135,8 @@ class MessageReceiver:
             if not (await adapter.admit(message.author, channel.id, direct=False)).allowed:
                 return
             self.threads[channel.id] = True
-            await self._submit(message, ChatKind.THREAD, str(channel.parent_id), str(channel.id), addressed)
+            await self._submit(message, ChatKind.THREAD, str(channel.parent_id), str(channel.id), addressed,
+                               arrived)
             return
         if not addressed:
             return
@@ -144,9 +147,9 @@ class MessageReceiver:
             thread_id = await self._open_thread(message, me)
             if thread_id is not None:
                 kind = ChatKind.THREAD
-        await self._submit(message, kind, str(channel.id), thread_id, True)
+        await self._submit(message, kind, str(channel.id), thread_id, True, arrived)
 
-    async def _on_dm(self, message: discord.Message) -> None:
+    async def _on_dm(self, message: discord.Message, arrived: float) -> None:
         if missing_content(message):
             return  # DMs carry their text even without the Message Content intent: nothing to answer
         channel_id = str(message.channel.id)
@@ -158,7 +161,7 @@ class MessageReceiver:
             except Exception as exc:  # noqa: BLE001 - the stranger stays unanswered; nothing else depends on it
                 log.warning("could not answer Discord user %s: %s", message.author.id, exc)
         if decision.allowed:
-            await self._submit(message, ChatKind.DM, channel_id, None, True)
+            await self._submit(message, ChatKind.DM, channel_id, None, True, arrived)
 
     def _hint_content_intent(self) -> None:
         if not self._content_hint_logged:
@@ -181,7 +184,7 @@ class MessageReceiver:
         return str(thread.id)
 
     async def _submit(self, message: discord.Message, kind: ChatKind, chat_id: str, thread_id: str | None,
-                      mentioned: bool) -> None:
+                      mentioned: bool, arrived: float) -> None:
         adapter = self.adapter
         me = adapter.me()
         text = clean_text(message, me) or f"@{me.display_name}"
@@ -190,7 +193,7 @@ class MessageReceiver:
             platform=adapter.platform, account=adapter.account, chat_kind=kind, chat_id=chat_id,
             thread_id=thread_id, user_id=str(message.author.id), user_name=message.author.display_name,
             text=text, message_id=str(message.id), mentioned=mentioned, reply_to_id=str(ref) if ref else None,
-            received_at=message.created_at,
+            received_at=message.created_at, arrived=arrived,
             platform_admin=holds_role(message.author, adapter.options.admin_role),
             raw={"guild_id": message.guild.id if message.guild else None, "channel_id": message.channel.id,
                  "message_id": message.id})

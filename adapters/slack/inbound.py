@@ -81,6 +81,7 @@ class MessageReader:
         self._seen: Recent[tuple[str, str], None] = Recent()
 
     async def read(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+        arrived = time.monotonic()  # before the look-ups below, which are the gateway's time too
         me = await self.api.identify()
         subtype = event.get("subtype")
         if event.get("type") == "message" and subtype not in HANDLED_SUBTYPES:
@@ -120,7 +121,8 @@ class MessageReader:
             self.threads.spoke(team, channel, user, thread_id)
         await self.engine.handle(InboundMessage(
             platform=PLATFORM, account=team, chat_kind=kind, chat_id=channel, user_id=user, user_name=user_name,
-            text=await self.plain_text(text), message_id=ts, thread_id=thread_id, mentioned=mentioned, raw=event))
+            text=await self.plain_text(text), message_id=ts, thread_id=thread_id, mentioned=mentioned, raw=event,
+            arrived=arrived))
 
     async def plain_text(self, text: str) -> str:
         """Slack markup → what the person meant: the leading @bot dropped, other mentions as @name, links

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 from hermes_engine.agent.loop import Router, TurnResult
 from hermes_engine.ports.conversation import Usage
@@ -32,12 +31,13 @@ class FirstRequestRouter:
 
 def first_request_reporter(metrics: Metrics, bot: str, message: InboundMessage, *,
                            replayed: bool) -> Callable[[], None]:
-    """Report the time from receiving the message to the first model request. A replayed turn is left
-    out: its message waited through a restart, which says nothing about the gateway's overhead."""
+    """Report the time from this gateway taking the message in (`arrived`, not the platform's timestamp,
+    which adds the platform's delay, rounding and clock skew) to the first model request. A replayed turn
+    is left out: its message waited through a restart, which says nothing about the gateway's overhead."""
 
     def report() -> None:
         if not replayed:
-            waited = (datetime.now(UTC) - message.received_at).total_seconds()
+            waited = time.monotonic() - message.arrived
             metrics.model_request_started(bot, message.platform, max(0.0, waited))
 
     return report

@@ -5,8 +5,8 @@ durable inbox like anything a person says, so the prompt prefix stays cached, a 
 answered first (it is already queued), and a restart neither loses nor repeats a turn.
 
 With several replicas, a continuation is idempotent by its message id (`goal-<id>-<n>`: the inbox keeps
-one), and the step between two turns (judging the last one, queueing the next) runs under the
-lease `goal:<id>`. Every replica looks for active goals whose lease is free now and then and queues their
+one), and the step between two turns (counting the last one, judging it, queueing the next) runs under
+the lease `goal:<id>`. Every replica looks for active goals whose lease is free now and then and queues their
 next turn: a duplicate when it is queued already, the goal going on when its replica died mid-judgement.
 """
 
@@ -223,19 +223,19 @@ class GoalFeature(Feature):
         goal = await self.host.store.active_goal(outcome.scope.session_key, self.host.bot)
         if goal is None:
             return
-        # Count the turn before judging it: whatever happens next (a pause, a restart), the next
-        # continuation has a new number and this turn is never run again.
-        goal = await self.host.store.update_goal(goal.id, add_turns=1, add_tokens=outcome.usage.total)
-        if goal is not None and goal.status == "active":
-            self._judging.add(goal.id)  # from now: the watchdog here leaves it alone
-            self.host.spawn(self._judged(goal.id, outcome), f"goal-judge:{goal.id}")
+        self._judging.add(goal.id)  # from now: the watch here leaves it alone
+        self.host.spawn(self._judged(goal.id, outcome), f"goal-judge:{goal.id}")
 
     async def _judged(self, goal_id: int, outcome: TurnOutcome) -> None:
-        """Judge and go on under the goal's lease: no replica queues the next turn meanwhile."""
+        """Count, judge and go on under the goal's lease. A replica looking for orphaned goals meanwhile
+        finds the lease held, or the turn not counted yet (and queues a duplicate of it, which the inbox
+        drops); a turn counted outside the lease would let it queue the next turn before this one is judged."""
         assert self.host is not None
         try:
             async with self.host.leases.held(goal_lease(goal_id), wait=True):
-                goal = await self.host.store.get_goal(goal_id)
+                # Count the turn before judging it: whatever happens next (a pause, a restart), the next
+                # continuation has a new number and this turn is never run again.
+                goal = await self.host.store.update_goal(goal_id, add_turns=1, add_tokens=outcome.usage.total)
                 if goal is not None and goal.status == "active":
                     await self._after_turn(goal, outcome)
         finally:

@@ -11,6 +11,7 @@ model request of its session, and NUL is refused by PostgreSQL and by some model
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -105,12 +106,16 @@ class InboundMessage:
     mentioned: bool = False
     attachments: tuple[Attachment, ...] = ()
     reply_to_id: str | None = None
-    received_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    received_at: datetime = field(default_factory=lambda: datetime.now(UTC))  # the platform's, when it has one
     raw: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     command: str | None = None
     args: str = ""
     synthetic: bool = False  # made by the engine (a goal continuation), not sent by a person
     platform_admin: bool = False  # the platform names the sender an admin of the bot (e.g. a Discord role)
+    # `time.monotonic()` when this gateway took the update in (by default: when the adapter built the message).
+    # `received_at` is the platform's clock, rounding and delay; the gateway's own latency is measured from
+    # this. Not kept in the inbox: an instant of one process means nothing in another.
+    arrived: float = field(default_factory=time.monotonic, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("text", "args", "user_name"):

@@ -15,8 +15,8 @@ class Metrics:
         """A turn ended (`outcome`: answered, failed, interrupted, undelivered, error) after `seconds`."""
 
     def model_request_started(self, bot: str, platform: str, seconds_since_received: float) -> None:
-        """A turn's first model request went out, this long after its message was received: the latency
-        the gateway adds before the model is asked."""
+        """A turn's first model request went out, this long after this gateway took its message in (not
+        since the platform's timestamp): the latency the gateway adds before the model is asked."""
 
     def tokens_used(self, bot: str, platform: str, *, input_tokens: int, output_tokens: int,
                     cached_tokens: int) -> None:

@@ -103,9 +103,8 @@ async def test_turns_waiting_behind_a_running_one_are_the_queue_depth(engine, fa
     assert value(await scrape(metrics), "hermes_turns_pending", bot="testbot") == 0
 
 
-async def test_a_429_from_telegram_is_counted_for_the_platform(engine, telegram, fake_llm):
-    metrics = PrometheusMetrics()
-    fake_llm.responder = lambda request: Reply(text="Answer.")
+async def telegram_gateway(engine, metrics: PrometheusMetrics) -> tuple[Any, Any]:
+    """A gateway with the real Telegram adapter started against the fake Bot API; user 42 is allowed."""
     options = {"edit_interval_seconds": 0.05, "poll_timeout": 1, "send_backoff": 0.1}
     e = await engine(profile=make_profile(access={"allowed_users": ["42"]}, platforms={"telegram": options}),
                      metrics=metrics)
@@ -113,6 +112,13 @@ async def test_a_429_from_telegram_is_counted_for_the_platform(engine, telegram,
     adapter.report_to(metrics)
     e.gateway.attach(adapter)
     await adapter.start()
+    return e, adapter
+
+
+async def test_a_429_from_telegram_is_counted_for_the_platform(engine, telegram, fake_llm):
+    metrics = PrometheusMetrics()
+    fake_llm.responder = lambda request: Reply(text="Answer.")
+    e, adapter = await telegram_gateway(engine, metrics)
     try:
         telegram.rate_limit(42, retry_after=1, times=1)
         telegram.user_says(42, FakeUser(42, "Alice", "alice"), "hello")
@@ -124,6 +130,27 @@ async def test_a_429_from_telegram_is_counted_for_the_platform(engine, telegram,
     samples = await scrape(metrics)
     assert value(samples, "hermes_platform_rate_limited_total", platform="telegram") == 1
     assert value(samples, "hermes_turns_total", bot="testbot", platform="telegram", outcome="answered") == 1
+
+
+async def test_gateway_added_latency_counts_from_receipt_not_from_the_platforms_timestamp(
+        engine, telegram, fake_llm):
+    """Telegram dates a message when the person sent it, in whole seconds of its own clock: a minute spent
+    at Telegram (or a clock a minute off) is nothing the gateway added."""
+    metrics = PrometheusMetrics()
+    fake_llm.responder = lambda request: Reply(text="Answer.")
+    e, adapter = await telegram_gateway(engine, metrics)
+    try:
+        update = telegram.user_says(42, FakeUser(42, "Alice", "alice"), "hello")
+        update["message"]["date"] -= 60  # before the adapter fetches it
+        await telegram.wait_for_text(42, "Answer.")
+        await e.idle()
+    finally:
+        await adapter.stop()
+
+    samples = await scrape(metrics)
+    turn = {"bot": "testbot", "platform": "telegram"}
+    assert value(samples, "hermes_gateway_added_seconds_count", **turn) == 1
+    assert value(samples, "hermes_gateway_added_seconds_sum", **turn) < 5
 
 
 async def test_no_series_carries_a_person_a_chat_a_name_or_message_text(engine, fake_llm):

@@ -1,0 +1,61 @@
+"""/goal with two replicas on one database: a goal whose replica died between two turns goes on elsewhere.
+
+Once a goal's turn is answered its inbox event is done, so the inbox takeover has nothing to find: only the
+watch for active goals with a free lease (`GoalFeature.resume_orphans`, run every third of a lease) does."""
+
+from __future__ import annotations
+
+import asyncio
+
+from engine_harness import is_judge, verdict
+from fakes.fake_llm import Reply
+
+from hermes_engine.config import GoalSettings
+from hermes_engine.core.leases import goal_lease
+from hermes_engine.loops.goals import CONTINUE_PREFIX, GoalFeature
+
+
+async def start_replica(engine, monkeypatch, name: str):
+    monkeypatch.setenv("HERMES_REPLICA_ID", name)
+    return await engine(features=[GoalFeature(GoalSettings())])
+
+
+async def test_a_goal_whose_replica_died_between_turns_is_resumed_by_another_once(engine, fake_llm, monkeypatch):
+    monkeypatch.setenv("HERMES_SESSION_LEASE_SECONDS", "1.5")
+    judged_on_a = asyncio.Event()
+    worker_turns: list[str] = []
+
+    def respond(request) -> Reply:
+        if is_judge(request):
+            if not judged_on_a.is_set():  # replica a dies while it waits for this verdict
+                judged_on_a.set()
+                return Reply(text=verdict("continue"), delay=60)
+            return Reply(text=verdict("done", "finished on replica b"))
+        worker_turns.append(request.last_user_text)
+        return Reply(text=f"worked step {len(worker_turns)}")
+
+    fake_llm.responder = respond
+    a = await start_replica(engine, monkeypatch, "replica-a")
+    await a.gateway.handle(a.message("/goal ship the release"))
+    await asyncio.wait_for(judged_on_a.wait(), 10)  # turn 1 answered, a judges it under the goal's lease
+    [goal] = await a.store.list_goals(bot="testbot")
+    assert goal.status == "active" and goal.turns_used == 1
+    assert await a.store.pending_inbound() == []  # nothing left for the inbox takeover
+    b = await start_replica(engine, monkeypatch, "replica-b")  # its look at start finds the goal's lease held
+
+    async def dies_without_giving_back(name: str) -> None:
+        return None
+
+    a.gateway.leases.give_back = dies_without_giving_back  # type: ignore[method-assign]
+    await a.gateway.stop()
+    assert not await b.store.acquire_lease(goal_lease(goal.id), "replica-b", 1.5)  # still a's until it expires
+
+    for _ in range(1000):
+        [goal] = await b.store.list_goals(bot="testbot")
+        if goal.status != "active":
+            break
+        await asyncio.sleep(0.02)
+    await b.idle()
+    assert goal.status == "done" and goal.turns_used == 2
+    assert worker_turns == ["ship the release", f"{CONTINUE_PREFIX} ship the release"]  # none ran twice
+    assert b.outlet.texts == ["worked step 2", "✅ Goal done: ship the release\nfinished on replica b"]
