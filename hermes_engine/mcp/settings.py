@@ -2,8 +2,10 @@
 
 Secrets never live in the profile: a value in `env` or `headers` may hold `${NAME}` references, filled
 from the gateway's environment when the server starts (a reference to an unset variable is a config
-error naming it). A stdio server gets those and the SDK's short list of safe variables (PATH, HOME, ...),
-never the rest of the gateway's environment (its API keys).
+error naming it); a literal that looks like a secret, or a literal value for a credential's name
+(`Authorization`, `*_TOKEN`, `*_API_KEY`, ...), is refused when the profile loads. A stdio server gets
+those and the SDK's short list of safe variables (PATH, HOME, ...), never the rest of the gateway's
+environment (its API keys).
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hermes_engine.errors import ConfigError
+from hermes_engine.policy.secrets import find_secrets
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# A header or variable by such a name carries a credential: its value must come from the environment.
+_CREDENTIAL = re.compile(r"authorization|token|secret|password|passwd|api[_-]?key|cookie|credential", re.I)
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
 
@@ -76,6 +81,10 @@ class McpServerSettings(BaseModel):
         for key, text in value.items():
             if "$" in text.replace("${", "") or text.count("${") != len(_REFERENCE.findall(text)):
                 raise ValueError(f"{key}: write environment references as ${{NAME}}")
+            literal = _REFERENCE.sub("", text)
+            if (_CREDENTIAL.search(key) and literal.strip() and not _REFERENCE.search(text)) or find_secrets(literal):
+                raise ValueError(f"{key}: a secret does not belong in the profile; set it in the gateway's "
+                                 f"environment and write ${{NAME}} here")
         return value
 
     def missing_variables(self, environ: Mapping[str, str] | None = None) -> list[str]:

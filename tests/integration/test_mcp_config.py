@@ -28,6 +28,11 @@ def write_profile(folder: Path, servers: dict[str, object], **extra: object) -> 
     ({"args": ["x"]}, "give either command (stdio) or url"),
     ({"url": "ftp://host/mcp"}, "url must start with http:// or https://"),
     ({"command": "x", "env": {"TOKEN": "$TOKEN"}}, "write environment references as ${NAME}"),
+    ({"command": "x", "env": {"GITHUB_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}},
+     "a secret does not belong in the profile"),
+    ({"command": "x", "env": {"SEARCH_API_KEY": "plain-value"}}, "a secret does not belong in the profile"),
+    ({"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer abc123"}},
+     "a secret does not belong in the profile"),
     ({"command": "x", "timeout": 0}, "greater than 0"),
     ({"command": "x", "colour": "blue"}, "Extra inputs are not permitted"),
     ({"command": "x", "approval": "sometimes"}, "'never' or 'always'"),
@@ -40,6 +45,15 @@ def test_a_bad_server_setting_is_one_sentence_naming_it(tmp_path, server, says):
         load_profile(str(folder))
     message = str(caught.value)
     assert "mcp_servers.srv" in message and says in message and "\n" not in message
+
+
+def test_credentials_by_reference_and_plain_settings_are_taken(tmp_path):
+    folder = write_profile(tmp_path / "bot", {"srv": {"url": "https://mcp.example.com/mcp",
+                                                      "headers": {"Authorization": "Bearer ${SRV_TOKEN}",
+                                                                  "Accept": "application/json"}},
+                                              "local": {"command": "x", "env": {"LOG_LEVEL": "debug",
+                                                                                "API_KEY": "${LOCAL_KEY}"}}})
+    assert set(load_profile(str(folder)).mcp_servers) == {"srv", "local"}
 
 
 def test_a_server_name_that_cannot_prefix_tool_names_is_refused(tmp_path):
