@@ -93,3 +93,20 @@ async def test_requests_expired_a_day_ago_are_swept_when_the_next_is_recorded(st
     await store.record_approval("new", "bot", "k", clock.now + timedelta(minutes=5))
     assert await store.get_approval("old") is None
     assert await store.get_approval("recent") is not None and await store.get_approval("new") is not None
+
+
+async def test_a_press_reaching_another_replica_lets_the_person_who_asked_answer_when_the_profile_does(
+        store: SqlStore) -> None:
+    from hermes_engine.ports.approval import ApprovalRequest, Decision, Pressed
+    from hermes_engine.ports.inbound import ReplyTarget
+    from hermes_engine.workspace.approvals import ApprovalGate
+    from hermes_engine.workspace.shared_approvals import SharedRequests
+
+    request = ApprovalRequest("r1", "bot", "k", ReplyTarget("test", "acct", "c1"), "rm -rf x", "dangerous", "why",
+                              datetime.now(UTC) + timedelta(minutes=5), asked_by="alice")
+    assert await SharedRequests(store, "bot").open(request)
+    elsewhere = ApprovalGate(None, {"admin1"}.__contains__, 30.0, person_approves=True)  # another replica
+    elsewhere.share_through(store, "bot")
+    assert await elsewhere.press("r1", "bob", Decision.ONCE) is Pressed.NOT_AN_APPROVER
+    assert await elsewhere.press("r1", "alice", Decision.ONCE) is Pressed.TAKEN
+    assert (await store.get_approval("r1")).decided_by == "alice"
