@@ -30,6 +30,7 @@ from typing import Literal, Protocol
 
 from hermes_engine.config import KanbanSettings
 from hermes_engine.kanban.attempt import AttemptEnd
+from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.storage import CardRecord, CardStore, LeaseStore
 
 log = logging.getLogger(__name__)
@@ -57,8 +58,10 @@ class TickReport:
 class Dispatcher:
     def __init__(self, store: BoardStore, profile: str, settings: KanbanSettings, run_attempt: RunAttempt, *,
                  holder: str, on_card: OnCard | None = None, on_batch: OnBatch | None = None,
-                 decompose: Callable[[CardRecord], Awaitable[None]] | None = None) -> None:
+                 decompose: Callable[[CardRecord], Awaitable[None]] | None = None,
+                 metrics: Metrics = NO_METRICS) -> None:
         self.store = store
+        self.metrics = metrics
         self.profile = profile
         self.settings = settings
         self.run_attempt = run_attempt
@@ -70,6 +73,7 @@ class Dispatcher:
         self._wake = asyncio.Event()
         self._full = True  # the next wake runs every phase (a poke, the interval), not only a refill
         self._leader_until = 0.0  # monotonic time the dispatcher lease surely lasts until
+        self._leading = False  # as last reported in the leases-held metric
         self._loop: asyncio.Task[None] | None = None
 
     @property
@@ -97,8 +101,10 @@ class Dispatcher:
         asked = time.monotonic()
         if not await self.store.acquire_lease(self.lease_name, self.holder, ttl):
             self._leader_until = 0.0
+            self._lead(False)
             return report  # another process dispatches this board
         self._leader_until = asked + ttl / 2
+        self._lead(True)
         report.leader = True
         limit = self.settings.max_failures
         again: list[CardRecord] = []  # taken back, to run again
@@ -214,5 +220,12 @@ class Dispatcher:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._loop = None
+        self._lead(False)
         with contextlib.suppress(Exception):
             await self.store.release_lease(self.lease_name, self.holder)
+
+    def _lead(self, leading: bool) -> None:
+        """The board's lease in the leases-held metric, as this replica last found it."""
+        if leading != self._leading:
+            self._leading = leading
+            self.metrics.lease_held(self.lease_name, leading)

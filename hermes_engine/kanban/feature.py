@@ -111,7 +111,8 @@ class KanbanFeature(Feature):
         runner = AttemptRunner(host, self.settings)
         triage = Triage(host, self.settings)
         self.dispatcher = Dispatcher(host.store, host.bot, self.settings, runner.run, holder=default_holder(),
-                                     on_card=self._post, on_batch=self._post_batch, decompose=triage.decompose)
+                                     on_card=self._post, on_batch=self._post_batch, decompose=triage.decompose,
+                                     metrics=host.metrics)
         self.dispatcher.start()
 
     async def stop(self) -> None:

@@ -61,6 +61,27 @@ async def test_one_dispatcher_leads_a_board_until_its_lease_runs_out(stores, clo
     assert not (await one.tick()).leader
 
 
+async def test_the_board_lease_shows_in_the_metrics_of_the_replica_that_leads_it(stores, clock):
+    from hermes_gateway.metrics import PrometheusMetrics
+
+    seen = [PrometheusMetrics(), PrometheusMetrics()]  # one registry per replica
+    one, two = (Dispatcher(store, "p", SETTINGS, completing(store), holder=name, metrics=metrics)
+                for store, name, metrics in zip(stores, ("one", "two"), seen, strict=True))
+
+    def held() -> list[float | None]:
+        return [m.registry.get_sample_value("hermes_leases_held", {"job": "kanban-dispatcher:p"}) for m in seen]
+
+    await one.tick()
+    await two.tick()
+    assert held() == [1, None]
+    clock.advance(one.lease_ttl + 1)
+    await two.tick()
+    await one.tick()
+    assert held() == [0, 1]
+    await two.stop()
+    assert held() == [0, 0]
+
+
 async def test_a_worker_that_crashed_fails_its_attempt_at_the_next_tick(stores):
     store = stores[0]
 
