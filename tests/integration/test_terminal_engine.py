@@ -232,3 +232,14 @@ async def test_a_long_output_shows_its_head_as_it_comes_then_its_tail_and_the_ex
     assert "\n1\n2\n3\n" in frame and "bytes …\n" in frame
     assert frame.rstrip().endswith("19999\n20000\nlast line\n```\n[exit code 3]")
     assert len(frame) < 5000  # head and tail, not the 100 kB between
+
+
+async def test_a_profile_that_allows_a_network_gives_its_commands_one_and_one_that_does_not_gives_none(
+        engine, fake_llm, tmp_path):
+    probe = "python3 -c 'import socket; print(sorted(n for _, n in socket.if_nameindex()))'"
+    for network, interfaces in ((True, "['lo', 'tap0']"), (False, "['lo']")):
+        e = await engine(profile=profile(network=network), home=tmp_path / str(network))
+        fake_llm.script(Reply(tool_calls=[("terminal", {"command": probe})]), Reply(text="seen"))
+        before = len(fake_llm.requests)
+        assert await e.say("which interfaces?", user=ADMIN) == "seen"
+        assert fake_llm.requests[before + 1].turn_tool_results[0] == f"{interfaces}\n[exit code 0]"
