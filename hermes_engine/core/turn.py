@@ -247,6 +247,7 @@ class TurnRunner:
         restart says it again under the same key, not twice), and the message is marked answered, so it is not
         run again into the same fault."""
         msg = job.message
+        self.metrics.error(self.host.bot, "internal")
         with contextlib.suppress(Exception):
             await self.host.notify(msg.reply_target(), BROKEN, idempotency_key=f"{msg.event_id}:broken")
             await self.store.complete_inbound(msg.platform, msg.event_id)

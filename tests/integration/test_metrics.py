@@ -80,6 +80,24 @@ async def test_a_turn_the_model_cannot_answer_counts_as_a_provider_error(engine,
     assert value(samples, "hermes_turns_total", bot="testbot", platform="test", outcome="failed") == 1
 
 
+async def test_a_fault_of_the_program_counts_as_an_internal_error(engine, fake_llm):
+    from hermes_engine.ports.feature import Feature
+
+    class Broken(Feature):
+        name = "broken"
+
+        async def on_turn_start(self, scope) -> None:
+            raise RuntimeError("a bug in a feature")
+
+    metrics = PrometheusMetrics()
+    e = await engine(metrics=metrics, features=[Broken()])
+    assert "Something went wrong on my side" in await e.say("hello")
+    await e.idle()
+    samples = await scrape(metrics)
+    assert value(samples, "hermes_errors_total", bot="testbot", kind="internal") == 1
+    assert value(samples, "hermes_errors_total", bot="testbot", kind="provider") == 0
+
+
 async def test_turns_waiting_behind_a_running_one_are_the_queue_depth(engine, fake_llm):
     metrics = PrometheusMetrics()
     started, release = asyncio.Event(), asyncio.Event()
