@@ -53,6 +53,17 @@ async def test_the_bot_total_limits_everyone_together(engine, fake_llm):
     assert len(fake_llm.requests) == calls
 
 
+async def test_the_bot_total_of_tokens_limits_everyone_together(engine, fake_llm):
+    fake_llm.responder = lambda request: Reply(text="answer", usage={"input": 900, "output": 200})
+    e = await engine(profile=make_profile(**limited(total_tokens_per_day=2000)))
+    assert await e.say("one", user="u1") == "answer"
+    assert await e.say("two", user="u2") == "answer"  # 2,200 tokens spent by two people
+    await e.idle()
+    calls = len(fake_llm.requests)
+    assert "all the tokens I may use today" in await e.say("three", user="u3")
+    assert len(fake_llm.requests) == calls
+
+
 async def test_admins_are_never_refused(engine, fake_llm):
     fake_llm.responder = lambda request: Reply(text="answer")
     e = await engine(profile=make_profile(access={"admins": ["boss"]}, **limited(turns_per_day=1)))
