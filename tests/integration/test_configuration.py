@@ -152,21 +152,23 @@ async def test_ready_names_a_platform_that_is_not_connected_and_health_only_says
                 assert ready == (503, {"status": "unavailable", "reason": "telegram is not connected"})
                 telegram.release()
                 poller = f"telegram-poller:{telegram.token.split(':')[0]}"  # elected even when alone
-                assert await _ready(http, f"http://127.0.0.1:{port}/ready") == {"status": "ready",
-                                                                                "roles": {poller: "leader"}}
+                assert await _ready(http, f"http://127.0.0.1:{port}/ready", poller) == {
+                    "status": "ready", "roles": {poller: "leader"}}
         finally:
             proc.terminate()
             await asyncio.wait_for(proc.communicate(), 60)
 
 
-async def _ready(http: aiohttp.ClientSession, url: str) -> dict:
-    """The body of the first 200 from the readiness probe (it says 503 until the platform connects)."""
+async def _ready(http: aiohttp.ClientSession, url: str, role: str) -> dict:
+    """The readiness body once it is 200 and names `role` (503 until the platform connects; the poller's
+    election is settled a moment after)."""
+    body: dict = {}
     for _ in range(600):
         status, body = await _get_when_up(http, url)
-        if status == 200:
+        if status == 200 and body.get("roles", {}).get(role, "starting") != "starting":
             return body
         await asyncio.sleep(0.1)
-    raise AssertionError(f"{url} never said ready")
+    raise AssertionError(f"{url} never said ready with {role}: {body}")
 
 
 async def _get_when_up(http: aiohttp.ClientSession, url: str) -> tuple[int, dict]:
