@@ -66,3 +66,7 @@ async def test_on_every_platform_work_split_into_cards_is_shown_on_the_board_and
         model.board_seen.set()
         await dm.shown("✅ Card #2 done: write the chapters\nall nine written")
         await dm.shown("🏁 All 2 cards of this request are done.")
+    first_steps = [r.last_user_text.split("Card #", 1)[1].split(":", 1)[0] for r in fake_llm.requests
+                   if r.system.startswith(WORKER_SYSTEM.splitlines()[0])
+                   and not any(m["role"] == "tool" for m in r.messages)]
+    assert sorted(first_steps) == ["1", "2"]  # each card was worked once, by its own worker
