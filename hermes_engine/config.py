@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     # A session's turns run on one replica at a time, under a store lease renewed every third of this; a
     # replica that dies leaves its sessions' pending events to another once it expires.
     session_lease_seconds: float = Field(30.0, gt=0)
+    # On SIGTERM the replies in flight get this long to finish before the turns still running are cut (and
+    # answered after the restart, or by another replica); keep it below the orchestrator's kill timeout.
+    shutdown_grace_seconds: float = Field(10.0, ge=0)
     replica_id: str | None = None  # names this replica in leases; default: the host name
     web_search_url: str | None = None  # a SearXNG-compatible JSON endpoint; unset: no web_search tool
     web_search_key: str | None = None  # sent to it as a bearer token

@@ -150,10 +150,14 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
             ready.set()
         await stop.wait()
     finally:
-        # Stop taking messages, let the gateways wind down (cut turns stay in the inbox for the next
-        # start), and only then close the adapters, so a reply in flight can still be delivered.
+        # Stop taking messages, let the turns in flight finish for a grace period, let the gateways wind
+        # down (turns cut then stay in the inbox for the next start), and only then close the adapters, so
+        # a reply in flight can still be delivered.
+        log.info("stopping: no more messages are taken; replies in flight get up to %s s to finish",
+                 settings.shutdown_grace_seconds)
         for adapter in adapters:
             await adapter.stop_receiving()
+        await asyncio.gather(*(gateway.finish_turns(settings.shutdown_grace_seconds) for gateway in gateways))
         for gateway in gateways:
             await gateway.stop()
         for adapter in adapters:

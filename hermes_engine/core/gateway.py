@@ -107,10 +107,8 @@ class Gateway:
         self._started = True
         for feature in self.features:
             await feature.start(self)
-        if self.profile.access.pairing:
-            for platform in self.outlets:
-                self._watchers.add(asyncio.create_task(self._watch_approvals(platform),
-                                                       name=f"pairing-approvals:{platform}"))
+        watched = self.outlets if self.profile.access.pairing else {}
+        self._watchers.update(asyncio.create_task(self._watch_approvals(p), name=f"pairing:{p}") for p in watched)
         self.storage_health.when_recovered(lambda: self.replay_pending(forced=True))  # paused by an outage
         await self.replay_pending(forced=True)
         self._watchers.add(asyncio.create_task(self._take_over(), name="inbox-takeover"))
@@ -146,16 +144,20 @@ class Gateway:
         or the one that took the session's lease over."""
         return self._stopping or self.leases.lost(session_lease(self.bot, session_key))
 
+    async def finish_turns(self, seconds: float) -> None:
+        """Give the sessions working now up to `seconds` to finish, so a rolling restart does not cut a reply
+        in half; the caller has stopped taking messages, and `stop` cuts whatever still runs."""
+        workers = [lane.worker for lane in self._lanes.values() if lane.worker and not lane.worker.done()]
+        if workers and seconds > 0:
+            await asyncio.wait(workers, timeout=seconds)
+
     async def stop(self) -> None:
         self._stopping = True  # turns cut short now stay in the inbox and are answered after restart
-        for lane in self._lanes.values():
-            for task in (lane.turn, lane.worker):
-                if task is not None:
-                    task.cancel()
-        for task in (*self._background, *self._watchers):
-            task.cancel()
         tasks = [t for lane in self._lanes.values() for t in (lane.turn, lane.worker) if t]
-        await asyncio.gather(*tasks, *self._background, *self._watchers, return_exceptions=True)
+        tasks += [*self._background, *self._watchers]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for feature in self.features:
             await feature.stop()
         for chain in self._chains.values():
