@@ -167,8 +167,7 @@ class AttemptRunner:
         try:
             work = await task
         except asyncio.CancelledError:
-            if not keeper.done():  # stopped (a shutdown): give the card back for the next dispatcher
-                await asyncio.shield(store.release_card(card.id, claim, reason="the gateway stopped"))
+            if not keeper.done():  # stopped (a shutdown): the dispatcher gives the card back
                 raise
             return AttemptEnd(await store.get_card(card.id), False)  # the claim was lost: someone else has it
         finally:

@@ -75,6 +75,7 @@ class Dispatcher:
         self._leader_until = 0.0  # monotonic time the dispatcher lease surely lasts until
         self._leading = False  # as last reported in the leases-held metric
         self._loop: asyncio.Task[None] | None = None
+        self._stopping = False
 
     @property
     def lease_name(self) -> str:
@@ -195,7 +196,7 @@ class Dispatcher:
     async def _run(self) -> None:
         delay = self.interval
         next_full = 0.0
-        while True:
+        while not self._stopping:
             full = self._full or time.monotonic() >= next_full
             self._full = False
             self._wake.clear()
@@ -212,14 +213,27 @@ class Dispatcher:
 
     def start(self) -> None:
         if self._loop is None or self._loop.done():
+            self._stopping = False
             self._loop = asyncio.create_task(self._run(), name=f"kanban-dispatcher:{self.profile}")
 
-    async def stop(self) -> None:
-        tasks = [t for t in [self._loop, *(task for _c, task in self.workers.values())] if t and not t.done()]
+    async def stop(self, *, tick_grace: float = 10.0) -> None:
+        """End the loop between two ticks, then cut the workers and give their cards back. The loop is not
+        cancelled mid-tick unless a tick outlasts `tick_grace`: a claim cut off in flight can commit on the
+        server with no worker to run it, leaving the card running until its claim goes stale."""
+        self._stopping = True
+        self._wake.set()
+        if self._loop is not None and not (await asyncio.wait({self._loop}, timeout=tick_grace))[0]:
+            self._loop.cancel()
+            await asyncio.gather(self._loop, return_exceptions=True)
+        self._loop = None
+        tasks = [task for _claim, task in self.workers.values() if not task.done()]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._loop = None
+        for card_id, (claim, _task) in list(self.workers.items()):  # stopped, not failed: back to ready
+            with contextlib.suppress(Exception):  # the store is gone: the claim goes stale and is reclaimed
+                await self.store.release_card(card_id, claim, reason="the gateway stopped")
+        self.workers.clear()
         self._lead(False)
         with contextlib.suppress(Exception):
             await self.store.release_lease(self.lease_name, self.holder)

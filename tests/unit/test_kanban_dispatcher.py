@@ -170,3 +170,40 @@ async def test_a_card_waiting_for_its_parts_is_blocked_when_a_part_is_blocked(st
     assert blocked.status == "blocked"
     assert f"#{parts[1].id}" in blocked.reason and "needs a password" in blocked.reason
     assert [c.id for c in told if c.status == "blocked"] == [parent.id]
+
+
+async def test_a_stop_gives_back_every_card_its_workers_hold_even_one_cut_before_its_attempt_began(stores):
+    started = asyncio.Event()
+
+    async def never_ends(card: CardRecord, claim: str) -> AttemptEnd:
+        started.set()
+        await asyncio.Event().wait()  # cut by the stop before anything of the attempt could give the card back
+        raise AssertionError("not reached")
+
+    dispatcher = Dispatcher(stores[0], "p", SETTINGS, never_ends, holder="one")
+    [card] = await stores[0].create_cards([CardSpec("c", profile="p", status="ready")], actor="test")
+    dispatcher.start()
+    await asyncio.wait_for(started.wait(), 10)
+    await dispatcher.stop()
+    back = await stores[0].get_card(card.id)
+    assert (back.status, back.failures, back.claim, back.attempts) == ("ready", 0, None, 1)
+
+
+async def test_a_stop_ends_the_loop_between_ticks_so_no_card_is_claimed_without_a_worker(stores):
+    ended = asyncio.Event()
+
+    async def ends_at_once(card: CardRecord, claim: str) -> AttemptEnd:
+        await stores[0].release_card(card.id, claim, reason="test")  # back to ready: the loop's wake claims again
+        ended.set()
+        await asyncio.Event().wait()
+        raise AssertionError("not reached")
+
+    dispatcher = Dispatcher(stores[0], "p", SETTINGS, ends_at_once, holder="one")
+    [card] = await stores[0].create_cards([CardSpec("c", profile="p", status="ready")], actor="test")
+    dispatcher.start()
+    await asyncio.wait_for(ended.wait(), 10)
+    dispatcher.poke()  # a tick is due the moment the stop comes
+    await dispatcher.stop()
+    back = await stores[0].get_card(card.id)
+    assert (back.status, back.claim) == ("ready", None)
+    assert dispatcher.workers == {}
