@@ -15,10 +15,11 @@ import pytest
 from engine_harness import fake_llm_environment
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
+from postgres import BACKENDS, PG_URL
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT = "bots/telegram-dm-assistant"
-PG = os.environ.get("HERMES_TEST_POSTGRES_URL", "postgresql+asyncpg://hermes:hermes@127.0.0.1:5432/hermes_test")
+PG = PG_URL or "postgresql+asyncpg://hermes:hermes@127.0.0.1:5432/hermes_test"
 
 
 async def cli(*args: str, env: dict[str, str], stdin: str = "", timeout: float = 60) -> tuple[int, str, str]:
@@ -80,7 +81,8 @@ async def test_run_reports_a_missing_model_key_before_creating_or_migrating_anyt
     ("nonsense", "HERMES_DATABASE_URL is not a database URL"),
     ("mysql://u:p@127.0.0.1/x", "HERMES_DATABASE_URL names the database driver"),
     ("postgresql+asyncpg://hermes:hermes@127.0.0.1:1/hermes_test", "PostgreSQL at 127.0.0.1:1 cannot be reached"),
-    (PG.replace("hermes:hermes@", "hermes:wrong-password@"), "refused the user 'hermes'"),
+    pytest.param(PG.replace("hermes:hermes@", "hermes:wrong-password@"), "refused the user 'hermes'",
+                 marks=BACKENDS[1].marks, id="wrong-password"),
 ])
 async def test_a_bad_or_refusing_database_is_one_sentence_exit_2_and_nothing_on_disk(fake_llm, tmp_path, url, says):
     home = tmp_path / "home"
