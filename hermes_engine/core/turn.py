@@ -308,7 +308,7 @@ class TurnRunner:
             tool_calls=result.tool_calls if result else 0,
             tool_iterations=result.tool_iterations if result else 0,
             usage=result.usage if result else Usage(), final_text=result.final_text if result else "",
-            failed=turn.failed, purpose=turn.job.purpose)
+            failed=turn.failed, purpose=turn.job.purpose, message_id=turn.message.message_id)
         for feature in self.features:
             try:
                 await feature.on_turn_end(outcome)

@@ -54,6 +54,7 @@ USAGE = ("Usage: /goal <what you want done> — I keep working on it until it is
          "Also: /goal status | pause | resume | clear")
 
 _JSON_OBJECT = re.compile(r"\{.*?\}", re.S)
+GOAL_MESSAGE_ID = re.compile(r"goal-(\d+)-(\d+)(?:-r\d+)?")
 
 
 def parse_verdict(text: str) -> dict[str, str] | None:
@@ -68,6 +69,12 @@ def parse_verdict(text: str) -> dict[str, str] | None:
         if isinstance(data, dict) and data.get("verdict") in ("done", "continue", "blocked"):
             return {"verdict": data["verdict"], "reason": str(data.get("reason", ""))[:500]}
     return None
+
+
+def _turn_number(message_id: str) -> int:
+    """n of a goal turn's message id `goal-<id>-<n>[-r<resumes>]`; 0 for any other id."""
+    match = GOAL_MESSAGE_ID.fullmatch(message_id)
+    return int(match.group(2)) if match else 0
 
 
 def _fingerprint(text: str) -> str:
@@ -108,7 +115,30 @@ class GoalFeature(Feature):
             async with self.host.leases.held(goal_lease(goal.id)) as ours:
                 current = await self.host.store.get_goal(goal.id) if ours else None
                 if current is not None and current.status == "active":
-                    await self._submit_turn(current)
+                    await self._go_on(current)
+
+    async def _go_on(self, goal: GoalRecord) -> None:
+        """Queue the goal's next turn (a duplicate, dropped, when it is queued already). A turn answered but
+        never counted, its replica dead before the judge, is counted and judged now on its stored answer:
+        queued again it would be dropped as answered and the goal would stall."""
+        assert self.host is not None
+        message = self._turn_message(goal)
+        if await self.host.handle(message, purpose="goal"):
+            return
+        pending = await self.host.store.pending_inbound(message.platform, session_key=goal.session_key)
+        if any(event.event_id == message.event_id for event in pending):
+            return  # its turn is still to come
+        counted = await self.host.store.update_goal(goal.id, add_turns=1)
+        if counted is not None and counted.status == "active":
+            log.info("goal %s: turn %s was answered but not judged; judging it now", goal.id, counted.turns_used)
+            await self._after_turn(counted, await self._last_answer(goal))
+
+    async def _last_answer(self, goal: GoalRecord) -> str:
+        assert self.host is not None
+        if goal.session_id is None:
+            return ""
+        messages = await self.host.store.load_messages(goal.session_id)
+        return next((m.content for m in reversed(messages) if m.role == "assistant" and m.content), "")
 
     async def _keep_resuming(self) -> None:
         assert self.host is not None
@@ -208,7 +238,7 @@ class GoalFeature(Feature):
         return goal is not None and goal.status == "active"
 
     async def _goal_of(self, message: InboundMessage) -> GoalRecord | None:
-        match = re.fullmatch(r"goal-(\d+)-\d+(?:-r\d+)?", message.message_id)
+        match = GOAL_MESSAGE_ID.fullmatch(message.message_id)
         return await self.host.store.get_goal(int(match.group(1))) if match and self.host else None
 
     async def on_stop(self, scope: SessionScope) -> None:
@@ -233,18 +263,20 @@ class GoalFeature(Feature):
         assert self.host is not None
         try:
             async with self.host.leases.held(goal_lease(goal_id), wait=True):
+                goal, number = await self.host.store.get_goal(goal_id), _turn_number(outcome.message_id)
+                if goal is None or (number and goal.turns_used >= number):
+                    return  # counted and judged already, by a replica that found it answered but not judged
                 # Count the turn before judging it: whatever happens next (a pause, a restart), the next
                 # continuation has a new number and this turn is never run again.
                 goal = await self.host.store.update_goal(goal_id, add_turns=1, add_tokens=outcome.usage.total)
                 if goal is not None and goal.status == "active":
-                    await self._after_turn(goal, outcome)
+                    await self._after_turn(goal, outcome.final_text)
         finally:
             self._judging.discard(goal_id)
 
-    async def _after_turn(self, goal: GoalRecord, outcome: TurnOutcome) -> None:
+    async def _after_turn(self, goal: GoalRecord, answer: str) -> None:
         assert self.host is not None
         store = self.host.store
-        answer = outcome.final_text
         verdict, judge_usage, transport_failed = await self._judge(goal, answer)
         if transport_failed:
             failures = self._transport[goal.id] = self._transport.get(goal.id, 0) + 1

@@ -39,6 +39,7 @@ class TurnOutcome:
     failed: bool = False
     interrupted: bool = False
     purpose: str = "turn"  # "turn" | "goal"
+    message_id: str = ""  # the platform's id of the message the turn answered
 
 
 class Feature:

@@ -59,3 +59,48 @@ async def test_a_goal_whose_replica_died_between_turns_is_resumed_by_another_onc
     assert goal.status == "done" and goal.turns_used == 2
     assert worker_turns == ["ship the release", f"{CONTINUE_PREFIX} ship the release"]  # none ran twice
     assert b.outlet.texts == ["worked step 2", "✅ Goal done: ship the release\nfinished on replica b"]
+
+
+class DiesRightAfterAnswering(GoalFeature):
+    """A replica killed between delivering a goal turn's answer (its inbox event done) and counting it."""
+
+    def __init__(self, died: asyncio.Event) -> None:
+        super().__init__(GoalSettings())
+        self.died = died
+
+    async def on_turn_end(self, outcome) -> None:
+        self.died.set()
+
+
+async def test_a_goal_turn_answered_but_never_judged_is_judged_on_its_stored_answer_by_another(
+        engine, fake_llm, monkeypatch):
+    judged: list[str] = []
+    worker_turns: list[str] = []
+
+    def respond(request) -> Reply:
+        if is_judge(request):
+            judged.append(request.last_user_text)
+            return Reply(text=verdict("continue" if len(judged) == 1 else "done", "ok"))
+        worker_turns.append(request.last_user_text)
+        return Reply(text=f"worked step {len(worker_turns)}")
+
+    fake_llm.responder = respond
+    died = asyncio.Event()
+    monkeypatch.setenv("HERMES_REPLICA_ID", "replica-a")
+    a = await engine(features=[DiesRightAfterAnswering(died)])
+    await a.gateway.handle(a.message("/goal ship the release"))
+    await asyncio.wait_for(died.wait(), 10)
+    await a.gateway.stop()
+    [goal] = await a.store.list_goals(bot="testbot")
+    assert (goal.status, goal.turns_used, await a.store.pending_inbound()) == ("active", 0, [])
+
+    b = await start_replica(engine, monkeypatch, "replica-b")
+    for _ in range(1000):
+        [goal] = await b.store.list_goals(bot="testbot")
+        if goal.status != "active":
+            break
+        await asyncio.sleep(0.02)
+    await b.idle()
+    assert (goal.status, goal.turns_used) == ("done", 2)
+    assert "worked step 1" in judged[0]  # the first turn judged on what it answered, not run again
+    assert worker_turns == ["ship the release", f"{CONTINUE_PREFIX} ship the release"]
