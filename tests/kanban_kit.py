@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fakes.fake_llm import Reply
-from postgres import PG_URL, fresh_schema
+from postgres import empty_database
 
 from hermes_engine.config import BotProfile, KanbanSettings, load_profile
 from storage.store import SqlStore
@@ -29,14 +29,8 @@ class Clock:
 @asynccontextmanager
 async def database(backend: str, tmp_path: Path) -> AsyncIterator[Callable[..., SqlStore]]:
     """A factory of stores on one database (several stores = several processes sharing it)."""
-    if backend == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'kanban.db'}"
-        yield lambda **kw: SqlStore(url, **kw)
-        return
-    assert PG_URL
-    async with fresh_schema() as schema:
-        options: dict[str, Any] = {"connect_args": {"server_settings": {"search_path": schema}}}
-        yield lambda **kw: SqlStore(PG_URL, engine_options=options, **kw)
+    async with empty_database(backend, str(tmp_path / "kanban.db")) as (url, options):
+        yield lambda **kw: SqlStore(url, engine_options=options, **kw)
 
 
 # -- the board in chat, as the platform tests drive it -----------------------------------------------------

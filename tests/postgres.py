@@ -7,12 +7,14 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 
 import pytest
 from sqlalchemy.pool import NullPool
 
 from storage.engine import make_engine
+from storage.store import SqlStore
 
 PG_URL = os.environ.get("HERMES_TEST_POSTGRES_URL")
 
@@ -61,3 +63,14 @@ async def empty_database(backend: str, sqlite_file: str) -> AsyncIterator[tuple[
         return
     async with fresh_schema() as schema:
         yield PG_URL or "", {"connect_args": {"server_settings": {"search_path": schema}}}
+
+
+@asynccontextmanager
+async def replica_stores(backend: str, tmp_path: Path, count: int = 2) -> AsyncIterator[list[SqlStore]]:
+    """`count` initialised stores on one empty database, as that many gateway replicas would have."""
+    async with empty_database(backend, str(tmp_path / "hermes.db")) as (url, options), AsyncExitStack() as stack:
+        stores = [SqlStore(url, engine_options=options) for _ in range(count)]
+        for store in stores:
+            await store.init()
+            stack.push_async_callback(store.close)
+        yield stores

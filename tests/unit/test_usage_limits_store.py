@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
-from postgres import BACKENDS, PG_URL, fresh_schema
+from postgres import BACKENDS, replica_stores
 
 from hermes_engine.ports.storage import UsageCount
 from storage.store import SqlStore
@@ -25,16 +24,7 @@ DAY, NEXT_DAY = date(2026, 3, 1), date(2026, 3, 2)
 @pytest.fixture(params=BACKENDS)
 async def replicas(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[list[SqlStore]]:
     """Two stores on one database, as two replicas of the gateway would have."""
-    async with AsyncExitStack() as stack:
-        url, options = f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}", {}
-        if request.param == "postgres":
-            assert PG_URL
-            schema = await stack.enter_async_context(fresh_schema())
-            url, options = PG_URL, {"connect_args": {"server_settings": {"search_path": schema}}}
-        stores = [SqlStore(url, engine_options=options) for _ in range(2)]
-        for store in stores:
-            await store.init()
-            stack.push_async_callback(store.close)
+    async with replica_stores(request.param, tmp_path) as stores:
         yield stores
 
 
