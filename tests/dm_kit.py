@@ -13,11 +13,11 @@ from typing import Any
 
 import discord
 import pytest
-from aiohttp import web
 from discord.gateway import DiscordWebSocket
 from fakes.fake_discord import FakeDiscord
-from fakes.fake_slack import BOT_TOKEN, SIGNING_SECRET, FakeSlack
+from fakes.fake_slack import FakeSlack
 from fakes.fake_telegram import FakeTelegram
+from slack_kit import serve_slack, slack_environment
 
 from adapters.render import render_discord, render_slack, render_telegram
 from hermes_engine.config import BotProfile
@@ -67,23 +67,10 @@ async def telegram_dm(engine: Any, monkeypatch: pytest.MonkeyPatch, profile_for:
 
 @asynccontextmanager
 async def slack_dm(engine: Any, monkeypatch: pytest.MonkeyPatch, profile_for: ProfileFor) -> AsyncIterator[DM]:
-    from adapters.slack import PLATFORM
-
     async with FakeSlack() as fake:
-        monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
-        monkeypatch.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
-        monkeypatch.setenv("SLACK_API_URL", fake.api_url)
+        slack_environment(monkeypatch, fake)
         e = await engine(profile=profile_for("UALICE"), platform="slack")
-        http = web.Application()
-        adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options({"edit_interval_seconds": 0.02}),
-                                 http, os.environ)
-        e.gateway.attach(adapter)
-        runner = web.AppRunner(http, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        fake.events_url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/slack/events"
-        await adapter.start()
+        served = await serve_slack(e, events_from=fake)
         try:
             async def say(text: str) -> None:
                 await fake.say("UALICE", "DALICE", text)
@@ -103,8 +90,7 @@ async def slack_dm(engine: Any, monkeypatch: pytest.MonkeyPatch, profile_for: Pr
 
             yield DM(say, command, shown)
         finally:
-            await adapter.stop()
-            await runner.cleanup()
+            await served.close()
 
 
 @asynccontextmanager

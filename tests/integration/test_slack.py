@@ -18,6 +18,7 @@ from engine_harness import goal_script, is_judge, make_profile, verdict
 from fakes.fake_llm import Reply
 from fakes.fake_slack import APP_TOKEN, BOT_TOKEN, MAX_TEXT, SIGNING_SECRET, FakeSlack
 from kanban_kit import QUIET_BOARD, board_markdown, planning, shipped_profile
+from slack_kit import serve_slack, slack_environment
 
 from adapters.render import render_slack
 from hermes_engine.config import GoalSettings
@@ -58,34 +59,16 @@ class SlackBot:
 
 @pytest.fixture
 async def slack_bot(engine, fake_slack, monkeypatch):
-    from adapters.slack import PLATFORM
-
     made: list[SlackBot] = []
 
     async def make(*, profile=None, features=None, options=None, socket_mode=False) -> SlackBot:
-        monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
-        monkeypatch.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
-        monkeypatch.setenv("SLACK_API_URL", fake_slack.api_url)
+        slack_environment(monkeypatch, fake_slack, socket_mode=socket_mode)
         # slack-sdk would send everything through this dead proxy if the adapter did not honour NO_PROXY.
         monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
         monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
-        if socket_mode:
-            monkeypatch.setenv("SLACK_APP_TOKEN", APP_TOKEN)
         e = await engine(profile=profile, features=features, platform="slack")
-        http = web.Application()
-        adapter = PLATFORM.build(e.gateway, e.settings,
-                                 PLATFORM.parse_options({"edit_interval_seconds": 0.02, **(options or {})}),
-                                 http, os.environ)
-        e.gateway.attach(adapter)
-        runner = web.AppRunner(http, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]
-        if not socket_mode:
-            fake_slack.events_url = f"http://127.0.0.1:{port}/slack/events"
-        await adapter.start()
-        bot = SlackBot(e, adapter, fake_slack, runner)
+        served = await serve_slack(e, events_from=None if socket_mode else fake_slack, options=options)
+        bot = SlackBot(e, served.adapter, fake_slack, served.runner)
         made.append(bot)
         return bot
 

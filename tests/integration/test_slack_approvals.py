@@ -5,18 +5,16 @@ who decided (or that the request expired) and its buttons are gone."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
-from aiohttp import web
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
-from fakes.fake_slack import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, FakeSlack
+from fakes.fake_slack import FakeSlack
+from slack_kit import ServedSlack, serve_slack, slack_environment
 
-from adapters.slack import PLATFORM
 from adapters.slack.approvals import ENDED, NOT_AN_APPROVER
 from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_engine.workspace.feature import WorkspaceFeature
@@ -52,15 +50,10 @@ class Bot:
 
 @pytest.fixture
 async def slack_terminal(engine, fake_llm, tmp_path, monkeypatch):
-    runners: list[web.AppRunner] = []
-    adapters = []
+    served: list[ServedSlack] = []
     async with FakeSlack() as fake:
         async def make(*, socket_mode: bool = False, approval_timeout: float = 300) -> Bot:
-            monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
-            monkeypatch.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
-            monkeypatch.setenv("SLACK_API_URL", fake.api_url)
-            if socket_mode:
-                monkeypatch.setenv("SLACK_APP_TOKEN", APP_TOKEN)
+            slack_environment(monkeypatch, fake, socket_mode=socket_mode)
             profile = make_profile(toolsets=["core", "terminal"],
                                    access={"admins": [ADMIN], "allowed_users": [STRANGER]},
                                    workspace={"approve": ["dangerous"], "approval_timeout_seconds": approval_timeout})
@@ -68,30 +61,16 @@ async def slack_terminal(engine, fake_llm, tmp_path, monkeypatch):
             feature = WorkspaceFeature(tmp_path, profile.name, profile.workspace, admins=[ADMIN], asker=router,
                                        toolsets=profile.toolsets)
             e = await engine(profile=profile, features=[feature], platform="slack")
-            http = web.Application()
-            adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options({"edit_interval_seconds": 0.02}),
-                                     http, os.environ)
-            e.gateway.attach(adapter)
-            router.add("slack", adapter.approval_asker())
-            runner = web.AppRunner(http, access_log=None)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            runners.append(runner)
-            if not socket_mode:
-                fake.events_url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/slack/events"
-            await adapter.start()
-            adapters.append(adapter)
+            served.append(await serve_slack(e, events_from=None if socket_mode else fake,
+                                            before_start=lambda a: router.add("slack", a.approval_asker())))
             if socket_mode:
                 await fake.wait_for_socket()
             fake_llm.responder = respond
             return Bot(fake, feature)
 
         yield make
-        for adapter in adapters:
-            await adapter.stop()
-        for runner in runners:
-            await runner.cleanup()
+        for replica in served:
+            await replica.close()
 
 
 async def test_a_dangerous_command_waits_for_an_approvers_press_in_slack_and_then_runs(slack_terminal):

@@ -5,16 +5,14 @@ runs, and A updates the question it showed to say who decided."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import pytest
-from aiohttp import web
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
-from fakes.fake_slack import BOT_TOKEN, SIGNING_SECRET, FakeSlack
+from fakes.fake_slack import FakeSlack
+from slack_kit import ServedSlack, serve_slack, slack_environment
 
-from adapters.slack import PLATFORM
 from adapters.slack.approvals import ENDED, NOT_AN_APPROVER
 from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_engine.workspace.feature import WorkspaceFeature
@@ -34,12 +32,9 @@ def respond(request):
 async def replicas(engine, fake_llm, tmp_path, monkeypatch):
     """`await replicas(name)`: a started replica (gateway, Slack adapter on its own HTTP site); returns
     (its events URL, its workspace feature)."""
-    runners: list[web.AppRunner] = []
-    adapters = []
+    served: list[ServedSlack] = []
     async with FakeSlack() as fake:
-        monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
-        monkeypatch.setenv("SLACK_SIGNING_SECRET", SIGNING_SECRET)
-        monkeypatch.setenv("SLACK_API_URL", fake.api_url)
+        slack_environment(monkeypatch, fake)
         fake_llm.responder = respond
 
         async def make(name: str) -> tuple[str, WorkspaceFeature]:
@@ -51,25 +46,12 @@ async def replicas(engine, fake_llm, tmp_path, monkeypatch):
             feature = WorkspaceFeature(tmp_path, profile.name, profile.workspace, admins=[ADMIN], asker=router,
                                        toolsets=profile.toolsets)
             e = await engine(profile=profile, features=[feature], platform="slack")
-            http = web.Application()
-            adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options({"edit_interval_seconds": 0.02}),
-                                     http, os.environ)
-            e.gateway.attach(adapter)
-            router.add("slack", adapter.approval_asker())
-            runner = web.AppRunner(http, access_log=None)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            runners.append(runner)
-            await adapter.start()
-            adapters.append(adapter)
-            return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/slack/events", feature
+            served.append(await serve_slack(e, before_start=lambda a: router.add("slack", a.approval_asker())))
+            return served[-1].events_url, feature
 
         yield fake, make
-        for adapter in adapters:
-            await adapter.stop()
-        for runner in runners:
-            await runner.cleanup()
+        for replica in served:
+            await replica.close()
 
 
 async def test_a_press_posted_to_the_replica_that_did_not_ask_decides_and_the_asker_updates_the_question(
