@@ -78,7 +78,7 @@ async def http_server() -> AsyncIterator[str]:
     finally:
         proc.terminate()  # a graceful stop waits for open streams (the client's change stream): then kill
         try:
-            await asyncio.wait_for(proc.wait(), 5)
+            await asyncio.wait_for(proc.wait(), 1)
         except TimeoutError:
             proc.kill()
             await proc.wait()
