@@ -24,7 +24,7 @@ import contextlib
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from adapters.election import Election
 from adapters.outbound import DROPPED, OutboundScheduler, default_is_transient
@@ -39,11 +39,18 @@ from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Delivery, DeliveryLedger
 from hermes_engine.ports.storage import LeaseStore
 
-__all__ = ["DROPPED", "PlatformAdapter"]
+__all__ = ["DROPPED", "PlatformAdapter", "RejectedLog"]
 
 log = logging.getLogger(__name__)
 
 Remember = Callable[[Sequence[SentMessage]], Awaitable[None]]
+
+
+class RejectedLog(Protocol):
+    """Where an adapter keeps inbound events too malformed to read, for an operator to see (the gateway's
+    durable inbox: `hermes-gateway inbox rejected`)."""
+
+    async def record_rejected(self, platform: str, event_id: str, payload: dict[str, Any]) -> None: ...
 UNKNOWN_TEXT = "\x00(shown before a restart)"  # what a resumed message shows as far as we know: never equal
 
 
@@ -72,6 +79,7 @@ class PlatformAdapter(ABC):
         self.leases: LeaseStore | None = None  # where receiving that must run on one replica is elected
         self.holder = ""
         self.elections: list[Election] = []
+        self.rejects: RejectedLog | None = None  # see `keep_rejects_in`
 
     def approval_asker(self) -> ApprovalAsker | None:
         """How this platform shows approval requests (buttons); None: it cannot, and they are denied."""
@@ -104,6 +112,11 @@ class PlatformAdapter(ABC):
     def keep_deliveries_in(self, ledger: DeliveryLedger) -> None:
         """Record deliveries in `ledger` (the gateway's durable one) instead of this process's memory."""
         self.ledger = ledger
+
+    def keep_rejects_in(self, rejects: RejectedLog) -> None:
+        """Record inbound events too malformed to read in `rejects`, before the platform is told they were
+        taken (an adapter whose platform can send such events; without it they are only logged)."""
+        self.rejects = rejects
 
     # -- lifecycle (platform half) ------------------------------------------------------------------
     @abstractmethod

@@ -2,11 +2,12 @@
 (two pollers make Telegram answer 409 Conflict to each other) or holding one Discord gateway connection
 (two connections answer every message twice).
 
-Replicas on one database each run `Election.run(work)`. The one that takes the lease (`LeaseStore`, judged
-against the database's clock) runs `work` and renews the lease every third of its time to live; the others
-stand by and try again as often, so when the holder dies (stops renewing) one of them takes over within a
-lease period and a check. A holder stops its work as soon as it cannot be sure it still holds the lease: a
-renewal refused (another replica took it), or no renewal confirmed within the time to live (the process
+Replicas on one database each run `Election.run(work)`. `ttl_seconds` is the lease period the operator
+sets: a stand-by takes over within it after the holder dies. The lease is written for half of it (judged
+against the database's clock) and renewed every quarter; the others stand by and try again every quarter,
+so when the holder dies (stops renewing) one of them takes over within half a period and a check: three
+quarters of the period at most. A holder stops its work as soon as it cannot be sure it still holds the
+lease: a renewal refused (another replica took it), or no renewal confirmed within the lease (the process
 was paused, or the database is unreachable) — the local deadline counts from before the renewal was
 asked, so it never outlasts the database's.
 """
@@ -37,8 +38,9 @@ class Election:
         self.leases = leases
         self.name = name
         self.holder = holder
-        self.ttl = ttl_seconds
-        self.check_seconds = max(MIN_CHECK_SECONDS, ttl_seconds / 3)
+        self.period = ttl_seconds
+        self.ttl = ttl_seconds / 2  # what the database holds; a renewal has a quarter period to come back
+        self.check_seconds = max(MIN_CHECK_SECONDS, ttl_seconds / 4)
         self.metrics = metrics
         self.clock = clock
         self.role: Role = "starting"

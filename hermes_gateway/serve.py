@@ -100,6 +100,7 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
             except ConfigError as exc:
                 raise ConfigError(f"Bot profile '{profile.name}', platform {name}: {exc}") from None
             adapter.keep_deliveries_in(StoredDeliveries(store, profile.name, name))
+            adapter.keep_rejects_in(store)
             adapter.report_to(metrics)
             adapter.elect_with(store, holder)
             asker = adapter.approval_asker()

@@ -35,6 +35,7 @@ _OPEN_GOAL_SQL = f"status IN ({', '.join(repr(s) for s in OPEN_GOAL_STATUSES)})"
 # Inbound event statuses.
 INBOUND_RECEIVED = "received"
 INBOUND_DONE = "done"
+INBOUND_REJECTED = "rejected"  # too malformed to read: kept for an operator, never answered
 
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 JsonType = sa.JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True), "postgresql")

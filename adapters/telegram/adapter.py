@@ -88,6 +88,7 @@ class TelegramAdapter(PlatformAdapter):
         self.webhook_url = webhook_url
         self.webhook_path = f"/telegram/{engine.bot}"
         self.rejected: deque[RejectedUpdate] = deque(maxlen=100)  # the latest updates too malformed to read
+        self._unrecorded: dict[str, RejectedUpdate] = {}  # rejected, not yet in `rejects` (by event id)
         # Pool sizes as python-telegram-bot's ApplicationBuilder sets them: one long poll, many sends.
         self.bot = TolerantBot(
             token, base_url=base_url, base_file_url=file_url, local_mode=opts.local_mode, on_rejected=self._reject,
@@ -290,6 +291,7 @@ class TelegramAdapter(PlatformAdapter):
                     failures = 0
                 continue
             try:
+                await self._record_rejected()
                 await self.process_updates(updates)
             except asyncio.CancelledError:
                 raise
@@ -354,11 +356,21 @@ class TelegramAdapter(PlatformAdapter):
         return bool(await self.engine.handle(msg))
 
     def _reject(self, rejected: RejectedUpdate) -> None:
-        """An update too malformed to read: logged with what it held and kept in `rejected`; the updates
-        around it are answered."""
+        """An update too malformed to read: logged with what it held and kept in `rejected`, to be recorded
+        by `_record_rejected` before Telegram is told it was taken; the updates around it are answered."""
         self.rejected.append(rejected)
+        self._unrecorded[rejected.event_id(self.account)] = rejected
         log.warning("rejected a malformed Telegram update %s (%s): %s", rejected.update_id, rejected.reason,
                     rejected.raw)
+
+    async def _record_rejected(self) -> None:
+        """Write the updates rejected so far to the reject log. Raises when it cannot: they stay unconfirmed,
+        come again and are rejected again."""
+        for event_id, rejected in list(self._unrecorded.items()):
+            if self.rejects is not None:
+                payload = {"update_id": rejected.update_id, "reason": rejected.reason, "raw": rejected.raw}
+                await self.rejects.record_rejected(self.platform, event_id, payload)
+            del self._unrecorded[event_id]
 
     async def _send_quietly(self, target: ReplyTarget, text: str) -> None:
         try:
@@ -385,6 +397,12 @@ class TelegramAdapter(PlatformAdapter):
         update = decode_update(data, self.bot)
         if isinstance(update, RejectedUpdate):
             self._reject(update)
+            try:
+                await self._record_rejected()
+            except Exception:  # noqa: BLE001
+                log.exception("could not record rejected Telegram update %s; Telegram will resend it",
+                              update.update_id)
+                return web.Response(status=500, text="try again")
             return web.Response(status=200, text="rejected")  # anything else and Telegram sends it again
         try:
             await self.process_updates([update])

@@ -10,6 +10,7 @@ the updates around it are answered. The webhook decodes its one update with the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,13 @@ class RejectedUpdate:
     update_id: int | None
     reason: str
     raw: str
+
+    def event_id(self, account: str) -> str:
+        """Its key among the bot's inbound events: by update id, or by its content when it has none."""
+        if self.update_id is not None:
+            return f"{account}:rejected:{self.update_id}"
+        digest = hashlib.sha256(self.raw.encode(errors="surrogatepass")).hexdigest()[:16]  # a lone surrogate too
+        return f"{account}:rejected:{digest}"
 
 
 def decode_update(data: Any, bot: Bot | None) -> Update | RejectedUpdate:

@@ -84,7 +84,7 @@ class StoredMessage:
 class InboundEvent:
     platform: str
     event_id: str
-    status: str  # "received" | "done"
+    status: str  # "received" | "done" | "rejected"
     payload: dict[str, Any]
     created_at: datetime | None = None  # when it was first received
     session_key: str | None = None  # the session it was recorded for; None if recorded without one
@@ -217,8 +217,15 @@ class Inbox(Protocol):
         `session_key`: that session's, plus those recorded without a session key (the caller sorts them),
         so a session's lane reads a few rows, not the whole inbox."""
 
+    async def record_rejected(self, platform: str, event_id: str, payload: dict[str, Any]) -> None:
+        """Keep an event too malformed to read (`payload`: why, and what it held) for an operator; never
+        answered, never pending, pruned like completed ones. Once per (platform, event_id)."""
+
+    async def rejected_inbound(self, platform: str | None = None, *, limit: int = 50) -> list[InboundEvent]:
+        """The latest rejected events, newest first."""
+
     async def prune_inbound(self, older_than: datetime) -> int:
-        """Delete completed events received before `older_than`; returns how many."""
+        """Delete completed and rejected events received before `older_than`; returns how many."""
 
 
 class GoalStore(Protocol):

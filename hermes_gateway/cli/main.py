@@ -160,6 +160,7 @@ _mount("security", "hermes_gateway.cli.security", "Scan memory and skill files; 
 _mount("mcp", "hermes_gateway.cli.mcp", "Start a bot profile's MCP servers and list their tools.")
 _mount("people", "hermes_gateway.cli.people", "List people with their platform accounts, or forget a person.")
 _mount("kanban", "hermes_gateway.cli.kanban", "Show the kanban board; move or retry a card.")
+_mount("inbox", "hermes_gateway.cli.inbox", "Messages waiting for an answer, and events rejected as unreadable.")
 
 
 def main() -> None:

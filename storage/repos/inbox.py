@@ -14,7 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from hermes_engine.ports.storage import InboundEvent
-from storage.models import INBOUND_DONE, INBOUND_RECEIVED, InboundEventRow, table_of
+from storage.models import INBOUND_DONE, INBOUND_RECEIVED, INBOUND_REJECTED, InboundEventRow, table_of
 from storage.repos.base import SqlRepository, whole
 from storage.values import clean
 
@@ -73,11 +73,32 @@ class InboxRepository(SqlRepository):
             return [_inbound(row) for row in rows]
 
     @whole
+    async def record_rejected(self, platform: str, event_id: str, payload: dict[str, Any]) -> None:
+        """Keep an event too malformed to read, once (a platform sending it again changes nothing)."""
+        row = {"platform": platform, "event_id": event_id, "status": INBOUND_REJECTED,
+               "payload": clean(dict(payload)), "created_at": self._now(), "completed_at": self._now()}
+        insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+        async with self._session() as session, session.begin():
+            await session.execute(insert(table_of(InboundEventRow)).values(**row)
+                                  .on_conflict_do_nothing(index_elements=["platform", "event_id"]))
+
+    @whole
+    async def rejected_inbound(self, platform: str | None = None, *, limit: int = 50) -> list[InboundEvent]:
+        """The latest rejected events, newest first."""
+        stmt = sa.select(InboundEventRow).where(InboundEventRow.status == INBOUND_REJECTED)
+        if platform is not None:
+            stmt = stmt.where(InboundEventRow.platform == platform)
+        async with self._single() as session:
+            rows = await session.scalars(stmt.order_by(InboundEventRow.id.desc()).limit(limit))
+            return [_inbound(row) for row in rows]
+
+    @whole
     async def prune_inbound(self, older_than: datetime) -> int:
-        """Delete completed events received before `older_than`. Pending ones are kept."""
+        """Delete completed and rejected events received before `older_than`. Pending ones are kept."""
         async with self._session() as session, session.begin():
             result = await session.execute(
                 sa.delete(InboundEventRow)
-                .where(InboundEventRow.status == INBOUND_DONE, InboundEventRow.created_at < older_than)
+                .where(InboundEventRow.status.in_((INBOUND_DONE, INBOUND_REJECTED)),
+                       InboundEventRow.created_at < older_than)
                 .returning(InboundEventRow.id))
             return len(result.all())

@@ -211,6 +211,7 @@ class FakeTelegram(LoopbackServer):
         self.chats: dict[int, FakeChat] = {}
         self.updates: list[dict[str, Any]] = []  # not yet confirmed
         self.delivered_update_ids: list[int] = []  # every update id handed out by getUpdates (repeats too)
+        self.refused_update_ids: list[int] = []  # every webhook delivery the bot did not answer 200 (repeats too)
         self.confirmed_offset = 0
         self.commands: list[dict[str, Any]] | None = None
         self.webhook_url: str = ""
@@ -714,6 +715,8 @@ class FakeTelegram(LoopbackServer):
                     self.updates.pop(0)
                     await self._notify()
                 else:
+                    self.refused_update_ids.append(update["update_id"])
+                    await self._notify()
                     await asyncio.sleep(0.2)
 
 

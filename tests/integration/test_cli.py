@@ -62,3 +62,23 @@ async def test_piped_chat_answers_one_line_at_a_time(fake_llm, tmp_path):
     out, err = await asyncio.wait_for(proc.communicate(b"hello\nand again\n"), 60)
     assert proc.returncode == 0, err.decode()
     assert out.decode().splitlines() == ["first answer", "second answer"]
+
+
+async def test_inbox_lists_what_waits_for_an_answer_and_what_was_rejected(tmp_path):
+    from storage.store import SqlStore
+
+    store = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}")
+    await store.init()
+    try:
+        await store.record_inbound("telegram", "1:42:7:900", {"purpose": "turn"}, session_key="telegram:1:dm:42")
+        await store.record_rejected("telegram", "1:rejected:901", {"reason": "no chat", "raw": '{"message": 5}'})
+    finally:
+        await store.close()
+    env = {"HERMES_HOME": str(tmp_path)}
+    waiting = run_cli("inbox", "pending", env=env)
+    assert waiting.returncode == 0, waiting.stderr
+    assert "telegram  1:42:7:900  turn  telegram:1:dm:42" in waiting.stdout
+    refused = run_cli("inbox", "rejected", "--platform", "telegram", env=env)
+    assert refused.returncode == 0, refused.stderr
+    assert "telegram  1:rejected:901: no chat" in refused.stdout and '{"message": 5}' in refused.stdout
+    assert run_cli("inbox", "rejected", "--platform", "slack", env=env).stdout.strip() == "No event was rejected."

@@ -51,6 +51,7 @@ async def tg(engine, telegram):
         e = await engine(profile=prof)
         adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(options), http_app, os.environ)
         e.gateway.attach(adapter)
+        adapter.keep_rejects_in(e.store)  # as the runner wires it
         await adapter.start()
         await asyncio.wait_for(adapter.ready.wait(), 5)
         adapters.append(adapter)
@@ -239,7 +240,10 @@ async def test_a_malformed_update_is_rejected_alone_and_polling_goes_on(tg, tele
     await final_answer(telegram, e, 43, "Got: after")
     await telegram.wait_for(lambda: telegram.confirmed_offset > last["update_id"], 5)  # never fetched again
     assert [r.update_id for r in adapter.rejected] == [bad["update_id"], last["update_id"]]
-    assert "just a string" in adapter.rejected[0].raw
+    kept = await e.store.rejected_inbound("telegram")  # recorded before the offset moved past them
+    assert [event.payload["update_id"] for event in kept] == [last["update_id"], bad["update_id"]]
+    assert "just a string" in kept[1].payload["raw"] and kept[1].status == "rejected"
+    assert await e.store.pending_inbound("telegram") == []  # never answered
 
 
 async def test_a_malformed_update_is_rejected_alone_through_the_webhook(webhook_tg, telegram, fake_llm):
@@ -250,6 +254,20 @@ async def test_a_malformed_update_is_rejected_alone_through_the_webhook(webhook_
     await final_answer(telegram, e, 42, "Got: after")
     assert bad["update_id"] in telegram.delivered_update_ids  # answered 200: Telegram does not send it again
     assert [r.update_id for r in adapter.rejected] == [bad["update_id"]]
+    assert [event.payload["update_id"] for event in await e.store.rejected_inbound()] == [bad["update_id"]]
+
+
+async def test_a_rejected_update_that_cannot_be_recorded_is_left_for_telegram_to_send_again(webhook_tg, telegram,
+                                                                                            fake_llm):
+    class Broken:
+        async def record_rejected(self, platform: str, event_id: str, payload: dict[str, Any]) -> None:
+            raise OSError("disk full")
+
+    e, adapter, _ = await webhook_tg()
+    adapter.keep_rejects_in(Broken())
+    bad = telegram.push_update({"message": "just a string"})
+    await telegram.wait_for(lambda: telegram.refused_update_ids.count(bad["update_id"]) >= 2, 10)
+    assert bad["update_id"] not in telegram.delivered_update_ids  # still Telegram's to send: nothing is lost
 
 
 # ----------------------------------------------------------------------------- rate limits and outages

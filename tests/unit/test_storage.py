@@ -310,6 +310,22 @@ async def test_pending_inbound_lists_received_but_not_completed_events(store: Sq
     assert len(await store.pending_inbound("telegram")) == 3
 
 
+async def test_a_rejected_event_is_kept_once_never_pending_and_pruned_with_the_answered(store: SqlStore, clock) -> None:
+    await store.record_rejected("telegram", "1:rejected:7", {"reason": "no chat", "raw": "broken \ud800 \x00"})
+    await store.record_rejected("telegram", "1:rejected:7", {"reason": "sent again"})  # a resend changes nothing
+    clock.advance(1)
+    await store.record_rejected("telegram", "1:rejected:8", {"reason": "no integer update_id"})
+    assert await store.pending_inbound() == []
+    kept = await store.rejected_inbound("telegram")
+    assert [(e.event_id, e.status, e.payload["reason"]) for e in kept] == [
+        ("1:rejected:8", "rejected", "no integer update_id"), ("1:rejected:7", "rejected", "no chat")]
+    assert kept[1].payload["raw"] == "broken \ufffd \ufffd"  # stored on every backend
+    assert await store.rejected_inbound("slack") == []
+    assert await store.record_inbound("telegram", "1:rejected:7", {}) is False  # its key is taken: never a turn
+    assert await store.prune_inbound(clock.now + timedelta(days=1)) == 2
+    assert await store.rejected_inbound() == []
+
+
 async def test_a_session_reads_its_own_pending_events_and_those_recorded_without_a_session(store: SqlStore) -> None:
     await store.record_inbound("telegram", "a1", {}, session_key="a")
     await store.record_inbound("telegram", "old", {})  # recorded before events named their session
