@@ -3,11 +3,11 @@
 (two connections answer every message twice).
 
 Replicas on one database each run `Election.run(work)`. `ttl_seconds` is the lease period the operator
-sets: a stand-by takes over within it after the holder dies. The lease is written for half of it (judged
-against the database's clock) and renewed every quarter; the others stand by and try again every quarter,
-so when the holder dies (stops renewing) one of them takes over within half a period and a check: three
-quarters of the period at most. A holder stops its work as soon as it cannot be sure it still holds the
-lease: a renewal refused (another replica took it), or no renewal confirmed within the lease (the process
+sets: a stand-by takes over within it after the holder dies. The lease is written for two thirds of it
+(judged against the database's clock) and renewed every quarter; the others stand by and try again every
+quarter, so when the holder dies (stops renewing) one of them takes over within two thirds of the period
+and a check (eleven twelfths at most), and a renewal has five twelfths of the period to come back before
+its holder must stop. A holder stops its work as soon as it cannot be sure it still holds the lease: a renewal refused (another replica took it), or no renewal confirmed within the lease (the process
 was paused, or the database is unreachable) — the local deadline counts from before the renewal was
 asked, so it never outlasts the database's.
 """
@@ -39,7 +39,7 @@ class Election:
         self.name = name
         self.holder = holder
         self.period = ttl_seconds
-        self.ttl = ttl_seconds / 2  # what the database holds; a renewal has a quarter period to come back
+        self.ttl = ttl_seconds * 2 / 3  # what the database holds
         self.check_seconds = max(MIN_CHECK_SECONDS, ttl_seconds / 4)
         self.metrics = metrics
         self.clock = clock

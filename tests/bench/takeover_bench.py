@@ -4,7 +4,7 @@ Two `hermes-gateway run` replicas on one database poll one bot on the fake Teleg
 base URL so the fake knows who polled. Each round waits until one leads and the other stands by, kills
 the leader, and times from the kill to the stand-by's first `getUpdates` reaching the fake; a fresh
 replica then takes the killed one's place as the next stand-by. The target: within the lease period
-(`platforms.telegram.poller_lease_seconds`); by design at most three quarters of it.
+(`platforms.telegram.poller_lease_seconds`); by design at most eleven twelfths of it.
 
     python tests/bench/takeover_bench.py [--rounds 5] [--lease 4] [--backend sqlite|postgres]
 
