@@ -11,9 +11,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import discord
 import pytest
-from discord.gateway import DiscordWebSocket
+from discord_kit import FAST, discord_environment
 from fakes.fake_discord import FakeDiscord
 from fakes.fake_slack import FakeSlack
 from fakes.fake_telegram import FakeTelegram
@@ -97,17 +96,11 @@ async def slack_dm(engine: Any, monkeypatch: pytest.MonkeyPatch, profile_for: Pr
 async def discord_dm(engine: Any, monkeypatch: pytest.MonkeyPatch, profile_for: ProfileFor) -> AsyncIterator[DM]:
     from adapters.discord import PLATFORM
 
-    # The adapter sets these class attributes (discord.py's own configuration points); restore them after.
-    monkeypatch.setattr(discord.http.Route, "BASE", discord.http.Route.BASE)
-    monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", DiscordWebSocket.DEFAULT_GATEWAY)
     async with FakeDiscord() as fake:
-        monkeypatch.setenv("DISCORD_BOT_TOKEN", fake.token)
-        monkeypatch.setenv("DISCORD_API_BASE_URL", fake.url)
-        monkeypatch.setenv("DISCORD_GATEWAY_URL", fake.gateway_url)
+        discord_environment(monkeypatch, fake)
         alice = fake.user("alice")
         e = await engine(profile=profile_for(alice["id"]))
-        options = {"edit_interval_seconds": 0.05, "guild_ready_timeout": 0.05, "ready_timeout": 10}
-        adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(options), None, os.environ)
+        adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(FAST), None, os.environ)
         e.gateway.attach(adapter)
         await adapter.start()
         dm = fake.dm_channel(alice)

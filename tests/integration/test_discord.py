@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import discord
 import pytest
-from discord.gateway import DiscordWebSocket
+from discord_kit import FAST, discord_environment
 from engine_harness import Engine, fake_llm_environment, make_profile
 from fakes.fake_discord import FakeDiscord, FakeMessage
 from fakes.fake_llm import FakeLLM, Reply
@@ -31,7 +30,6 @@ from hermes_gateway.wiring import build_gateway
 from storage.store import SqlStore
 
 EDIT_ROUTE = "/channels/{channel_id}/messages/{message_id}"
-FAST = {"edit_interval_seconds": 0.05, "guild_ready_timeout": 0.05, "ready_timeout": 10}
 
 
 @dataclass
@@ -63,14 +61,7 @@ async def discord_bot(fake_llm: FakeLLM, fake_discord: FakeDiscord, monkeypatch:
     Started in the order `hermes-gateway run` uses: the platform builds its adapter from the profile block
     and the environment, the adapter starts, then the gateway (which then watches pairing approvals for
     every attached platform). Stopped in that order reversed."""
-    # The adapter sets these class attributes (discord.py's own configuration points); restore them after.
-    monkeypatch.setattr(discord.http.Route, "BASE", discord.http.Route.BASE)
-    monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", DiscordWebSocket.DEFAULT_GATEWAY)
-    monkeypatch.setenv("DISCORD_BOT_TOKEN", fake_discord.token)
-    monkeypatch.setenv("DISCORD_API_BASE_URL", fake_discord.url)  # "/api/v10" is appended
-    monkeypatch.setenv("DISCORD_GATEWAY_URL", fake_discord.gateway_url)
-    for name in ("DISCORD_ALLOWED_GUILDS", "DISCORD_ALLOWED_USERS"):
-        monkeypatch.delenv(name, raising=False)
+    discord_environment(monkeypatch, fake_discord)
     for name, value in fake_llm_environment(fake_llm).items():
         monkeypatch.setenv(name, value)
     bots: list[Bot] = []

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import os
 
-import discord
 import pytest
-from discord.gateway import DiscordWebSocket
+from discord_kit import FAST, discord_environment
 from engine_harness import make_profile
 from fakes.fake_discord import FakeDiscord, FakeMessage
 from fakes.fake_llm import Reply
@@ -18,21 +17,13 @@ from adapters.discord import PLATFORM
 from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_engine.workspace.feature import WorkspaceFeature
 
-FAST = {"edit_interval_seconds": 0.05, "guild_ready_timeout": 0.05, "ready_timeout": 10}
 LABELS = ["Approve once", "For this session", "Deny"]
 
 
 @pytest.fixture
 async def fake_discord(monkeypatch: pytest.MonkeyPatch):
-    # The adapter sets these class attributes (discord.py's own configuration points); restore them after.
-    monkeypatch.setattr(discord.http.Route, "BASE", discord.http.Route.BASE)
-    monkeypatch.setattr(DiscordWebSocket, "DEFAULT_GATEWAY", DiscordWebSocket.DEFAULT_GATEWAY)
     async with FakeDiscord() as fake:
-        monkeypatch.setenv("DISCORD_BOT_TOKEN", fake.token)
-        monkeypatch.setenv("DISCORD_API_BASE_URL", fake.url)
-        monkeypatch.setenv("DISCORD_GATEWAY_URL", fake.gateway_url)
-        for name in ("DISCORD_ALLOWED_GUILDS", "DISCORD_ALLOWED_USERS"):
-            monkeypatch.delenv(name, raising=False)
+        discord_environment(monkeypatch, fake)
         yield fake
 
 
