@@ -39,6 +39,7 @@ RunAttempt = Callable[[CardRecord, str], Awaitable[AttemptEnd]]
 OnCard = Callable[[CardRecord], Awaitable[None]]
 Progress = Literal["started", "taken back"]
 OnBatch = Callable[[Progress, Sequence[CardRecord]], Awaitable[None]]
+TICK_GRACE_SECONDS = 10.0  # a stop waits this long for a tick in progress to end before cutting it
 
 
 class BoardStore(CardStore, LeaseStore, Protocol):
@@ -216,13 +217,13 @@ class Dispatcher:
             self._stopping = False
             self._loop = asyncio.create_task(self._run(), name=f"kanban-dispatcher:{self.profile}")
 
-    async def stop(self, *, tick_grace: float = 10.0) -> None:
+    async def stop(self) -> None:
         """End the loop between two ticks, then cut the workers and give their cards back. The loop is not
-        cancelled mid-tick unless a tick outlasts `tick_grace`: a claim cut off in flight can commit on the
-        server with no worker to run it, leaving the card running until its claim goes stale."""
+        cancelled mid-tick unless a tick outlasts `TICK_GRACE_SECONDS`: a claim cut off in flight can commit
+        on the server with no worker to run it, leaving the card running until its claim goes stale."""
         self._stopping = True
         self._wake.set()
-        if self._loop is not None and not (await asyncio.wait({self._loop}, timeout=tick_grace))[0]:
+        if self._loop is not None and not (await asyncio.wait({self._loop}, timeout=TICK_GRACE_SECONDS))[0]:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)
         self._loop = None
