@@ -257,6 +257,29 @@ async def test_a_malformed_update_is_rejected_alone_through_the_webhook(webhook_
     assert [event.payload["update_id"] for event in await e.store.rejected_inbound()] == [bad["update_id"]]
 
 
+async def test_polling_moves_past_a_rejected_update_only_once_it_is_recorded(tg, telegram, fake_llm):
+    fake_llm.responder = lambda req: Reply(text=f"Got: {req.last_user_text}")
+    e, adapter = await tg()
+
+    class FailsTwice:
+        def __init__(self) -> None:
+            self.failures = 0
+
+        async def record_rejected(self, platform: str, event_id: str, payload: dict[str, Any]) -> None:
+            if self.failures < 2:
+                self.failures += 1
+                raise OSError("disk full")
+            await e.store.record_rejected(platform, event_id, payload)
+
+    log = FailsTwice()
+    adapter.keep_rejects_in(log)
+    bad = telegram.push_update({"message": "just a string"})
+    telegram.user_says(42, ALICE, "after")
+    await final_answer(telegram, e, 42, "Got: after")
+    assert log.failures == 2 and telegram.confirmed_offset > bad["update_id"]
+    assert [event.payload["update_id"] for event in await e.store.rejected_inbound()] == [bad["update_id"]]
+
+
 async def test_a_rejected_update_that_cannot_be_recorded_is_left_for_telegram_to_send_again(webhook_tg, telegram,
                                                                                             fake_llm):
     class Broken:
