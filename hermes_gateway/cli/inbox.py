@@ -21,6 +21,11 @@ app = typer.Typer(help="What the gateway received: waiting for an answer, or rej
 RAW_SHOWN = 500  # characters of a rejected event's content shown
 
 
+def _printable(text: str) -> str:
+    """What a sender wrote, safe for an operator's terminal: control characters shown as escapes."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def _when(event: InboundEvent) -> str:
     return event.created_at.strftime("%Y-%m-%d %H:%M:%S") if event.created_at else "?"
 
@@ -52,7 +57,7 @@ def rejected(platform: str | None = typer.Option(None, "--platform", help="Only 
     if not events:
         typer.echo("No event was rejected.")
     for event in events:
-        raw = str(event.payload.get("raw", ""))
+        raw = _printable(str(event.payload.get("raw", "")))
         shown = raw if len(raw) <= RAW_SHOWN else raw[:RAW_SHOWN] + "…"
-        reason = event.payload.get("reason", "?")
+        reason = _printable(str(event.payload.get("reason", "?")))
         typer.echo(f"{_when(event)}  {event.platform}  {event.event_id}: {reason}\n    {shown}")

@@ -72,6 +72,7 @@ async def test_inbox_lists_what_waits_for_an_answer_and_what_was_rejected(tmp_pa
     try:
         await store.record_inbound("telegram", "1:42:7:900", {"purpose": "turn"}, session_key="telegram:1:dm:42")
         await store.record_rejected("telegram", "1:rejected:901", {"reason": "no chat", "raw": '{"message": 5}'})
+        await store.record_rejected("telegram", "1:rejected:902", {"reason": "odd \x9b2J", "raw": "\x1b[2J\u202e"})
     finally:
         await store.close()
     env = {"HERMES_HOME": str(tmp_path)}
@@ -81,4 +82,6 @@ async def test_inbox_lists_what_waits_for_an_answer_and_what_was_rejected(tmp_pa
     refused = run_cli("inbox", "rejected", "--platform", "telegram", env=env)
     assert refused.returncode == 0, refused.stderr
     assert "telegram  1:rejected:901: no chat" in refused.stdout and '{"message": 5}' in refused.stdout
+    assert "1:rejected:902: odd \\x9b2J\n    \\x1b[2J\\u202e" in refused.stdout  # no terminal control reaches the operator
+    assert not any(c in refused.stdout for c in "\x1b\x9b\u202e")
     assert run_cli("inbox", "rejected", "--platform", "slack", env=env).stdout.strip() == "No event was rejected."
