@@ -14,16 +14,12 @@ import typer
 
 from hermes_engine.ports.storage import InboundEvent, Store
 from hermes_gateway.cli.people import with_store
+from hermes_gateway.cli.printable import printable
 
 app = typer.Typer(help="What the gateway received: waiting for an answer, or rejected as unreadable.",
                   no_args_is_help=True)
 
 RAW_SHOWN = 500  # characters of a rejected event's content shown
-
-
-def _printable(text: str) -> str:
-    """What a sender wrote, safe for an operator's terminal: control characters shown as escapes."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def _when(event: InboundEvent) -> str:
@@ -57,7 +53,7 @@ def rejected(platform: str | None = typer.Option(None, "--platform", help="Only 
     if not events:
         typer.echo("No event was rejected.")
     for event in events:
-        raw = _printable(str(event.payload.get("raw", "")))
+        raw = printable(str(event.payload.get("raw", "")))
         shown = raw if len(raw) <= RAW_SHOWN else raw[:RAW_SHOWN] + "…"
-        reason = _printable(str(event.payload.get("reason", "?")))
+        reason = printable(str(event.payload.get("reason", "?")))
         typer.echo(f"{_when(event)}  {event.platform}  {event.event_id}: {reason}\n    {shown}")

@@ -16,6 +16,7 @@ import typer
 from hermes_engine.config import load_settings
 from hermes_engine.errors import ConfigError
 from hermes_engine.policy.pairing import Pairing
+from hermes_gateway.cli.printable import printable
 
 app = typer.Typer(help="Approve people who asked for access with a pairing code.", no_args_is_help=True)
 
@@ -34,7 +35,7 @@ def _pairing() -> Iterator[Pairing]:
 
 
 def _who(name: str, user_id: str) -> str:
-    return f"{user_id} ({name})" if name else user_id
+    return printable(f"{user_id} ({name})" if name else user_id)
 
 
 @app.command()

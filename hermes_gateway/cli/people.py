@@ -20,6 +20,7 @@ import typer
 from hermes_engine.config import Settings, load_settings
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.storage import Store
+from hermes_gateway.cli.printable import printable
 
 app = typer.Typer(help="Find people and forget a person.", invoke_without_command=True)
 
@@ -105,7 +106,7 @@ def list_(platform: str | None = typer.Option(None, "--platform", help="Only acc
             record = await store.get_person(pid)
             name = (record.display_name if record else "") or own[0].display_name or "-"
             listed = ", ".join(f"{a.platform}:{a.user_id} (bot account {a.account})" for a in own)
-            lines.append(f"{pid:>6}  {name}  {listed}")
+            lines.append(printable(f"{pid:>6}  {name}  {listed}"))
         return lines
 
     lines = with_store(rows)

@@ -40,6 +40,9 @@ def test_people_list_finds_a_person_by_platform_user_id(home):
     found = runner.invoke(app, ["list", "--platform", "Telegram", "--user-id", "123456789"])
     assert f"{ann:>6}  Ann  telegram:123456789 (bot account bot)" in found.output and "Bob" not in found.output
     assert runner.invoke(app, ["list", "--user-id", "nobody"]).output.strip() == "No one matches."
+    _person(home, "discord", "9", "\x1b]0;owned\x07Eve\u202e", "x")  # a name chosen to drive the terminal
+    eve = runner.invoke(app, ["list", "--platform", "discord"]).output
+    assert "\\x1b]0;owned\\x07Eve\\u202e" in eve and not any(c in eve for c in "\x1b\x07\u202e")
 
 
 def test_people_forget_deletes_the_person_their_memory_and_pairing_and_says_what_remains(home):
