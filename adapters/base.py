@@ -124,8 +124,10 @@ class PlatformAdapter(ABC):
         """Connect and start receiving updates."""
 
     async def stop_receiving(self) -> None:
-        """Stop taking new messages while replies in flight may still go out (shutdown, first step).
-        Adapters whose platform pushes to the gateway's HTTP server need do nothing."""
+        """Stop taking new messages where the platform keeps them for later (shutdown, first step), while
+        replies in flight may still go out. Adapters whose platform pushes to the gateway's HTTP server, or
+        does not send a message again (Discord), need do nothing: what comes while the gateway stops is
+        recorded for its next start."""
         return None
 
     async def stop(self) -> None:

@@ -7,9 +7,10 @@ sets: a stand-by takes over within it after the holder dies. The lease is writte
 (judged against the database's clock) and renewed every quarter; the others stand by and try again every
 quarter, so when the holder dies (stops renewing) one of them takes over within two thirds of the period
 and a check (eleven twelfths at most), and a renewal has five twelfths of the period to come back before
-its holder must stop. A holder stops its work as soon as it cannot be sure it still holds the lease: a renewal refused (another replica took it), or no renewal confirmed within the lease (the process
-was paused, or the database is unreachable) — the local deadline counts from before the renewal was
-asked, so it never outlasts the database's.
+its holder must stop. A holder stops its work as soon as it cannot be sure it still holds the lease: a
+renewal refused (another replica took it), or no renewal confirmed within the lease (the process was
+paused, or the database is unreachable) — the local deadline counts from before the renewal was asked, so
+it never outlasts the database's.
 """
 
 from __future__ import annotations

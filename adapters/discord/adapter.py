@@ -117,7 +117,9 @@ class DiscordAdapter(PlatformAdapter):
         self.connection = connection
         self.client: _Client | None = None
         self.account = ""  # the bot's user id once logged in
-        self.receiving = True  # False from `stop_receiving` on: new messages are no longer handed over
+        # False from `stop` on. Until then messages are handed over, also while the gateway winds down: Discord
+        # does not send them again, and the gateway keeps what comes while it stops for its next start.
+        self.receiving = True
         self.receiver = MessageReceiver(self)
         self.commands = SlashCommands(self)
         self.outbound = DiscordOutbound(lambda: self.client)
@@ -230,10 +232,6 @@ class DiscordAdapter(PlatformAdapter):
                      len(self.client.guilds))
         self.connected = True
         self._ready.set()
-
-    async def stop_receiving(self) -> None:
-        """Ignore new messages and commands; the connection stays, so replies in flight still go out."""
-        self.receiving = False
 
     async def stop(self) -> None:
         self.receiving = False

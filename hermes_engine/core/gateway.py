@@ -181,10 +181,12 @@ class Gateway:
 
     async def _record(self, msg: InboundMessage, purpose: str) -> bool:
         payload = {"bot": self.bot, "message": message_to_payload(msg), "purpose": purpose}
+        record = self.store.record_inbound(msg.platform, msg.event_id, payload, session_key=self.session_key(msg))
+        if self._stopping:  # kept for whoever answers next: this replica after its restart, or another one
+            return await record
         # The turn starts while the event is being recorded; nothing of it is stored, shown or done
         # (tools) before the record says the event is new. The caller hears back once it is durable.
-        recorded = asyncio.ensure_future(self.store.record_inbound(msg.platform, msg.event_id, payload,
-                                                                   session_key=self.session_key(msg)))
+        recorded = asyncio.ensure_future(record)
         try:
             await self._accept(msg, purpose=purpose, recorded=recorded)
         finally:
@@ -213,9 +215,8 @@ class Gateway:
     async def goal_thread(self, platform: str, account: str, chat_id: str) -> str | None:
         prefix = f"{platform}:{account}:thread:{chat_id}:"
         goals = [g for g in await self.store.list_goals(bot=self.bot) if g.session_key.startswith(prefix)]
-        if not goals:
-            return None
-        return max(goals, key=lambda g: g.id).session_key[len(prefix):]
+        newest = max(goals, key=lambda g: g.id, default=None)
+        return newest.session_key[len(prefix):] if newest else None
 
     # ----------------------------------------------------------------- the host (features, loops, commands)
 

@@ -178,6 +178,16 @@ async def test_a_dm_from_an_allowed_user_is_answered_and_a_stranger_hears_nothin
     assert len(fake_llm.requests) == 1
 
 
+async def test_a_dm_that_comes_while_the_gateway_winds_down_is_still_taken(discord_bot, fake_discord, fake_llm):
+    alice = fake_discord.user("alice")
+    bot = await discord_bot(profile=make_profile(access=AccessRules(allowed_users=[alice["id"]], pairing=False)))
+    fake_llm.script("taken all the same")
+    await bot.adapter.stop_receiving()  # the shutdown's first step: Discord would not send this message again
+    dm = fake_discord.dm_channel(alice)
+    await fake_discord.user_says(dm["id"], alice, "are you leaving?")
+    await bot.final_in(dm["id"], "taken all the same")
+
+
 async def test_a_stranger_gets_a_pairing_code_and_is_served_once_the_admin_approves_it(discord_bot, fake_discord,
                                                                                        fake_llm):
     bot = await discord_bot()
