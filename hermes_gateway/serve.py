@@ -118,7 +118,8 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     store = open_store(settings)
     storage_health, started, metrics = StorageHealth(store), asyncio.Event(), PrometheusMetrics()
     adapters: list[PlatformAdapter] = []
-    checks: list[Callable[[], list[str]]] = []
+    stop = stop or asyncio.Event()
+    checks: list[Callable[[], list[str]]] = [lambda: ["stopping"] if stop.is_set() else []]
     http = health_app(storage_health, started, adapters, checks, metrics)
     gateways, built = await start_gateways(settings, profiles, http, store, storage_health, metrics)
     adapters += built
@@ -137,7 +138,6 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     if not adapters:
         log.warning("no platform adapter is running: give a bot profile with platforms (e.g. --bot "
                     "bots/telegram-dm-assistant) and set its token; serving only the health endpoint")
-    stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -151,16 +151,17 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
             ready.set()
         await stop.wait()
     finally:
-        # Stop taking messages, let the turns in flight finish for a grace period, let the gateways wind
-        # down (turns cut then stay in the inbox for the next start), and only then close the adapters, so
-        # a reply in flight can still be delivered.
-        log.info("stopping: no more messages are taken; replies in flight get up to %s s to finish",
-                 settings.shutdown_grace_seconds)
+        # Not ready from now (a load balancer sends elsewhere). Stop receiving where the platform keeps
+        # messages for later; the turns in flight get a grace period to finish, nothing new begins (what comes
+        # is kept for the next start); then the gateways stop (turns cut stay in the inbox), and only then the
+        # adapters close, so a reply in flight can still be delivered.
+        stop.set()
+        log.info("stopping: replies in flight get up to %s s to finish; messages that come are kept for the "
+                 "next start", settings.shutdown_grace_seconds)
         for adapter in adapters:
             await adapter.stop_receiving()
         await asyncio.gather(*(gateway.finish_turns(settings.shutdown_grace_seconds) for gateway in gateways))
-        for gateway in gateways:
-            await gateway.stop()
+        await asyncio.gather(*(gateway.stop() for gateway in gateways))
         for adapter in adapters:
             try:
                 await adapter.stop()

@@ -368,9 +368,12 @@ class TelegramAdapter(PlatformAdapter):
         come again and are rejected again."""
         for event_id, rejected in list(self._unrecorded.items()):
             if self.rejects is not None:
-                payload = {"update_id": rejected.update_id, "reason": rejected.reason, "raw": rejected.raw}
+                payload: dict[str, Any] = {"update_id": rejected.update_id, "reason": rejected.reason,
+                                           "raw": rejected.raw}
+                if rejected.sender is not None:  # shaped as a message's sender, so /forget finds it
+                    payload["message"] = {"account": self.account, "user_id": rejected.sender}
                 await self.rejects.record_rejected(self.platform, event_id, payload)
-            del self._unrecorded[event_id]
+            self._unrecorded.pop(event_id, None)  # another request may have recorded it meanwhile
 
     async def _send_quietly(self, target: ReplyTarget, text: str) -> None:
         try:

@@ -30,6 +30,7 @@ class RejectedUpdate:
     update_id: int | None
     reason: str
     raw: str
+    sender: str | None = None  # the user id of whoever sent it, where the update still shows one
 
     def event_id(self, account: str) -> str:
         """Its key among the bot's inbound events: by update id, or by its content when it has none."""
@@ -41,12 +42,26 @@ class RejectedUpdate:
 
 def decode_update(data: Any, bot: Bot | None) -> Update | RejectedUpdate:
     update_id = data.get("update_id") if isinstance(data, dict) else None
-    if not isinstance(update_id, int) or isinstance(update_id, bool):
-        return RejectedUpdate(None, "no integer update_id", _raw(data))
+    if not _is_int(update_id):
+        return RejectedUpdate(None, "no integer update_id", _raw(data), _sender(data))
     try:
         return Update.de_json(data, bot)
     except Exception as exc:  # noqa: BLE001 - whatever the library trips on, this update alone is refused
-        return RejectedUpdate(update_id, f"{type(exc).__name__}: {exc}", _raw(data))
+        return RejectedUpdate(update_id, f"{type(exc).__name__}: {exc}", _raw(data), _sender(data))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _sender(data: Any) -> str | None:
+    """`from.id` of the update's one payload (message, callback query, …), when it is still readable: what
+    lets `/forget` find the rejected update with the person's other messages."""
+    for value in data.values() if isinstance(data, dict) else ():
+        sender = value.get("from") if isinstance(value, dict) else None
+        if isinstance(sender, dict) and _is_int(sender.get("id")):
+            return str(sender["id"])
+    return None
 
 
 def _raw(data: Any) -> str:

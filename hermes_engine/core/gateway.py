@@ -18,15 +18,14 @@ from typing import Any
 
 from hermes_engine.agent.loop import AgentLoop, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder, PromptContributor
-from hermes_engine.compression.lineage import load_history
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob, run_settling
 from hermes_engine.core.leases import Leases, session_lease
 from hermes_engine.core.pending import PendingEvents
+from hermes_engine.core.session_load import ensure_loaded
 from hermes_engine.core.sessions import SessionTable, new_handle
 from hermes_engine.core.storage_health import StorageHealth
-from hermes_engine.core.tool_lists import session_tools
 from hermes_engine.core.turn import TurnRunner
 from hermes_engine.errors import HermesError, StorageError
 from hermes_engine.policy.access import AccessGate
@@ -145,8 +144,10 @@ class Gateway:
         return self._stopping or self.leases.lost(session_lease(self.bot, session_key))
 
     async def finish_turns(self, seconds: float) -> None:
-        """Give the sessions working now up to `seconds` to finish, so a rolling restart does not cut a reply
-        in half; the caller has stopped taking messages, and `stop` cuts whatever still runs."""
+        """Give the turns running now up to `seconds` to finish, so a rolling restart does not cut a reply in
+        half; `stop` cuts whatever still runs then. From now on nothing new begins here: a message that comes,
+        or waits in a session's queue, is kept in the inbox for whoever answers next."""
+        self._stopping = True
         workers = [lane.worker for lane in self._lanes.values() if lane.worker and not lane.worker.done()]
         if workers and seconds > 0:
             await asyncio.wait(workers, timeout=seconds)
@@ -264,26 +265,7 @@ class Gateway:
         return next((s for s in self.sessions.values() if s.record.id == session_id), None)
 
     async def ensure_loaded(self, session: SessionHandle, person_id: int | None) -> None:
-        """Load history and freeze the system prompt once per session (persisted, so a restart keeps it)."""
-        if session.history is None:
-            session.history = await load_history(self.store, session.record.id)  # compressed view, if any
-            session.usage = await self.store.session_usage(session.record.id)
-        if session.system_prompt is None:
-            frozen = session.record.state.get("system_prompt")
-            if frozen is None:
-                scope = session.scope
-                if scope.chat_kind == "dm":
-                    scope = replace(scope, person_id=person_id)
-                    session.scope = scope
-                frozen = await self.prompts.system_prompt(scope)
-                state = {**session.record.state, "system_prompt": frozen, "owner": person_id}
-                await self.store.update_session(session.record.id, state=state)
-                session.record = replace(session.record, state=state)
-            elif session.scope.chat_kind == "dm":
-                session.scope = replace(session.scope, person_id=session.record.state.get("owner"))
-            session.system_prompt = frozen
-        if session.tools is None:
-            session.tools = await session_tools(self.store, session, self.tools)
+        await ensure_loaded(session, person_id, store=self.store, prompts=self.prompts, tools=self.tools)
 
     async def new_session(self, session: SessionHandle) -> SessionHandle:
         """`/new`: a fresh session for the same key, linked to the old one; prompts are frozen anew."""
@@ -392,6 +374,9 @@ class Gateway:
         given_back = False
         while True:
             await lane.take_queued(local)
+            if self._stopping:  # recorded: the inbox keeps them for whoever answers next
+                lane.drop(local)
+                return
             waiting = given_back and not local and bool(await self._waiting(session.key))
             if not local and not waiting and lane.queue.empty():  # no await since the check: no job is lost
                 return
@@ -413,6 +398,8 @@ class Gateway:
                 session.seen_message_id = await self.store.last_message_id(session.record.id)
                 return
             for event, msg in pending:
+                if self._stopping:
+                    return
                 key = (event.platform, event.event_id)
                 job = lane.take(local, key) or self._job_for(
                     msg, await self.person_of(msg.platform, msg.account, msg.user_id, msg.user_name),

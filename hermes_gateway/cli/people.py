@@ -28,6 +28,7 @@ T = TypeVar("T")
 PERSON_HELP = ("The person's id (see `hermes-gateway people`) or platform:user_id, e.g. telegram:123456789, "
                "slack:U0123ABCD or discord:123456789012345678.")
 REMAINS = ("Not deleted here: database and HERMES_HOME backups you made, log files, exports already written, "
+           "updates rejected as unreadable that show no sender (until HERMES_INBOX_RETENTION_DAYS), "
            "and facts about them in a group's shared memory or in skills. A gateway running now keeps what it "
            "has loaded for the person until it restarts.")
 

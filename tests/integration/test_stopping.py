@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fakes.fake_llm import Reply
 
 
@@ -18,3 +20,27 @@ async def test_a_message_that_comes_while_the_gateway_stops_is_kept_and_answered
     await second.outlet.wait_for(1)
     assert second.outlet.texts == ["Got: said while it stopped"]
     assert first.outlet.texts == [] and len(fake_llm.requests) == 1
+
+
+async def test_the_grace_finishes_the_turn_in_flight_and_begins_none_queued_behind_it(engine, fake_llm):
+    asked: list[str] = []
+    working = asyncio.Event()
+
+    def respond(request):
+        asked.append(request.last_user_text)
+        working.set()
+        return Reply(text=f"Got: {request.last_user_text}", delay=0.05)
+
+    fake_llm.responder = respond
+    first = await engine()
+    await first.gateway.handle(first.message("first"))
+    await first.gateway.handle(first.message("second"))  # the same session: queued behind "first"
+    await asyncio.wait_for(working.wait(), 10)  # "first" is in flight when the stop comes
+    await first.gateway.finish_turns(10)
+    await first.gateway.stop()
+    assert asked == ["first"] and first.outlet.texts == ["Got: first"]  # finished, and nothing begun to be cut
+    assert [e.payload["message"]["text"] for e in await first.store.pending_inbound()] == ["second"]
+
+    second = await engine()
+    await second.outlet.wait_for(1)
+    assert second.outlet.texts == ["Got: second"]

@@ -255,6 +255,10 @@ async def test_a_malformed_update_is_rejected_alone_through_the_webhook(webhook_
     assert bad["update_id"] in telegram.delivered_update_ids  # answered 200: Telegram does not send it again
     assert [r.update_id for r in adapter.rejected] == [bad["update_id"]]
     assert [event.payload["update_id"] for event in await e.store.rejected_inbound()] == [bad["update_id"]]
+    signed = telegram.push_update({"message": {"message_id": 5, "from": {"id": 42, "is_bot": False}, "chat": 7}})
+    await telegram.wait_for(lambda: signed["update_id"] in telegram.delivered_update_ids, 10)
+    newest = (await e.store.rejected_inbound())[0]  # its sender kept as a message's, for /forget to find
+    assert newest.payload["message"] == {"account": adapter.account, "user_id": "42"}
 
 
 async def test_polling_moves_past_a_rejected_update_only_once_it_is_recorded(tg, telegram, fake_llm):

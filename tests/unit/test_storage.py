@@ -605,6 +605,8 @@ async def test_forget_person_deletes_their_people_accounts_sessions_messages_goa
     await store.record_inbound("telegram", "e1", _payload("bot", "111", "zebra123", [
         {"kind": "photo", "file_name": "a.jpg", "mime_type": "image/jpeg", "size": 3, "path": "/home/att/a.jpg"}]))
     await store.record_inbound("telegram", "e2", _payload("bot", "222", "bob's message"))
+    await store.record_rejected("telegram", "bot:rejected:3", {"raw": '{"text": "zebra123"}', "reason": "bad",
+                                                               "message": {"account": "bot", "user_id": "111"}})
 
     report = await store.forget_person(alice.person_id)
 
@@ -612,7 +614,8 @@ async def test_forget_person_deletes_their_people_accounts_sessions_messages_goa
     assert set(report.person_ids) == {alice.person_id, alice_slack.person_id}
     assert {(a.platform, a.user_id) for a in report.accounts} == {("telegram", "111"), ("slack", "U9")}
     assert report.session_keys == ("telegram:bot:dm:111",) and report.sessions == 2
-    assert report.messages == 3 and report.goals == 1 and report.link_codes == 1 and report.inbound == 1
+    assert report.messages == 3 and report.goals == 1 and report.link_codes == 1 and report.inbound == 2
+    assert await store.rejected_inbound() == []  # a rejected update of hers goes with her messages
     assert report.attachment_paths == ("/home/att/a.jpg",)
     assert await store.get_person(alice.person_id) is None and await store.get_person(alice_slack.person_id) is None
     assert await store.find_accounts(user_id="111") == [] and await store.find_accounts(platform="slack") == []
