@@ -128,17 +128,23 @@ class GoalFeature(Feature):
         pending = await self.host.store.pending_inbound(message.platform, session_key=goal.session_key)
         if any(event.event_id == message.event_id for event in pending):
             return  # its turn is still to come
-        counted = await self.host.store.update_goal(goal.id, add_turns=1)
+        answer, tokens = await self._stored_turn(goal, message.event_id)
+        counted = await self.host.store.update_goal(goal.id, add_turns=1, add_tokens=tokens)
         if counted is not None and counted.status == "active":
             log.info("goal %s: turn %s was answered but not judged; judging it now", goal.id, counted.turns_used)
-            await self._after_turn(counted, await self._last_answer(goal))
+            await self._after_turn(counted, answer)
 
-    async def _last_answer(self, goal: GoalRecord) -> str:
+    async def _stored_turn(self, goal: GoalRecord, event_id: str) -> tuple[str, int]:
+        """The final answer and the tokens of the goal turn that answered `event_id`, as its session stored
+        them ("" and 0 when they are not there)."""
         assert self.host is not None
-        if goal.session_id is None:
-            return ""
-        messages = await self.host.store.load_messages(goal.session_id)
-        return next((m.content for m in reversed(messages) if m.role == "assistant" and m.content), "")
+        stored = await self.host.store.load_stored_messages(goal.session_id) if goal.session_id else []
+        start = next((i for i, m in enumerate(stored)
+                      if m.message.role == "user" and m.message.meta.get("event_id") == event_id), None)
+        turn = stored[start + 1:] if start is not None else []
+        answer = next((m.message.content for m in reversed(turn) if m.message.role == "assistant"
+                       and m.message.content), "")
+        return answer, sum(m.usage.total for m in turn if m.usage is not None)
 
     async def _keep_resuming(self) -> None:
         assert self.host is not None

@@ -80,9 +80,10 @@ async def test_a_goal_turn_answered_but_never_judged_is_judged_on_its_stored_ans
     def respond(request) -> Reply:
         if is_judge(request):
             judged.append(request.last_user_text)
-            return Reply(text=verdict("continue" if len(judged) == 1 else "done", "ok"))
+            return Reply(text=verdict("continue" if len(judged) == 1 else "done", "ok"),
+                         usage={"input": 1, "output": 1})
         worker_turns.append(request.last_user_text)
-        return Reply(text=f"worked step {len(worker_turns)}")
+        return Reply(text=f"worked step {len(worker_turns)}", usage={"input": 100, "output": 10})
 
     fake_llm.responder = respond
     died = asyncio.Event()
@@ -102,5 +103,6 @@ async def test_a_goal_turn_answered_but_never_judged_is_judged_on_its_stored_ans
         await asyncio.sleep(0.02)
     await b.idle()
     assert (goal.status, goal.turns_used) == ("done", 2)
+    assert goal.tokens_used == 2 * 110 + 2 * 2  # the recovered turn's tokens read from what its session stored
     assert "worked step 1" in judged[0]  # the first turn judged on what it answered, not run again
     assert worker_turns == ["ship the release", f"{CONTINUE_PREFIX} ship the release"]
