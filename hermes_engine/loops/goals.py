@@ -119,8 +119,8 @@ class GoalFeature(Feature):
 
     async def _go_on(self, goal: GoalRecord) -> None:
         """Queue the goal's next turn (a duplicate, dropped, when it is queued already). A turn answered but
-        never counted, its replica dead before the judge, is counted and judged now on its stored answer:
-        queued again it would be dropped as answered and the goal would stall."""
+        never counted, its replica dead before the judge, is judged on its stored answer instead, in the
+        background as after a turn here: queued again it would be dropped as answered and the goal stall."""
         assert self.host is not None
         message = self._turn_message(goal)
         if await self.host.handle(message, purpose="goal"):
@@ -129,10 +129,9 @@ class GoalFeature(Feature):
         if any(event.event_id == message.event_id for event in pending):
             return  # its turn is still to come
         answer, tokens = await self._stored_turn(goal, message.event_id)
-        counted = await self.host.store.update_goal(goal.id, add_turns=1, add_tokens=tokens)
-        if counted is not None and counted.status == "active":
-            log.info("goal %s: turn %s was answered but not judged; judging it now", goal.id, counted.turns_used)
-            await self._after_turn(counted, answer)
+        log.info("goal %s: turn %s was answered but not judged; judging it now", goal.id, goal.turns_used + 1)
+        self._judging.add(goal.id)
+        self.host.spawn(self._judged(goal.id, message.message_id, answer, tokens), f"goal-judge:{goal.id}")
 
     async def _stored_turn(self, goal: GoalRecord, event_id: str) -> tuple[str, int]:
         """The final answer and the tokens of the goal turn that answered `event_id`, as its session stored
@@ -260,23 +259,24 @@ class GoalFeature(Feature):
         if goal is None:
             return
         self._judging.add(goal.id)  # from now: the watch here leaves it alone
-        self.host.spawn(self._judged(goal.id, outcome), f"goal-judge:{goal.id}")
+        self.host.spawn(self._judged(goal.id, outcome.message_id, outcome.final_text, outcome.usage.total),
+                        f"goal-judge:{goal.id}")
 
-    async def _judged(self, goal_id: int, outcome: TurnOutcome) -> None:
+    async def _judged(self, goal_id: int, message_id: str, answer: str, tokens: int) -> None:
         """Count, judge and go on under the goal's lease. A replica looking for orphaned goals meanwhile
         finds the lease held, or the turn not counted yet (and queues a duplicate of it, which the inbox
         drops); a turn counted outside the lease would let it queue the next turn before this one is judged."""
         assert self.host is not None
         try:
             async with self.host.leases.held(goal_lease(goal_id), wait=True):
-                goal, number = await self.host.store.get_goal(goal_id), _turn_number(outcome.message_id)
+                goal, number = await self.host.store.get_goal(goal_id), _turn_number(message_id)
                 if goal is None or (number and goal.turns_used >= number):
-                    return  # counted and judged already, by a replica that found it answered but not judged
+                    return  # counted and judged already (a replica that found it answered but not judged)
                 # Count the turn before judging it: whatever happens next (a pause, a restart), the next
                 # continuation has a new number and this turn is never run again.
-                goal = await self.host.store.update_goal(goal_id, add_turns=1, add_tokens=outcome.usage.total)
+                goal = await self.host.store.update_goal(goal_id, add_turns=1, add_tokens=tokens)
                 if goal is not None and goal.status == "active":
-                    await self._after_turn(goal, outcome.final_text)
+                    await self._after_turn(goal, answer)
         finally:
             self._judging.discard(goal_id)
 
