@@ -87,7 +87,7 @@ class Gateway:
         self._background: set[asyncio.Task[Any]] = set()
         self._watchers: set[asyncio.Task[Any]] = set()  # long-lived: pairing approvals per platform
         self._started = False
-        self._stopping = False
+        self._stopping = self._winding_down = False  # see `finish_turns` and `stop`
         self._people: dict[tuple[str, str, str], int] = {}  # (platform, account, user id) → person; bounded
         self.turns = TurnRunner(host=self, store=store, prompts=self.prompts, agent=self.agent,
                                 features=self.features, streaming=profile.streaming, outlet_for=self.outlets.get,
@@ -116,7 +116,7 @@ class Gateway:
         """Wake every session with events received but not answered that no lane here is busy with; its
         lane answers them unless another live replica holds the session (then that one does). Adapters
         start first, so an event taken live a moment ago is pending too: the lane answers it once."""
-        if self._stopping:
+        if self._winding_down:
             return
         for key, events in (await self.pending.by_session(forced=forced)).items():
             lane = self._lanes.get(key)
@@ -145,15 +145,16 @@ class Gateway:
 
     async def finish_turns(self, seconds: float) -> None:
         """Give the turns running now up to `seconds` to finish, so a rolling restart does not cut a reply in
-        half; `stop` cuts whatever still runs then. From now on nothing new begins here: a message that comes,
-        or waits in a session's queue, is kept in the inbox for whoever answers next."""
-        self._stopping = True
+        half; `stop` cuts whatever still runs then. From now on no turn begins here: a message that comes, or
+        waits in a session's queue, is kept in the inbox for whoever answers next. Immediate commands still
+        run (a `/stop` is honoured: its turn ends as stopped, not kept to be answered after the restart)."""
+        self._winding_down = True
         workers = [lane.worker for lane in self._lanes.values() if lane.worker and not lane.worker.done()]
         if workers and seconds > 0:
             await asyncio.wait(workers, timeout=seconds)
 
     async def stop(self) -> None:
-        self._stopping = True  # turns cut short now stay in the inbox and are answered after restart
+        self._stopping = self._winding_down = True  # turns cut short now stay in the inbox for the next start
         tasks = [t for lane in self._lanes.values() for t in (lane.turn, lane.worker) if t]
         tasks += [*self._background, *self._watchers]
         for task in tasks:
@@ -374,7 +375,7 @@ class Gateway:
         given_back = False
         while True:
             await lane.take_queued(local)
-            if self._stopping:  # recorded: the inbox keeps them for whoever answers next
+            if self._winding_down:  # recorded: the inbox keeps them for whoever answers next
                 lane.drop(local)
                 return
             waiting = given_back and not local and bool(await self._waiting(session.key))
@@ -398,7 +399,7 @@ class Gateway:
                 session.seen_message_id = await self.store.last_message_id(session.record.id)
                 return
             for event, msg in pending:
-                if self._stopping:
+                if self._winding_down:
                     return
                 key = (event.platform, event.event_id)
                 job = lane.take(local, key) or self._job_for(

@@ -135,15 +135,23 @@ class GoalFeature(Feature):
 
     async def _stored_turn(self, goal: GoalRecord, event_id: str) -> tuple[str, int]:
         """The final answer and the tokens of the goal turn that answered `event_id`, as its session stored
-        them ("" and 0 when they are not there)."""
-        assert self.host is not None
-        stored = await self.host.store.load_stored_messages(goal.session_id) if goal.session_id else []
-        start = next((i for i, m in enumerate(stored)
-                      if m.message.role == "user" and m.message.meta.get("event_id") == event_id), None)
-        turn = stored[start + 1:] if start is not None else []
-        answer = next((m.message.content for m in reversed(turn) if m.message.role == "assistant"
-                       and m.message.content), "")
-        return answer, sum(m.usage.total for m in turn if m.usage is not None)
+        them: the messages after its user message, up to the next one ("" and 0 when it is not there). The
+        turn ran in the conversation's current session, or in the goal's own (before a `/new`)."""
+        store = self.host.store  # type: ignore[union-attr]
+        current = await store.active_session(goal.session_key, goal.bot)
+        for session_id in dict.fromkeys(i for i in (current.id, goal.session_id) if i is not None):
+            stored = await store.load_stored_messages(session_id)
+            start = next((i for i, m in enumerate(stored)
+                          if m.message.role == "user" and m.message.meta.get("event_id") == event_id), None)
+            if start is None:
+                continue
+            after = stored[start + 1:]
+            end = next((i for i, m in enumerate(after) if m.message.role == "user"), len(after))
+            turn = after[:end]
+            answer = next((m.message.content for m in reversed(turn)
+                           if m.message.role == "assistant" and m.message.content), "")
+            return answer, sum(m.usage.total for m in turn if m.usage is not None)
+        return "", 0
 
     async def _keep_resuming(self) -> None:
         assert self.host is not None

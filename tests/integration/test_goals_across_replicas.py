@@ -106,3 +106,69 @@ async def test_a_goal_turn_answered_but_never_judged_is_judged_on_its_stored_ans
     assert goal.tokens_used == 2 * 110 + 2 * 2  # the recovered turn's tokens read from what its session stored
     assert "worked step 1" in judged[0]  # the first turn judged on what it answered, not run again
     assert worker_turns == ["ship the release", f"{CONTINUE_PREFIX} ship the release"]
+
+
+class JudgesNotTheTurn(GoalFeature):
+    """A replica whose judge of one goal turn never ran (it died, or the store failed at the turn's end):
+    only the watch (`resume_orphans`) finds that turn."""
+
+    def __init__(self, skipped_turn: int) -> None:
+        super().__init__(GoalSettings())
+        self.skipped_turn, self.seen = skipped_turn, 0
+
+    async def on_turn_end(self, outcome) -> None:
+        if outcome.purpose == "goal":
+            self.seen += 1
+            if self.seen == self.skipped_turn:
+                return
+        await super().on_turn_end(outcome)
+
+
+def goal_and_chat(judged: list[str], verdicts: list[str], first_verdict_after: float = 0.0):
+    def respond(request) -> Reply:
+        if is_judge(request):
+            judged.append(request.last_user_text)
+            return Reply(text=verdict(verdicts[min(len(judged), len(verdicts)) - 1], "ok"),
+                         usage={"input": 1, "output": 1}, delay=first_verdict_after if len(judged) == 1 else 0)
+        if "ship the release" in request.last_user_text:
+            return Reply(text=f"GOAL STEP {len(judged) + 1}", usage={"input": 100, "output": 10})
+        return Reply(text="CHAT ANSWER", usage={"input": 5000, "output": 500})
+    return respond
+
+
+async def test_an_unjudged_goal_turn_is_judged_on_its_own_answer_not_on_the_chat_after_it(engine, fake_llm):
+    judged: list[str] = []
+    fake_llm.responder = goal_and_chat(judged, ["blocked"])
+    feature = JudgesNotTheTurn(skipped_turn=1)
+    e = await engine(features=[feature])
+    await e.gateway.handle(e.message("/goal ship the release"))
+    await e.outlet.wait_for(2)
+    await e.idle()
+    assert await e.say("what's the weather?") == "CHAT ANSWER"  # the person talks on meanwhile
+    await feature.resume_orphans()  # the watch's next round
+    await e.idle()
+    [goal] = await e.store.list_goals(bot="testbot")
+    assert "GOAL STEP 1" in judged[0] and "CHAT ANSWER" not in judged[0]
+    assert (goal.status, goal.turns_used, goal.tokens_used) == ("blocked", 1, 110 + 2)
+
+
+async def test_an_unjudged_goal_turn_after_a_new_session_is_found_in_the_session_it_ran_in(engine, fake_llm):
+    judged: list[str] = []
+    fake_llm.responder = goal_and_chat(judged, ["continue", "blocked"], first_verdict_after=0.5)
+    feature = JudgesNotTheTurn(skipped_turn=2)
+    e = await engine(features=[feature])
+    await e.gateway.handle(e.message("/goal ship the release"))
+    await e.outlet.wait_for(2)
+    await e.gateway.handle(e.message("/new"))  # while turn 1 is judged: turn 2 runs in the new session
+    await e.idle()
+    for _ in range(500):  # turn 2 is queued by the judge of turn 1; its own judge never runs
+        if feature.seen == 2:
+            break
+        await asyncio.sleep(0.01)
+    await e.idle()
+    await feature.resume_orphans()
+    await e.idle()
+    [goal] = await e.store.list_goals(bot="testbot")
+    assert goal.session_id != (await e.store.active_session(goal.session_key, "testbot")).id
+    assert "GOAL STEP 2" in judged[-1]
+    assert (goal.turns_used, goal.tokens_used) == (2, 2 * 110 + 2 * 2)
