@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from fakes.fake_llm import Reply
 
@@ -46,43 +47,43 @@ async def test_the_grace_finishes_the_turn_in_flight_and_begins_none_queued_behi
     assert second.outlet.texts == ["Got: second"]
 
 
-def slow_answers(asked: list[str], working: asyncio.Event):
+async def a_long_turn_in_flight(engine, fake_llm) -> tuple[Any, list[str]]:
+    """A started gateway whose model is answering "long job" (slowly); and the list of what it was asked."""
+    asked: list[str] = []
+    working = asyncio.Event()
+
     def respond(request):
         asked.append(request.last_user_text)
         working.set()
         return Reply(text=f"Got: {request.last_user_text}", delay=1.0)
-    return respond
 
-
-async def test_a_stop_asked_during_the_grace_is_honoured_and_the_turn_is_not_answered_after_the_restart(
-        engine, fake_llm):
-    asked: list[str] = []
-    working = asyncio.Event()
-    fake_llm.responder = slow_answers(asked, working)
+    fake_llm.responder = respond
     first = await engine()
     await first.gateway.handle(first.message("long job"))
     await asyncio.wait_for(working.wait(), 10)
-    grace = asyncio.create_task(first.gateway.finish_turns(5))  # SIGTERM while the turn streams
-    await first.gateway.handle(first.message("/stop"))  # an immediate command still runs in the grace
-    await grace
-    await first.gateway.stop()
+    return first, asked
+
+
+async def nothing_left_for_the_restart(first, engine, asked: list[str]) -> None:
     assert await first.store.pending_inbound() == []  # stopped by the person: nothing left to answer
     second = await engine()
     await second.idle()
     assert asked == ["long job"] and second.outlet.texts == []
 
 
+async def test_a_stop_asked_during_the_grace_is_honoured_and_the_turn_is_not_answered_after_the_restart(
+        engine, fake_llm):
+    first, asked = await a_long_turn_in_flight(engine, fake_llm)
+    grace = asyncio.create_task(first.gateway.finish_turns(5))  # SIGTERM while the turn streams
+    await first.gateway.handle(first.message("/stop"))  # an immediate command still runs in the grace
+    await grace
+    await first.gateway.stop()
+    await nothing_left_for_the_restart(first, engine, asked)
+
+
 async def test_a_stop_asked_just_before_sigterm_ends_the_turn_as_stopped(engine, fake_llm):
-    asked: list[str] = []
-    working = asyncio.Event()
-    fake_llm.responder = slow_answers(asked, working)
-    first = await engine()
-    await first.gateway.handle(first.message("long job"))
-    await asyncio.wait_for(working.wait(), 10)
+    first, asked = await a_long_turn_in_flight(engine, fake_llm)
     await first.gateway.handle(first.message("/stop"))
     await first.gateway.finish_turns(5)
     await first.gateway.stop()
-    assert await first.store.pending_inbound() == []
-    second = await engine()
-    await second.idle()
-    assert asked == ["long job"] and second.outlet.texts == []
+    await nothing_left_for_the_restart(first, engine, asked)
