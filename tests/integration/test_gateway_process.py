@@ -68,21 +68,31 @@ async def test_run_serves_a_telegram_dm_answers_health_and_metrics_and_stops_cle
 async def test_a_reply_streaming_when_sigterm_comes_is_finished_before_the_process_exits(fake_llm, tmp_path):
     answer = "One two three four five six seven eight nine ten."
     fake_llm.responder = lambda request: Reply(text=answer, delay=0.3)
-    async with FakeTelegram() as telegram:
+    port = free_port()
+    async with FakeTelegram() as telegram, aiohttp.ClientSession(trust_env=False) as http:
         env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_HOME": str(tmp_path),
-               "HERMES_MODEL": "openai:gpt-test", "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(free_port()),
+               "HERMES_MODEL": "openai:gpt-test", "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(port),
                "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
                "TELEGRAM_ALLOWED_USERS": "4242", "HERMES_LOG_LEVEL": "INFO"}
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "hermes_gateway.cli.main", "run", "--bot", "bots/telegram-dm-assistant", cwd=ROOT,
             env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        readiness: list[tuple[int, dict]] = []
         try:
             telegram.user_says(4242, 4242, "count to ten")
             await telegram.wait_for_messages(4242, 1, timeout=60)  # the first streamed frame is in the chat
             assert telegram.chat(4242).bot_texts != [answer]
-        finally:
             proc.send_signal(signal.SIGTERM)
+            while not readiness or readiness[-1][0] == 200:  # the reply streams on for seconds meanwhile
+                async with http.get(f"http://127.0.0.1:{port}/ready") as response:
+                    readiness.append((response.status, await response.json()))
+                await asyncio.sleep(0.02)
+        finally:
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGTERM)
             _, stderr = await asyncio.wait_for(proc.communicate(), 60)
+        status, said = readiness[-1]
+        assert status == 503 and said["reason"].endswith("stopping")  # a load balancer sends elsewhere now
         assert proc.returncode == 0, stderr.decode()[-2000:]
         assert telegram.chat(4242).bot_texts == [answer], stderr.decode()[-3000:]
         assert "turn answered for person" in stderr.decode(), stderr.decode()[-3000:]
