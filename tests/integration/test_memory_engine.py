@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
@@ -90,18 +92,20 @@ async def test_the_review_fires_after_the_tenth_turn_and_its_writes_show_next_se
 
 async def test_the_review_does_not_delay_a_live_turn(engine, fake_llm):
     e = await engine(profile=make_profile(review={"memory_every_turns": 1, "skill_every_iterations": 0}))
+    reviewing, answered = asyncio.Event(), asyncio.Event()
 
-    def respond(request):
+    async def respond(request):
         if "[Background review" in request.last_user_text:
-            return Reply(text="Nothing to save.", delay=0.5)  # a slow reviewer
+            reviewing.set()
+            await answered.wait()  # the reviewer answers only once the live turn has been answered
+            return Reply(text="Nothing to save.")
         return Reply(text="fast answer")
 
     fake_llm.responder = respond
     await e.say("first")
-    loop = __import__("asyncio").get_running_loop()
-    started = loop.time()
-    assert await e.say("second") == "fast answer"
-    assert loop.time() - started < 0.5
+    await asyncio.wait_for(reviewing.wait(), 10)  # the review of "first" is under way, and holds
+    assert await e.say("second", timeout=10) == "fast answer"  # a turn waiting for the review never comes
+    answered.set()
 
 
 async def test_link_joins_two_platforms_into_one_person_with_one_memory(engine, fake_llm):

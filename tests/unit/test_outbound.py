@@ -58,10 +58,8 @@ async def test_calls_to_one_chat_are_spaced_by_at_least_the_interval(scheduler: 
 async def test_other_chats_are_not_held_up_by_a_busy_chat(scheduler: OutboundScheduler) -> None:
     rec = Recorder()
     busy = [scheduler.enqueue("A", rec.op("A", f"a{i}")) for i in range(10)]  # ~0.45 s of work
-    started = time.monotonic()
     await scheduler.submit("B", rec.op("B", "b0"))
-    assert time.monotonic() - started < 3 * INTERVAL
-    assert len(rec.times("A")) < 10
+    assert len(rec.times("A")) < 10  # B went out before A's queue was done: not queued behind it
     await asyncio.gather(*busy)
 
 
