@@ -40,19 +40,21 @@ def test_a_command_swapping_a_folder_for_a_symlink_never_lets_a_file_tool_out(ws
     (outside / "secret.txt").write_text("private")
     stop = threading.Event()
 
+    folder, parked = ws.root / "d", ws.root / "d-parked"
+    folder.mkdir()  # before the tools start: a write_file would make it too
+
     def swap() -> None:  # what a sandboxed command owning the workspace can do, as fast as it can
-        folder, parked = ws.root / "d", ws.root / "d-parked"
-        folder.mkdir()
         while not stop.is_set():
             with contextlib.suppress(OSError):  # a write_file may have made `d` again in between
                 os.rename(folder, parked)
                 os.symlink(outside, folder)
                 os.unlink(folder)
                 os.rename(parked, folder)
-            if parked.exists() and not folder.exists():
-                os.rename(parked, folder)
-            elif parked.exists():
-                shutil.rmtree(parked)
+            with contextlib.suppress(OSError):  # the swap goes on whatever a tool did meanwhile
+                if parked.exists() and not folder.exists():
+                    os.rename(parked, folder)
+                elif parked.exists():
+                    shutil.rmtree(parked)
 
     swapper = threading.Thread(target=swap, daemon=True)
     swapper.start()
