@@ -186,6 +186,7 @@ async def test_a_dm_that_comes_while_the_gateway_winds_down_is_still_taken(disco
     dm = fake_discord.dm_channel(alice)
     await fake_discord.user_says(dm["id"], alice, "are you leaving?")
     await bot.final_in(dm["id"], "taken all the same")
+    assert fake_llm.requests[-1].last_user_text == "are you leaving?"
 
 
 async def test_a_stranger_gets_a_pairing_code_and_is_served_once_the_admin_approves_it(discord_bot, fake_discord,

@@ -15,6 +15,17 @@ from hermes_engine.core.leases import goal_lease
 from hermes_engine.loops.goals import CONTINUE_PREFIX, GoalFeature
 
 
+async def settled_goal(replica):
+    """The bot's one goal once it is no longer active and the replica is idle (a hang guard of 20 s)."""
+    for _ in range(1000):
+        [goal] = await replica.store.list_goals(bot="testbot")
+        if goal.status != "active":
+            break
+        await asyncio.sleep(0.02)
+    await replica.idle()
+    return goal
+
+
 async def start_replica(engine, monkeypatch, name: str):
     monkeypatch.setenv("HERMES_REPLICA_ID", name)
     return await engine(features=[GoalFeature(GoalSettings())])
@@ -50,12 +61,7 @@ async def test_a_goal_whose_replica_died_between_turns_is_resumed_by_another_onc
     await a.gateway.stop()
     assert not await b.store.acquire_lease(goal_lease(goal.id), "replica-b", 1.5)  # still a's until it expires
 
-    for _ in range(1000):
-        [goal] = await b.store.list_goals(bot="testbot")
-        if goal.status != "active":
-            break
-        await asyncio.sleep(0.02)
-    await b.idle()
+    goal = await settled_goal(b)
     assert goal.status == "done" and goal.turns_used == 2
     assert worker_turns == ["ship the release", f"{CONTINUE_PREFIX} ship the release"]  # none ran twice
     assert b.outlet.texts == ["worked step 2", "✅ Goal done: ship the release\nfinished on replica b"]
@@ -96,12 +102,7 @@ async def test_a_goal_turn_answered_but_never_judged_is_judged_on_its_stored_ans
     assert (goal.status, goal.turns_used, await a.store.pending_inbound()) == ("active", 0, [])
 
     b = await start_replica(engine, monkeypatch, "replica-b")
-    for _ in range(1000):
-        [goal] = await b.store.list_goals(bot="testbot")
-        if goal.status != "active":
-            break
-        await asyncio.sleep(0.02)
-    await b.idle()
+    goal = await settled_goal(b)
     assert (goal.status, goal.turns_used) == ("done", 2)
     assert goal.tokens_used == 2 * 110 + 2 * 2  # the recovered turn's tokens read from what its session stored
     assert "worked step 1" in judged[0]  # the first turn judged on what it answered, not run again

@@ -24,19 +24,8 @@ async def test_a_message_that_comes_while_the_gateway_stops_is_kept_and_answered
 
 
 async def test_the_grace_finishes_the_turn_in_flight_and_begins_none_queued_behind_it(engine, fake_llm):
-    asked: list[str] = []
-    working = asyncio.Event()
-
-    def respond(request):
-        asked.append(request.last_user_text)
-        working.set()
-        return Reply(text=f"Got: {request.last_user_text}", delay=0.05)
-
-    fake_llm.responder = respond
-    first = await engine()
-    await first.gateway.handle(first.message("first"))
+    first, asked = await a_turn_in_flight(engine, fake_llm, "first", answer_after=0.05)
     await first.gateway.handle(first.message("second"))  # the same session: queued behind "first"
-    await asyncio.wait_for(working.wait(), 10)  # "first" is in flight when the stop comes
     await first.gateway.finish_turns(10)
     await first.gateway.stop()
     assert asked == ["first"] and first.outlet.texts == ["Got: first"]  # finished, and nothing begun to be cut
@@ -47,43 +36,48 @@ async def test_the_grace_finishes_the_turn_in_flight_and_begins_none_queued_behi
     assert second.outlet.texts == ["Got: second"]
 
 
-async def a_long_turn_in_flight(engine, fake_llm) -> tuple[Any, list[str]]:
-    """A started gateway whose model is answering "long job" (slowly); and the list of what it was asked."""
+async def a_turn_in_flight(engine, fake_llm, text: str = "long job", *,
+                           answer_after: float = 1.0) -> tuple[Any, list[str]]:
+    """A started gateway whose model is answering `text` (its stream spread over `answer_after` per word),
+    and the list of what the model was asked."""
     asked: list[str] = []
     working = asyncio.Event()
 
     def respond(request):
         asked.append(request.last_user_text)
         working.set()
-        return Reply(text=f"Got: {request.last_user_text}", delay=1.0)
+        return Reply(text=f"Got: {request.last_user_text}", delay=answer_after)
 
     fake_llm.responder = respond
     first = await engine()
-    await first.gateway.handle(first.message("long job"))
+    await first.gateway.handle(first.message(text))
     await asyncio.wait_for(working.wait(), 10)
     return first, asked
 
 
-async def nothing_left_for_the_restart(first, engine, asked: list[str]) -> None:
-    assert await first.store.pending_inbound() == []  # stopped by the person: nothing left to answer
+async def left_for_the_restart(first, engine) -> tuple[list[str], list[str]]:
+    """What the stopped gateway left in its inbox, and what a restart on the same database then says."""
+    pending = [e.payload["message"]["text"] for e in await first.store.pending_inbound()]
     second = await engine()
     await second.idle()
-    assert asked == ["long job"] and second.outlet.texts == []
+    return pending, second.outlet.texts
 
 
 async def test_a_stop_asked_during_the_grace_is_honoured_and_the_turn_is_not_answered_after_the_restart(
         engine, fake_llm):
-    first, asked = await a_long_turn_in_flight(engine, fake_llm)
+    first, asked = await a_turn_in_flight(engine, fake_llm)
     grace = asyncio.create_task(first.gateway.finish_turns(5))  # SIGTERM while the turn streams
     await first.gateway.handle(first.message("/stop"))  # an immediate command still runs in the grace
     await grace
     await first.gateway.stop()
-    await nothing_left_for_the_restart(first, engine, asked)
+    assert await left_for_the_restart(first, engine) == ([], [])  # stopped by the person: nothing to answer
+    assert asked == ["long job"]
 
 
 async def test_a_stop_asked_just_before_sigterm_ends_the_turn_as_stopped(engine, fake_llm):
-    first, asked = await a_long_turn_in_flight(engine, fake_llm)
+    first, asked = await a_turn_in_flight(engine, fake_llm)
     await first.gateway.handle(first.message("/stop"))
     await first.gateway.finish_turns(5)
     await first.gateway.stop()
-    await nothing_left_for_the_restart(first, engine, asked)
+    assert await left_for_the_restart(first, engine) == ([], [])
+    assert asked == ["long job"]
