@@ -45,7 +45,8 @@ class Settings(BaseSettings):
     # On SIGTERM the replies in flight get this long to finish before the turns still running are cut (and
     # answered after the restart, or by another replica); keep it below the orchestrator's kill timeout.
     shutdown_grace_seconds: float = Field(10.0, ge=0)
-    replica_id: str | None = None  # names this replica in leases; default: the host name
+    # names this replica's host in leases (pids are compared within it); default: the host name
+    replica_id: str | None = None
     web_search_url: str | None = None  # a SearXNG-compatible JSON endpoint; unset: no web_search tool
     web_search_key: str | None = None  # sent to it as a bearer token
     # Skill hints fuse embedding similarity when a model is set (an OpenAI-compatible /v1/embeddings server;

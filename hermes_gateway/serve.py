@@ -28,9 +28,9 @@ from adapters.base import PlatformAdapter
 from adapters.platform import load as load_platform
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
-from hermes_engine.core.scheduler import default_holder
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.errors import ConfigError, StorageError
+from hermes_engine.holders import new_holder
 from hermes_engine.mcp.feature import McpFeature
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.storage import Store
@@ -84,7 +84,7 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
     """Build a gateway per profile and its adapters; return (gateways, adapters). A platform the profile
     does not know, options it cannot parse or credentials it lacks stop the start with one sentence."""
     gateways, adapters = [], []
-    holder = default_holder()  # this replica, in the leases of what only one replica may run
+    holder = new_holder(settings.replica_id)  # this process, in the leases of what only one may run
     for profile in profiles:
         askers = ApprovalRouter()  # each adapter shows the approval requests of its own conversations
         gateway = build_gateway(settings, profile, store, storage_health=storage_health, asker=askers,

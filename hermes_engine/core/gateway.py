@@ -28,6 +28,7 @@ from hermes_engine.core.sessions import SessionTable, new_handle
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.core.turn import TurnRunner
 from hermes_engine.errors import HermesError, StorageError
+from hermes_engine.holders import process_holder
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.secrets import redact
 from hermes_engine.policy.untrusted import has_read_untrusted
@@ -79,7 +80,8 @@ class Gateway:
         for feature in self.features:
             feature.register_commands(self.commands)
         self.outlets: dict[str, Outlet] = {}
-        self.leases = Leases(store, ttl_seconds=settings.session_lease_seconds, holder=settings.replica_id)
+        self.leases = Leases(store, ttl_seconds=settings.session_lease_seconds,
+                             holder=process_holder(settings.replica_id))
         self.pending = PendingEvents(store, self.bot, self.outlets, self.session_key)
         self._commands_running: set[tuple[str, str]] = set()  # immediate commands under way here
         self.sessions = SessionTable(settings.max_live_sessions)

@@ -6,9 +6,9 @@ and gives it back when the session's queue and its pending inbox events are done
 stops renewing; once the lease expires (`HERMES_SESSION_LEASE_SECONDS`, 30 s by default) another replica
 takes the session's pending events over. On a single replica every lease is won at once.
 
-A replica is named by `HERMES_REPLICA_ID`, by default its host name: a gateway restarted on the same host
-(or in the same container) holds again at once what it held before it was killed. Replicas sharing one
-host need an id each. Within a replica a lease is held by one block at a time (a local lock).
+The holder is this process (`hermes_engine.holders.process_holder`: the replica, `HERMES_REPLICA_ID` or the
+host name, and the process): a gateway restarted on the same host after a crash finds its predecessor gone
+and takes at once what it held. Within a process a lease is held by one block at a time (a local lock).
 
 A holder that finds at a renewal that another replica has had the lease (this one was paused or cut off
 from the database for longer than the time to live, and its work was taken over, perhaps finished and given
@@ -22,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 from collections.abc import AsyncIterator
 
+from hermes_engine.holders import process_holder
 from hermes_engine.ports.storage import LeaseStore
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class Leases:
             raise ValueError("ttl_seconds must be positive")
         self.store = store
         self.ttl = float(ttl_seconds)
-        self.holder = holder or socket.gethostname()
+        self.holder = holder or process_holder()
         self._local: dict[str, asyncio.Lock] = {}
         self._users: dict[str, int] = {}
         self._lost: set[str] = set()

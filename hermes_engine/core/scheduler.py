@@ -4,8 +4,11 @@
 on one replica per interval. The lease doubles as the "ran recently" marker: the replica that wins
 `store.acquire_lease(name, holder, ttl_seconds=interval)` runs the job and keeps the lease for the whole
 interval (renewing it while a long run is still going), so other replicas — and this one after a
-restart — skip the job until it expires. A run cancelled by shutdown gives the lease back so another
-replica can take over. A store without lease methods means a single replica: the job runs locally.
+restart — skip the job until it expires. While the job runs the lease names this process, so a gateway that
+crashed mid-run is found gone and the job runs again at the next start; once the run ends it is handed to
+`RAN_RECENTLY`, a name of no process, which nobody takes before it expires. A run cancelled by shutdown gives
+the lease back so another replica can take over. A store without lease methods means a single replica: the
+job runs locally.
 """
 
 from __future__ import annotations
@@ -13,14 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import secrets
-import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_engine.holders import new_holder
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.storage import LeaseStore
 
@@ -48,8 +49,7 @@ class Job:
         return self.task is not None and not self.task.done()
 
 
-def default_holder() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+RAN_RECENTLY = "ran recently"  # the holder of a job's lease between its runs: no process, never gone
 
 
 class Scheduler:
@@ -58,7 +58,7 @@ class Scheduler:
                  metrics: Metrics = NO_METRICS) -> None:
         self.store = store
         self.metrics = metrics
-        self.holder = holder or default_holder()
+        self.holder = holder or new_holder()
         self.clock = clock
         self.poll_seconds = poll_seconds
         self.jobs: dict[str, Job] = {}
@@ -139,6 +139,21 @@ class Scheduler:
                 keeper.cancel()
             if leased:
                 self.metrics.lease_held(job.name, False)
+        if leased:
+            await self._mark_ran(job)
+
+    async def _mark_ran(self, job: Job) -> None:
+        """Keep the lease for the rest of the interval as a marker of no process: a restart of this one,
+        which would find the holder gone, still skips the job until the interval is over."""
+        assert self.store is not None and job.last_run is not None
+        left = job.interval - (self.clock() - job.last_run)
+        if left <= 0:
+            await self._release(job)
+            return
+        try:
+            await self.store.hand_over_lease(job.name, self.holder, RAN_RECENTLY, left)
+        except Exception:  # best effort: a restart may run the job again early
+            log.warning("scheduler: could not keep lease %s until the interval ends", job.name, exc_info=True)
 
     async def tick(self, *, wait: bool = False) -> list[str]:
         """Start every due job whose lease this replica wins; returns their names.
@@ -201,4 +216,4 @@ class Scheduler:
         self._loop_task = None
 
 
-__all__ = ["Job", "Scheduler", "default_holder"]
+__all__ = ["RAN_RECENTLY", "Job", "Scheduler"]

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
-import uuid
 from collections.abc import Awaitable, Callable, Hashable
 
 from hermes_engine.errors import StorageError
+from hermes_engine.holders import new_holder
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.storage import LeaseStore
 
@@ -31,7 +29,7 @@ PROBE_TTL_SECONDS = 60.0
 class StorageHealth:
     def __init__(self, leases: LeaseStore) -> None:
         self._leases = leases
-        self._holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._holder = new_holder()
         self.failure: StorageError | None = None
         self._told: set[Hashable] = set()
         self._probe: asyncio.Future[None] | None = None

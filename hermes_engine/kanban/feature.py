@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.config import KanbanSettings
-from hermes_engine.core.scheduler import default_holder
+from hermes_engine.holders import new_holder
 from hermes_engine.kanban.attempt import AttemptRunner
 from hermes_engine.kanban.board import parse_card_id, parse_status, render_board, render_card
 from hermes_engine.kanban.dispatcher import Dispatcher, Progress
@@ -110,7 +110,7 @@ class KanbanFeature(Feature):
             return
         runner = AttemptRunner(host, self.settings)
         triage = Triage(host, self.settings)
-        self.dispatcher = Dispatcher(host.store, host.bot, self.settings, runner.run, holder=default_holder(),
+        self.dispatcher = Dispatcher(host.store, host.bot, self.settings, runner.run, holder=new_holder(),
                                      on_card=self._post, on_batch=self._post_batch, decompose=triage.decompose,
                                      metrics=host.metrics)
         self.dispatcher.start()

@@ -13,11 +13,11 @@ overwrite a newer document: the late writer is refused and nothing is lost.
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+from hermes_engine.holders import new_holder
 from hermes_engine.memory.documents import (
     FILE_NAMES,
     PENDING_FILE,
@@ -93,7 +93,7 @@ class DatabaseMemoryStore:
     @asynccontextmanager
     async def _held(self, folder: str) -> AsyncIterator[None]:
         async with self._local.setdefault(folder, asyncio.Lock()):
-            name, holder = f"{AREA}:{folder}", secrets.token_hex(8)
+            name, holder = f"{AREA}:{folder}", new_holder()
             delay, waited = 0.02, 0.0
             while not await self.leases.acquire_lease(name, holder, self.lease_seconds):
                 if waited >= self.wait_seconds:

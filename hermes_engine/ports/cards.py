@@ -133,7 +133,8 @@ class CardStore(Protocol):
         failed, e.g. by a shutdown. False when `claim` no longer holds it."""
 
     async def reclaim_stale(self, profile: str, *, max_failures: int = 2) -> list[CardRecord]:
-        """Running cards whose lease expired: their attempt fails ("lease expired") like `finish_attempt`."""
+        """Running cards whose lease expired, or whose claim names a process found gone
+        (`hermes_engine.holders.holder_gone`): their attempt fails like `finish_attempt`."""
 
     async def split_card(self, card_id: int, claim: str, children: Sequence[CardSpec], *, result: str,
                          handoff: dict[str, Any]) -> tuple[CardRecord, list[CardRecord]] | None:

@@ -253,10 +253,15 @@ class GoalStore(Protocol):
 
 
 class LeaseStore(Protocol):
-    """Named leases: a scheduled job runs on one process at a time."""
+    """Named leases: a scheduled job runs on one process at a time. Holders are named by
+    `hermes_engine.holders`, so that a lease of a process that is gone can be taken at once."""
 
     async def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
-        """Take or renew lease `name` for `ttl_seconds`; False while another holder's lease is live."""
+        """Take or renew lease `name` for `ttl_seconds`; False while another holder's lease is live. A lease
+        whose holder `hermes_engine.holders.holder_gone` finds gone is not live, whatever its expiry."""
+
+    async def hand_over_lease(self, name: str, holder: str, to: str, ttl_seconds: float) -> bool:
+        """Pass lease `name` from `holder` to `to` for `ttl_seconds`; False when `holder` no longer has it."""
 
     async def release_lease(self, name: str, holder: str) -> bool:
         """Give up lease `name` if `holder` holds it."""

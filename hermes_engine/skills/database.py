@@ -27,7 +27,6 @@ import base64
 import contextlib
 import hashlib
 import os
-import secrets
 import shutil
 import stat
 import threading
@@ -39,6 +38,7 @@ from typing import Any, TypeVar
 
 from hermes_engine.atomic import atomic_write, in_flight
 from hermes_engine.blocking import call_on_loop
+from hermes_engine.holders import new_holder
 from hermes_engine.ports.storage import DocumentStore, LeaseStore
 from hermes_engine.skills.contract import ChangeResult, SkillChange
 from hermes_engine.skills.files import FileSkillLibrary
@@ -216,7 +216,7 @@ class DatabaseSkillLibrary(FileSkillLibrary):
             yield
             return
         with self._sync_lock:
-            name, holder = f"{self.area}:write", secrets.token_hex(8)
+            name, holder = f"{self.area}:write", new_holder()
             delay, waited = 0.02, 0.0
             while not self._run(self.leases.acquire_lease(name, holder, self.lease_seconds)):
                 if waited >= self.wait_seconds:

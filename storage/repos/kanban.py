@@ -1,7 +1,8 @@
 """The kanban board (the `CardStore` role): cards, dependencies, claims with leases, and each card's history.
 
 A claim is "holder#attempt": an attempt finishes its card only while it still holds that claim, so a worker
-whose lease was reclaimed (it stalled, or its process was killed) can no longer finish or fail the card,
+whose lease was reclaimed (it stalled, or its process was killed: found gone at once on its own host,
+`hermes_engine.holders`) can no longer finish or fail the card,
 and a card is finished once. Claims run under the write lock (SQLite) or a per-profile advisory lock with
 `FOR UPDATE SKIP LOCKED` (PostgreSQL), so two dispatchers never claim the same card.
 """
@@ -16,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from hermes_engine.holders import holder_gone
 from hermes_engine.ports.storage import CARD_STATUSES, CardEvent, CardRecord, CardSpec, CardUsage
 from storage.models import CardDependencyRow, CardEventRow, CardRow
 from storage.repos.base import SqlRepository, whole
@@ -330,17 +332,25 @@ class CardRepository(SqlRepository):
     async def reclaim_stale(self, profile: str, *, max_failures: int = 2) -> list[CardRecord]:
         now = self._now()
         async with self._write() as session:
-            stmt = sa.select(CardRow).where(CardRow.profile == profile, CardRow.status == "running",
-                                            CardRow.lease_expires_at < now).order_by(CardRow.id)
+            stmt = (sa.select(CardRow).where(CardRow.profile == profile, CardRow.status == "running")
+                    .order_by(CardRow.id))
             if self.dialect == "postgresql":
                 stmt = stmt.with_for_update(skip_locked=True)
-            rows = list(await session.scalars(stmt))
-            for row in rows:
-                handoff = {"error": f"lease expired: worker {row.claim} stopped sending heartbeats"}
+            rows = []
+            for row in await session.scalars(stmt):
+                if row.claim is not None and holder_gone(row.claim):
+                    why = f"worker {row.claim} is gone: its process no longer runs"
+                elif row.lease_expires_at is None or row.lease_expires_at < now:
+                    why = f"lease expired: worker {row.claim} stopped sending heartbeats"
+                else:
+                    continue
+                rows.append((row, why))
+            for row, why in rows:
+                handoff = {"error": why}
                 await self._end_attempt(session, row, "dispatcher", ok=False, result="", handoff=handoff,
                                         max_failures=max_failures, kind="reclaimed")
             await session.flush()
-            return await self._records(session, rows)
+            return await self._records(session, [row for row, _why in rows])
 
     @whole
     async def split_card(self, card_id: int, claim: str, children: Sequence[CardSpec], *, result: str,

@@ -1,17 +1,24 @@
 """Named leases (the `LeaseStore` role: a scheduled job runs on one process at a time) and one-time /link
 codes (the `LinkCodeStore` role). Both are short-lived rows with an expiry, judged against the store's clock.
+
+A lease whose holder is a process of this replica that is gone (`hermes_engine.holders`) counts as expired:
+a gateway restarted after a crash takes its predecessor's leases at once.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, timedelta
 
 import sqlalchemy as sa
 
+from hermes_engine.holders import holder_gone
 from storage.models import LeaseRow, LinkCodeRow, table_of
 from storage.repos.base import SqlRepository, whole
 
 __all__ = ["LeaseRepository", "LinkCodeRepository"]
+
+log = logging.getLogger(__name__)
 
 
 class LeaseRepository(SqlRepository):
@@ -20,7 +27,9 @@ class LeaseRepository(SqlRepository):
     @whole
     async def acquire_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
         """Take lease `name` for `ttl_seconds`, or renew it when `holder` already has it. False while
-        another holder's lease has not expired. One upsert: concurrent callers cannot both win."""
+        another holder's lease has not expired, unless that holder is a process of this replica that is gone.
+        One upsert (and, when it finds the lease held, one look at who holds it): concurrent callers cannot
+        both win."""
         if ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
         now = self._now()
@@ -32,6 +41,26 @@ class LeaseRepository(SqlRepository):
             set_={"holder": stmt.excluded.holder, "expires_at": stmt.excluded.expires_at},
             where=sa.or_(table.c.expires_at <= now, table.c.holder == stmt.excluded.holder),
         ).returning(table.c.name)
+        async with self._single() as session, session.begin():
+            if (await session.execute(stmt)).first() is not None:
+                return True
+        async with self._single() as session:
+            current = await session.scalar(sa.select(LeaseRow.holder).where(LeaseRow.name == name))
+        if current is None or not holder_gone(current):
+            return False
+        if await self.hand_over_lease(name, current, holder, ttl_seconds):
+            log.info("took lease %s at once: its holder %s is no longer running", name, current)
+            return True
+        return False
+
+    @whole
+    async def hand_over_lease(self, name: str, holder: str, to: str, ttl_seconds: float) -> bool:
+        """Pass `holder`'s lease `name` to `to` for `ttl_seconds`, as long as `holder` still has it."""
+        if ttl_seconds <= 0:
+            raise ValueError("ttl_seconds must be positive")
+        stmt = (sa.update(LeaseRow).where(LeaseRow.name == name, LeaseRow.holder == holder)
+                .values(holder=to, expires_at=self._now() + timedelta(seconds=ttl_seconds))
+                .returning(LeaseRow.name))
         async with self._single() as session, session.begin():
             return (await session.execute(stmt)).first() is not None
 

@@ -82,8 +82,8 @@ async def test_a_replica_that_lost_a_sessions_lease_mid_turn_stops_and_the_new_h
     await a.gateway.handle(msg)
     await asyncio.wait_for(first_call.wait(), 30)
     lease = session_lease(a.gateway.bot, a.gateway.session_key(msg))
-    await a.store.release_lease(lease, "replica-a")  # as if a's lease ran out while it was paused
-    assert await b.store.acquire_lease(lease, "replica-b", 1.5)
+    await a.store.release_lease(lease, a.gateway.leases.holder)  # as if a's lease ran out while it was paused
+    assert await b.store.acquire_lease(lease, b.gateway.leases.holder, 1.5)
     await b.outlet.wait_for(1, 30)  # b takes the pending message over
     await b.idle()
     await a.idle()
@@ -120,8 +120,8 @@ async def test_a_turn_taken_over_from_a_replica_goes_on_from_its_stored_tool_res
         await asyncio.sleep(0.02)
     lease = session_lease(a.gateway.bot, a.gateway.session_key(msg))
     taken_over.set()
-    await a.store.release_lease(lease, "replica-a")
-    assert await b.store.acquire_lease(lease, "replica-b", 1.5)
+    await a.store.release_lease(lease, a.gateway.leases.holder)
+    assert await b.store.acquire_lease(lease, b.gateway.leases.holder, 1.5)
     await b.outlet.wait_for(1, 30)
     await b.idle()
     await a.idle()

@@ -33,6 +33,12 @@ class LeaseStore:
             return True
         return False
 
+    async def hand_over_lease(self, name: str, holder: str, to: str, ttl_seconds: float) -> bool:
+        if self.leases.get(name, ("", 0))[0] != holder:
+            return False
+        self.leases[name] = (to, self.clock() + ttl_seconds)
+        return True
+
 
 class FakeClock:
     def __init__(self) -> None:

@@ -167,6 +167,9 @@ async def test_start_schedules_the_curator_under_a_lease(tmp_path):
         async def release_lease(self, name: str, holder: str) -> bool:
             return True
 
+        async def hand_over_lease(self, name: str, holder: str, to: str, ttl_seconds: float) -> bool:
+            return True
+
     fixed = datetime(2025, 1, 1, tzinfo=UTC)
     feature = SkillsFeature(tmp_path / "skills", bot="helper", curator_interval_seconds=3600, llm_pass=False,
                             clock=lambda: fixed)
