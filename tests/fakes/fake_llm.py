@@ -31,7 +31,7 @@ import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import Stemmer
@@ -98,6 +98,7 @@ class RecordedRequest:
     body: dict[str, Any]
     headers: dict[str, str]
     served_seconds: float = 0.0  # the fake's own time on this request, so benchmarks can subtract it
+    received: float = field(default_factory=time.monotonic)  # when it came (monotonic), for benchmarks
 
     @property
     def stream(self) -> bool:
