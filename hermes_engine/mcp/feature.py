@@ -78,7 +78,9 @@ class McpFeature(Feature):
 
     async def start(self, host: Host) -> None:
         self._host = host
-        self.servers.watch(self.refresh)  # each server's tools join as it comes up, not with the slowest
+        # Watched from before the start: each server's tools join as it comes up, not with the slowest,
+        # so a session waiting for that server (`settle_tools`) finds them.
+        self.servers.watch(self.refresh)
         await self.servers.start()
         self.refresh()
 
