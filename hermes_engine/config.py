@@ -258,6 +258,7 @@ class BotProfile(BaseModel):
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)  # tools from MCP servers
     mcp_schema_budget: int = Field(1500, ge=0)  # schema tokens of MCP tools listed in full; beyond: compact
+    mcp_start_wait_seconds: float = Field(5.0, ge=0)  # a new session waits this long for servers still starting
     path: Path | None = Field(default=None, exclude=True)
 
     @field_validator("max_iterations")

@@ -183,7 +183,7 @@ def mcp_features(profile: BotProfile, approvals: ApprovalGate | None = None) -> 
     from hermes_gateway.mcp.manager import ServerManager
 
     return [McpFeature(ServerManager(profile.mcp_servers), profile.mcp_servers, profile.mcp_schema_budget,
-                       approvals)]
+                       approvals, start_wait=profile.mcp_start_wait_seconds)]
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,

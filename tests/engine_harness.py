@@ -97,11 +97,12 @@ def fake_llm_environment(fake: Any) -> dict[str, str]:
 
 class Engine:
     """One bot's gateway on a temporary SQLite database (or `database`: a URL and engine options), with a
-    recording outlet attached."""
+    recording outlet attached. With `adapters_first` it takes messages while the gateway starts, as `serve`
+    does (its adapters start before the gateway): `starting` is the gateway's start, still under way."""
 
     def __init__(self, home: Path, profile: BotProfile, features: list[Feature] | None = None,
                  platform: str = "test", metrics: Metrics = NO_METRICS,
-                 database: tuple[str, dict[str, Any]] | None = None) -> None:
+                 database: tuple[str, dict[str, Any]] | None = None, adapters_first: bool = False) -> None:
         self.home = home
         self.metrics = metrics
         self.settings = Settings(home=home)
@@ -112,6 +113,8 @@ class Engine:
         self.gateway: Gateway | None = None
         self.outlet = RecordingOutlet(platform)
         self.database = database or (self.settings.db_url, {})
+        self.adapters_first = adapters_first
+        self.starting: asyncio.Task[None] | None = None
 
     async def start(self) -> Engine:
         self.store = SqlStore(self.database[0], engine_options=self.database[1])
@@ -119,10 +122,16 @@ class Engine:
         self.gateway = build_gateway(self.settings, self.profile, self.store, features=self.features,
                                      metrics=self.metrics)
         self.gateway.attach(self.outlet)
-        await self.gateway.start()
+        if self.adapters_first:
+            self.starting = asyncio.create_task(self.gateway.start())
+        else:
+            await self.gateway.start()
         return self
 
     async def stop(self) -> None:
+        if self.starting:
+            self.starting.cancel()
+            await asyncio.gather(self.starting, return_exceptions=True)
         if self.gateway:
             await self.gateway.stop()
         if self.store:

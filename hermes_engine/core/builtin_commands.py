@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from hermes_engine.agent.tool_record import summary as tool_summary
+from hermes_engine.core.tool_lists import started_without
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.host import Host
@@ -48,6 +49,10 @@ def register_builtin_commands(registry: CommandRegistry, gateway: Host, features
             f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write",
             tool_summary(await gateway.store.load_messages(session.record.id)),
         ]
+        without = started_without(session)
+        if without:
+            lines.append(f"Tools: this conversation started without the tools of {', '.join(without)}; /new "
+                         "starts one with them once they are up.")
         for feature in features:
             lines.extend(await feature.status_lines(session.scope, ctx.person_id))
         return "\n".join(lines)

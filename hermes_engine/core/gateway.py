@@ -268,7 +268,8 @@ class Gateway:
         return next((s for s in self.sessions.values() if s.record.id == session_id), None)
 
     async def ensure_loaded(self, session: SessionHandle, person_id: int | None) -> None:
-        await ensure_loaded(session, person_id, store=self.store, prompts=self.prompts, tools=self.tools)
+        await ensure_loaded(session, person_id, store=self.store, prompts=self.prompts, tools=self.tools,
+                            features=self.features)
 
     async def new_session(self, session: SessionHandle) -> SessionHandle:
         """`/new`: a fresh session for the same key, linked to the old one; prompts are frozen anew."""

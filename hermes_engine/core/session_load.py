@@ -7,21 +7,25 @@ can serve. A DM's scope learns its owner here (the person whose memory the promp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from hermes_engine.agent.prompt import PromptBuilder
 from hermes_engine.compression.lineage import load_history
 from hermes_engine.core.tool_lists import session_tools
+from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import Store
 from hermes_engine.tools.registry import ToolRegistry
 
 
 async def ensure_loaded(session: SessionHandle, person_id: int | None, *, store: Store, prompts: PromptBuilder,
-                        tools: ToolRegistry) -> None:
+                        tools: ToolRegistry, features: Sequence[Feature]) -> None:
     if session.history is None:
         session.history = await load_history(store, session.record.id)
         session.usage = await store.session_usage(session.record.id)
+    if session.tools is None:  # first: the prompt says how to use tools when there are any
+        session.tools = await session_tools(store, session, tools, features)
     if session.system_prompt is None:
         frozen = session.record.state.get("system_prompt")
         if frozen is None:
@@ -36,5 +40,3 @@ async def ensure_loaded(session: SessionHandle, person_id: int | None, *, store:
         elif session.scope.chat_kind == "dm":
             session.scope = replace(session.scope, person_id=session.record.state.get("owner"))
         session.system_prompt = frozen
-    if session.tools is None:
-        session.tools = await session_tools(store, session, tools)

@@ -6,21 +6,30 @@ other tools) applies from the next session; a session evicted from memory or loa
 lists exactly the schemas it froze, in the same order, byte for byte. Each call goes to the tool of that
 name the bot has now; a tool that has since disappeared answers with an error saying so (it is looked up
 again at each call, so a server that comes back serves it again).
+
+A list freezes once the features bringing tools have settled (an MCP server still in its first start gets
+a few seconds): what it still lacks then is logged and kept with the session, and `/status` names it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import Store
 from hermes_engine.providers.base import ToolSchema
 from hermes_engine.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult
 
+log = logging.getLogger(__name__)
+
 STATE_KEY = "tools"  # in the session's state: the fingerprint of its frozen list
+WITHOUT_KEY = "tools_without"  # in the session's state: the sources that were not up when it froze
 CONTEXT_PARAM = "_hermes_ctx"
 
 
@@ -65,17 +74,27 @@ def _late_bound(schema: ToolSchema, live: ToolRegistry) -> Tool:
                    time_limit=limit + 1)
 
 
-async def session_tools(store: Store, session: SessionHandle, live: ToolRegistry) -> ToolRegistry:
-    """The session's frozen list (stored), or the bot's current tools, frozen now."""
+async def session_tools(store: Store, session: SessionHandle, live: ToolRegistry,
+                        features: Sequence[Feature]) -> ToolRegistry:
+    """The session's frozen list (stored), or the bot's current tools, frozen now that they settled."""
     frozen = session.record.state.get(STATE_KEY)
     if isinstance(frozen, str):
         text = await store.get_tool_list(frozen)
         if text is not None:
             return restore(text, live)
+    without = [source for feature in features for source in await feature.settle_tools()]
+    if without:
+        log.warning("session %s starts without the tools of %s; /new after they are up brings them",
+                    session.key, ", ".join(without))
     tools = ToolRegistry(list(live))
     text = encode(tools)
     await store.put_tool_list(fingerprint(text), text)
-    state = {**session.record.state, STATE_KEY: fingerprint(text)}
+    state = {**session.record.state, STATE_KEY: fingerprint(text), WITHOUT_KEY: without}
     await store.update_session(session.record.id, state=state)
     session.record = replace(session.record, state=state)
     return tools
+
+
+def started_without(session: SessionHandle) -> list[str]:
+    """The sources whose tools the session's frozen list lacks because they were not up when it froze."""
+    return list(session.record.state.get(WITHOUT_KEY) or [])

@@ -3,7 +3,10 @@
 The servers start with the gateway (not per turn) and their tools join the bot's registry when they
 answer. A session takes the registry's tools when it loads and keeps them (the provider's prompt cache
 stays valid); a server's `tools/list_changed`, a changed list after a restart, or a server that comes up
-late changes the registry, and so the sessions that start from then on.
+late changes the registry, and so the sessions that start from then on. A session that starts while a
+server is still in its first start (a message waiting when the gateway starts is taken at once) waits for
+it, up to the profile's `mcp_start_wait_seconds`: no conversation misses its tools for having come a moment
+early, and one that comes when every server is up or has failed does not wait at all.
 
 Schemas are paid for on every request. Tools are listed in full, in a fixed order, until their schemas
 would pass the profile's `mcp_schema_budget` (tokens); the rest are named in one line each inside
@@ -64,8 +67,8 @@ class McpFeature(Feature):
     name = "mcp"
 
     def __init__(self, servers: McpServers, settings: dict[str, McpServerSettings], budget: int,
-                 approvals: ApprovalGate | None = None) -> None:
-        self.servers, self.settings, self.budget = servers, settings, budget
+                 approvals: ApprovalGate | None = None, *, start_wait: float) -> None:
+        self.servers, self.settings, self.budget, self.start_wait = servers, settings, budget, start_wait
         self.approvals = approvals  # without one, a call that needs approval is denied
         self.pages = ResultPages()
         self._host: Host | None = None
@@ -75,9 +78,14 @@ class McpFeature(Feature):
 
     async def start(self, host: Host) -> None:
         self._host = host
+        # Watched from before the start: each server's tools join as it comes up, not with the slowest,
+        # so a session waiting for that server (`settle_tools`) finds them.
+        self.servers.watch(self.refresh)
         await self.servers.start()
         self.refresh()
-        self.servers.watch(self.refresh)
+
+    async def settle_tools(self) -> list[str]:
+        return await self.servers.first_start(self.start_wait)
 
     def refresh(self) -> None:
         """Put the servers' current tools in the bot's registry (sessions already loaded keep their copy)."""

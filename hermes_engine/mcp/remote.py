@@ -48,6 +48,10 @@ class McpServers(Protocol):
     def tools(self) -> list[RemoteTool]:
         """The tools of the servers that are (or were) running, as they last listed them."""
 
+    async def first_start(self, timeout: float) -> list[str]:
+        """Wait up to `timeout` seconds for the servers still in their first start (not at all when none
+        is); then one phrase per server whose tools were never listed, as it is still starting or failed."""
+
     def watch(self, changed: Callable[[], None]) -> None:
         """Call `changed` when a listing changes: a server came up, started again with other tools, or
         said `tools/list_changed`."""

@@ -64,6 +64,12 @@ class Feature:
     async def stop(self) -> None:
         return None
 
+    async def settle_tools(self) -> list[str]:
+        """A session is about to freeze its tool list, which it keeps to its end: wait (bounded, and not at
+        all when nothing is on its way) for tools this feature is still bringing, then name each source
+        whose tools the list will lack, e.g. "MCP server files (still starting)"."""
+        return []
+
     async def expand_command(self, name: str, args: str, bot: str) -> str | None:
         """Text to run as a user message for a command no one registered (e.g. `/<skill-name>`)."""
         return None

@@ -29,7 +29,8 @@ async def _listing(bot: str | None) -> tuple[list[str], bool]:
     if not profile.mcp_servers:
         return [f"bot profile '{profile.name}' has no mcp_servers"], True
     manager = ServerManager(profile.mcp_servers)
-    feature = McpFeature(manager, profile.mcp_servers, profile.mcp_schema_budget)
+    feature = McpFeature(manager, profile.mcp_servers, profile.mcp_schema_budget,
+                         start_wait=profile.mcp_start_wait_seconds)
     await manager.start()
     try:
         tools = feature.build_tools(set())

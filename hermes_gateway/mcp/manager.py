@@ -3,6 +3,8 @@
 through the live session. A server that fails to start or dies is logged in one line and started again
 with growing pauses; meanwhile calls to it fail at once and `/ready` names it. Its tools are listed each time
 it starts and when it says `tools/list_changed`; the engine takes a changed list into the next sessions.
+A session that starts while a server is in its first start may wait for it (`first_start`); its later
+restarts keep the tools it listed, so nobody waits for those.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ class ServerRunner:
         self.listed: list[RemoteTool] | None = None  # the latest listing (new sessions take it)
         self.changed: Callable[[], None] = lambda: None  # told when `listed` changes
         self._relist = asyncio.Event()  # the server said tools/list_changed
-        self.problem: str | None = "starting"
+        self.problem: str | None = "still starting"
         self.started = asyncio.Event()  # set when the first attempt ended, well or not
         self._live = asyncio.Event()
         self._broken = asyncio.Event()
@@ -235,6 +237,13 @@ class ServerManager:
 
     def tools(self) -> list[RemoteTool]:
         return [t for r in self.runners.values() for t in (r.listed or [])]
+
+    async def first_start(self, timeout: float) -> list[str]:
+        waiting = [r.started.wait() for r in self.runners.values() if not r.started.is_set()]
+        if waiting:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*waiting), timeout)
+        return [f"MCP server {n} ({r.problem})" for n, r in self.runners.items() if r.listed is None]
 
     def watch(self, changed: Callable[[], None]) -> None:
         for runner in self.runners.values():

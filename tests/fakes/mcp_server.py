@@ -4,7 +4,8 @@ Run as `python mcp_server.py stdio` or `python mcp_server.py http PORT` (Streama
 `FAKE_MCP_LABEL` names the instance (echo says it), so tests can tell two servers apart;
 `FAKE_MCP_FAIL=1` makes it exit before speaking (a server that fails to start), `FAKE_MCP_FAIL_UNLESS`
 names a file without which it does the same (a server that comes up once the file exists);
-`FAKE_MCP_PIDFILE` is where it writes its process id; `FAKE_MCP_CALLS` names a file where each echo call
+`FAKE_MCP_START_DELAY` is how many seconds it takes to start (silent until then, as a server that loads
+something first); `FAKE_MCP_PIDFILE` is where it writes its process id; `FAKE_MCP_CALLS` names a file where each echo call
 appends its text (what reached the server); `FAKE_MCP_EXTRA` names a file whose lines are tools
 it adds at start (the `grow` tool adds one at once and announces that the tool list changed).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -115,6 +117,7 @@ if __name__ == "__main__":
         sys.exit(2)
     if os.environ.get("FAKE_MCP_FAIL_UNLESS") and not Path(os.environ["FAKE_MCP_FAIL_UNLESS"]).exists():
         sys.exit(2)
+    time.sleep(float(os.environ.get("FAKE_MCP_START_DELAY") or 0))
     extras = Path(os.environ.get("FAKE_MCP_EXTRA") or "/nonexistent")
     for line in extras.read_text(encoding="utf-8").split() if extras.exists() else []:
         add_extra(line)
