@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from hermes_engine.memory import MemoryFeature, MemoryOwner
+from hermes_engine.memory.store import InMemoryStore
 from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult, tool
 
@@ -129,3 +131,18 @@ async def test_a_schema_that_allows_more_arguments_passes_them_on():
     assert not (await _call(registry, "remote", n="1", more={"a": 1})).is_error
     assert calls == [{"n": 1, "more": {"a": 1}}]
 
+
+
+async def test_a_memory_target_or_operation_its_declared_types_refuse_is_named_and_nothing_is_written():
+    store = InMemoryStore()
+    feature = MemoryFeature(store)
+    ctx = ToolContext(bot="b", session_id=1, session_key="k", person_id=1, services=feature.services())
+    registry = ToolRegistry(feature.tools())
+    target = await registry.call(ToolCall(id="c1", name="memory", arguments=json.dumps(
+        {"action": "add", "target": "diary", "content": "Likes tea"})), ctx)
+    operations = await registry.call(ToolCall(id="c2", name="memory", arguments=json.dumps(
+        {"target": "memory", "operations": ["add: Likes tea"]})), ctx)
+    assert target.content.splitlines()[1:] == ["- target: should be 'memory', 'user' or 'shared' (given \"diary\")"]
+    assert operations.content.splitlines()[1:] == ['- operations: at [0], should be a valid dictionary (given '
+                                                   '"add: Likes tea")']
+    assert store.documents == {} and await store.read(MemoryOwner.person(1), "memory") == []
