@@ -127,7 +127,7 @@ def _python_type(schema: Any, root: dict[str, Any], name: str, seen: tuple[str, 
         if isinstance(schema.get(key), list) and schema[key]:
             return _union(_python_type(sub, root, f"{name}.{i}", seen) for i, sub in enumerate(schema[key]))
     kind = schema.get("type")
-    if isinstance(kind, list):
+    if isinstance(kind, list) and kind:
         return _union(_python_type({**schema, "type": k}, root, name, seen) for k in kind)
     if kind == "array" or (kind is None and "items" in schema):
         items = schema.get("items")

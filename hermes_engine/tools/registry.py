@@ -106,11 +106,11 @@ class Tool:
     context_param: str | None = None
     time_limit: float = DEFAULT_TIME_LIMIT
     # What the call takes, as a validator: from the signature for `@tool`, else built from `parameters`.
-    arguments: Arguments | None = field(default=None, compare=False, repr=False)
+    declared: Arguments | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.arguments is None:
-            object.__setattr__(self, "arguments", Arguments.of_schema(self.name, self.parameters))
+        if self.declared is None:
+            object.__setattr__(self, "declared", Arguments.of_schema(self.name, self.parameters))
 
     @property
     def schema(self) -> ToolSchema:
@@ -119,8 +119,8 @@ class Tool:
     async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Run the call; `ToolTimedOut` when it is over the time limit, `MalformedToolArguments` (and no call)
         when the arguments do not fit the declared ones."""
-        assert self.arguments is not None  # made in __post_init__
-        kwargs = self.arguments.check(arguments)
+        assert self.declared is not None  # made in __post_init__
+        kwargs = self.declared.check(arguments)
         if self.context_param:
             kwargs[self.context_param] = ctx
         deadline = asyncio.timeout(self.time_limit)
