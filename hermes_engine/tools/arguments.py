@@ -58,8 +58,8 @@ class Arguments:
         properties = schema.get("properties")
         properties = properties if isinstance(properties, dict) else {}
         fields = {key: _python_type(sub, schema, f"{tool}.{key}", ()) for key, sub in properties.items()}
-        required = [key for key in schema.get("required") or () if key in fields]
-        return cls(tool, fields, required, extra=schema.get("additionalProperties", False) not in (False, None))
+        return cls(tool, fields, _required(schema, fields),
+                   extra=schema.get("additionalProperties", False) not in (False, None))
 
     def check(self, given: dict[str, Any]) -> dict[str, Any]:
         """The arguments coerced to their declared types; `MalformedToolArguments` naming each wrong one."""
@@ -112,7 +112,13 @@ def _place(loc: tuple[int | str, ...], given: dict[str, Any]) -> str:
 
 
 def _python_type(schema: Any, root: dict[str, Any], name: str, seen: tuple[str, ...]) -> Any:
-    """The Python type pydantic validates a JSON-schema value with; `Any` for what it does not model."""
+    """The Python type pydantic validates a JSON-schema value with; `Any` for what it does not model.
+
+    The converters on PyPI make `BaseModel` classes instead: their field names clash with arguments such
+    as `json`, `schema`, `copy` or `model_config`, they hand back models to turn into JSON again, and one policy
+    for unknown keys applies to every nested object. A TypedDict has none of these, and tools use few of
+    JSON Schema's words: types, properties, required, additionalProperties, items, enum, const, anyOf,
+    oneOf and local `$ref`s."""
     if not isinstance(schema, dict):
         return Any
     ref = schema.get("$ref")
@@ -143,8 +149,12 @@ def _object(schema: dict[str, Any], root: dict[str, Any], name: str, seen: tuple
     if not isinstance(properties, dict) or not properties:
         return dict[str, Any]
     fields = {key: _python_type(sub, root, f"{name}.{key}", seen) for key, sub in properties.items()}
-    required = [key for key in schema.get("required") or () if key in fields]
-    return _shape(name, fields, required, extra=schema.get("additionalProperties") is not False)
+    return _shape(name, fields, _required(schema, fields), extra=schema.get("additionalProperties") is not False)
+
+
+def _required(schema: dict[str, Any], fields: dict[str, Any]) -> list[str]:
+    listed = schema.get("required")
+    return [key for key in listed if isinstance(key, str) and key in fields] if isinstance(listed, list) else []
 
 
 def _union(kinds: Iterable[Any]) -> Any:
