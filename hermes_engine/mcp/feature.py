@@ -13,9 +13,11 @@ would pass the profile's `mcp_schema_budget` (tokens); the rest are named in one
 `mcp_call`'s description, and the model asks `mcp_describe` for a schema, which arrives as a tool result:
 the request's tool list never changes.
 
-Every result, and every page of a cut one, is marked as untrusted data; a failure of any kind reaches the
-model as a tool error. A cut result is read on only in the session whose call produced it, and only by a
-turn that may call its server.
+A call's arguments are checked against the schema of the tool it names (through `mcp_call` too) and
+coerced where that loses nothing before the server sees them: a server that validates strictly is not
+sent `"5"` for an integer. Every result, and every page of a cut one, is marked as untrusted data; a
+failure of any kind reaches the model as a tool error. A cut result is read on only in the session whose
+call produced it, and only by a turn that may call its server.
 A tool the profile marks as acting on the world (`approval`, `approve_tools`) is called only once an
 approver said yes, through the same gate as the terminal's dangerous commands; a denial reaches the
 model as a tool error and the server never sees the call.
@@ -125,20 +127,21 @@ class McpFeature(Feature):
         names = tool_names([(r.server, r.name) for r in remotes], taken | reserved)
         tools: list[Tool] = []
         listed: dict[str, RemoteTool] = {}  # model-facing name → remote tool, full or compact
+        full: dict[str, Tool] = {}  # the same, as tools (which check their arguments), listed or not
         compact: dict[str, RemoteTool] = {}
         spent = 0
         for remote in remotes:
             name = names[(remote.server, remote.name)]
-            listed[name] = remote
+            listed[name], full[name] = remote, self._full_tool(name, remote)
             cost = schema_tokens(name, remote.description, remote.input_schema)
             if not compact and spent + cost <= self.budget:
                 spent += cost
-                tools.append(self._full_tool(name, remote))
+                tools.append(full[name])
             else:
                 compact[name] = remote
         self.compact = compact
         if compact:
-            tools += [self._call_tool(compact, listed), self._describe_tool(listed)]
+            tools += [self._call_tool(compact, full), self._describe_tool(listed)]
         if remotes:
             tools.append(self._page_tool())
         return tools
@@ -152,14 +155,14 @@ class McpFeature(Feature):
         return Tool(name, remote.description or f"{remote.name} (MCP server {remote.server})", parameters, run,
                     f"mcp:{remote.server}", CONTEXT_PARAM, self._limit(remote.server))
 
-    def _call_tool(self, compact: dict[str, RemoteTool], listed: dict[str, RemoteTool]) -> Tool:
+    def _call_tool(self, compact: dict[str, RemoteTool], full: dict[str, Tool]) -> Tool:
         listing = "\n".join(f"- {name}: {_short(r.description)}" for name, r in sorted(compact.items()))
 
         async def run(tool: str, arguments: dict[str, Any] | None = None, **rest: Any) -> ToolResult:
-            remote = compact.get(tool) or listed.get(tool)
-            if remote is None:
+            target = full.get(tool)
+            if target is None:
                 return ToolResult(f"Error: no MCP tool {tool!r}; the tools are:\n{listing}", is_error=True)
-            return await self.call(remote, arguments or {}, rest[CONTEXT_PARAM])
+            return await target.invoke(arguments or {}, rest[CONTEXT_PARAM])  # checked against its own schema
 
         description = ("Call one of these MCP tools (ask mcp_describe for its arguments first):\n" + listing)
         parameters = {"type": "object", "properties": {

@@ -26,13 +26,9 @@ def _changes(action: str | None, content: str | None, old_text: str | None,
     if operations is not None:
         if action:
             return "Error: give either action (one change) or operations (several), not both."
-        if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
-            return 'Error: operations must be a list of objects like {"action": "remove", "old_text": "..."}.'
         return [Change.from_dict(op) for op in operations]
     if not action:
         return "Error: missing action (add, replace or remove), or operations for several changes at once."
-    if action not in ("add", "replace", "remove"):
-        return f"Error: unknown action {action!r}; use add, replace or remove."
     if action == "add" and not (content or "").strip():
         return "Error: add needs content (the fact to remember)."
     if action == "replace" and not (content or "").strip():
@@ -62,8 +58,6 @@ async def memory(*, action: Literal["add", "replace", "remove"] | None = None,
     book: MemoryBook | None = ctx.services.get("memory")
     if book is None:
         return ToolResult("Error: memory is not available in this session.", is_error=True)
-    if target not in ("memory", "user", "shared"):
-        return ToolResult(f"Error: unknown target {target!r}; use memory, user or shared.", is_error=True)
     changes = _changes(action, content, old_text, operations)
     if isinstance(changes, str):
         return ToolResult(changes, is_error=True)

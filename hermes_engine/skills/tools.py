@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from hermes_engine.skills.approvals import review_gate
-from hermes_engine.skills.contract import ACTIONS, SkillChange, SkillLibrary
+from hermes_engine.skills.contract import SkillChange, SkillLibrary
 from hermes_engine.skills.model import SkillError
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
 
@@ -132,12 +132,10 @@ async def skill_manage(
     """
     change = SkillChange(action=action, name=name, content=content, category=category, old_string=old_string,
                          new_string=new_string, file_path=file_path, file_content=file_content,
-                         replace_all=bool(replace_all), absorbed_into=absorbed_into)
+                         replace_all=replace_all, absorbed_into=absorbed_into)
     requested_by: dict[str, Any] = {"bot": ctx.bot, "session_key": ctx.session_key, "person_id": ctx.person_id,
                                     "in_review": ctx.in_review}
     try:
-        if action not in ACTIONS:
-            raise SkillError(f"Unknown action {action!r}. Use one of: {', '.join(ACTIONS)}.")
         library = library_of(ctx)
         if ctx.in_review:
             if requested_by_person:

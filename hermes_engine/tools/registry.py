@@ -8,6 +8,9 @@ worker threads, an async one on the loop. Each call has a time limit (the tool's
 unless it declares one) and a result cut at `MAX_RESULT_CHARS`; a call over its limit becomes an error
 result the model reads, and the turn goes on. A thread cannot be killed, so a sync tool must also bound
 its own work (see `calculate`): past the limit its thread runs on, but nobody waits for it.
+
+Before the call the arguments are checked against the tool's declared types and coerced where that loses
+nothing (`tools/arguments.py`); arguments that do not fit reach the model as an error result instead.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from hermes_engine.policy.security import strict_scans
 from hermes_engine.ports.conversation import ImagePart, ToolCall
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.providers.base import ToolSchema
+from hermes_engine.tools.arguments import Arguments
 
 DEFAULT_TIME_LIMIT = 60.0  # seconds a tool call may take unless the tool declares its own limit
 MAX_RESULT_CHARS = 50_000  # a longer result is cut: it would only crowd the context window
@@ -101,14 +105,22 @@ class Tool:
     toolset: str
     context_param: str | None = None
     time_limit: float = DEFAULT_TIME_LIMIT
+    # What the call takes, as a validator: from the signature for `@tool`, else built from `parameters`.
+    declared: Arguments | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.declared is None:
+            object.__setattr__(self, "declared", Arguments.of_schema(self.name, self.parameters))
 
     @property
     def schema(self) -> ToolSchema:
         return ToolSchema(self.name, self.description, self.parameters)
 
     async def invoke(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        """Run the call; `ToolTimedOut` when it is over the time limit."""
-        kwargs = dict(arguments)
+        """Run the call; `ToolTimedOut` when it is over the time limit, `MalformedToolArguments` (and no call)
+        when the arguments do not fit the declared ones."""
+        assert self.declared is not None  # made in __post_init__
+        kwargs = self.declared.check(arguments)
         if self.context_param:
             kwargs[self.context_param] = ctx
         deadline = asyncio.timeout(self.time_limit)
@@ -220,12 +232,17 @@ def tool(func: Callable[..., Any] | None = None, *, name: str | None = None, too
         hints = typing.get_type_hints(fn)
         properties: dict[str, Any] = {}
         required: list[str] = []
+        fields: dict[str, Any] = {}
+        needed: list[str] = []  # no default: a call without it could not be made
         context_param = None
         for pname, param in inspect.signature(fn).parameters.items():
             annotation = hints.get(pname, str)
             if annotation is ToolContext:
                 context_param = pname
                 continue
+            fields[pname] = annotation
+            if param.default is inspect.Parameter.empty:
+                needed.append(pname)
             schema, optional = _json_type(annotation)
             schema = dict(schema)
             if pname in arg_docs:
@@ -236,7 +253,9 @@ def tool(func: Callable[..., Any] | None = None, *, name: str | None = None, too
         parameters: dict[str, Any] = {"type": "object", "properties": properties}
         if required:
             parameters["required"] = required
-        return Tool(name or fn.__name__, summary, parameters, fn, toolset, context_param, time_limit)
+        tool_name = name or fn.__name__
+        return Tool(tool_name, summary, parameters, fn, toolset, context_param, time_limit,
+                    Arguments(tool_name, fields, needed))
 
     return build(func) if func is not None else build
 
@@ -289,8 +308,6 @@ class ToolRegistry:
             raise
         except (UnknownTool, MalformedToolArguments, ToolTimedOut) as exc:
             return ToolResult(str(exc), is_error=True)
-        except TypeError as exc:
-            return ToolResult(f"Error: bad arguments for {call.name}: {exc}", is_error=True)
         except Exception as exc:  # a tool that raises reports to the model instead of crashing the turn
             return ToolResult(f"Error: {type(exc).__name__}: {exc}", is_error=True)
 

@@ -17,11 +17,13 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import ResourceLink, TextContent
+from pydantic import Strict
 
 LABEL = os.environ.get("FAKE_MCP_LABEL", "fake")
 server = MCPServer(LABEL, log_level="WARNING")
@@ -36,6 +38,13 @@ def echo(text: str) -> str:
         with open(os.environ["FAKE_MCP_CALLS"], "a", encoding="utf-8") as calls:
             calls.write(text + "\n")
     return f"{LABEL} says: {text}"
+
+
+@server.tool()
+def repeat(text: str, times: Annotated[int, Strict()]) -> str:
+    """The text this many times; `times` is checked strictly, as servers written with zod check it:
+    `"3"` is not an integer."""
+    return text * times
 
 
 @server.tool()

@@ -155,6 +155,47 @@ async def test_a_worker_trying_to_change_another_card_is_refused(board, fake_llm
     assert [e.kind for e in await board.store.card_events(other.id)] == ["created"]
 
 
+async def test_a_card_id_given_as_a_string_finishes_the_card_with_the_result_passed(board, fake_llm):
+    def respond(request):
+        if not tool_results(request):
+            return Reply(tool_calls=[("kanban_complete", {"card_id": str(card_of(request)), "result": "the real result"})])
+        return Reply(text="Finished the card.")
+
+    fake_llm.responder = respond
+    [card] = await board.add(CardSpec("answer", status="ready", profile="testbot"))
+    done = await board.until(card.id, lambda c: c.status == "done")
+    assert done.result == "the real result"
+
+
+@pytest.mark.parametrize(("arguments", "named"), [
+    ({"card_id": "one", "result": "r"},
+     '- card_id: should be a valid integer, unable to parse string as an integer (given "one")'),
+    ({}, "- result: required, but missing"),
+    ({"result": "r", "status": "done"}, "- status: not an argument of kanban_complete (it takes card_id, result, "
+                                        "children)"),
+])
+async def test_a_kanban_complete_whose_arguments_do_not_fit_is_refused_naming_them_and_the_card_is_unchanged(
+        board, fake_llm, arguments, named):
+    seen: dict[str, Any] = {}
+
+    async def respond(request):
+        if not tool_results(request):
+            return Reply(tool_calls=[("kanban_complete", {"card_id": card_of(request), **arguments})])
+        if "error" not in seen:
+            card = await board.store.get_card(card_of(request))
+            seen.update(error=tool_results(request)[0], card=card, events=await board.store.card_events(card.id))
+            return Reply(tool_calls=[("kanban_complete", {"card_id": card.id, "result": "second try"})])
+        return Reply(text="Finished the card.")
+
+    fake_llm.responder = respond
+    [card] = await board.add(CardSpec("answer", status="ready", profile="testbot"))
+    done = await board.until(card.id, lambda c: c.status == "done")
+    assert seen["error"] == f"Error: kanban_complete was not called, as its arguments do not fit its schema:\n{named}"
+    assert seen["card"].status == "running" and seen["card"].result is None
+    assert "completed" not in [e.kind for e in seen["events"]]
+    assert done.result == "second try"
+
+
 async def test_a_worker_failing_twice_blocks_its_card_and_the_retry_saw_the_first_error(board, fake_llm):
     fake_llm.responder = lambda request: Reply(error=400, error_message="the model refused this card")
     [card] = await board.add(CardSpec("doomed", status="ready", profile="testbot",

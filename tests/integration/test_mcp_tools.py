@@ -292,3 +292,30 @@ async def test_a_stdio_server_gets_its_env_references_but_not_the_gateways_keys(
     assert await e.say("env", timeout=30) == "ok"
     token, key = tool_results(fake_llm.requests[1])
     assert "\ntok-123\n" in token and "\nunset\n" in key
+
+
+async def test_arguments_are_coerced_to_the_tools_schema_before_a_strict_server_sees_them(engine, fake_llm):
+    e = await engine(profile=make_profile(mcp_servers={"fake": stdio()}))
+    fake_llm.script(Reply(tool_calls=[("fake__repeat", {"text": "ab", "times": "3"}), ("fake__echo", {"text": 42})]),
+                    Reply(text="ok"))
+    assert await e.say("repeat it", timeout=30) == "ok"
+    repeated, echoed = tool_results(fake_llm.requests[1])
+    assert "\nababab\n" in repeated and "fake says: 42" in echoed
+    repeat = next(t for t in fake_llm.requests[0].tools if t["function"]["name"] == "fake__repeat")
+    assert repeat["function"]["parameters"]["properties"]["times"] == {"title": "Times", "type": "integer"}
+
+
+async def test_through_mcp_call_an_argument_the_tool_does_not_take_is_refused_before_the_server_sees_it(
+        engine, fake_llm, tmp_path):
+    calls = tmp_path / "calls"
+    e = await engine(profile=make_profile(mcp_servers={"fake": stdio(env={"FAKE_MCP_CALLS": str(calls)})},
+                                          mcp_schema_budget=0))
+    fake_llm.script(Reply(tool_calls=[("mcp_call", {"tool": "fake__echo", "arguments": {"text": "hi", "loud": True}}),
+                                      ("mcp_call", {"tool": "fake__repeat", "arguments": {"text": "ab", "times": "2"}})]),
+                    Reply(text="ok"))
+    assert await e.say("call them", timeout=30) == "ok"
+    refused, repeated = tool_results(fake_llm.requests[1])
+    assert refused == ("Error: fake__echo was not called, as its arguments do not fit its schema:\n"
+                       "- loud: not an argument of fake__echo (it takes text)")
+    assert not calls.exists()
+    assert "\nabab\n" in repeated

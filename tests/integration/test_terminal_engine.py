@@ -42,6 +42,21 @@ async def test_a_model_lists_writes_patches_and_runs_a_script_in_its_workspace(e
     assert (ws / "tools" / "hello.sh").read_text() == "echo goodbye $1\n"
 
 
+async def test_file_tool_arguments_of_the_wrong_json_type_reach_the_tools_as_their_declared_types(engine, fake_llm):
+    e = await engine(profile=profile())
+    fake_llm.script(
+        Reply(tool_calls=[("write_file", {"path": "n.txt", "content": 12345})]),
+        Reply(tool_calls=[("write_file", {"path": "lines.txt", "content": "one\ntwo\nthree\n"})]),
+        Reply(tool_calls=[("read_file", {"path": "lines.txt", "offset": "2", "limit": "1"})]),
+        Reply(text="done"))
+    assert await e.say("write and read", user=ADMIN) == "done"
+    results = [r.turn_tool_results[-1] for r in fake_llm.requests[1:]]
+    assert results[0] == "Wrote 5 bytes to n.txt."
+    assert results[2] == "2| two\n[1 more lines: read on with offset=3]"
+    ws = next((e.home / "workspaces" / "testbot").iterdir())
+    assert (ws / "n.txt").read_text() == "12345"
+
+
 async def test_a_person_who_is_not_an_admin_cannot_run_commands(engine, fake_llm):
     e = await engine(profile=profile())
     fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo pwned > x"})]), Reply(text="ok"))
