@@ -70,7 +70,7 @@ class TurnResult:
 class AgentLoop:
     tools: ToolRegistry
     max_iterations: int = 90
-    max_output_tokens: int = 4096
+    max_output_tokens: int | None = None  # None: each model's own maximum (`providers.output_limits`)
     budget_warning_at: int = 5  # iterations left when the budget note is injected
 
     async def run(self, *, router: Router, system: str, history: list[Message], user: Message | None,

@@ -27,6 +27,7 @@ from hermes_engine.providers.base import (
     TextDelta,
     ToolSchema,
 )
+from hermes_engine.providers.output_limits import output_limit
 from hermes_engine.providers.transport import encodable, encodable_request, retry_after_seconds
 from hermes_engine.providers.vision import for_model
 
@@ -71,7 +72,7 @@ class AnthropicProvider:
         request = encodable_request(request)
         params: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": request.max_tokens,
+            "max_tokens": output_limit(self.spec, request.max_tokens),
             "messages": to_anthropic_messages(for_model(request.messages, self.images)),
         }
         if request.system:
