@@ -10,6 +10,9 @@ Deltas go out as they arrive, but a call whose stream broke is asked again or ha
 router, which then says `Restart`: the text this call had streamed is taken back (`on_restart`, then the
 text of the turn's earlier calls is streamed again), so the person sees the partial answer turn into the
 complete one rather than two answers glued together. Only a completed response enters history or runs tools.
+
+A response cut at the model's output limit is not the end of the answer: the model goes on from it in the
+same reply, and a tool call it cut is not run (`long_answers`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from hermes_engine.agent.long_answers import (
+    CUT_NOTE,
+    MAX_CONTINUATIONS,
+    answer_text,
+    at_limit,
+    part,
+    parts_before_end,
+    without_cut_calls,
+)
 from hermes_engine.agent.prompt import for_history, for_this_turn
 from hermes_engine.agent.tool_record import as_kept, record
 from hermes_engine.errors import EmptyAnswer
@@ -106,6 +118,7 @@ class AgentLoop:
                        context: CallHook | None, tools: ToolRegistry) -> None:
         schemas = tools.schemas()
         empty_retries = 0
+        cut_calls = 0  # responses in a row cut while writing tool calls
         for iteration in range(1, self.max_iterations + 1):
             messages = tuple(history) if context is None else tuple(await context.before_call(history, router))
             request = ModelRequest(system=system, messages=messages, tools=schemas,
@@ -117,8 +130,18 @@ class AgentLoop:
                 context.after_call(request, response)
             result.model_calls += 1
             result.usage.add(response.usage)
+            if response.tool_calls and at_limit(response):
+                cut_calls += 1
+                await self._refuse_cut_calls(response, history, result, persist)
+                if cut_calls <= MAX_CONTINUATIONS:
+                    continue
+                result.final_text = CUT_NOTE
+                await self._append(history, result, persist, Message(role="assistant", content=CUT_NOTE), None, None)
+                break
+            cut_calls = 0
             if not response.tool_calls:
-                if not response.text.strip():
+                parts = parts_before_end(history)
+                if not response.text.strip() and not parts:
                     empty_retries += 1
                     if empty_retries <= 1:
                         log.warning("model returned an empty answer; asking again")
@@ -126,9 +149,15 @@ class AgentLoop:
                     log.warning("model returned empty answers twice")
                     text = "I could not produce an answer this time. Please rephrase or try again."
                     response.text = text
+                elif at_limit(response) and response.text.strip():
+                    if parts < MAX_CONTINUATIONS:
+                        await self._append(history, result, persist, part(response), response.usage, response.model)
+                        continue
+                    log.warning("answer still at the output limit after %d continuations", parts)
+                    response.text += f"\n\n{CUT_NOTE}"
                 await self._append(history, result, persist, Message(role="assistant", content=response.text),
                                    response.usage, response.model)
-                result.final_text = response.text
+                result.final_text = answer_text(history)
                 break
             result.tool_iterations += 1
             assistant = Message(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
@@ -159,6 +188,14 @@ class AgentLoop:
             raise EmptyAnswer("the model stream ended without a completed response")
         streamed.call_completed()
         return response
+
+    async def _refuse_cut_calls(self, response: ModelResponse, history: list[Message], result: TurnResult,
+                                persist: Persist) -> None:
+        log.warning("model output reached its limit inside a tool call; its calls are not run")
+        assistant, refusals = without_cut_calls(response)
+        await self._append(history, result, persist, assistant, response.usage, response.model)
+        for refusal in refusals:
+            await self._append(history, result, persist, refusal, None, None)
 
     async def _run_tools(self, calls: list[ToolCall], ctx: ToolContext, history: list[Message],
                          result: TurnResult, persist: Persist, iterations_left: int, tools: ToolRegistry) -> None:

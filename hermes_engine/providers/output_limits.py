@@ -5,6 +5,9 @@ as for context windows), or for less where its caller says so (`ModelRequest.max
 `max_output_tokens`, a judge's short verdict). A limit asked of a model in the table never goes past its
 maximum, which the API would refuse; an unknown model gets what was asked, else `DEFAULT_OUTPUT_LIMIT`.
 Each provider applies this to its own model, so a fallback to a smaller model is sent its own maximum.
+
+An answer that reaches the limit is not lost: the agent loop asks the model to go on
+(`hermes_engine.agent.long_answers`).
 """
 
 from __future__ import annotations
