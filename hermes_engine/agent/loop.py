@@ -53,9 +53,13 @@ class Router(Protocol):
 
 class CallHook(Protocol):
     """Around each model call of a turn (compression): may give the model a different view of the
-    history, and learns what the call cost."""
+    history, says how much room the context window leaves the answer, and learns what the call cost."""
 
     async def before_call(self, history: list[Message], router: Router) -> list[Message]: ...
+
+    def output_room(self) -> int | None:
+        """Output tokens the window leaves beside the request `before_call` just prepared (None: no bound)."""
+        ...
 
     def after_call(self, request: ModelRequest, response: ModelResponse) -> None: ...
 
@@ -121,8 +125,9 @@ class AgentLoop:
         cut_calls = 0  # responses in a row cut while writing tool calls
         for iteration in range(1, self.max_iterations + 1):
             messages = tuple(history) if context is None else tuple(await context.before_call(history, router))
+            room = context.output_room() if context is not None else None
             request = ModelRequest(system=system, messages=messages, tools=schemas,
-                                   max_tokens=self.max_output_tokens, purpose=purpose)
+                                   max_tokens=_at_most(self.max_output_tokens, room), purpose=purpose)
             call_started = time.perf_counter()
             response = await self._call_model(router, request, streamed)
             result.model_seconds += time.perf_counter() - call_started
@@ -246,6 +251,12 @@ class AgentLoop:
         await persist(as_kept(message), usage, model)
         history.append(message)
         result.new_messages.append(message)
+
+
+def _at_most(*limits: int | None) -> int | None:
+    """The lowest of the limits that are set (None: none is)."""
+    given = [limit for limit in limits if limit is not None]
+    return min(given) if given else None
 
 
 class _Streamed:

@@ -102,6 +102,8 @@ class RecordedRequest:
     body: dict[str, Any]
     headers: dict[str, str]
     served_seconds: float = 0.0  # the fake's own time on this request, so benchmarks can subtract it
+    size: int = 0  # bytes of the body; the usage the fake reports counts a token for every 4 of them
+
 
     @property
     def stream(self) -> bool:
@@ -269,7 +271,7 @@ class FakeLLM(LoopbackServer):
             body = json.loads(raw)
         except ValueError:
             return _error_response(api, 400, "request body is not JSON", None)
-        request = RecordedRequest(api, http.path, body, {k.lower(): v for k, v in http.headers.items()})
+        request = RecordedRequest(api, http.path, body, {k.lower(): v for k, v in http.headers.items()}, size=len(raw))
         self.requests.append(request)
         problem = _validate(api, body) if self.strict else None
         if problem:

@@ -170,3 +170,13 @@ async def test_a_fallback_model_is_asked_for_its_own_output_maximum(engine, fake
     assert await e.say("hi") == "ok"
     asked = {r.api: r.body.get("max_tokens") or r.body.get("max_completion_tokens") for r in fake_llm.requests}
     assert asked == {"anthropic": 8_192, "openai": 16_384}
+
+
+async def test_a_call_asks_for_no_more_output_than_the_context_window_leaves_beside_its_request(engine, fake_llm):
+    window = 12_000
+    e = await engine(profile=make_profile(model="openai:o4-mini", context_window=window, max_output_tokens=8_000))
+    fake_llm.script(Reply(tool_calls=[("calculate", {"expression": "6*7"})]), Reply(text="42"))
+
+    assert await e.say("what is six times seven? " + "Some context for the question. " * 500) == "42"
+    for request in fake_llm.requests:  # the fake counts a prompt as the provider would: size / 4
+        assert 1_024 < request.body["max_completion_tokens"] <= window - request.size // 4
