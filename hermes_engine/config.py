@@ -241,7 +241,9 @@ class BotProfile(BaseModel):
     toolsets: list[str] = Field(default_factory=lambda: ["core", "memory", "skills", "search"])
     streaming: bool = True
     max_iterations: int = 90
-    max_output_tokens: int = 4096
+    # tokens a model may write per response: lowers the model's own maximum (providers/output_limits.py),
+    # never raises it; for a model the table does not know, it is the limit (default 4,096)
+    max_output_tokens: int | None = Field(None, ge=1)
     shared_sessions: bool = False  # one session per group/channel instead of per user in it
     soul: str = ""  # persona text; from SOUL.md beside the profile
     access: AccessRules = Field(default_factory=AccessRules)

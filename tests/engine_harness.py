@@ -204,12 +204,17 @@ def goal_script(verdicts: list[str], worker: Any = None) -> tuple[Any, dict[str,
 
 def stored_tool_results(home: Path) -> list[str]:
     """The tool results in the database, read as another process would (the gateway is still running)."""
+    return stored_contents(home, "tool")
+
+
+def stored_contents(home: Path, role: str) -> list[str]:
+    """The content of the messages of `role` in the database, read as another process would."""
     db = home / "hermes.db"
     if not db.exists():
         return []
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
         try:
-            rows = conn.execute("SELECT content FROM messages WHERE role = 'tool' ORDER BY id").fetchall()
+            rows = conn.execute("SELECT content FROM messages WHERE role = ? ORDER BY id", (role,)).fetchall()
         except sqlite3.OperationalError:  # not migrated yet
             return []
     return [row[0] for row in rows]

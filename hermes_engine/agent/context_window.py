@@ -18,6 +18,7 @@ from typing import Any
 
 from hermes_engine.ports.conversation import Message, Usage, estimate_tokens
 from hermes_engine.providers.base import ToolSchema
+from hermes_engine.providers.model_names import longest_prefix
 
 # Conservative: an unknown model is often a small local one behind an OpenAI-compatible server, and
 # compressing a little early is cheaper than a request the server refuses.
@@ -74,24 +75,9 @@ MESSAGE_OVERHEAD_TOKENS = 4  # role and framing per message
 IMAGE_TOKENS = 1_600  # a typical image at the providers' default resolution
 
 
-_PROVIDERS = ("anthropic", "openai", "openai-compatible")
-
-
-def model_name(spec: str) -> str:
-    """"openai-compatible:meta-llama/Llama-3.1-8B" → "llama-3.1-8b" (a bare model name works too)."""
-    provider, sep, rest = spec.strip().partition(":")
-    name = rest if sep and provider.lower() in _PROVIDERS else spec
-    return name.rsplit("/", 1)[-1].strip().lower()
-
-
 def known_window(spec: str) -> int | None:
     """The built-in table's window for a model spec, or None when the model is not in it."""
-    name = model_name(spec)
-    best = None
-    for prefix, window in KNOWN_WINDOWS.items():
-        if name.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
-            best = (prefix, window)
-    return best[1] if best else None
+    return longest_prefix(KNOWN_WINDOWS, spec)
 
 
 def context_window(spec: str, *, profile_window: int | None = None, env_window: int | None = None) -> int:

@@ -10,6 +10,9 @@ Deltas go out as they arrive, but a call whose stream broke is asked again or ha
 router, which then says `Restart`: the text this call had streamed is taken back (`on_restart`, then the
 text of the turn's earlier calls is streamed again), so the person sees the partial answer turn into the
 complete one rather than two answers glued together. Only a completed response enters history or runs tools.
+
+A response cut at the model's output limit is not the end of the answer: the model goes on from it in the
+same reply, and a tool call it cut is not run (`long_answers`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from hermes_engine.agent.long_answers import (
+    CUT_NOTE,
+    MAX_CONTINUATIONS,
+    answer_text,
+    at_limit,
+    part,
+    parts_before_end,
+    without_cut_calls,
+)
 from hermes_engine.agent.prompt import for_history, for_this_turn
 from hermes_engine.agent.tool_record import as_kept, record
 from hermes_engine.errors import EmptyAnswer
@@ -41,9 +53,13 @@ class Router(Protocol):
 
 class CallHook(Protocol):
     """Around each model call of a turn (compression): may give the model a different view of the
-    history, and learns what the call cost."""
+    history, says how much room the context window leaves the answer, and learns what the call cost."""
 
     async def before_call(self, history: list[Message], router: Router) -> list[Message]: ...
+
+    def output_room(self) -> int | None:
+        """Output tokens the window leaves beside the request `before_call` just prepared (None: no bound)."""
+        ...
 
     def after_call(self, request: ModelRequest, response: ModelResponse) -> None: ...
 
@@ -70,7 +86,7 @@ class TurnResult:
 class AgentLoop:
     tools: ToolRegistry
     max_iterations: int = 90
-    max_output_tokens: int = 4096
+    max_output_tokens: int | None = None  # None: each model's own maximum (`providers.output_limits`)
     budget_warning_at: int = 5  # iterations left when the budget note is injected
 
     async def run(self, *, router: Router, system: str, history: list[Message], user: Message | None,
@@ -106,10 +122,12 @@ class AgentLoop:
                        context: CallHook | None, tools: ToolRegistry) -> None:
         schemas = tools.schemas()
         empty_retries = 0
+        cut_calls = 0  # responses in a row cut while writing tool calls
         for iteration in range(1, self.max_iterations + 1):
             messages = tuple(history) if context is None else tuple(await context.before_call(history, router))
+            room = context.output_room() if context is not None else None
             request = ModelRequest(system=system, messages=messages, tools=schemas,
-                                   max_tokens=self.max_output_tokens, purpose=purpose)
+                                   max_tokens=_at_most(self.max_output_tokens, room), purpose=purpose)
             call_started = time.perf_counter()
             response = await self._call_model(router, request, streamed)
             result.model_seconds += time.perf_counter() - call_started
@@ -117,8 +135,18 @@ class AgentLoop:
                 context.after_call(request, response)
             result.model_calls += 1
             result.usage.add(response.usage)
+            if response.tool_calls and at_limit(response):
+                cut_calls += 1
+                await self._refuse_cut_calls(response, history, result, persist)
+                if cut_calls <= MAX_CONTINUATIONS:
+                    continue
+                result.final_text = CUT_NOTE
+                await self._append(history, result, persist, Message(role="assistant", content=CUT_NOTE), None, None)
+                break
+            cut_calls = 0
             if not response.tool_calls:
-                if not response.text.strip():
+                parts = parts_before_end(history)
+                if not response.text.strip() and not parts:
                     empty_retries += 1
                     if empty_retries <= 1:
                         log.warning("model returned an empty answer; asking again")
@@ -126,9 +154,15 @@ class AgentLoop:
                     log.warning("model returned empty answers twice")
                     text = "I could not produce an answer this time. Please rephrase or try again."
                     response.text = text
+                elif at_limit(response) and response.text.strip():
+                    if parts < MAX_CONTINUATIONS:
+                        await self._append(history, result, persist, part(response), response.usage, response.model)
+                        continue
+                    log.warning("answer still at the output limit after %d continuations", parts)
+                    response.text += f"\n\n{CUT_NOTE}"
                 await self._append(history, result, persist, Message(role="assistant", content=response.text),
                                    response.usage, response.model)
-                result.final_text = response.text
+                result.final_text = answer_text(history)
                 break
             result.tool_iterations += 1
             assistant = Message(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
@@ -159,6 +193,14 @@ class AgentLoop:
             raise EmptyAnswer("the model stream ended without a completed response")
         streamed.call_completed()
         return response
+
+    async def _refuse_cut_calls(self, response: ModelResponse, history: list[Message], result: TurnResult,
+                                persist: Persist) -> None:
+        log.warning("model output reached its limit inside a tool call; its calls are not run")
+        assistant, refusals = without_cut_calls(response)
+        await self._append(history, result, persist, assistant, response.usage, response.model)
+        for refusal in refusals:
+            await self._append(history, result, persist, refusal, None, None)
 
     async def _run_tools(self, calls: list[ToolCall], ctx: ToolContext, history: list[Message],
                          result: TurnResult, persist: Persist, iterations_left: int, tools: ToolRegistry) -> None:
@@ -209,6 +251,12 @@ class AgentLoop:
         await persist(as_kept(message), usage, model)
         history.append(message)
         result.new_messages.append(message)
+
+
+def _at_most(*limits: int | None) -> int | None:
+    """The lowest of the limits that are set (None: none is)."""
+    given = [limit for limit in limits if limit is not None]
+    return min(given) if given else None
 
 
 class _Streamed:

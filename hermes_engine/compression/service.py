@@ -5,7 +5,8 @@ model call of a turn (`SessionContext.before_call`, hooked into `AgentLoop.run`)
 measured (`TokenMeter`: the provider's count for the last request + chars/4 for what is new). Above
 `threshold` (50%) of the window, old tool results become placeholders, and if that is not enough the
 middle of the history is summarised and replaced by one summary message (`SessionContext.compress`; the
-steps are in `planning`, `summariser` and `lineage`).
+steps are in `planning`, `summariser` and `lineage`). What the window leaves beside the request bounds the
+call's output limit (`output_room`), so a model with a large maximum is never asked for more than fits.
 
 Gateway hygiene (`SessionContext.hygiene`, before a turn starts): a history above `hygiene_threshold` (85%)
 of the window by rough estimate — e.g. after `/model` switched to a smaller model — is compressed first.
@@ -56,6 +57,11 @@ OVERSIZE_NOTICE = ("⚠️ Your message is too long for me to read in one go (ab
                    "end — {omitted:,} characters in the middle are skipped. Send the part that matters as a "
                    "separate message if I miss it.")
 MIN_SINGLE_MESSAGE_TOKENS = 1000
+# An answer gets at least this many tokens however full the window, and the request is sized to leave
+# OUTPUT_MARGIN of the window unclaimed: its size is an estimate, and a server refuses a request whose prompt
+# and max_tokens together exceed the window (OpenAI, vLLM, llama.cpp).
+MIN_OUTPUT_ROOM = 1024
+OUTPUT_MARGIN = 0.05
 
 
 # ---------------------------------------------------------------------------------------- per session
@@ -107,6 +113,7 @@ class SessionContext:
         self._history: list[Message] | None = None
         self._cut: dict[tuple[int, int], tuple[Message, Message]] = {}  # oversize message → its cut copy
         self._told = False
+        self._room: int | None = None
         self.notify: Callable[[str], Awaitable[None]] | None = self._send_notice if message is not None else None
 
     # -- sizes
@@ -171,7 +178,12 @@ class SessionContext:
             await self.compress(history, router, reason="agent", window=window)
         messages = self.view(history, window)
         await self._tell_if_cut(history, messages, window)
+        self._room = max(MIN_OUTPUT_ROOM, int(window * (1 - OUTPUT_MARGIN)) - self.measure(history, window))
         return messages
+
+    def output_room(self) -> int | None:
+        """What the window leaves the answer beside the request `before_call` prepared."""
+        return self._room
 
     def after_call(self, request: ModelRequest, response: ModelResponse) -> None:
         """The provider counted the request: later measurements build on that count."""

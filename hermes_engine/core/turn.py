@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from hermes_engine.agent.long_answers import answer_text
 from hermes_engine.agent.loop import AgentLoop, CallHook, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder, load_images
 from hermes_engine.core.jobs import TurnJob
@@ -40,6 +41,7 @@ from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import BufferedStream, Outlet, ReplyStream
 from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import Inbox, SessionStore
+from hermes_engine.providers.continuation import is_cut
 
 log = logging.getLogger(__name__)
 
@@ -378,9 +380,9 @@ def _stored_answer(history: list[Message], event_id: str) -> str | None:
     for index in range(len(history) - 1, -1, -1):
         if history[index].role == "user" and history[index].meta.get("event_id") == event_id:
             after = history[index + 1:]
-            if after and after[-1].role == "assistant" and not after[-1].tool_calls:
-                return after[-1].content
-            return None
+            if after and after[-1].role == "assistant" and not after[-1].tool_calls and not is_cut(after[-1]):
+                return answer_text(after)
+            return None  # not answered yet, or cut at the output limit: the turn goes on from there
     return None
 
 

@@ -21,6 +21,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from hermes_engine.agent.long_answers import answer_text
 from hermes_engine.config import GoalSettings
 from hermes_engine.core.leases import goal_lease
 from hermes_engine.errors import HermesError, ProviderError
@@ -148,8 +149,9 @@ class GoalFeature(Feature):
             after = stored[start + 1:]
             end = next((i for i, m in enumerate(after) if m.message.role == "user"), len(after))
             turn = after[:end]
-            answer = next((m.message.content for m in reversed(turn)
-                           if m.message.role == "assistant" and m.message.content), "")
+            last = next((i for i in range(len(turn) - 1, -1, -1)
+                         if turn[i].message.role == "assistant" and turn[i].message.content), None)
+            answer = answer_text([m.message for m in turn[:last + 1]]) if last is not None else ""
             return answer, sum(m.usage.total for m in turn if m.usage is not None)
         return "", 0
 

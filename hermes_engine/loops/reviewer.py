@@ -92,7 +92,8 @@ async def run_review(host: Host, settings: ReviewSettings, session: SessionHandl
     if session.history is None or session.system_prompt is None:
         return None
     chain = host.chain([settings.model]) if settings.model else host.chain_for(session)
-    agent = AgentLoop(_ReviewTools(host.tools), max_iterations=settings.max_iterations, max_output_tokens=1024)
+    agent = AgentLoop(_ReviewTools(host.tools), max_iterations=settings.max_iterations,
+                      max_output_tokens=host.profile.max_output_tokens)
 
     async def persist(_m: Message, usage: Usage | None, _model: str | None) -> None:
         if usage is not None:

@@ -27,6 +27,8 @@ from hermes_engine.providers.base import (
     TextDelta,
     ToolSchema,
 )
+from hermes_engine.providers.continuation import with_continuations
+from hermes_engine.providers.output_limits import output_limit
 from hermes_engine.providers.transport import encodable, encodable_request, retry_after_seconds
 from hermes_engine.providers.vision import for_model
 
@@ -71,8 +73,8 @@ class AnthropicProvider:
         request = encodable_request(request)
         params: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": request.max_tokens,
-            "messages": to_anthropic_messages(for_model(request.messages, self.images)),
+            "max_tokens": output_limit(self.spec, request.max_tokens),
+            "messages": to_anthropic_messages(for_model(with_continuations(request.messages), self.images)),
         }
         if request.system:
             params["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]

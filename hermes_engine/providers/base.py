@@ -29,7 +29,7 @@ class ModelRequest:
     system: str
     messages: tuple[Message, ...]
     tools: tuple[ToolSchema, ...] = ()
-    max_tokens: int = 4096
+    max_tokens: int | None = None  # at most this many output tokens; None: the model's maximum (`output_limits`)
     temperature: float | None = None
     purpose: str = "turn"  # "turn" | "judge" | "review" | "summary": lets fakes and logs tell calls apart
 

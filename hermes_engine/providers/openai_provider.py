@@ -25,6 +25,8 @@ from hermes_engine.providers.base import (
     TextDelta,
     ToolSchema,
 )
+from hermes_engine.providers.continuation import with_continuations
+from hermes_engine.providers.output_limits import output_limit
 from hermes_engine.providers.transport import encodable_request, retry_after_seconds
 from hermes_engine.providers.vision import for_model
 
@@ -75,8 +77,9 @@ class OpenAIProvider:
         request = encodable_request(request)
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": to_openai_messages(request.system, for_model(request.messages, self.images)),
-            self._max_tokens_field: request.max_tokens,
+            "messages": to_openai_messages(request.system,
+                                           for_model(with_continuations(request.messages), self.images)),
+            self._max_tokens_field: output_limit(self.spec, request.max_tokens),
             "stream": True,
             "stream_options": {"include_usage": True},
         }

@@ -67,6 +67,9 @@ class Reply:
     - `usage`: keys input (uncached), output, cache_read, cache_write; estimated from sizes when omitted.
     - `chunks` overrides the word-by-word split of `text` into deltas; `delay` sleeps between stream events
       (interruption tests); `stop_reason` overrides the vendor's finish/stop reason.
+    - `at_limit`: the model stopped at the request's `max_tokens` (Anthropic's stop_reason "max_tokens",
+      OpenAI's finish_reason "length"), having written exactly that many tokens unless `usage` says
+      otherwise; with tool calls, the last call's arguments stop half-way, as the real APIs send them then.
     """
 
     text: str = ""
@@ -82,6 +85,7 @@ class Reply:
     delay: float = 0.0
     stop_reason: str | None = None
     chunks: Sequence[str] | None = None
+    at_limit: bool = False
 
     def text_chunks(self) -> list[str]:
         if self.chunks is not None:
@@ -98,6 +102,7 @@ class RecordedRequest:
     body: dict[str, Any]
     headers: dict[str, str]
     served_seconds: float = 0.0  # the fake's own time on this request, so benchmarks can subtract it
+    size: int = 0  # bytes of the body; the usage the fake reports counts a token for every 4 of them
     received: float = field(default_factory=time.monotonic)  # when it came (monotonic), for benchmarks
 
     @property
@@ -129,6 +134,11 @@ class RecordedRequest:
         """The tool results since the newest user message: what this turn's tools returned so far."""
         last_user = max((i for i, m in enumerate(self.messages) if m.get("role") == "user"), default=-1)
         return [m["content"] for m in self.messages[last_user + 1:] if m.get("role") == "tool"]
+
+    @property
+    def texts(self) -> list[str]:
+        """The text of each message in order (tool calls and results have none), whichever wire format."""
+        return [_plain_text(m.get("content")) for m in self.messages]
 
     @property
     def last_user_text(self) -> str:
@@ -261,7 +271,7 @@ class FakeLLM(LoopbackServer):
             body = json.loads(raw)
         except ValueError:
             return _error_response(api, 400, "request body is not JSON", None)
-        request = RecordedRequest(api, http.path, body, {k.lower(): v for k, v in http.headers.items()})
+        request = RecordedRequest(api, http.path, body, {k.lower(): v for k, v in http.headers.items()}, size=len(raw))
         self.requests.append(request)
         problem = _validate(api, body) if self.strict else None
         if problem:
@@ -269,7 +279,7 @@ class FakeLLM(LoopbackServer):
         reply = await self._next_reply(request)
         if reply.error is not None:
             return _error_response(api, reply.error, reply.error_message, reply.retry_after)
-        usage = _usage(reply, len(raw))
+        usage = _usage(reply, len(raw), body)
         if request.stream:
             return await self._stream(http, api, request, reply, usage)
         if reply.disconnect_after_chars is not None:
@@ -384,9 +394,11 @@ def _validate_openai(messages: list[Any]) -> str | None:
 # -- replies in both wire formats ------------------------------------------------------------------------
 
 
-def _usage(reply: Reply, request_bytes: int) -> dict[str, int]:
+def _usage(reply: Reply, request_bytes: int, body: dict[str, Any]) -> dict[str, int]:
     given = reply.usage or {}
     output_guess = max(1, (len(reply.text) + sum(len(str(c[1])) for c in reply.tool_calls)) // 4)
+    if reply.at_limit:
+        output_guess = int(body.get("max_tokens") or body.get("max_completion_tokens") or output_guess)
     return {
         "input": int(given.get("input", max(1, request_bytes // 4))),
         "output": int(given.get("output", output_guess)),
@@ -402,6 +414,9 @@ def _tool_calls(reply: Reply, prefix: str, n: int) -> list[tuple[str, str, str]]
         name, args = spec[0], spec[1]
         call_id = spec[2] if len(spec) > 2 else f"{prefix}{n}_{i}"  # type: ignore[misc]
         calls.append((call_id, name, args if isinstance(args, str) else json.dumps(args)))
+    if calls and reply.at_limit:  # the limit struck while the model wrote the last call's arguments
+        call_id, name, args = calls[-1]
+        calls[-1] = (call_id, name, args[: len(args) // 2])
     return calls
 
 
@@ -458,7 +473,7 @@ def _openai_usage(usage: dict[str, int]) -> dict[str, Any]:
 
 
 def _openai_finish(reply: Reply) -> str:
-    return reply.stop_reason or ("tool_calls" if reply.tool_calls else "stop")
+    return reply.stop_reason or ("length" if reply.at_limit else "tool_calls" if reply.tool_calls else "stop")
 
 
 def _sse_data(payload: dict[str, Any]) -> bytes:
@@ -506,7 +521,7 @@ def _openai_body(reply: Reply, request: RecordedRequest, usage: dict[str, int], 
 
 
 def _anthropic_stop(reply: Reply) -> str:
-    return reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
+    return reply.stop_reason or ("max_tokens" if reply.at_limit else "tool_use" if reply.tool_calls else "end_turn")
 
 
 def _anthropic_usage(usage: dict[str, int]) -> dict[str, int]:

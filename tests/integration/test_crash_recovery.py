@@ -11,10 +11,24 @@ import signal
 import sys
 
 import pytest
-from engine_harness import fake_llm_environment, make_profile, stored_tool_results
+from engine_harness import fake_llm_environment, make_profile, stored_contents, stored_tool_results
 from fakes.fake_llm import Reply
 
+from hermes_engine.providers.continuation import CONTINUE
+
 pytestmark = pytest.mark.slow  # kills a real process: `pytest -m slow`
+
+
+async def chat_saying(line: bytes, fake_llm, home, model: str) -> asyncio.subprocess.Process:
+    """A real `hermes-gateway chat` process on `model` and the fake LLM, told `line`."""
+    env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_HOME": str(home), "HERMES_MODEL": model}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "hermes_gateway.cli.main", "chat", env=env,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.write(line)
+    await proc.stdin.drain()
+    return proc
 
 
 async def test_killed_process_loses_nothing_persisted_and_answers_after_restart(engine, fake_llm, tmp_path):
@@ -24,13 +38,7 @@ async def test_killed_process_loses_nothing_persisted_and_answers_after_restart(
         return Reply(text="this answer never finishes", delay=30)
 
     fake_llm.responder = first_life
-    env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_HOME": str(tmp_path),
-           "HERMES_MODEL": "openai:gpt-test"}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "hermes_gateway.cli.main", "chat", env=env,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    proc.stdin.write(b"what is six times seven?\n")
-    await proc.stdin.drain()
+    proc = await chat_saying(b"what is six times seven?\n", fake_llm, tmp_path, "openai:gpt-test")
     for _ in range(1200):  # up to a minute: the child imports everything first
         if len(fake_llm.requests) >= 2:
             break
@@ -52,3 +60,31 @@ async def test_killed_process_loses_nothing_persisted_and_answers_after_restart(
     roles = [m["role"] for m in sent if m["role"] != "system"]
     assert roles == ["user", "assistant", "tool"]  # said once, tool work kept, no half answer
     assert next(m for m in sent if m["role"] == "tool")["content"] == "42"
+
+
+async def test_an_answer_cut_at_the_output_limit_before_a_kill_goes_on_from_its_stored_part(engine, fake_llm,
+                                                                                          tmp_path):
+    first, rest = "The first part of the answer, cut in the mid", "dle of a word and finished after the restart."
+
+    def first_life(request):
+        if request.last_user_text == CONTINUE:
+            return Reply(text="this part never finishes", delay=30)
+        return Reply(text=first, at_limit=True)
+
+    fake_llm.responder = first_life
+    proc = await chat_saying(b"tell me everything\n", fake_llm, tmp_path, "anthropic:claude-sonnet-4-5")
+    for _ in range(1200):  # up to a minute: the child imports everything first
+        if len(fake_llm.requests) >= 2 and await asyncio.to_thread(stored_contents, tmp_path, "assistant"):
+            break
+        await asyncio.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    await proc.wait()
+    assert await asyncio.to_thread(stored_contents, tmp_path, "assistant") == [first]
+
+    fake_llm.requests.clear()
+    fake_llm.responder = lambda request: Reply(text=rest)
+    e = await engine(profile=make_profile(name="default", model="anthropic:claude-sonnet-4-5"), platform="console")
+    delivered = await e.outlet.wait_for(1)
+    assert delivered[0].text == first + rest
+    [sent] = fake_llm.requests
+    assert sent.texts == ["tell me everything", first, CONTINUE]  # asked once, going on from the stored part

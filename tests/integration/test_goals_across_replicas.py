@@ -13,6 +13,7 @@ from fakes.fake_llm import Reply
 from hermes_engine.config import GoalSettings
 from hermes_engine.core.leases import goal_lease
 from hermes_engine.loops.goals import CONTINUE_PREFIX, GoalFeature
+from hermes_engine.providers.continuation import CONTINUE
 
 
 async def settled_goal(replica):
@@ -173,3 +174,29 @@ async def test_an_unjudged_goal_turn_after_a_new_session_is_found_in_the_session
     assert goal.session_id != (await e.store.active_session(goal.session_key, "testbot")).id
     assert "GOAL STEP 2" in judged[-1]
     assert (goal.turns_used, goal.tokens_used) == (2, 2 * 110 + 2 * 2)
+
+
+async def test_an_unjudged_goal_turn_whose_answer_the_output_limit_cut_is_judged_on_the_whole_answer(
+        engine, fake_llm):
+    judged: list[str] = []
+
+    def respond(request) -> Reply:
+        if is_judge(request):
+            judged.append(request.last_user_text)
+            return Reply(text=verdict("blocked", "ok"), usage={"input": 1, "output": 1})
+        if request.last_user_text == CONTINUE:
+            return Reply(text="dle of the release notes.", usage={"input": 100, "output": 10})
+        return Reply(text="GOAL STEP 1 wrote the first half, cut in the mid", at_limit=True,
+                     usage={"input": 100, "output": 10})
+
+    fake_llm.responder = respond
+    feature = JudgesNotTheTurn(skipped_turn=1)
+    e = await engine(features=[feature])
+    await e.gateway.handle(e.message("/goal ship the release"))
+    await e.outlet.wait_for(2)
+    await e.idle()
+    await feature.resume_orphans()
+    await e.idle()
+    [goal] = await e.store.list_goals(bot="testbot")
+    assert "GOAL STEP 1 wrote the first half, cut in the middle of the release notes." in judged[0]
+    assert (goal.status, goal.tokens_used) == ("blocked", 2 * 110 + 2)  # both parts' tokens count

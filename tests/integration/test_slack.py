@@ -384,6 +384,19 @@ async def test_a_50k_reply_in_a_dm_is_split_into_valid_messages_with_nothing_los
     _assert_all_words_in_order("\n".join(m.visible for m in replies), 7500)
 
 
+async def test_an_answer_the_output_limit_cut_twice_reaches_the_person_whole(slack_bot, fake_slack, fake_llm):
+    bot = await slack_bot(profile=make_profile(model="anthropic:claude-sonnet-4-5"))
+    text = _long_text()
+    third = len(text) // 3  # the cuts fall inside words
+    fake_llm.script(Reply(text=text[:third], at_limit=True), Reply(text=text[third:2 * third], at_limit=True),
+                    Reply(text=text[2 * third:]))
+    await fake_slack.say("UALICE", DM, "write a lot")
+    await bot.settle(timeout=30)
+    shown = "\n".join(m.visible for m in fake_slack.bot_messages(DM))
+    _assert_all_words_in_order(shown, 7500)
+    assert len(fake_llm.requests) == 3 and "output limit" not in shown
+
+
 async def test_a_50k_reply_in_a_thread_falls_back_from_native_streaming_and_splits(slack_bot, fake_slack, fake_llm):
     bot = await slack_bot()
     text = _long_text()
