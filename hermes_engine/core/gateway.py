@@ -14,6 +14,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Collection, Coroutine, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from hermes_engine.agent.loop import AgentLoop, TurnResult
@@ -39,7 +40,7 @@ from hermes_engine.ports.inbound import InboundMessage, ReplyTarget, message_to_
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Outlet
 from hermes_engine.ports.session import SessionHandle
-from hermes_engine.ports.storage import InboundEvent, SessionRecord, Store
+from hermes_engine.ports.storage import InboundEvent, LastInbound, SessionRecord, Store
 from hermes_engine.providers.chain import ProviderChain
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
 
@@ -219,6 +220,9 @@ class Gateway:
         goals = [g for g in await self.store.list_goals(bot=self.bot) if g.session_key.startswith(prefix)]
         newest = max(goals, key=lambda g: g.id, default=None)
         return newest.session_key[len(prefix):] if newest else None
+
+    async def last_inbound(self, platform: str, account: str, *, since: datetime, limit: int) -> list[LastInbound]:
+        return await self.store.last_inbound(platform, account, since=since, limit=limit)
 
     # ----------------------------------------------------------------- the host (features, loops, commands)
 

@@ -90,6 +90,17 @@ class InboundEvent:
     session_key: str | None = None  # the session it was recorded for; None if recorded without one
 
 
+@dataclass(frozen=True)
+class LastInbound:
+    """The newest message the inbox recorded in one conversation (a chat, or one thread of it): where an
+    adapter whose platform does not send again what came while it was away starts reading back."""
+
+    chat_id: str
+    thread_id: str | None
+    message_id: str
+    recorded_at: datetime
+
+
 GoalStatus = Literal["active", "paused", "done", "blocked", "cleared"]
 
 
@@ -223,6 +234,11 @@ class Inbox(Protocol):
 
     async def rejected_inbound(self, platform: str | None = None, *, limit: int = 50) -> list[InboundEvent]:
         """The latest rejected events, newest first."""
+
+    async def last_inbound(self, platform: str, account: str, *, since: datetime, limit: int) -> list[LastInbound]:
+        """Per conversation of `account` on `platform` with a person's message recorded since `since`, the
+        newest one recorded (engine-made messages and rejected events do not count); the `limit` conversations
+        written in most recently, newest first."""
 
     async def prune_inbound(self, older_than: datetime) -> int:
         """Delete completed and rejected events received before `older_than`; returns how many."""
