@@ -10,6 +10,9 @@ a proxy or a test server needs no patched SDK. The client is sharded only when t
 ``shard_count`` (discord.py's `AutoShardedClient`, with this replica's ``shard_ids``), so it never asks
 ``GET /gateway/bot``.
 
+Each new gateway session reads back over REST what was posted while the bot had none (Discord replays
+events only to a resumed session; `adapters.discord.catch_up`).
+
 Across replicas on one database, one elected replica holds the gateway connection (lease
 ``discord:<bot user id>``, `adapters.election`); the others are logged in over REST and stand by, and one
 connects when the holder stops renewing. With ``shard_ids`` configured there is no election: each replica
@@ -39,6 +42,7 @@ from discord import app_commands
 
 from adapters.base import PlatformAdapter
 from adapters.discord.approvals import DiscordApprovals
+from adapters.discord.catch_up import CatchUp
 from adapters.discord.commands import SlashCommands
 from adapters.discord.inbound import MessageReceiver
 from adapters.discord.options import TOKEN_ENV, DiscordConnection, DiscordOptions
@@ -74,6 +78,7 @@ class _Client(discord.Client):
 
     async def on_ready(self) -> None:
         self.adapter._on_ready()
+        self.adapter.catch_up.start()
 
     async def on_resumed(self) -> None:
         log.info("Discord gateway session resumed")
@@ -91,7 +96,14 @@ class _Client(discord.Client):
 
 
 class _ShardedClient(_Client, discord.AutoShardedClient):
-    """The same client on discord.py's sharding: the shards given run on this connection's replica."""
+    """The same client on discord.py's sharding: the shards given run on this connection's replica. Each
+    shard's new session reads back what that shard missed."""
+
+    async def on_ready(self) -> None:
+        self.adapter._on_ready()
+
+    async def on_shard_ready(self, shard_id: int) -> None:
+        self.adapter.catch_up.start(shard_id)
 
 
 def intents() -> discord.Intents:
@@ -121,6 +133,7 @@ class DiscordAdapter(PlatformAdapter):
         # does not send them again, and the gateway keeps what comes while it stops for its next start.
         self.receiving = True
         self.receiver = MessageReceiver(self)
+        self.catch_up = CatchUp(self, self.receiver.on_message)
         self.commands = SlashCommands(self)
         self.outbound = DiscordOutbound(lambda: self.client)
         self.approvals = DiscordApprovals(lambda: self.client)
@@ -224,6 +237,7 @@ class DiscordAdapter(PlatformAdapter):
             if ws is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(ws.close(code=1000))
+            await self.catch_up.stop()  # the replica taking the connection over reads back for itself
 
     def _on_ready(self) -> None:
         if self.client is not None and self.client.user is not None:
@@ -236,6 +250,7 @@ class DiscordAdapter(PlatformAdapter):
     async def stop(self) -> None:
         self.receiving = False
         self.connected = False
+        await self.catch_up.stop()
         await super().stop()
         if self.client is not None:
             await self.client.close()
