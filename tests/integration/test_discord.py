@@ -15,6 +15,7 @@ from discord_kit import FAST, discord_environment
 from engine_harness import Engine, fake_llm_environment, make_profile
 from fakes.fake_discord import FakeDiscord, FakeMessage
 from fakes.fake_llm import FakeLLM, Reply
+from gateway_kit import wait_until
 from kanban_kit import QUIET_BOARD, board_markdown, planning, shipped_profile
 
 from adapters.discord import CONTENT_INTENT_HINT, PLATFORM, DiscordAdapter, api_base_url
@@ -86,6 +87,7 @@ async def discord_bot(fake_llm: FakeLLM, fake_discord: FakeDiscord, monkeypatch:
         adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options({**FAST, **(options or {})}), None,
                                  os.environ)
         e.gateway.attach(adapter)
+        adapter.keep_rejects_in(e.store)  # as the runner wires it
         bot = Bot(e, adapter, fake_discord)
         bots.append(bot)
         await adapter.start()
@@ -343,7 +345,7 @@ async def test_refused_privileged_intents_are_reported_clearly(discord_bot, fake
     assert any("4014" in r.getMessage() and "Message Content Intent" in r.getMessage() for r in caplog.records)
 
 
-# -- a new session reads back what it missed ----------------------------------------------------------------
+# -- a new session reads back what it missed; an event that cannot be read is rejected alone -----------------
 
 def echo(request) -> Reply:
     return Reply(text="re: " + request.last_user_text)
@@ -471,6 +473,42 @@ async def test_a_start_reads_back_at_most_the_newest_catch_up_messages_of_a_chan
     [read] = fake_discord.calls("GET", "/channels/{channel_id}/messages")
     assert read.status == 200
     assert "[bob] an early question" not in [r.last_user_text for r in fake_llm.requests]  # the fifth newest
+
+
+MALFORMED = {  # what each does to discord.py's receive loop without the adapter's state
+    "no author": (lambda event: event.pop("author"), False),  # AttributeError: the connection dropped
+    "no channel_id": (lambda event: event.pop("channel_id"), True),  # KeyError: dropped
+    "an id that is no number": (lambda event: event.update(id="not-a-number"), True),  # ValueError: dropped
+    "an author that is text": (lambda event: event.update(author="alice"), False),  # TypeError: dropped
+    "mentions that are no list": (lambda event: event.update(mentions=5), True),  # TypeError: dropped
+    "content that is no text": (lambda event: event.update(content=42), True),  # passed on, to fail later
+}
+
+
+@pytest.mark.parametrize("change, shows_sender", MALFORMED.values(), ids=MALFORMED.keys())
+async def test_a_malformed_message_event_is_rejected_alone_and_the_connection_stays_up(
+        discord_bot, fake_discord, fake_llm, change, shows_sender):
+    bot = await discord_bot()
+    fake_llm.script("still listening")
+    event = fake_discord.message_event(fake_discord.channel_id, "alice", "this one is broken", mentions_bot=True)
+    change(event)
+    await fake_discord.dispatch("MESSAGE_CREATE", event)
+    asked = await fake_discord.user_says(fake_discord.channel_id, "alice", "are you still there?", mentions_bot=True)
+    thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(asked), what="a thread on the next message")
+    await bot.final_in(thread["id"], "still listening")
+    await bot.idle()
+    assert len(fake_discord.identifies) == 1 and fake_discord.resumes == []  # the same connection throughout
+    assert fake_discord.gateway_paths == ["/gateway/ws"]
+    assert [r.last_user_text for r in fake_llm.requests] == ["[alice] are you still there?"]
+
+    async def recorded() -> bool:
+        return bool(await bot.engine.store.rejected_inbound("discord"))
+    await wait_until(recorded, 10)
+    [kept] = await bot.engine.store.rejected_inbound("discord")
+    assert kept.payload["event"] == "MESSAGE_CREATE" and event["timestamp"] in kept.payload["raw"]
+    assert kept.payload["reason"]
+    alice = fake_discord.user("alice")["id"]
+    assert kept.payload.get("message") == ({"account": bot.adapter.account, "user_id": alice} if shows_sender else None)
 
 
 # -- access ----------------------------------------------------------------------------------------------
