@@ -26,7 +26,7 @@ from typing import Any
 import discord
 
 from adapters.discord.host import DiscordHost
-from hermes_engine.ports.storage import LastInbound
+from hermes_engine.ports.inbound import LastInbound
 
 log = logging.getLogger(__name__)
 

@@ -36,11 +36,11 @@ from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
 from hermes_engine.ports.feature import Feature
-from hermes_engine.ports.inbound import InboundMessage, ReplyTarget, message_to_payload
+from hermes_engine.ports.inbound import InboundMessage, LastInbound, ReplyTarget, message_to_payload
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Outlet
 from hermes_engine.ports.session import SessionHandle
-from hermes_engine.ports.storage import InboundEvent, LastInbound, SessionRecord, Store
+from hermes_engine.ports.storage import InboundEvent, SessionRecord, Store
 from hermes_engine.providers.chain import ProviderChain
 from hermes_engine.tools.registry import ToolContext, ToolRegistry
 

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.inbound import InboundMessage, LastInbound
 from hermes_engine.ports.reply import Outlet
-from hermes_engine.ports.storage import LastInbound
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from hermes_engine.ports.cards import CardStatus as CardStatus
 from hermes_engine.ports.cards import CardStore as CardStore
 from hermes_engine.ports.cards import CardUsage as CardUsage
 from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.inbound import LastInbound
 from hermes_engine.ports.reply import Delivery
 
 
@@ -88,17 +89,6 @@ class InboundEvent:
     payload: dict[str, Any]
     created_at: datetime | None = None  # when it was first received
     session_key: str | None = None  # the session it was recorded for; None if recorded without one
-
-
-@dataclass(frozen=True)
-class LastInbound:
-    """The newest message the inbox recorded in one conversation (a chat, or one thread of it): where an
-    adapter whose platform does not send again what came while it was away starts reading back."""
-
-    chat_id: str
-    thread_id: str | None
-    message_id: str
-    recorded_at: datetime
 
 
 GoalStatus = Literal["active", "paused", "done", "blocked", "cleared"]

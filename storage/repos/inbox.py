@@ -13,7 +13,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
-from hermes_engine.ports.storage import InboundEvent, LastInbound
+from hermes_engine.ports.inbound import LastInbound
+from hermes_engine.ports.storage import InboundEvent
 from storage.models import INBOUND_DONE, INBOUND_RECEIVED, INBOUND_REJECTED, InboundEventRow, table_of
 from storage.repos.base import SqlRepository, whole
 from storage.values import clean

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from adapters.discord.catch_up import reading_plan
-from hermes_engine.ports.storage import LastInbound
+from hermes_engine.ports.inbound import LastInbound
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
 
