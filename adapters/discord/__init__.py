@@ -11,8 +11,12 @@ Where the bot answers
 - Slash commands (/goal, /kanban, /new, /stop, /status, /help) are deferred at once and answered by editing the
   deferred response, then follow-ups (`adapters.discord.commands`).
 
-Modules: `options` (profile block and environment), `inbound` (messages in), `commands` (slash commands),
-`outbound` (REST primitives), `adapter` (lifecycle).
+- After a restart or a takeover (a new gateway session, which Discord sends nothing it missed), what was
+  posted meanwhile in the conversations it served lately is read back and answered once.
+
+Modules: `options` (profile block and environment), `inbound` (messages in), `catch_up` (what a new session
+missed), `parsing` (gateway events read one at a time), `commands` (slash commands), `outbound` (REST
+primitives), `adapter` (lifecycle).
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ a proxy or a test server needs no patched SDK. The client is sharded only when t
 ``shard_count`` (discord.py's `AutoShardedClient`, with this replica's ``shard_ids``), so it never asks
 ``GET /gateway/bot``.
 
+Each new gateway session reads back over REST what was posted while the bot had none (Discord replays
+events only to a resumed session; `adapters.discord.catch_up`). An event that cannot be read is rejected
+alone (`adapters.discord.parsing`): logged, kept in the inbox for `hermes-gateway inbox rejected`, and the
+connection goes on.
+
 Across replicas on one database, one elected replica holds the gateway connection (lease
 ``discord:<bot user id>``, `adapters.election`); the others are logged in over REST and stand by, and one
 connects when the holder stops renewing. With ``shard_ids`` configured there is no election: each replica
@@ -36,13 +41,16 @@ from typing import Any, ClassVar
 import discord
 import yarl
 from discord import app_commands
+from discord.state import ConnectionState
 
 from adapters.base import PlatformAdapter
 from adapters.discord.approvals import DiscordApprovals
+from adapters.discord.catch_up import CatchUp
 from adapters.discord.commands import SlashCommands
 from adapters.discord.inbound import MessageReceiver
 from adapters.discord.options import TOKEN_ENV, DiscordConnection, DiscordOptions
 from adapters.discord.outbound import UNREACHABLE, DiscordOutbound, is_transient
+from adapters.discord.parsing import RejectedEvent, TolerantShardedState, TolerantState
 from adapters.election import Election
 from adapters.parts import DISCORD, Capabilities
 from adapters.render import render_discord
@@ -64,16 +72,24 @@ MAX_LOGIN_DELAY = 60.0
 class _Client(discord.Client):
     """The discord.py client; every event is handed to the adapter's halves."""
 
+    state_class: ClassVar[type[ConnectionState[Any]]] = TolerantState
+
     def __init__(self, adapter: DiscordAdapter, **kwargs: Any) -> None:
+        self.adapter = adapter  # first: the connection state built by the library's constructor reports to it
         super().__init__(**kwargs)
-        self.adapter = adapter
         self.tree: app_commands.CommandTree[Any] = app_commands.CommandTree(self)
+
+    def _get_state(self, **options: Any) -> Any:
+        """discord.py's connection state, reading each event on its own (`adapters.discord.parsing`)."""
+        return self.state_class(dispatch=self.dispatch, handlers=self._handlers, hooks=self._hooks,
+                                http=self.http, on_rejected=self.adapter.reject, **options)
 
     async def setup_hook(self) -> None:
         await self.adapter.commands.setup(self.tree)
 
     async def on_ready(self) -> None:
         self.adapter._on_ready()
+        self.adapter.catch_up.start()
 
     async def on_resumed(self) -> None:
         log.info("Discord gateway session resumed")
@@ -91,7 +107,16 @@ class _Client(discord.Client):
 
 
 class _ShardedClient(_Client, discord.AutoShardedClient):
-    """The same client on discord.py's sharding: the shards given run on this connection's replica."""
+    """The same client on discord.py's sharding: the shards given run on this connection's replica. Each
+    shard's new session reads back what that shard missed."""
+
+    state_class = TolerantShardedState
+
+    async def on_ready(self) -> None:
+        self.adapter._on_ready()
+
+    async def on_shard_ready(self, shard_id: int) -> None:
+        self.adapter.catch_up.start(shard_id)
 
 
 def intents() -> discord.Intents:
@@ -121,12 +146,14 @@ class DiscordAdapter(PlatformAdapter):
         # does not send them again, and the gateway keeps what comes while it stops for its next start.
         self.receiving = True
         self.receiver = MessageReceiver(self)
+        self.catch_up = CatchUp(self, self.receiver.on_message)
         self.commands = SlashCommands(self)
         self.outbound = DiscordOutbound(lambda: self.client)
         self.approvals = DiscordApprovals(lambda: self.client)
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._election: Election | None = None  # of the gateway connection, unless sharded by configuration
+        self._recording: set[asyncio.Task[None]] = set()  # rejected events being written to `rejects`
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def _configure_endpoints(self) -> None:
@@ -224,6 +251,7 @@ class DiscordAdapter(PlatformAdapter):
             if ws is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(ws.close(code=1000))
+            await self.catch_up.stop()  # the replica taking the connection over reads back for itself
 
     def _on_ready(self) -> None:
         if self.client is not None and self.client.user is not None:
@@ -236,6 +264,7 @@ class DiscordAdapter(PlatformAdapter):
     async def stop(self) -> None:
         self.receiving = False
         self.connected = False
+        await self.catch_up.stop()
         await super().stop()
         if self.client is not None:
             await self.client.close()
@@ -243,6 +272,27 @@ class DiscordAdapter(PlatformAdapter):
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
+        await asyncio.gather(*self._recording, return_exceptions=True)
+
+    # -- events too malformed to read (see adapters.discord.parsing) --------------------------------------
+    def reject(self, event: RejectedEvent) -> None:
+        """Logged with what it held and recorded in `rejects` in the background: the gateway's receive loop
+        cannot wait for the store, and the connection goes on either way."""
+        log.warning("rejected a malformed Discord %s event (%s): %s", event.event, event.reason, event.raw)
+        if self.rejects is not None:
+            task = asyncio.create_task(self._record(event))
+            self._recording.add(task)
+            task.add_done_callback(self._recording.discard)
+
+    async def _record(self, event: RejectedEvent) -> None:
+        assert self.rejects is not None
+        payload: dict[str, Any] = {"event": event.event, "reason": event.reason, "raw": event.raw}
+        if event.sender is not None:  # shaped as a message's sender, so /forget finds it
+            payload["message"] = {"account": self.account, "user_id": event.sender}
+        try:
+            await self.rejects.record_rejected(self.platform, event.event_id(self.account), payload)
+        except Exception:  # noqa: BLE001 - the warning above still holds what it was
+            log.exception("could not record the rejected Discord %s event %s", event.event, event.digest)
 
     # -- what both inbound halves need -------------------------------------------------------------------
     def me(self) -> discord.ClientUser:

@@ -194,7 +194,17 @@ class MessageReceiver:
             thread_id=thread_id, user_id=str(message.author.id), user_name=message.author.display_name,
             text=text, message_id=str(message.id), mentioned=mentioned, reply_to_id=str(ref) if ref else None,
             received_at=message.created_at, arrived=arrived,
-            platform_admin=holds_role(message.author, adapter.options.admin_role),
+            platform_admin=holds_role(await self._member(message), adapter.options.admin_role),
             raw={"guild_id": message.guild.id if message.guild else None, "channel_id": message.channel.id,
                  "message_id": message.id})
         await adapter.engine.handle(msg)
+
+    async def _member(self, message: discord.Message) -> Any:
+        """The author as a member of the message's guild, where the admin role is asked: a message read back
+        over REST shows only the user (the gateway sends the member with it)."""
+        author = message.author
+        if message.guild is None or isinstance(author, discord.Member) or not self.adapter.options.admin_role:
+            return author
+        with contextlib.suppress(discord.HTTPException):
+            return message.guild.get_member(author.id) or await message.guild.fetch_member(author.id)
+        return author

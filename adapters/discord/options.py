@@ -86,6 +86,11 @@ class DiscordOptions(PlatformOptions):
     # Across replicas on one database, one elected replica holds the gateway connection; a stand-by
     # connects this long after the holder stops renewing (renewed every third of it).
     lease_seconds: float = Field(30.0, gt=0)
+    # When a new gateway session is ready (a start, a takeover, a session Discord would not resume), what was
+    # posted while the bot had none is read back in the conversations it recorded a message in within this
+    # many hours (0: never), at most `catch_up_messages` of the newest in each (see `adapters.discord.catch_up`).
+    catch_up_hours: float = Field(24.0, ge=0)
+    catch_up_messages: int = Field(100, ge=1, le=1000)
     # Sharding (large bots): the bot's shard count and the shards this replica runs. With `shard_ids` set
     # no replica is elected: each runs its own shards. `shard_count` alone: the elected replica runs all.
     shard_count: int | None = Field(None, ge=1)

@@ -14,6 +14,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Collection, Coroutine, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from hermes_engine.agent.loop import AgentLoop, TurnResult
@@ -36,7 +37,7 @@ from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
 from hermes_engine.ports.feature import Feature
-from hermes_engine.ports.inbound import InboundMessage, ReplyTarget, message_to_payload
+from hermes_engine.ports.inbound import InboundMessage, LastInbound, ReplyTarget, message_to_payload
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Outlet
 from hermes_engine.ports.session import SessionHandle
@@ -221,6 +222,9 @@ class Gateway:
         goals = [g for g in await self.store.list_goals(bot=self.bot) if g.session_key.startswith(prefix)]
         newest = max(goals, key=lambda g: g.id, default=None)
         return newest.session_key[len(prefix):] if newest else None
+
+    async def last_inbound(self, platform: str, account: str, *, since: datetime, limit: int) -> list[LastInbound]:
+        return await self.store.last_inbound(platform, account, since=since, limit=limit)
 
     # ----------------------------------------------------------------- the host (features, loops, commands)
 

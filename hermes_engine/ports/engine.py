@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
-from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.inbound import InboundMessage, LastInbound
 from hermes_engine.ports.reply import Outlet
 
 
@@ -63,4 +64,10 @@ class EnginePort(Protocol):
 
     async def goal_thread(self, platform: str, account: str, chat_id: str) -> str | None:
         """The thread of the newest open goal in this channel, if any (where `/goal status` answers)."""
+        ...
+
+    async def last_inbound(self, platform: str, account: str, *, since: datetime, limit: int) -> list[LastInbound]:
+        """Per conversation of `account` written in since `since`, the newest person's message recorded (the
+        `limit` most recent conversations): where an adapter reads back what its platform posted while it
+        was away and will not send again."""
         ...

@@ -151,6 +151,17 @@ class InboundMessage:
                            None if self.synthetic else self.message_id)
 
 
+@dataclass(frozen=True)
+class LastInbound:
+    """The newest message the inbox recorded in one conversation (a chat, or one thread of it): where an
+    adapter whose platform does not send again what came while it was away starts reading back."""
+
+    chat_id: str
+    thread_id: str | None
+    message_id: str
+    recorded_at: datetime
+
+
 def message_to_payload(msg: InboundMessage) -> dict[str, Any]:
     """JSON-safe form for the durable inbox (the raw platform payload is not kept)."""
     return {

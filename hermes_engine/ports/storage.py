@@ -21,6 +21,7 @@ from hermes_engine.ports.cards import CardStatus as CardStatus
 from hermes_engine.ports.cards import CardStore as CardStore
 from hermes_engine.ports.cards import CardUsage as CardUsage
 from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.inbound import LastInbound
 from hermes_engine.ports.reply import Delivery
 
 
@@ -223,6 +224,11 @@ class Inbox(Protocol):
 
     async def rejected_inbound(self, platform: str | None = None, *, limit: int = 50) -> list[InboundEvent]:
         """The latest rejected events, newest first."""
+
+    async def last_inbound(self, platform: str, account: str, *, since: datetime, limit: int) -> list[LastInbound]:
+        """Per conversation of `account` on `platform` with a person's message recorded since `since`, the
+        newest one recorded (engine-made messages and rejected events do not count); the `limit` conversations
+        written in most recently, newest first."""
 
     async def prune_inbound(self, older_than: datetime) -> int:
         """Delete completed and rejected events received before `older_than`; returns how many."""

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
+from hermes_engine.ports.inbound import LastInbound
 from hermes_engine.ports.storage import InboundEvent
 from storage.models import INBOUND_DONE, INBOUND_RECEIVED, INBOUND_REJECTED, InboundEventRow, table_of
 from storage.repos.base import SqlRepository, whole
@@ -36,6 +37,11 @@ _COMPLETE_INBOUND = (sa.update(table_of(InboundEventRow))
 def _inbound(row: InboundEventRow) -> InboundEvent:
     return InboundEvent(platform=row.platform, event_id=row.event_id, status=row.status,
                         payload=dict(row.payload or {}), created_at=row.created_at, session_key=row.session_key)
+
+
+def _last(row: InboundEventRow) -> LastInbound:
+    sent = row.payload["message"]
+    return LastInbound(str(sent["chat_id"]), sent.get("thread_id"), str(sent["message_id"]), row.created_at)
 
 
 class InboxRepository(SqlRepository):
@@ -91,6 +97,24 @@ class InboxRepository(SqlRepository):
         async with self._single() as session:
             rows = await session.scalars(stmt.order_by(InboundEventRow.id.desc()).limit(limit))
             return [_inbound(row) for row in rows]
+
+    @whole
+    async def last_inbound(self, platform: str, account: str, *, since: datetime, limit: int) -> list[LastInbound]:
+        """Per conversation (chat and thread of the recorded message), the row recorded last: the newest row
+        id of each group, read back with its message id."""
+        message = InboundEventRow.payload
+        chat, thread = message[("message", "chat_id")].as_string(), message[("message", "thread_id")].as_string()
+        newest = (sa.select(sa.func.max(InboundEventRow.id))
+                  .where(InboundEventRow.platform == platform,
+                         InboundEventRow.status.in_((INBOUND_RECEIVED, INBOUND_DONE)),
+                         InboundEventRow.created_at >= since,
+                         message[("message", "account")].as_string() == account,
+                         message[("message", "synthetic")].as_boolean().is_not(True))
+                  .group_by(chat, thread))
+        stmt = sa.select(InboundEventRow).where(InboundEventRow.id.in_(newest))
+        async with self._single() as session:
+            rows = await session.scalars(stmt.order_by(InboundEventRow.id.desc()).limit(limit))
+            return [_last(row) for row in rows]
 
     @whole
     async def prune_inbound(self, older_than: datetime) -> int:

@@ -7,9 +7,15 @@ here with ``DISCORD_API_BASE_URL=fake.api_base`` and ``DISCORD_GATEWAY_URL=fake.
 What it models (the parts a bot adapter meets):
 
 - REST: ``users/@me``, ``oauth2/applications/@me``, ``gateway`` / ``gateway/bot``, ``channels/{id}``,
-  channel messages (POST, PATCH, DELETE), typing, starting a thread from a message, bulk overwrite of
-  global application commands, the interaction callback, and interaction follow-ups through the
-  application's webhook (POST, PATCH ``@original`` or an id, DELETE).
+  channel messages (POST, PATCH, DELETE), typing, starting a thread from a message, a guild member, bulk
+  overwrite of global application commands, the interaction callback, and interaction follow-ups through
+  the application's webhook (POST, PATCH ``@original`` or an id, DELETE).
+- A channel's history (``GET channels/{id}/messages``) as Discord documents it: ``limit`` 1-100 (50 when
+  absent); ``before``, ``after`` and ``around`` exclusive of each other (more than one is refused here);
+  ``after`` gives the messages that follow the id (the oldest ones after it), ``before`` and no anchor the
+  newest ones; every page is sorted newest first. Listed messages are REST message objects: no
+  ``guild_id`` or ``member`` (those only come with gateway events), content withheld without the Message
+  Content intent as on the gateway.
 - Every response with a body carries ``Content-Type: application/json`` exactly (discord.py parses a body
   as JSON only then); 204 answers carry no body and no content type, as Discord's do.
 - Rate limits per route and major parameter with ``X-RateLimit-Limit/Remaining/Reset/Reset-After/Bucket``
@@ -29,7 +35,8 @@ What it models (the parts a bot adapter meets):
 - Message components: buttons a message was posted or edited with are kept (`FakeMessage.buttons`);
   `press` sends INTERACTION_CREATE of type 3, and its callback may answer with a message (4, ephemeral
   with flags 64), acknowledge (6) or update the pressed message (7).
-- Tests act as people: `user_says`, `slash`, `press`; and as the network: `drop_connection`, `pause_gateway`.
+- Tests act as people: `user_says`, `slash`, `press`; and as the network: `drop_connection`, `pause_gateway`,
+  `hold_history`, `deliver_again`, or a malformed event (`message_event` changed, then `dispatch`).
 
 Everything the bot did is recorded: `messages` (with each message's edit history), `requests`,
 `interactions`, `commands`, `identifies`, `resumes`.
@@ -238,6 +245,8 @@ class FakeDiscord(LoopbackServer):
         self._sessions: dict[str, _Session] = {}
         self._gateway_open = asyncio.Event()
         self._gateway_open.set()
+        self._history_open = asyncio.Event()
+        self._history_open.set()
         self._changed = asyncio.Event()
         self._sockets: set[web.WebSocketResponse] = set()
         # a default guild with one text channel, an everyone role and an admin role
@@ -256,7 +265,9 @@ class FakeDiscord(LoopbackServer):
         r.add_get(p + "/gateway/bot", self._gateway_bot)
         r.add_get(p + "/channels/{channel_id}", self._get_channel)
         r.add_post(p + "/channels/{channel_id}/messages", self._create_message)
+        r.add_get(p + "/channels/{channel_id}/messages", self._list_messages)
         r.add_get(p + "/channels/{channel_id}/messages/{message_id}", self._get_message)
+        r.add_get(p + "/guilds/{guild_id}/members/{user_id}", self._get_member)
         r.add_patch(p + "/channels/{channel_id}/messages/{message_id}", self._edit_message)
         r.add_delete(p + "/channels/{channel_id}/messages/{message_id}", self._delete_message)
         r.add_post(p + "/channels/{channel_id}/typing", self._typing)
@@ -436,6 +447,13 @@ class FakeDiscord(LoopbackServer):
     def resume_gateway(self) -> None:
         self._gateway_open.set()
 
+    def hold_history(self) -> None:
+        """Channel history requests wait (recorded, unanswered) until `release_history`."""
+        self._history_open.clear()
+
+    def release_history(self) -> None:
+        self._history_open.set()
+
     async def drop_connection(self, code: int = 4000) -> None:
         """Close the live gateway connection with `code` (4000 is resumable), as a network drop would."""
         session = self._session
@@ -484,6 +502,22 @@ class FakeDiscord(LoopbackServer):
         self._touch()
         await self.dispatch("MESSAGE_CREATE", self._message_payload(message, for_gateway=True))
         return message
+
+    def message_event(self, channel_id: str, user: str | dict[str, Any], text: str, *,
+                      mentions_bot: bool = False) -> dict[str, Any]:
+        """The MESSAGE_CREATE a person's message would bring, for a message that is never posted: what a test
+        makes a malformed event from (send it with `dispatch`)."""
+        channel = self.channels[str(channel_id)]
+        author, gid = self.user(user), channel.get("guild_id")
+        content = f"<@{self.bot['id']}> {text}" if mentions_bot else text
+        message = FakeMessage(self.snowflake(), str(channel_id), author, [content], guild_id=gid,
+                              member=self._member(gid, author) if gid else None,
+                              mentions=[self.bot] if mentions_bot else [])
+        return self._message_payload(message, for_gateway=True)
+
+    async def deliver_again(self, message: FakeMessage) -> None:
+        """Send a message's MESSAGE_CREATE once more on the live session (Discord delivers at least once)."""
+        await self.dispatch("MESSAGE_CREATE", self._message_payload(message, for_gateway=True))
 
     async def slash(self, channel_id: str, user: str | dict[str, Any], name: str,
                     options: dict[str, str] | None = None, *, guild_id: str | None = None) -> FakeInteraction:
@@ -642,7 +676,8 @@ class FakeDiscord(LoopbackServer):
 
     def _major(self, request: web.Request) -> str:
         info = request.match_info
-        return info.get("channel_id") or info.get("token") or info.get("application_id") or ""
+        return (info.get("channel_id") or info.get("guild_id") or info.get("token") or info.get("application_id")
+                or "")
 
     async def _rest(self, request: web.Request, handler: Callable[..., Any], *, bot_auth: bool = True
                     ) -> web.Response:
@@ -837,6 +872,49 @@ class FakeDiscord(LoopbackServer):
             payload = self._message_payload(message)
             await self.dispatch("MESSAGE_CREATE", self._message_payload(message, for_gateway=True))
             return payload
+        return await self._rest(request, handle)
+
+    async def _list_messages(self, request: web.Request) -> web.Response:
+        async def handle(req: web.Request, _: Any) -> Any:
+            channel_id = req.match_info["channel_id"]
+            self._channel(channel_id)
+            limit, anchors = req.query.get("limit", "50"), [k for k in ("around", "before", "after") if k in req.query]
+            if not limit.isdigit() or not 1 <= int(limit) <= 100:
+                raise DiscordError(400, 50035, "Invalid Form Body", {"limit": {"_errors": [
+                    {"code": "NUMBER_TYPE_MAX", "message": "int value should be less than or equal to 100."}]}})
+            if len(anchors) > 1 or not all(req.query[k].isdigit() for k in anchors):
+                raise DiscordError(400, 50035, "Invalid Form Body", {anchors[-1]: {"_errors": [
+                    {"code": "SNOWFLAKE_TYPE_INVALID", "message": "Only one of before, after and around, "
+                                                                  "as a snowflake."}]}})
+            await self._history_open.wait()
+            listed, n = self.messages_in(channel_id), int(limit)  # oldest first
+            anchor = int(req.query[anchors[0]]) if anchors else None
+            if anchors == ["after"]:
+                page = [m for m in listed if int(m.id) > anchor][:n]
+            elif anchors == ["around"]:
+                older = [m for m in listed if int(m.id) < anchor][-(n // 2):] if n > 1 else []
+                page = older + [m for m in listed if int(m.id) >= anchor][:n - len(older)]
+            else:
+                page = [m for m in listed if anchor is None or int(m.id) < anchor][-n:]
+            return [self._listed(m) for m in reversed(page)]
+        return await self._rest(request, handle)
+
+    def _listed(self, message: FakeMessage) -> dict[str, Any]:
+        """A message as the REST API lists it: content as the gateway shows it, without the gateway's extras."""
+        data = self._message_payload(message, for_gateway=True)
+        data.pop("guild_id", None)
+        data.pop("member", None)
+        return data
+
+    async def _get_member(self, request: web.Request) -> web.Response:
+        async def handle(req: web.Request, _: Any) -> Any:
+            guild_id, user_id = req.match_info["guild_id"], req.match_info["user_id"]
+            if guild_id not in self.guilds:
+                raise DiscordError(404, 10004, "Unknown Guild")
+            user = next((u for u in [self.bot, *self.users.values()] if u["id"] == user_id), None)
+            if user is None:
+                raise DiscordError(404, 10007, "Unknown Member")
+            return self._member(guild_id, user, with_user=True)
         return await self._rest(request, handle)
 
     async def _get_message(self, request: web.Request) -> web.Response:

@@ -15,6 +15,7 @@ from discord_kit import FAST, discord_environment
 from engine_harness import Engine, fake_llm_environment, make_profile
 from fakes.fake_discord import FakeDiscord, FakeMessage
 from fakes.fake_llm import FakeLLM, Reply
+from gateway_kit import wait_until
 from kanban_kit import QUIET_BOARD, board_markdown, planning, shipped_profile
 
 from adapters.discord import CONTENT_INTENT_HINT, PLATFORM, DiscordAdapter, api_base_url
@@ -37,9 +38,17 @@ class Bot:
     engine: Engine
     adapter: DiscordAdapter
     fake: FakeDiscord
+    stopped: bool = False
 
     async def idle(self, timeout: float = 15.0) -> None:
         await self.engine.idle(timeout)
+
+    async def stop(self) -> None:
+        """As `hermes-gateway run` stops: receiving first, then the engine, then the adapter."""
+        self.stopped = True
+        await self.adapter.stop_receiving()
+        await self.engine.stop()
+        await self.adapter.stop()
 
     async def final_in(self, channel_id: str, text: str, timeout: float = 15.0) -> FakeMessage:
         """The bot message in `channel_id` whose current content is exactly `text` (waits for it)."""
@@ -60,7 +69,8 @@ async def discord_bot(fake_llm: FakeLLM, fake_discord: FakeDiscord, monkeypatch:
 
     Started in the order `hermes-gateway run` uses: the platform builds its adapter from the profile block
     and the environment, the adapter starts, then the gateway (which then watches pairing approvals for
-    every attached platform). Stopped in that order reversed."""
+    every attached platform). Stopped in that order reversed. Each bot of a test keeps its data in the same
+    place, so a second one is the first restarted."""
     discord_environment(monkeypatch, fake_discord)
     for name, value in fake_llm_environment(fake_llm).items():
         monkeypatch.setenv(name, value)
@@ -77,6 +87,7 @@ async def discord_bot(fake_llm: FakeLLM, fake_discord: FakeDiscord, monkeypatch:
         adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options({**FAST, **(options or {})}), None,
                                  os.environ)
         e.gateway.attach(adapter)
+        adapter.keep_rejects_in(e.store)  # as the runner wires it
         bot = Bot(e, adapter, fake_discord)
         bots.append(bot)
         await adapter.start()
@@ -85,9 +96,8 @@ async def discord_bot(fake_llm: FakeLLM, fake_discord: FakeDiscord, monkeypatch:
 
     yield make
     for bot in bots:
-        await bot.adapter.stop_receiving()
-        await bot.engine.stop()
-        await bot.adapter.stop()
+        if not bot.stopped:
+            await bot.stop()
 
 
 def worker_requests(fake_llm: FakeLLM) -> list[Any]:
@@ -333,6 +343,172 @@ async def test_refused_privileged_intents_are_reported_clearly(discord_bot, fake
     bot = await discord_bot()
     await asyncio.wait_for(bot.adapter._task, 10)
     assert any("4014" in r.getMessage() and "Message Content Intent" in r.getMessage() for r in caplog.records)
+
+
+# -- a new session reads back what it missed; an event that cannot be read is rejected alone -----------------
+
+def echo(request) -> Reply:
+    return Reply(text="re: " + request.last_user_text)
+
+
+async def away_after_one_answer(discord_bot, fake: FakeDiscord, fake_llm: FakeLLM, **options: Any) -> str:
+    """A bot answers alice's question (in a thread on it, with threads on), then stops: returns where it
+    answered. What is posted from now on reaches no session (Discord keeps it for a RESUME, never sends it
+    to a new session)."""
+    fake_llm.responder = echo
+    first = await discord_bot(options=options)
+    asked = await fake.user_says(fake.channel_id, "alice", "first question", mentions_bot=True)
+    where = fake.channel_id
+    if options.get("threads", True):
+        where = (await fake.wait_for(lambda: fake.thread_of(asked), what="a thread on the question"))["id"]
+    await first.final_in(where, "re: [alice] first question")
+    await first.idle()
+    await first.stop()
+    return where
+
+
+async def test_messages_posted_while_the_bot_was_away_are_answered_once_it_connects_again(discord_bot, fake_discord,
+                                                                                          fake_llm):
+    thread = await away_after_one_answer(discord_bot, fake_discord, fake_llm)
+    await fake_discord.user_says(thread, "alice", "and a follow-up")
+    await fake_discord.user_says(fake_discord.channel_id, "carol", "just chatting, not for the bot")
+    later = await fake_discord.user_says(fake_discord.channel_id, "dave", "a new question", mentions_bot=True)
+    await fake_discord.user_says(thread, "bob", "me too")
+
+    second = await discord_bot()
+    assert len(fake_discord.identifies) == 2 and fake_discord.resumes == []  # a new session: nothing replayed
+    await second.final_in(thread, "re: [alice] and a follow-up")
+    await second.final_in(thread, "re: [bob] me too")
+    new_thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(later), what="a thread on the new question")
+    await second.final_in(new_thread["id"], "re: [dave] a new question")
+    await second.idle()
+    asked = [r.last_user_text for r in fake_llm.requests]
+    assert sorted(asked) == ["[alice] and a follow-up", "[alice] first question", "[bob] me too",
+                             "[dave] a new question"]  # each once; carol's chatter not at all
+    assert asked.index("[alice] and a follow-up") < asked.index("[bob] me too")  # oldest first
+    assert len(fake_discord.bot_messages(thread)) == 3 and len(fake_discord.threads()) == 2
+    assert fake_discord.unknown_routes == []
+
+
+async def test_a_dm_sent_while_the_bot_was_away_is_answered_once_it_connects_again(discord_bot, fake_discord,
+                                                                                    fake_llm):
+    alice = fake_discord.user("alice")
+    profile = make_profile(access=AccessRules(allowed_users=[alice["id"]], pairing=False))
+    fake_llm.responder = echo
+    first = await discord_bot(profile=profile)
+    dm = fake_discord.dm_channel(alice)
+    await fake_discord.user_says(dm["id"], alice, "hello")
+    await first.final_in(dm["id"], "re: hello")
+    await first.idle()
+    await first.stop()
+    await fake_discord.user_says(dm["id"], alice, "are you back?")
+
+    second = await discord_bot(profile=profile)
+    await second.final_in(dm["id"], "re: are you back?")
+    await second.idle()
+    assert [r.last_user_text for r in fake_llm.requests] == ["hello", "are you back?"]
+    assert [c.path for c in fake_discord.calls("GET", "/channels/{channel_id}")] == [f"/channels/{dm['id']}"]
+
+
+async def test_with_two_shards_a_channel_is_read_back_once_by_its_guilds_shard(discord_bot, fake_discord, fake_llm):
+    thread = await away_after_one_answer(discord_bot, fake_discord, fake_llm, shard_count=2)
+    later = await fake_discord.user_says(fake_discord.channel_id, "dave", "a question meanwhile", mentions_bot=True)
+
+    second = await discord_bot(options={"shard_count": 2})
+    new_thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(later), what="a thread on the question")
+    await second.final_in(new_thread["id"], "re: [dave] a question meanwhile")
+    await second.idle()
+    assert sorted(tuple(identify["shard"]) for identify in fake_discord.identifies) == [(0, 2), (0, 2), (1, 2), (1, 2)]
+    reads = sorted(c.path for c in fake_discord.calls("GET", "/channels/{channel_id}/messages"))
+    assert reads == sorted([f"/channels/{thread}/messages", f"/channels/{fake_discord.channel_id}/messages"])
+
+
+async def test_a_message_delivered_live_and_read_back_is_answered_once(discord_bot, fake_discord, fake_llm):
+    await away_after_one_answer(discord_bot, fake_discord, fake_llm)
+    away = await fake_discord.user_says(fake_discord.channel_id, "bob", "did you see this?", mentions_bot=True)
+    fake_discord.hold_history()
+    second = await discord_bot()
+    history = "/channels/{channel_id}/messages"
+    await fake_discord.wait_for(lambda: fake_discord.calls("GET", history), what="the read back to begin")
+    await fake_discord.deliver_again(away)  # the new session is sent it after all, while the read back waits
+    thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(away), what="a thread on bob's question")
+    await second.final_in(thread["id"], "re: [bob] did you see this?")
+    fake_discord.release_history()
+
+    starts = f"/channels/{fake_discord.channel_id}/messages/{away.id}/threads"
+    await fake_discord.wait_for(lambda: len([c for c in fake_discord.calls("POST") if c.path == starts]) == 2,
+                                what="the read back to reach bob's question")  # its thread was there (160004)
+    await second.idle()
+    assert [c.path for c in fake_discord.calls("GET", history)][-1] == f"/channels/{fake_discord.channel_id}/messages"
+    assert [r.last_user_text for r in fake_llm.requests].count("[bob] did you see this?") == 1
+    assert len(fake_discord.bot_messages(thread["id"])) == 1 and len(fake_discord.threads()) == 2
+
+
+async def test_a_message_read_back_keeps_its_authors_admin_role(discord_bot, fake_discord, fake_llm):
+    await away_after_one_answer(discord_bot, fake_discord, fake_llm, admin_role="Hermes Admin", threads=False)
+    fake_discord.give_role("ada", "Hermes Admin")
+    await fake_discord.user_says(fake_discord.channel_id, "ada", "/secret", mentions_bot=True)
+
+    async def secret(ctx) -> str:
+        return "the admin secret"
+
+    fake_discord.hold_history()  # until the command is there
+    second = await discord_bot(options={"admin_role": "Hermes Admin", "threads": False})
+    second.engine.gateway.commands.add(Command("secret", "admins only", secret, admin_only=True))
+    fake_discord.release_history()
+    await second.final_in(fake_discord.channel_id, "the admin secret")  # her role read from the guild's member
+
+
+async def test_a_start_reads_back_at_most_the_newest_catch_up_messages_of_a_channel(discord_bot, fake_discord,
+                                                                                    fake_llm):
+    await away_after_one_answer(discord_bot, fake_discord, fake_llm, threads=False)
+    await fake_discord.user_says(fake_discord.channel_id, "bob", "an early question", mentions_bot=True)
+    for n in range(3):
+        await fake_discord.user_says(fake_discord.channel_id, "carol", f"chatter {n}")
+    await fake_discord.user_says(fake_discord.channel_id, "dave", "a late question", mentions_bot=True)
+
+    second = await discord_bot(options={"threads": False, "catch_up_messages": 4})
+    await second.final_in(fake_discord.channel_id, "re: [dave] a late question")
+    await second.idle()
+    [read] = fake_discord.calls("GET", "/channels/{channel_id}/messages")
+    assert read.status == 200
+    assert "[bob] an early question" not in [r.last_user_text for r in fake_llm.requests]  # the fifth newest
+
+
+MALFORMED = {  # what each does to discord.py's receive loop without the adapter's state
+    "no author": (lambda event: event.pop("author"), False),  # AttributeError: the connection dropped
+    "no channel_id": (lambda event: event.pop("channel_id"), True),  # KeyError: dropped
+    "an id that is no number": (lambda event: event.update(id="not-a-number"), True),  # ValueError: dropped
+    "an author that is text": (lambda event: event.update(author="alice"), False),  # TypeError: dropped
+    "mentions that are no list": (lambda event: event.update(mentions=5), True),  # TypeError: dropped
+    "content that is no text": (lambda event: event.update(content=42), True),  # passed on, to fail later
+}
+
+
+@pytest.mark.parametrize("change, shows_sender", MALFORMED.values(), ids=MALFORMED.keys())
+async def test_a_malformed_message_event_is_rejected_alone_and_the_connection_stays_up(
+        discord_bot, fake_discord, fake_llm, change, shows_sender):
+    bot = await discord_bot()
+    fake_llm.script("still listening")
+    event = fake_discord.message_event(fake_discord.channel_id, "alice", "this one is broken", mentions_bot=True)
+    change(event)
+    await fake_discord.dispatch("MESSAGE_CREATE", event)
+    asked = await fake_discord.user_says(fake_discord.channel_id, "alice", "are you still there?", mentions_bot=True)
+    thread = await fake_discord.wait_for(lambda: fake_discord.thread_of(asked), what="a thread on the next message")
+    await bot.final_in(thread["id"], "still listening")
+    await bot.idle()
+    assert len(fake_discord.identifies) == 1 and fake_discord.resumes == []  # the same connection throughout
+    assert fake_discord.gateway_paths == ["/gateway/ws"]
+    assert [r.last_user_text for r in fake_llm.requests] == ["[alice] are you still there?"]
+
+    async def recorded() -> bool:
+        return bool(await bot.engine.store.rejected_inbound("discord"))
+    await wait_until(recorded, 10)
+    [kept] = await bot.engine.store.rejected_inbound("discord")
+    assert kept.payload["event"] == "MESSAGE_CREATE" and event["timestamp"] in kept.payload["raw"]
+    assert kept.payload["reason"]
+    alice = fake_discord.user("alice")["id"]
+    assert kept.payload.get("message") == ({"account": bot.adapter.account, "user_id": alice} if shows_sender else None)
 
 
 # -- access ----------------------------------------------------------------------------------------------

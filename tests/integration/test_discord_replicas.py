@@ -16,7 +16,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from fakes.fake_discord import FakeDiscord
+from fakes.fake_discord import FakeDiscord, FakeMessage
+from fakes.fake_llm import Reply
 from gateway_kit import database_url, free_port, leader_and_stand_by, ready_roles, wait_until
 from gateway_kit import replica as gateway_replica
 from postgres import BACKENDS
@@ -74,6 +75,37 @@ async def test_one_replica_holds_the_discord_connection_and_a_stand_by_connects_
                 return len(fake.identifies) == 2 and fake.connected
             await wait_until(standby_connected, TAKEOVER_GUARD)
             assert await ready_roles(http, ports[standby]) == {lease: "leader"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_mentions_sent_while_no_replica_held_the_connection_are_answered_by_the_one_taking_it_over(
+        backend, fake_llm, tmp_path):
+    fake_llm.responder = lambda request: Reply(text="re: " + request.last_user_text)
+    bot = profile(tmp_path, "discord-bot")
+    ports = {"a": free_port(), "b": free_port()}
+    async with database_url(backend, tmp_path) as db_url, FakeDiscord() as fake, \
+            aiohttp.ClientSession(trust_env=False) as http:
+
+        def answered(question: FakeMessage) -> list[str]:
+            thread = fake.thread_of(question)
+            return [m.content for m in fake.bot_messages(thread["id"])] if thread else []
+
+        async with replica("a", fake, fake_llm, tmp_path, bot, db_url, ports["a"]) as proc_a, \
+                replica("b", fake, fake_llm, tmp_path, bot, db_url, ports["b"]) as proc_b:
+            procs = {"a": proc_a, "b": proc_b}
+            holder, _ = await leader_and_stand_by(http, ports, f"discord:{fake.bot['id']}", lambda: fake.connected,
+                                                  START_TIMEOUT)
+            first = await fake.user_says(fake.channel_id, "alice", "first question", mentions_bot=True)
+            await fake.wait_for(lambda: answered(first) == ["re: [alice] first question"], START_TIMEOUT)
+
+            procs[holder].send_signal(signal.SIGKILL)
+            await procs[holder].wait()
+            meanwhile = [await fake.user_says(fake.channel_id, name, f"question from {name}", mentions_bot=True)
+                         for name in ("bob", "carol", "dave")]  # before the stand-by connects: sent to no one
+            for question, name in zip(meanwhile, ("bob", "carol", "dave"), strict=True):
+                await fake.wait_for(lambda q=question, n=name: answered(q) == [f"re: [{n}] question from {n}"],
+                                    TAKEOVER_GUARD, f"the answer to {name}")
+            assert len(fake.identifies) == 2 and fake.resumes == []  # a new session, which Discord sends nothing
 
 
 async def test_replicas_given_shard_ids_each_identify_with_their_own_shard_without_an_election(fake_llm, tmp_path):

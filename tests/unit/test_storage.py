@@ -338,6 +338,37 @@ async def test_a_session_reads_its_own_pending_events_and_those_recorded_without
     assert len(await store.pending_inbound()) == 3
 
 
+async def test_the_last_message_recorded_per_conversation_is_read_for_one_account_and_recent_ones_only(
+        store: SqlStore, clock) -> None:
+    async def record(event_id: str, chat: str, message_id: str, *, thread: str | None = None, account: str = "bot",
+                     platform: str = "discord", synthetic: bool = False) -> None:
+        message = {"account": account, "chat_id": chat, "thread_id": thread, "message_id": message_id,
+                   "synthetic": synthetic}
+        await store.record_inbound(platform, event_id, {"bot": "b", "message": message, "purpose": "turn"})
+        clock.advance(1)
+
+    await record("stale", "c9", "90")  # a conversation quiet since before `since`
+    clock.advance(3600)
+    since = clock.now
+    await record("e1", "c1", "100")
+    await record("e2", "c1", "105", thread="105")  # the thread opened on message 105
+    await record("e3", "c1", "120", thread="105")
+    await record("e4", "c1", "110")
+    await record("e5", "c1", "goal-1-1", synthetic=True)  # an engine-made continuation: not a person's message
+    await record("e6", "dm7", "130")
+    await record("e7", "c1", "140", account="other-bot")
+    await record("e8", "c1", "150", platform="telegram")
+    await store.complete_inbound("discord", "e6")  # answered or not, it was received
+    await store.record_rejected("discord", "bot:rejected:x", {"reason": "no author", "raw": "{}"})
+
+    marks = await store.last_inbound("discord", "bot", since=since, limit=10)
+    assert [(m.chat_id, m.thread_id, m.message_id) for m in marks] == [
+        ("dm7", None, "130"), ("c1", None, "110"), ("c1", "105", "120")]  # most recently written in first
+    assert marks[0].recorded_at == since + timedelta(seconds=5)
+    assert [m.message_id for m in await store.last_inbound("discord", "bot", since=since, limit=2)] == ["130", "110"]
+    assert await store.last_inbound("discord", "bot", since=clock.now, limit=10) == []
+
+
 # ------------------------------------------------------------------------------- people and accounts
 
 async def test_resolve_account_creates_once_and_keeps_the_display_name_fresh(store: SqlStore) -> None:
