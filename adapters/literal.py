@@ -10,15 +10,15 @@ that reads its own markup, must escape it first, or characters vanish (Telegram 
 
 `scan` asks a CommonMark parser (pyromark, which telegramify-markdown parses with) where each character
 stands. `TEXT` is what the reader reads (text, raw HTML, math, an unused link definition), `VERBATIM` is
-what no escape may touch (the inside of code, an autolink's address), `MARKUP` is the rest: the
-delimiters of what renders, and the backslashes CommonMark would take as escapes or line breaks.
+what no escape may touch (the inside of code, a link's address), `MARKUP` is the rest: the delimiters of
+what renders, and the backslashes CommonMark would take as escapes or line breaks.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from enum import IntEnum
 from typing import Any
 
@@ -26,6 +26,8 @@ __all__ = ["Kind", "escape_for_commonmark", "escape_for_discord", "protect", "sc
 
 
 class Kind(IntEnum):
+    """Where a character stands in the model's Markdown (see the module's docstring)."""
+
     MARKUP = 0
     TEXT = 1
     VERBATIM = 2
@@ -69,10 +71,12 @@ def scan(markdown: str) -> list[Kind]:
                 in_autolink -= 1
             elif isinstance(tag, dict) and "Table" in tag or tag == "Table":
                 in_table = step > 0
-            if isinstance(tag, dict):
-                for link in ("Link", "Image"):
-                    if link in tag and tag[link].get("id"):
-                        used_labels.add(_label(tag[link]["id"]))
+            link = tag.get("Link", tag.get("Image")) if isinstance(tag, dict) else None
+            if link is not None and opened is not None:
+                if link.get("id"):
+                    used_labels.add(_label(link["id"]))
+                if link["link_type"] == "Inline" and (opening := markdown.rfind("](", start, end)) >= 0:
+                    kinds[opening + 2:end - 1] = [Kind.VERBATIM] * max(0, end - opening - 3)  # (address)
             continue
         if "Code" in payload:
             ticks = len(markdown[start:end]) - len(markdown[start:end].lstrip("`"))
@@ -99,7 +103,7 @@ def escape_for_commonmark(markdown: str) -> str:
             return "\\" + char
         return char
 
-    return "".join(escape(char, kind) for char, kind in _each(markdown))
+    return "".join(escape(char, kind) for char, kind in zip(markdown, scan(markdown), strict=True))
 
 
 _DISCORD_MARKS = frozenset("\\*_~`")  # and `|` beside another, and what starts a line: `-+>#`
@@ -129,33 +133,11 @@ def protect(markdown: str, marks: str) -> tuple[str, Callable[[str], str]]:
     stand_ins = {mark: chr(0xF0000 + i) for i, mark in enumerate(marks)}
     if any(stand_in in markdown for stand_in in stand_ins.values()):
         return markdown, lambda converted: converted
-    kinds = _addresses_verbatim(markdown, scan(markdown))
+    kinds = scan(markdown)
     swapped = "".join(stand_ins[char] if kind != Kind.MARKUP and char in stand_ins else char
                       for char, kind in zip(markdown, kinds, strict=True))
     back = str.maketrans({stand_in: mark for mark, stand_in in stand_ins.items()})
     return swapped, lambda converted: converted.translate(back)
-
-
-def _addresses_verbatim(markdown: str, kinds: list[Kind]) -> list[Kind]:
-    """Marks the address of each inline link and image verbatim (``[text](address)``)."""
-    import pyromark
-
-    char_at = _char_index(markdown)
-    for payload, where in pyromark.events_with_range(markdown, options=_options()):
-        tag = payload.get("Start") if isinstance(payload, dict) else None
-        if not isinstance(tag, dict):
-            continue
-        for link in ("Link", "Image"):
-            if link in tag and tag[link]["link_type"] == "Inline":
-                start, end = char_at(where["start"]), char_at(where["end"])
-                opening = markdown.rfind("](", start, end)
-                if opening >= 0:
-                    kinds[opening + 2:end - 1] = [Kind.VERBATIM] * max(0, end - 1 - opening - 2)
-    return kinds
-
-
-def _each(markdown: str) -> Iterator[tuple[str, Kind]]:
-    return zip(markdown, scan(markdown), strict=True)
 
 
 def _label(label: str) -> str:

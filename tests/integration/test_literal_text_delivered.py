@@ -27,7 +27,7 @@ from adapters.base import PlatformAdapter
 from adapters.telegram import PLATFORM, TelegramAdapter
 from hermes_engine.ports.inbound import ReplyTarget
 
-LITERAL = [line for line in CORPUS if line.reads is None and not line.per_platform]
+LITERAL = [line for line in CORPUS if line.reads is None and not line.per_platform and not line.gaps]
 
 ALICE = FakeUser(42, "Alice", "alice")
 FAST = {"edit_interval_seconds": 0.05, "group_interval_seconds": 0.05, "poll_timeout": 1, "poll_backoff": 0.2,
@@ -78,11 +78,12 @@ async def test_help_reads_in_the_chat_as_the_bot_wrote_it(bot, telegram: FakeTel
 async def test_every_line_of_the_corpus_reads_as_written_through_the_bot_api(bot, telegram: FakeTelegram):
     _, adapter = await bot()
     target = ReplyTarget("telegram", adapter.account, "42")
-    for n, line in enumerate(CORPUS):
+    lines = [line for line in CORPUS if "telegram" not in line.gaps]
+    for n, line in enumerate(lines):
         await adapter.send(target, line.text, idempotency_key=f"corpus-{n}")
     await telegram.settle()
     shown: list[Any] = [m.text.rstrip() for m in telegram.chat(42).bot_messages]
-    assert shown == [line.reading("telegram") for line in CORPUS]
+    assert shown == [line.reading("telegram") for line in lines]
 
 
 async def stream_the_corpus(adapter: PlatformAdapter, target: ReplyTarget, reads: Callable[[], str | None],
