@@ -5,8 +5,8 @@ chat platforms can show: emphasis, code, links, lists, quotes, headings, tables.
 is text, even where a Markdown parser would read markup: ``<branch-name>`` is not an HTML tag, ``&amp;``
 is not a character reference, ``$x$`` is not math, ``||x||`` is not a spoiler, and a backslash is a
 backslash (``\\*`` shows both characters). A renderer that hands such text to a parser, or to a platform
-that reads its own markup, must escape it first, or characters vanish (Telegram showed "Run git checkout
-<branch-name> to switch" as "Run git checkout  to switch").
+that reads its own markup, must escape it first, or characters vanish (telegramify-markdown drops what its
+parser reads as HTML: "Run git checkout <branch-name> to switch" would read "Run git checkout  to switch").
 
 `scan` asks a CommonMark parser (pyromark, which telegramify-markdown parses with) where each character
 stands. `TEXT` is what the reader reads (text, raw HTML, math, an unused link definition), `VERBATIM` is

@@ -30,9 +30,9 @@ adapter's `is_markup_error`, and the base class then resends the part as plain t
 
 Slack — `render_slack` escapes ``& < >`` (so model output can never produce ``<!channel>`` or a fake
 link) and converts with markdown_to_mrkdwn; send it as ``text`` (mrkdwn is on by default). The converter
-works line by line with regular expressions that know neither code nor escapes (it turned ``a * b * c``
-into ``a _ b _ c`` and the ``**`` inside `` `**kwargs` `` into ``*``), so it is handed the text's and the
-code's Markdown characters as private stand-ins, put back after (`adapters.literal.protect`). Slack's
+works line by line with regular expressions that know neither code nor escapes (it would make
+``a * b * c`` italic and the ``**`` inside `` `**kwargs` `` bold), so it is handed the text's, the code's and
+the link addresses' Markdown characters as private stand-ins, put back after (`adapters.literal.protect`). Slack's
 mrkdwn has no escape: a text pair like ``\\*x\\*`` may still read as bold there.
 
 Discord — Markdown is native: `render_discord` escapes the text's Discord Markdown characters
