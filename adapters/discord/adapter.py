@@ -325,11 +325,18 @@ class DiscordAdapter(PlatformAdapter):
         return is_transient(exc)
 
     async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool, extras: Mapping[str, Any]) -> str:
-        return await self.outbound.send(target, text)
+        return await self.outbound.send(target, text if rendered else self._as_written(text))
 
     async def _edit_raw(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
                         extras: Mapping[str, Any]) -> None:
-        await self.outbound.edit(target, message_id, text)
+        await self.outbound.edit(target, message_id, text if rendered else self._as_written(text))
+
+    def _as_written(self, text: str) -> str:
+        """Discord reads Markdown in every message, streamed frames too: they are escaped as a final is, so
+        what the model wrote shows as written while it streams. A frame the escapes would push over the
+        limit goes as it is."""
+        shown = render_discord(text)
+        return shown if self.measure(shown) <= self.capabilities.max_message_length else text
 
     async def _delete_raw(self, target: ReplyTarget, message_id: str) -> None:
         await self.outbound.delete(target, message_id)
