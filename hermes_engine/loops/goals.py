@@ -263,11 +263,13 @@ class GoalFeature(Feature):
             return False
         return True
 
-    async def _person_of(self, goal: GoalRecord) -> int:
-        """The person who set the goal (the one they are now, after a /link)."""
+    async def _charge(self, goal: GoalRecord, tokens: int) -> None:
+        """Tokens spent on the goal outside its turns (its judge) are its person's: who set it (after a
+        /link, the person they are now)."""
         assert self.host is not None
         message = message_from_payload(goal.target["message"])
-        return await self.host.person_of(message.platform, message.account, message.user_id, message.user_name)
+        person = await self.host.person_of(message.platform, message.account, message.user_id, message.user_name)
+        await charge(self.host, person, tokens)
 
     async def _goal_of(self, message: InboundMessage) -> GoalRecord | None:
         match = GOAL_MESSAGE_ID.fullmatch(message.message_id)
@@ -311,7 +313,7 @@ class GoalFeature(Feature):
         assert self.host is not None
         store = self.host.store
         verdict, judge_usage, transport_failed = await self._judge(goal, answer)
-        self.host.spawn(charge(self.host, await self._person_of(goal), judge_usage.total), "usage-tokens")
+        self.host.spawn(self._charge(goal, judge_usage.total), "usage-tokens")
         if transport_failed:
             failures = self._transport[goal.id] = self._transport.get(goal.id, 0) + 1
         else:
