@@ -1,0 +1,94 @@
+"""The sandbox bounds the whole command, not each process: six processes cannot hold more memory together
+than the command's limit, a fork bomb stops at the command's process limit and the result says so, the
+command's cgroup is gone when it ends, and /tmp holds no more than the workspace has left of its quota."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from hermes_engine.workspace import cgroups, sandbox
+from hermes_engine.workspace.space import Workspace
+
+MB = 1024 * 1024
+needs_cgroups = pytest.mark.skipif(cgroups.hierarchies() is None,
+                                   reason=f"no cgroup can be made here: {cgroups.unavailable_reason()}")
+
+# Six children each allocate (and touch) 200 MB and say so; the parent then asks each, on its stdin,
+# whether it is still alive: the answers count the children holding their 200 MB at one moment.
+SIX_HOLDERS = """
+import subprocess, sys
+HOLD = "x = b'x' * (200 << 20); print('held', flush=True); sys.stdin.readline(); print('alive', flush=True)"
+kids = [subprocess.Popen([sys.executable, '-c', 'import sys; ' + HOLD], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE) for _ in range(6)]
+said_held = [kid for kid in kids if kid.stdout.readline() == b'held\\n']
+alive = 0
+for kid in said_held:
+    try:
+        kid.stdin.write(b'?\\n'); kid.stdin.flush()
+    except BrokenPipeError:
+        continue
+    alive += kid.stdout.readline() == b'alive\\n'
+print(f'{alive} held 200 MB at once', flush=True)
+"""
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    return Workspace(tmp_path / "ws", 16 * MB).ensure()
+
+
+@needs_cgroups
+def test_six_processes_of_200_mb_cannot_hold_more_than_the_memory_limit_together(ws: Workspace) -> None:
+    (ws.root / "six.py").write_text(SIX_HOLDERS)
+    result = sandbox.run(ws.root, "python3 six.py; echo after", sandbox.Limits(seconds=60, memory_bytes=256 * MB))
+    text = result.text()
+    held = [line for line in text.splitlines() if line.endswith("held 200 MB at once")]
+    assert held and int(held[0].split()[0]) <= 1, text
+    assert "after" in text and "[the command reached its memory limit of 256 MB" in text
+
+
+@needs_cgroups
+def test_a_fork_bomb_stops_at_the_commands_process_limit_and_says_so(ws: Workspace) -> None:
+    bomb = ("python3 -c 'import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
+            "            time.sleep(60)\n        n += 1\nexcept OSError:\n    print(\"forked\", n)'; echo after")
+    result = sandbox.run(ws.root, bomb, sandbox.Limits(seconds=30, processes=24))
+    text = result.text()
+    forked = [line for line in text.splitlines() if line.startswith("forked ")]
+    assert forked and int(forked[0].split()[1]) < 24, text
+    assert "after" in text and "[the command reached its limit of 24 processes" in text
+    assert result.exit_code == 0
+
+
+@needs_cgroups
+def test_the_command_runs_in_a_cgroup_of_its_own_that_is_removed_when_it_ends(ws: Workspace) -> None:
+    found = cgroups.hierarchies()
+    assert found is not None
+    seen: list[list[str]] = []
+    running = threading.Event()
+
+    def look(chunk: bytes) -> None:
+        if b"running" in chunk and not running.is_set():
+            seen.extend([[p for p in (d / "cgroup.procs").read_text().split()]
+                         for parent in found.parents() for d in parent.glob("hermes-sandbox-*")])
+            running.set()
+
+    result = sandbox.run(ws.root, "echo running; sleep 0.5 & sleep 0.5; wait", sandbox.Limits(seconds=30),
+                         on_output=look)
+    assert result.exit_code == 0 and running.is_set()
+    assert seen and all(procs for procs in seen)  # the command's processes were inside, in every hierarchy
+    assert not [d for parent in found.parents() for d in parent.glob("hermes-sandbox-*")]
+
+
+def test_writing_past_the_quota_in_tmp_fails_and_the_commands_after_it_run(tmp_path: Path) -> None:
+    small = Workspace(tmp_path / "small", 4 * MB).ensure()
+    # three files of 2 MB: each fits the file-size limit, together they are past what the quota leaves
+    command = ("for i in 1 2 3; do head -c 2097152 /dev/zero > /tmp/f$i || echo refused $i; done; "
+               "du -sk /tmp | cut -f1; echo after")
+    result = sandbox.run(small.root, command, sandbox.Limits(seconds=30, file_bytes=small.room()))
+    lines = result.text().splitlines()
+    assert "refused 3" in lines and "after" in lines, result.text()
+    kept_kib = int(lines[lines.index("after") - 1])
+    assert kept_kib <= 4 * 1024
