@@ -258,3 +258,29 @@ async def test_a_profile_that_allows_a_network_gives_its_commands_one_and_one_th
         before = len(fake_llm.requests)
         assert await e.say("which interfaces?", user=ADMIN) == "seen"
         assert fake_llm.requests[before + 1].turn_tool_results[0] == f"{interfaces}\n[exit code 0]"
+
+
+async def test_where_no_cgroup_can_be_made_commands_run_under_rlimits_after_one_warning_at_start(
+        engine, fake_llm, tmp_path, monkeypatch, caplog):
+    import logging
+
+    from hermes_engine.workspace import cgroups, feature
+
+    nothing_mounted = tmp_path / "mountinfo"
+    nothing_mounted.write_text("")
+    monkeypatch.setattr(cgroups, "MOUNTINFO", nothing_mounted)
+    cgroups._found.cache_clear()
+    feature._say_which_limits_hold.cache_clear()
+    try:
+        with caplog.at_level(logging.INFO, logger="hermes_engine.workspace.feature"):
+            e = await engine(profile=profile())
+            fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo still runs"})]), Reply(text="done"))
+            assert await e.say("run it", user=ADMIN) == "done"
+    finally:
+        cgroups._found.cache_clear()
+        feature._say_which_limits_hold.cache_clear()
+    said = [r for r in caplog.records if r.getMessage().startswith("terminal sandbox:")]
+    assert [r.levelno for r in said] == [logging.WARNING]
+    assert "no cgroup can be made here" in said[0].getMessage()
+    assert "the memory limit holds per process" in said[0].getMessage()
+    assert fake_llm.requests[-1].turn_tool_results[-1] == "still runs\n[exit code 0]"
