@@ -19,6 +19,7 @@ Anywhere else `unavailable_reason()` says why, and the sandbox keeps its rlimits
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import signal
@@ -72,7 +73,7 @@ class CommandGroup:
             pids = {pid for folder in self.folders for pid in _read(folder / "cgroup.procs").split()}
             if not pids or time.monotonic() > deadline:
                 return
-            if self.hierarchies.version == 2:
+            if (self.folders[0] / "cgroup.kill").exists():  # v2 since Linux 5.14: no fork escapes it
                 _write(self.folders[0] / "cgroup.kill", "1")
             else:
                 for pid in pids:
@@ -133,15 +134,20 @@ def _v2(mount: Path, own: Path) -> Hierarchies:
     if own.name == "gateway" and own != mount and set(_NEEDED) <= set(_read(own.parent / "cgroup.subtree_control")
                                                                      .split()):
         return Hierarchies(2, own.parent, own.parent)  # an earlier start in this cgroup made the leaf already
+    enable = "+memory +pids"
     try:
         if not set(_NEEDED) <= set(_read(own / "cgroup.subtree_control").split()):
-            if _read(own / "cgroup.procs").split():
+            try:
+                _write(own / "cgroup.subtree_control", enable)
+            except OSError as exc:
+                if exc.errno != errno.EBUSY:  # busy: the cgroup holds processes, which a leaf must take first
+                    raise
                 leaf = own / "gateway"
                 leaf.mkdir(exist_ok=True)
                 for pid in _read(own / "cgroup.procs").split():
                     with contextlib.suppress(ProcessLookupError):
                         _write(leaf / "cgroup.procs", pid)
-            _write(own / "cgroup.subtree_control", "+memory +pids")
+                _write(own / "cgroup.subtree_control", enable)
     except OSError as exc:
         raise CgroupUnavailable(f"cgroup v2 at {own} cannot be delegated to commands ({exc.strerror}).") from None
     return Hierarchies(2, own, own)
@@ -193,7 +199,8 @@ def command_group(found: Hierarchies, memory_bytes: int, processes: int) -> Iter
             made.append(folder)
         if found.version == 2:
             _write(folders[0] / "memory.max", str(memory_bytes))
-            _write(folders[0] / "memory.swap.max", "0")
+            if (folders[0] / "memory.swap.max").exists():  # absent where swap is not accounted
+                _write(folders[0] / "memory.swap.max", "0")
         else:
             _write(folders[0] / "memory.limit_in_bytes", str(memory_bytes))
             if (folders[0] / "memory.memsw.limit_in_bytes").exists():
