@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from sandbox_kit import SIX_HOLDERS, held_at_once
 
 from hermes_engine.workspace import cgroups, sandbox
 from hermes_engine.workspace.space import Workspace
@@ -15,24 +16,6 @@ from hermes_engine.workspace.space import Workspace
 MB = 1024 * 1024
 needs_cgroups = pytest.mark.skipif(cgroups.hierarchies() is None,
                                    reason=f"no cgroup can be made here: {cgroups.unavailable_reason()}")
-
-# Six children each allocate (and touch) 200 MB and say so; the parent then asks each, on its stdin,
-# whether it is still alive: the answers count the children holding their 200 MB at one moment.
-SIX_HOLDERS = """
-import subprocess, sys
-HOLD = "x = b'x' * (200 << 20); print('held', flush=True); sys.stdin.readline(); print('alive', flush=True)"
-kids = [subprocess.Popen([sys.executable, '-c', 'import sys; ' + HOLD], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE) for _ in range(6)]
-said_held = [kid for kid in kids if kid.stdout.readline() == b'held\\n']
-alive = 0
-for kid in said_held:
-    try:
-        kid.stdin.write(b'?\\n'); kid.stdin.flush()
-    except BrokenPipeError:
-        continue
-    alive += kid.stdout.readline() == b'alive\\n'
-print(f'{alive} held 200 MB at once', flush=True)
-"""
 
 
 @pytest.fixture
@@ -45,8 +28,7 @@ def test_six_processes_of_200_mb_cannot_hold_more_than_the_memory_limit_together
     (ws.root / "six.py").write_text(SIX_HOLDERS)
     result = sandbox.run(ws.root, "python3 six.py; echo after", sandbox.Limits(seconds=60, memory_bytes=256 * MB))
     text = result.text()
-    held = [line for line in text.splitlines() if line.endswith("held 200 MB at once")]
-    assert held and int(held[0].split()[0]) <= 1, text
+    assert 0 <= held_at_once(text) <= 1, text
     assert "after" in text and "[the command reached its memory limit of 256 MB" in text
 
 
