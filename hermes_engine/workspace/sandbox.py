@@ -12,7 +12,9 @@ is killed with everything it started (bwrap dies with its parent, and the namesp
 takes the rest with it). Where a cgroup can be made (`cgroups.py`), the memory and process limits hold for
 the command's whole tree together, and the launcher joins that cgroup before it execs bwrap; elsewhere they
 hold per process and per uid (`limits_holding` says which). /tmp is a fresh tmpfs no larger than what the
-workspace has left of its quota (its pages are memory, so inside a cgroup they count as the command's).
+workspace has left of its quota, nor than half the memory limit: its pages are memory the command's cgroup
+counts and cannot reclaim, so a full /tmp refuses a write ("No space left on device") before it could
+leave the command's processes no memory to run in.
 
 The command text is handed to `/bin/sh -c` as one argument: it is never parsed or quoted by the launcher.
 Output is kept at its head and tail; what lies between is counted, not stored.
@@ -220,7 +222,7 @@ def _run(workspace: Path, command: str, limits: Limits, on_output: Callable[[byt
         folder = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             proc = subprocess.Popen(bwrap_argv(folder, command, uid, pipes.bwrap_args() if pipes else (),
-                                               tmp_bytes=limits.file_bytes),
+                                               tmp_bytes=min(limits.file_bytes, limits.memory_bytes // 2)),
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     env=ENV, start_new_session=True, close_fds=True,
                                     pass_fds=(folder, *(pipes.child_fds() if pipes else ())),

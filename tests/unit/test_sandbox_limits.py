@@ -84,3 +84,13 @@ def test_mountinfo_inside_names_no_host_path_of_the_workspace_or_the_home(tmp_pa
     result = sandbox.run(ws.root, "cat /proc/self/mountinfo", sandbox.Limits(seconds=20))
     assert result.exit_code == 0
     assert str(home) not in result.text()
+
+
+def test_a_full_tmp_refuses_a_write_before_the_command_runs_out_of_memory(tmp_path: Path) -> None:
+    roomy = Workspace(tmp_path / "roomy", 512 * MB).ensure()
+    command = "head -c 150000000 /dev/zero > /tmp/big || echo refused; rm /tmp/big; echo after"
+    result = sandbox.run(roomy.root, command, sandbox.Limits(seconds=30, memory_bytes=128 * MB,
+                                                             file_bytes=roomy.room()))
+    text = result.text()
+    assert "No space left on device" in text and "refused" in text, text
+    assert text.endswith("after\n[exit code 0]")
