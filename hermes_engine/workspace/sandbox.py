@@ -182,12 +182,16 @@ def _shell(command: str) -> list[str]:
 
 
 def _set_limits(limits: Limits, cgroup_procs: Sequence[int] = ()) -> Callable[[], None]:
+    """In a cgroup the process limit is the command's own (`pids.max`); RLIMIT_NPROC, which counts every
+    process of the uid, is set only without one, as it would let commands sharing a uid starve each other."""
+    per_uid = () if cgroup_procs else ((resource.RLIMIT_NPROC, limits.processes),)
+    rlimits = (*per_uid, (resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_CPU, limits.cpu_seconds),
+               (resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_CORE, 0))
+
     def apply() -> None:  # between fork and exec: plain system calls only
         for fd in cgroup_procs:  # "0": the writing process; what it starts is born inside
             os.write(fd, b"0")
-        for which, value in ((resource.RLIMIT_NPROC, limits.processes), (resource.RLIMIT_AS, limits.memory_bytes),
-                             (resource.RLIMIT_CPU, limits.cpu_seconds), (resource.RLIMIT_FSIZE, limits.file_bytes),
-                             (resource.RLIMIT_CORE, 0)):
+        for which, value in rlimits:
             resource.setrlimit(which, (value, value))
     return apply
 

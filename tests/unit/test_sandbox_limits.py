@@ -94,3 +94,33 @@ def test_a_full_tmp_refuses_a_write_before_the_command_runs_out_of_memory(tmp_pa
     text = result.text()
     assert "No space left on device" in text and "refused" in text, text
     assert text.endswith("after\n[exit code 0]")
+
+
+@needs_cgroups
+def test_a_fork_bomb_leaves_a_command_running_beside_it_in_the_same_workspace_able_to_fork(ws: Workspace) -> None:
+    # both run as one uid (a root gateway's lease is per workspace; a non-root gateway's uid is its own); the
+    # bomb says "full" once a fork fails, and holds its processes until the test stops it
+    bomb = ("python3 -c 'import os, time\nsaid = False\nwhile True:\n    try: os.fork()\n    except OSError:\n"
+            "        said = said or print(\"full\", flush=True) or True\n        time.sleep(0.01)'")
+    full, calm_done = threading.Event(), threading.Event()
+    outcome: dict[str, sandbox.RunResult] = {}
+
+    def watch(chunk: bytes) -> None:
+        if b"full" in chunk:
+            full.set()
+
+    def run_bomb() -> None:
+        outcome["bomb"] = sandbox.run(ws.root, bomb, sandbox.Limits(seconds=60, processes=32), on_output=watch,
+                                      stop=calm_done)
+
+    thread = threading.Thread(target=run_bomb)
+    thread.start()
+    try:
+        assert full.wait(30)
+        calm = sandbox.run(ws.root, "for i in $(seq 40); do /bin/true || exit 7; done; echo calm",
+                           sandbox.Limits(seconds=20, processes=32))
+    finally:
+        calm_done.set()
+        thread.join(30)
+    assert calm.text() == "calm\n[exit code 0]"
+    assert "[the command reached its limit of 32 processes" in outcome["bomb"].text()
