@@ -5,8 +5,8 @@ Each command runs in its own bwrap instance: the workspace is the only writable 
 new (no network: only a loopback of its own, unless the profile allows a network, which never leads to
 this host's loopback: `sandbox_network.py`). When the gateway runs as root the sandbox is started as an
 unprivileged uid, so even a kernel bug in the namespace code meets a process that owns nothing; each
-workspace with a command running gets a uid of its own (`uids.py`), so the process limit of one command
-is not spent by another's. Limits
+workspace with a command running gets a uid of its own (`uids.py`), so where no cgroup can be made the
+process limit (then counted per uid) of one command is not spent by another's. Limits
 (processes, memory, CPU time, file size) are set between fork and exec, and a command over its time
 is killed with everything it started (bwrap dies with its parent, and the namespace's first process
 takes the rest with it). Where a cgroup can be made (`cgroups.py`), the memory and process limits hold for
@@ -14,7 +14,9 @@ the command's whole tree together, and the launcher joins that cgroup before it 
 hold per process and per uid (`limits_holding` says which). /tmp is a fresh tmpfs no larger than what the
 workspace has left of its quota, nor than half the memory limit: its pages are memory the command's cgroup
 counts and cannot reclaim, so a full /tmp refuses a write ("No space left on device") before it could
-leave the command's processes no memory to run in.
+leave the command's processes no memory to run in. The cgroup namespace is the sandbox's own
+(/proc/self/cgroup shows "/"); /proc/self/mountinfo still shows the workspace's folder as a path within
+its file system, since a bind mount names its source so, whatever bwrap does.
 
 The command text is handed to `/bin/sh -c` as one argument: it is never parsed or quoted by the launcher.
 Output is kept at its head and tail; what lies between is counted, not stored.
