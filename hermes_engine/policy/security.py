@@ -51,6 +51,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from hermes_engine.policy.approved import ApprovedHashes
+from hermes_engine.policy.lookalikes import unmask
 from hermes_engine.policy.scan_allowances import SERVICES
 from hermes_engine.policy.scan_rules import DESCRIPTIONS, HIGH, KINDS, LOW, RULES, Rule
 from hermes_engine.policy.secrets import find_secrets, mask
@@ -358,8 +359,9 @@ def _fingerprint(rule: str, unit: str) -> str:
 
 def _fold(text: str) -> str:
     """Invisible characters removed ("ig\u200bnore" reads "ignore"), NFKC applied (full-width "ｉｇｎｏｒｅ"
-    reads "ignore") and shell line continuations joined (a command split over lines is one command)."""
-    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", text)).replace("\\\n", "  ")
+    reads "ignore"), lookalike letters and spelled-out words read as plain ones (`lookalikes.unmask`) and
+    shell line continuations joined (a command split over lines is one command)."""
+    return unmask(unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))).replace("\\\n", "  ")
 
 
 _approver: contextvars.ContextVar[str | None] = contextvars.ContextVar("security_approver", default=None)
