@@ -32,8 +32,10 @@ API (imported by memory, skills and the CLI):
     scan_on_load(text, kind) -> str    the text, or its `[blocked entry: …]` placeholder
     blocked_on_load(text, kind)        the findings behind that placeholder (a skill file is then not loaded)
     admin_approval(by)                 context in which low findings are accepted and recorded
-    strict_scans(on)                   context of a turn that read untrusted content (MCP results): every
-                                       rule of every kind applies and a low finding blocks, approved or not
+    strict_scans(on)                   context of a turn that read untrusted content (web pages, MCP results):
+                                       every rule of every kind applies (with the rules kept for such turns,
+                                       `scan_rules.UNTRUSTED`: sending, forwarding or copying to an address)
+                                       and a low finding blocks, approved or not
     ApprovedHashes                     the store of approved fingerprints
     BlockedContent, explain, placeholder
 """
