@@ -95,6 +95,10 @@ class AccessRules(BaseModel):
     pairing: bool = True
     admins: list[str] = Field(default_factory=list)
     allow_bots: bool = False
+    # Whether a platform's own admins (a Discord `admin_role`) administer the bot too: only ever in places the
+    # operator listed (a server in DISCORD_ALLOWED_GUILDS), since whoever owns a place makes its roles.
+    # False: `admins` alone.
+    platform_admins: bool = True
 
 
 class MemorySettings(BaseModel):

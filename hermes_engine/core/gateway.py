@@ -261,7 +261,7 @@ class Gateway:
                            target=message.reply_target() if message is not None else None)
 
     def is_admin(self, msg: InboundMessage) -> bool:
-        return self.access.is_admin(msg.user_id, platform_admin=msg.platform_admin)
+        return self.access.is_admin(msg)
 
     async def is_allowed(self, platform: str, user_id: str) -> bool:
         return self.access.listed(user_id) or await asyncio.to_thread(self.access.granted, platform, user_id)
@@ -474,7 +474,7 @@ class Gateway:
         msg, person_id = job.message, job.person_id
         command = self.commands.get(msg.command)
         assert command is not None
-        is_admin = self.access.is_admin(msg.user_id, platform_admin=msg.platform_admin)
+        is_admin = self.is_admin(msg)
         try:
             if command.admin_only and not is_admin:
                 text: str | None = "Only an admin of this bot can use that command."
