@@ -3,10 +3,10 @@
 The `kanban` tool lets the agent split a task into cards with dependencies and return at once; the cards
 remember the conversation they came from (and the person, whose usage limits pay for their workers), and
 the dispatcher posts there as cards start (a batch at a time), are taken back to run again, finish or
-block. A
-card belongs to the person who asked for it and to the group, channel or thread it was asked in: `/kanban`
-shows and changes only those (an admin's, every card), and a card it may not see is "no card", as one that
-does not exist. A conversation that is gone (its platform is not attached, the chat was deleted) costs only
+block. A card belongs to the person who asked for it and to the group, channel or thread it was asked in:
+`/kanban` shows and changes, in a DM, the person's own cards, in a shared conversation its cards (for an
+admin, every card; `CardViewer`), and a card it may not see is "no card", as one that does not exist. A
+conversation that is gone (its platform is not attached, the chat was deleted) costs only
 the message: the card still finishes and stays on the board.
 """
 

@@ -45,9 +45,11 @@ def shared_conversation(target: ReplyTarget, kind: ChatKind | str) -> str | None
 
 @dataclass(frozen=True)
 class CardViewer:
-    """Who looks at the board from chat: a person sees the cards they made and those of the shared
-    conversation they write in now (None in a DM); an admin of the bot sees every card. The dispatcher and the
-    operator's command line pass no viewer at all and see everything."""
+    """Who looks at the board from chat, and where. In a DM a person sees the cards they made, wherever they
+    made them; in a group, channel or thread (`conversation`, from `shared_conversation`) everyone writing there
+    sees the cards made there, and only those: what the bot answers there, the whole conversation reads, so a
+    person's DM cards stay out of it. An admin of the bot sees every card. The dispatcher and the operator's
+    command line pass no viewer at all and see everything."""
 
     person_id: int | None
     conversation: str | None = None

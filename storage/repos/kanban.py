@@ -58,14 +58,13 @@ def _check_status(status: str) -> None:
 
 
 def _visible_to(viewer: CardViewer | None) -> sa.ColumnElement[bool]:
-    """What `viewer` may see: everything (no viewer, or an admin), else the cards they made and those of the
-    shared conversation they write in. A card with neither an owner nor a conversation is left to admins."""
+    """What `viewer` may see (`CardViewer`): everything (no viewer, or an admin); else in a shared conversation
+    its cards, in a DM the cards they made. A card with neither an owner nor a conversation is left to admins."""
     if viewer is None or viewer.admin:
         return sa.true()
-    seen = [CardRow.owner_id == viewer.person_id] if viewer.person_id is not None else []
     if viewer.conversation is not None:
-        seen.append(CardRow.shared_in == viewer.conversation)
-    return sa.or_(sa.false(), *seen)
+        return CardRow.shared_in == viewer.conversation
+    return CardRow.owner_id == viewer.person_id if viewer.person_id is not None else sa.false()
 
 
 def _plan(specs: Sequence[CardSpec]) -> tuple[dict[str, int], set[int]]:
