@@ -160,7 +160,8 @@ async def test_a_worker_reads_the_card_it_depends_on_but_not_an_unrelated_one(bo
     [outline] = await board.add(CardSpec("the outline", status="ready", profile="testbot", origin={"person": 2}))
     await board.until(outline.id, lambda c: c.status == "done")
     [private] = await board.store.create_cards([CardSpec("Alice's private plan", body="leave in May",
-                                                         status="blocked", profile="testbot", owner_id=1)],
+                                                         status="blocked", profile="testbot",
+                                                         origin={"person": 1})],
                                                actor="test")
 
     def respond(request):
@@ -171,7 +172,7 @@ async def test_a_worker_reads_the_card_it_depends_on_but_not_an_unrelated_one(bo
         return Reply(text="ok")
 
     fake_llm.responder = respond
-    [chapters] = await board.add(CardSpec("the chapters", status="ready", profile="testbot", owner_id=2,
+    [chapters] = await board.add(CardSpec("the chapters", status="ready", profile="testbot", origin={"person": 2},
                                           depends_on=(outline.id,)))
     await board.until(chapters.id, lambda c: c.status == "done")
     refused, read = tool_results([r for r in fake_llm.requests if is_worker(r) and len(tool_results(r)) == 2][0])

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from engine_harness import Engine, make_profile
 from fakes.fake_telegram import FakeTelegram, FakeUser
-from kanban_kit import QUIET_BOARD
+from kanban_kit import QUIET_BOARD, planning
 from postgres import BACKENDS, empty_database
 
 from adapters.render import render_telegram
@@ -29,6 +29,12 @@ class Chats:
 
     def __init__(self, telegram: FakeTelegram, engine: Engine) -> None:
         self.telegram, self.engine = telegram, engine
+
+    async def plan(self, user: FakeUser, text: str, *, chat: int) -> None:
+        """`user` asks the agent for work it puts on the board, and sees its answer."""
+        self.telegram.user_says(chat, user, text, chat_type="supergroup" if chat < 0 else None)
+        await self.telegram.wait_for_text(chat, "On the board.", 20)
+        await self.engine.idle(20)
 
     async def ask(self, user: FakeUser, text: str, *, chat: int | None = None) -> str:
         chat_id = chat if chat is not None else user.id
@@ -93,3 +99,14 @@ async def test_an_admin_sees_and_changes_every_card(chats):
     assert await chats.ask(CAROL, "/kanban") == shown("**📋 todo**\n- #1 Alice's private plan\n- #2 the release notes")
     assert "leave the company in May" in await chats.ask(CAROL, "/kanban show #1")
     assert await chats.ask(CAROL, "/kanban cancel #1") == "Card #1 is now archived."
+
+
+async def test_cards_the_agent_made_are_their_askers_in_a_dm_and_the_groups_in_a_group(chats, fake_llm):
+    fake_llm.responder = planning("Alice's private plan")
+    await chats.plan(ALICE, "plan my exit", chat=ALICE.id)
+    fake_llm.responder = planning("the release notes")
+    await chats.plan(ALICE, "@hermes_test_bot plan the release", chat=GROUP)
+    assert await chats.ask(BOB, "/kanban") == shown(EMPTY)
+    assert await chats.ask(BOB, "/kanban show #1") == "No card #1."
+    assert await chats.ask(BOB, "/kanban", chat=GROUP) == shown("**📋 todo**\n- #2 the release notes")
+    assert await chats.ask(ALICE, "/kanban") == shown("**📋 todo**\n- #1 Alice's private plan\n- #2 the release notes")
