@@ -263,7 +263,9 @@ async def test_a_worker_failing_twice_blocks_its_card_and_the_retry_saw_the_firs
 async def test_a_card_whose_conversation_is_gone_still_finishes_and_shows_on_the_board(board, fake_llm):
     fake_llm.responder = completing("done without anyone watching")
     gone = ReplyTarget("vanished-platform", "acct", "deleted-chat")
-    [card] = await board.add(CardSpec("orphan", status="ready", profile="testbot", origin={"reply": gone.to_dict()}))
+    person = (await board.store.resolve_account("test", "acct", "u1")).person_id  # the one who asks for /kanban
+    [card] = await board.add(CardSpec("orphan", status="ready", profile="testbot", origin={"reply": gone.to_dict()},
+                                      owner_id=person))
     done = await board.until(card.id, lambda c: c.status == "done")
     assert done.result == "done without anyone watching"
     listing = await board.say("/kanban list")
