@@ -59,7 +59,8 @@ class Triage:
             deps = tuple(str(a) for a in (after if isinstance(after, list) else [])
                          if isinstance(a, int) and 1 <= a <= len(parts) and a != i)
             specs.append(CardSpec(title=str(part["title"]), body=str(part.get("body") or ""), profile=card.profile,
-                                  key=str(i), depends_on=deps, parent_id=card.id, origin=card.origin))
+                                  key=str(i), depends_on=deps, parent_id=card.id, origin=card.origin,
+                                  owner_id=card.owner_id, shared_in=card.shared_in))
         try:
             made = await store.create_cards(specs, actor="triage")
         except ValueError as exc:  # e.g. the model drew a cycle: keep the card whole

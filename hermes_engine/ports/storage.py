@@ -20,6 +20,8 @@ from hermes_engine.ports.cards import CardSpec as CardSpec
 from hermes_engine.ports.cards import CardStatus as CardStatus
 from hermes_engine.ports.cards import CardStore as CardStore
 from hermes_engine.ports.cards import CardUsage as CardUsage
+from hermes_engine.ports.cards import CardViewer as CardViewer
+from hermes_engine.ports.cards import shared_conversation as shared_conversation
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.inbound import LastInbound
 from hermes_engine.ports.reply import Delivery
