@@ -275,6 +275,8 @@ class CardRow(Base):
         sa.CheckConstraint(f"status IN ({', '.join(repr(s) for s in CARD_STATUSES)})", name="status"),
         sa.Index(None, "profile", "status", "id"),
         sa.Index(None, "parent_id"),
+        sa.Index(None, "owner_id"),
+        sa.Index(None, "shared_in"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
@@ -297,6 +299,8 @@ class CardRow(Base):
     tokens_in: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0, server_default="0")
     tokens_out: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0, server_default="0")
     model_calls: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0, server_default="0")
+    owner_id: Mapped[int | None] = mapped_column(Id, nullable=True)  # the person who made it
+    shared_in: Mapped[str | None] = mapped_column(sa.String(512), nullable=True)  # its group, channel or thread
 
 
 class CardDependencyRow(Base):

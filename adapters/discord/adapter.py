@@ -48,7 +48,7 @@ from adapters.discord.approvals import DiscordApprovals
 from adapters.discord.catch_up import CatchUp
 from adapters.discord.commands import SlashCommands
 from adapters.discord.inbound import MessageReceiver
-from adapters.discord.options import TOKEN_ENV, DiscordConnection, DiscordOptions
+from adapters.discord.options import GUILDS_ENV, TOKEN_ENV, DiscordConnection, DiscordOptions
 from adapters.discord.outbound import UNREACHABLE, DiscordOutbound, is_transient
 from adapters.discord.parsing import RejectedEvent, TolerantShardedState, TolerantState
 from adapters.election import Election
@@ -154,6 +154,7 @@ class DiscordAdapter(PlatformAdapter):
         self._task: asyncio.Task[None] | None = None
         self._election: Election | None = None  # of the gateway connection, unless sharded by configuration
         self._recording: set[asyncio.Task[None]] = set()  # rejected events being written to `rejects`
+        self._unlisted: set[int] = set()  # servers not listed, each named once in the log
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def _configure_endpoints(self) -> None:
@@ -258,6 +259,8 @@ class DiscordAdapter(PlatformAdapter):
             self.account = str(self.client.user.id)
             log.info("Discord connected as %s (%s) in %d guild(s)", self.client.user, self.account,
                      len(self.client.guilds))
+            for guild in self.client.guilds:
+                self.serves(guild.id, guild.name)
         self.connected = True
         self._ready.set()
 
@@ -298,6 +301,18 @@ class DiscordAdapter(PlatformAdapter):
     def me(self) -> discord.ClientUser:
         assert self.client is not None and self.client.user is not None
         return self.client.user
+
+    def serves(self, guild_id: int, name: str = "") -> bool:
+        """Whether what is written in `guild` is the bot's to read: only in servers the operator listed, since
+        anyone can invite the bot to a server of his own and make its roles there. Any other server is named
+        once in the log, with the id to list, and its traffic is dropped like another bot's."""
+        if self.options.guild_allowed(guild_id):
+            return True
+        if guild_id not in self._unlisted:
+            self._unlisted.add(guild_id)
+            log.warning("ignoring Discord server %s (%s): not listed in %s or platforms.discord.allowed_guilds",
+                        guild_id, name, GUILDS_ENV)
+        return False
 
     async def admit(self, user: discord.User | discord.Member, channel_id: int | None, *,
                     direct: bool) -> AccessDecision:

@@ -3,9 +3,11 @@
 The `kanban` tool lets the agent split a task into cards with dependencies and return at once; the cards
 remember the conversation they came from (and the person, whose usage limits pay for their workers), and
 the dispatcher posts there as cards start (a batch at a time), are taken back to run again, finish or
-block. A
-conversation that is gone (its platform is not attached, the chat was deleted) costs only the message: the
-card still finishes and stays on the board.
+block. A card belongs to the person who asked for it and to the group, channel or thread it was asked in:
+`/kanban` shows and changes, in a DM, the person's own cards, in a shared conversation its cards (for an
+admin, every card; `CardViewer`), and a card it may not see is "no card", as one that does not exist. A
+conversation that is gone (its platform is not attached, the chat was deleted) costs only
+the message: the card still finishes and stays on the board.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from hermes_engine.kanban.triage import Triage
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.storage import CardRecord, CardSpec
+from hermes_engine.ports.storage import CardRecord, CardSpec, CardViewer, shared_conversation
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
 
 if TYPE_CHECKING:
@@ -141,6 +143,7 @@ class KanbanFeature(Feature):
             deps.setdefault(a, []).append(str(b))
         session = self.host.session(ctx.session_key)
         origin: dict[str, Any] = {}
+        shared_in = shared_conversation(session.target, ctx.chat_kind) if session else None
         if session:
             origin = {"reply": replace(session.target, reply_to_id=None).to_dict(),
                       "for": {"user_id": ctx.user_id, "admin": ctx.is_admin, "person_id": ctx.person_id,
@@ -152,7 +155,8 @@ class KanbanFeature(Feature):
         for i, text in enumerate(tasks, start=1):
             title, body = _spec_text(text)
             specs.append(CardSpec(title=title, body=body, profile=self.host.bot, key=str(i),
-                                  depends_on=tuple(deps.get(i, [])), goal_mode=goal_mode, origin=origin))
+                                  depends_on=tuple(deps.get(i, [])), goal_mode=goal_mode, origin=origin,
+                                  owner_id=ctx.person_id, shared_in=shared_in))
         cards = await self.host.store.create_cards(specs, actor=f"agent:{ctx.session_key}")
         self._poke()
         return cards
@@ -211,9 +215,11 @@ class KanbanFeature(Feature):
         word, _, rest = ctx.args.strip().partition(" ")
         sub, rest = word.lower(), rest.strip()
         actor = f"{ctx.message.platform}:{ctx.message.user_id}"
+        conversation = shared_conversation(ctx.message.reply_target(), ctx.message.chat_kind)
+        viewer = CardViewer(ctx.person_id, conversation, admin=ctx.is_admin)
         try:
             if sub in ("", "list", "board"):
-                return render_board(await store.list_cards(profile=ctx.host.bot))
+                return render_board(await store.list_cards(profile=ctx.host.bot, viewer=viewer))
             if sub == "add":
                 if not rest:
                     return "Usage: /kanban add <title>[: <details>]"
@@ -224,11 +230,12 @@ class KanbanFeature(Feature):
                                   "chat_kind": ctx.session.scope.chat_kind, "session_key": ctx.session.key},
                           "batch": new_batch()}
                 [card] = await store.create_cards([CardSpec(title=title, body=body, profile=ctx.host.bot,
-                                                            origin=origin)], actor=actor)
+                                                            origin=origin, owner_id=ctx.person_id,
+                                                            shared_in=conversation)], actor=actor)
                 self._poke()
                 return f"Added card #{card.id}: {card.title}"
             if sub == "show":
-                shown = await store.get_card(parse_card_id(rest))
+                shown = await store.get_card(parse_card_id(rest), viewer=viewer)
                 if shown is None:
                     return f"No card {rest}."
                 return render_card(shown, await store.card_events(shown.id))
@@ -238,11 +245,13 @@ class KanbanFeature(Feature):
                 if sub == "move":
                     status, _, reason = tail.strip().partition(" ")
                     moved = await store.move_card(card_id, parse_status(status),  # type: ignore[arg-type]
-                                                  actor=actor, reason=reason)
+                                                  actor=actor, reason=reason, viewer=viewer)
                 elif sub == "block":
-                    moved = await store.move_card(card_id, "blocked", actor=actor, reason=tail.strip() or "blocked")
+                    moved = await store.move_card(card_id, "blocked", actor=actor, reason=tail.strip() or "blocked",
+                                                  viewer=viewer)
                 else:
-                    moved = await store.move_card(card_id, "archived", actor=actor, reason=tail.strip() or "cancelled")
+                    moved = await store.move_card(card_id, "archived", actor=actor,
+                                                  reason=tail.strip() or "cancelled", viewer=viewer)
                 if moved is None:
                     return f"No card {target}."
                 self._poke()

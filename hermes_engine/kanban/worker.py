@@ -3,7 +3,8 @@
 Like a sub-agent (`loops/delegation.py`) it sees a short system prompt of its own and one user message: the
 card, the results of the cards it waited for, and the handoffs of earlier attempts (so a retry knows what
 went wrong before). It reaches the board only through `kanban_show`, `kanban_heartbeat` and
-`kanban_complete`, which refuse to change any card but its own. Whatever happens, the attempt ends with a
+`kanban_complete`, which refuse to change any card but its own, or to read any but its own, the cards it
+depends on and its parts: the board holds other people's work. Whatever happens, the attempt ends with a
 structured handoff in the card's history.
 """
 
@@ -27,9 +28,9 @@ MAX_HANDOFF_CHARS = 2000
 
 WORKER_SYSTEM = """\
 You are a worker on a kanban board: you were given one card to finish. No person reads your messages; work
-only from the card and the context given, with the tools you have. Use kanban_show to read your card or the
-cards it depends on, kanban_heartbeat to report progress on long work, and kanban_complete to finish it with
-its result (or to split it into child cards). You may change only your own card."""
+only from the card and the context given, with the tools you have. Use kanban_show to read your card, the
+cards it depends on or its parts, kanban_heartbeat to report progress on long work, and kanban_complete to
+finish it with its result (or to split it into child cards). You may change only your own card."""
 
 
 def refusal(own: int, other: int) -> ToolResult:
@@ -47,6 +48,12 @@ class WorkerScope:
     finished: CardRecord | None = None  # set once kanban_complete ended the attempt
     notes: list[str] = field(default_factory=list)
     split_before: bool = False  # the card already has parts: this run integrates them, it does not split again
+
+
+def may_read(scope: WorkerScope, card: CardRecord) -> bool:
+    """A worker reads its own card, the cards it waits for, and the parts it split its card into."""
+    own = scope.card
+    return card.id == own.id or card.id in own.depends_on or card.parent_id == own.id
 
 
 def _scope(ctx: ToolContext) -> WorkerScope | None:
@@ -70,9 +77,11 @@ async def kanban_show(card_id: int | None = None, *, ctx: ToolContext) -> ToolRe
     scope = _scope(ctx)
     if scope is None:
         return ToolResult("Error: kanban_show is for kanban workers.", is_error=True)
-    card = await scope.store.get_card(card_id if card_id is not None else scope.card.id)
-    if card is None:
-        return ToolResult(f"Error: no card {card_id}.", is_error=True)
+    wanted = card_id if card_id is not None else scope.card.id
+    card = await scope.store.get_card(wanted)
+    if card is None or not may_read(scope, card):
+        return ToolResult(f"Error: no card {wanted} among those this worker may read: its own (#{scope.card.id}), "
+                          "the cards it depends on and its parts.", is_error=True)
     return ToolResult(json.dumps(describe(card), ensure_ascii=False))
 
 
@@ -124,7 +133,8 @@ async def kanban_complete(card_id: int, result: str, children: list[str] | None 
     finished: CardRecord | None
     if titles:
         card = scope.card
-        specs = [CardSpec(title=t, profile=card.profile, origin=card.origin) for t in titles]
+        specs = [CardSpec(title=t, profile=card.profile, origin=card.origin, owner_id=card.owner_id,
+                          shared_in=card.shared_in) for t in titles]
         split = await scope.store.split_card(card_id, scope.claim, specs, result=text, handoff=handoff)
         finished = split[0] if split is not None else None
     else:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from hermes_engine.ports.inbound import ChatKind, ReplyTarget
+
 CardStatus = Literal["triage", "todo", "ready", "running", "blocked", "done", "archived"]
 CARD_STATUSES: tuple[CardStatus, ...] = ("triage", "todo", "ready", "running", "blocked", "done", "archived")
 
@@ -26,6 +28,32 @@ class CardSpec:
     goal_mode: bool = False
     status: CardStatus = "todo"
     origin: dict[str, Any] = field(default_factory=dict)  # where progress goes (a ReplyTarget as a dict)
+    owner_id: int | None = None  # the person who made it (None: the operator, or a card older than owners)
+    shared_in: str | None = None  # the group, channel or thread it was made in (`shared_conversation`)
+
+
+def shared_conversation(target: ReplyTarget, kind: ChatKind | str) -> str | None:
+    """The key of the shared conversation a message was written in, or None for a DM, which no one else reads.
+
+    A group, channel or thread is one conversation with its chat: everyone who can write in a chat can read
+    its threads (Slack threads, Telegram topics, Discord threads), so a card made in any thread of a chat is
+    the chat's, seen from the chat and from each of its threads."""
+    if ChatKind(kind) is ChatKind.DM:
+        return None
+    return f"{target.platform}:{target.account}:{target.chat_id}"
+
+
+@dataclass(frozen=True)
+class CardViewer:
+    """Who looks at the board from chat, and where. In a DM a person sees the cards they made, wherever they
+    made them; in a group, channel or thread (`conversation`, from `shared_conversation`) everyone writing there
+    sees the cards made there, and only those: what the bot answers there, the whole conversation reads, so a
+    person's DM cards stay out of it. An admin of the bot sees every card. The dispatcher and the operator's
+    command line pass no viewer at all and see everything."""
+
+    person_id: int | None
+    conversation: str | None = None
+    admin: bool = False
 
 
 @dataclass(frozen=True)
@@ -51,6 +79,8 @@ class CardRecord:
     created_at: datetime
     updated_at: datetime
     spent: CardUsage = field(default_factory=lambda: CardUsage())  # by all its attempts
+    owner_id: int | None = None
+    shared_in: str | None = None
 
     @property
     def person_id(self) -> int | None:
@@ -97,17 +127,20 @@ class CardStore(Protocol):
         """Create the cards in one transaction. ValueError (nothing created) for an unknown dependency, a
         key used twice, or dependencies that form a cycle."""
 
-    async def get_card(self, card_id: int) -> CardRecord | None: ...
+    async def get_card(self, card_id: int, *, viewer: CardViewer | None = None) -> CardRecord | None:
+        """The card, or None when it does not exist or `viewer` may not see it (the two look the same)."""
 
     async def list_cards(self, *, profile: str | None = None, status: CardStatus | None = None,
-                         parent_id: int | None = None) -> list[CardRecord]:
-        """Cards, oldest first; archived ones only when asked for by status."""
+                         parent_id: int | None = None, viewer: CardViewer | None = None) -> list[CardRecord]:
+        """Cards, oldest first; archived ones only when asked for by status; only those `viewer` may see."""
 
     async def add_dependency(self, card_id: int, depends_on: int, *, actor: str) -> None:
         """ValueError when either card is unknown or the new edge would close a cycle."""
 
-    async def move_card(self, card_id: int, status: CardStatus, *, actor: str, reason: str = "") -> CardRecord | None:
-        """Set a card's status by hand (a person, the CLI); a claim on it is dropped. None: unknown card."""
+    async def move_card(self, card_id: int, status: CardStatus, *, actor: str, reason: str = "",
+                        viewer: CardViewer | None = None) -> CardRecord | None:
+        """Set a card's status by hand (a person, the CLI); a claim on it is dropped. None (nothing changes):
+        an unknown card, or one `viewer` may not see."""
 
     async def promote_ready(self, profile: str) -> list[int]:
         """Move `todo` cards whose dependencies are all done to `ready`; their ids."""

@@ -20,6 +20,8 @@ from hermes_engine.ports.cards import CardSpec as CardSpec
 from hermes_engine.ports.cards import CardStatus as CardStatus
 from hermes_engine.ports.cards import CardStore as CardStore
 from hermes_engine.ports.cards import CardUsage as CardUsage
+from hermes_engine.ports.cards import CardViewer as CardViewer
+from hermes_engine.ports.cards import shared_conversation as shared_conversation
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.inbound import LastInbound
 from hermes_engine.ports.reply import Delivery
@@ -477,6 +479,10 @@ class UsageLedger(Protocol):
 
     async def usage_total(self, bot: str, day: date) -> UsageCount:
         """Everyone's counts for the day, summed."""
+
+    async def merge_usage(self, keep_person_id: int, merge_person_id: int) -> None:
+        """Add every count of `merge_person_id` (each bot, each day) to `keep_person_id`'s and drop its own:
+        accounts joined into one person count against one limit. In one transaction."""
 
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hermes_engine.holders import holder_gone
-from hermes_engine.ports.storage import CARD_STATUSES, CardEvent, CardRecord, CardSpec, CardUsage
+from hermes_engine.ports.storage import CARD_STATUSES, CardEvent, CardRecord, CardSpec, CardUsage, CardViewer
 from storage.models import CardDependencyRow, CardEventRow, CardRow
 from storage.repos.base import SqlRepository, whole
 from storage.values import clean, clean_text
@@ -55,6 +55,16 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 def _check_status(status: str) -> None:
     if status not in CARD_STATUSES:
         raise ValueError(f"unknown card status {status!r}; expected one of {', '.join(CARD_STATUSES)}")
+
+
+def _visible_to(viewer: CardViewer | None) -> sa.ColumnElement[bool]:
+    """What `viewer` may see (`CardViewer`): everything (no viewer, or an admin); else in a shared conversation
+    its cards, in a DM the cards they made. A card with neither an owner nor a conversation is left to admins."""
+    if viewer is None or viewer.admin:
+        return sa.true()
+    if viewer.conversation is not None:
+        return CardRow.shared_in == viewer.conversation
+    return CardRow.owner_id == viewer.person_id if viewer.person_id is not None else sa.false()
 
 
 def _plan(specs: Sequence[CardSpec]) -> tuple[dict[str, int], set[int]]:
@@ -107,18 +117,19 @@ class CardRepository(SqlRepository):
                            attempts=r.attempts, failures=r.failures, claim=r.claim,
                            lease_expires_at=r.lease_expires_at, created_at=r.created_at,
                            updated_at=r.updated_at,
-                           spent=CardUsage(r.tokens_in or 0, r.tokens_out or 0, r.model_calls or 0)) for r in rows]
+                           spent=CardUsage(r.tokens_in or 0, r.tokens_out or 0, r.model_calls or 0),
+                           owner_id=r.owner_id, shared_in=r.shared_in) for r in rows]
 
     @whole
-    async def get_card(self, card_id: int) -> CardRecord | None:
+    async def get_card(self, card_id: int, *, viewer: CardViewer | None = None) -> CardRecord | None:
         async with self._session() as session:
-            row = await session.get(CardRow, card_id)
+            row = await session.scalar(sa.select(CardRow).where(CardRow.id == card_id, _visible_to(viewer)))
             return (await self._records(session, [row]))[0] if row is not None else None
 
     @whole
     async def list_cards(self, *, profile: str | None = None, status: str | None = None,
-                         parent_id: int | None = None) -> list[CardRecord]:
-        stmt = sa.select(CardRow)
+                         parent_id: int | None = None, viewer: CardViewer | None = None) -> list[CardRecord]:
+        stmt = sa.select(CardRow).where(_visible_to(viewer))
         if status is not None:
             _check_status(status)
             stmt = stmt.where(CardRow.status == status)
@@ -167,7 +178,8 @@ class CardRepository(SqlRepository):
             row = CardRow(title=clean_text(spec.title.strip()), body=clean_text(spec.body), status=spec.status,
                           profile=spec.profile, parent_id=spec.parent_id, goal_mode=spec.goal_mode,
                           origin=clean(dict(spec.origin)), attempts=0, failures=0, created_at=now,
-                          updated_at=now, tokens_in=0, tokens_out=0, model_calls=0)
+                          updated_at=now, tokens_in=0, tokens_out=0, model_calls=0, owner_id=spec.owner_id,
+                          shared_in=spec.shared_in)
             session.add(row)
             rows.append(row)
         await session.flush()
@@ -201,10 +213,12 @@ class CardRepository(SqlRepository):
             self._event(session, card_id, actor, "dependency", None, None, f"waits for card {depends_on}")
 
     @whole
-    async def move_card(self, card_id: int, status: str, *, actor: str, reason: str = "") -> CardRecord | None:
+    async def move_card(self, card_id: int, status: str, *, actor: str, reason: str = "",
+                        viewer: CardViewer | None = None) -> CardRecord | None:
         _check_status(status)
         async with self._write() as session:
-            row = await session.scalar(sa.select(CardRow).where(CardRow.id == card_id).with_for_update())
+            row = await session.scalar(sa.select(CardRow).where(CardRow.id == card_id, _visible_to(viewer))
+                                       .with_for_update())
             if row is None:
                 return None
             before = row.status

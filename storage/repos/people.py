@@ -179,13 +179,13 @@ class PeopleRepository(SqlRepository):
         """Cards a person's request made carry their words (title, body, results, handoffs) and where to tell
         them: archived with all of it wiped, so no dispatcher runs them again and the board keeps no trace. A
         worker still on one finds it archived when it reports."""
-        cards = list(await session.scalars(sa.select(CardRow.id).where(
-            CardRow.origin[("for", "person_id")].as_integer().in_(ids))))
+        cards = list(await session.scalars(sa.select(CardRow.id).where(sa.or_(
+            CardRow.origin[("for", "person_id")].as_integer().in_(ids), CardRow.owner_id.in_(ids)))))
         if cards:
             await _delete(session, CardEventRow, CardEventRow.card_id.in_(cards))
             await session.execute(sa.update(CardRow).where(CardRow.id.in_(cards)).values(
                 title=REMOVED, body=REMOVED, result=None, reason=None, origin={}, status="archived", claim=None,
-                lease_expires_at=None).execution_options(synchronize_session=False))
+                lease_expires_at=None, owner_id=None, shared_in=None).execution_options(synchronize_session=False))
         return len(cards)
 
     @staticmethod

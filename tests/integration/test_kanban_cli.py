@@ -60,3 +60,20 @@ async def test_the_cli_lists_shows_moves_and_retries_cards(tmp_path):
     finally:
         await store.close()
     assert (events[-1].actor, events[-1].to_status) == ("cli", "ready")
+
+
+async def test_the_cli_lists_and_shows_every_persons_and_conversations_cards(tmp_path):
+    store = await _board(tmp_path)
+    try:
+        cards = await store.create_cards([CardSpec("Alice's private plan", body="leave in May", owner_id=1),
+                                          CardSpec("Bob's errand", owner_id=2),
+                                          CardSpec("the release notes", owner_id=2, shared_in="slack:T1:C1"),
+                                          CardSpec("from before owners")], actor="test")
+    finally:
+        await store.close()
+
+    listing = await asyncio.to_thread(kanban, "list", home=tmp_path)
+    assert listing.returncode == 0
+    assert all(f"#{c.id} {c.title}" in listing.stdout for c in cards)
+    shown = await asyncio.to_thread(kanban, "show", str(cards[0].id), home=tmp_path)
+    assert shown.returncode == 0 and "leave in May" in shown.stdout

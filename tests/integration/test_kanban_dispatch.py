@@ -155,6 +155,57 @@ async def test_a_worker_trying_to_change_another_card_is_refused(board, fake_llm
     assert [e.kind for e in await board.store.card_events(other.id)] == ["created"]
 
 
+async def test_a_worker_reads_the_card_it_depends_on_but_not_an_unrelated_one(board, fake_llm):
+    fake_llm.responder = completing("three parts")
+    [outline] = await board.add(CardSpec("the outline", status="ready", profile="testbot", origin={"person": 2}))
+    await board.until(outline.id, lambda c: c.status == "done")
+    [private] = await board.store.create_cards([CardSpec("Alice's private plan", body="leave in May",
+                                                         status="blocked", profile="testbot",
+                                                         origin={"person": 1})],
+                                               actor="test")
+
+    def respond(request):
+        if not tool_results(request):
+            return Reply(tool_calls=[("kanban_show", {"card_id": private.id}), ("kanban_show", {"card_id": outline.id})])
+        if len(tool_results(request)) == 2:
+            return Reply(tool_calls=[("kanban_complete", {"card_id": card_of(request), "result": "written"})])
+        return Reply(text="ok")
+
+    fake_llm.responder = respond
+    [chapters] = await board.add(CardSpec("the chapters", status="ready", profile="testbot", origin={"person": 2},
+                                          depends_on=(outline.id,)))
+    await board.until(chapters.id, lambda c: c.status == "done")
+    refused, read = tool_results([r for r in fake_llm.requests if is_worker(r) and len(tool_results(r)) == 2][0])
+    assert refused == (f"Error: no card {private.id} among those this worker may read: its own (#{chapters.id}), "
+                       "the cards it depends on and its parts.")
+    assert (json.loads(read)["id"], json.loads(read)["result"]) == (outline.id, "three parts")
+
+
+async def test_a_worker_that_split_its_card_reads_its_parts(board, fake_llm):
+    def respond(request):
+        results, card_id, prompt = tool_results(request), card_of(request), request.last_user_text
+        if results and (card_id != parent.id or "Result of your part" not in prompt or len(results) > 1):
+            return Reply(text="ok")
+        if card_id != parent.id:
+            return Reply(tool_calls=[("kanban_complete", {"card_id": card_id, "result": f"did {card_id}"})])
+        if "Result of your part" not in prompt:
+            return Reply(tool_calls=[("kanban_complete", {"card_id": card_id, "result": "split",
+                                                           "children": ["part one"]})])
+        if not results:
+            part = int(prompt.split("Result of your part #", 1)[1].split(" ", 1)[0])
+            return Reply(tool_calls=[("kanban_show", {"card_id": part})])
+        return Reply(tool_calls=[("kanban_complete", {"card_id": card_id, "result": "combined"})])
+
+    fake_llm.responder = respond
+    [parent] = await board.add(CardSpec("big job", status="ready", profile="testbot"))
+    await board.until(parent.id, lambda c: c.status == "done")
+    [part] = await board.store.list_cards(parent_id=parent.id)
+    [shown] = [tool_results(r)[0] for r in fake_llm.requests
+               if is_worker(r) and card_of(r) == parent.id and "Result of your part" in r.last_user_text
+               and len(tool_results(r)) == 1]
+    assert (json.loads(shown)["id"], json.loads(shown)["result"]) == (part.id, f"did {part.id}")
+
+
 async def test_a_card_id_given_as_a_string_finishes_the_card_with_the_result_passed(board, fake_llm):
     def respond(request):
         if not tool_results(request):
@@ -212,7 +263,9 @@ async def test_a_worker_failing_twice_blocks_its_card_and_the_retry_saw_the_firs
 async def test_a_card_whose_conversation_is_gone_still_finishes_and_shows_on_the_board(board, fake_llm):
     fake_llm.responder = completing("done without anyone watching")
     gone = ReplyTarget("vanished-platform", "acct", "deleted-chat")
-    [card] = await board.add(CardSpec("orphan", status="ready", profile="testbot", origin={"reply": gone.to_dict()}))
+    person = (await board.store.resolve_account("test", "acct", "u1")).person_id  # the one who asks for /kanban
+    [card] = await board.add(CardSpec("orphan", status="ready", profile="testbot", origin={"reply": gone.to_dict()},
+                                      owner_id=person))
     done = await board.until(card.id, lambda c: c.status == "done")
     assert done.result == "done without anyone watching"
     listing = await board.say("/kanban list")
@@ -433,3 +486,30 @@ async def test_a_workers_tokens_are_on_its_card_and_count_against_the_persons_da
     today = datetime.now(UTC).date()
     used = await board.store.usage_of("testbot", person, today)
     assert used.tokens == 700  # the two /kanban commands are not turns: all of it is the worker's
+
+
+async def test_splitting_a_triage_card_counts_its_tokens_against_the_cards_maker(open_board, fake_llm):
+    from datetime import UTC, datetime
+
+    from hermes_engine.kanban.triage import DECOMPOSE_SYSTEM
+
+    def respond(request):
+        if request.system.startswith(DECOMPOSE_SYSTEM.splitlines()[0]):
+            return Reply(text=json.dumps({"tasks": []}), usage={"input": 800, "output": 6})
+        raise AssertionError("no worker runs: the card waits for the blocked one")
+
+    fake_llm.responder = respond
+    board = await open_board(limits=UsageLimitSettings(tokens_per_day=1_000_000))
+    person = (await board.store.resolve_account("test", "acct", "u1", "u1")).person_id
+    [blocker] = await board.store.create_cards([CardSpec("find the key", status="blocked", profile="testbot")],
+                                               actor="test")
+    [card] = await board.add(CardSpec("tidy the shed", status="triage", profile="testbot",
+                                      depends_on=(blocker.id,),
+                                      origin={"person": person, "reply": TARGET.to_dict()}))
+    await board.until(card.id, lambda c: c.status != "triage")
+    today = datetime.now(UTC).date()
+    deadline = asyncio.get_running_loop().time() + 10
+    while (used := await board.store.usage_of("testbot", person, today)).tokens == 0:
+        assert asyncio.get_running_loop().time() < deadline, "the split's tokens were never counted"
+        await asyncio.sleep(0.05)
+    assert used.tokens == 806 and used.turns == 0

@@ -123,7 +123,7 @@ async def test_a_forget_code_is_given_only_in_a_direct_message_and_expires():
     assert "expired" in await feature.handle(_command(code))  # never reaches the host: nothing is deleted
 
 
-def test_forgetting_removes_their_dm_workspaces_usage_and_the_cards_they_asked_for_and_nothing_of_others(home):
+def test_forgetting_removes_their_dm_workspaces_usage_and_the_cards_they_asked_for_or_own_and_nothing_of_others(home):
     from datetime import date
 
     from hermes_engine.ports.cards import CardSpec
@@ -138,19 +138,20 @@ def test_forgetting_removes_their_dm_workspaces_usage_and_the_cards_they_asked_f
 
     def asked_by(pid: int, title: str) -> CardSpec:
         return CardSpec(title=title, body=f"{title}, in detail", origin={"for": {"person_id": pid, "user_id": "x"},
-                                                                         "reply": {"platform": "telegram"}})
+                                                                         "reply": {"platform": "telegram"}},
+                        owner_id=pid, shared_in="telegram:bot:-100")
 
     async def prepare(store):
-        cards = await store.create_cards([asked_by(ann, "Plan Ann's trip"), asked_by(bob, "Plan Bob's move")],
-                                         actor="test")
+        cards = await store.create_cards([asked_by(ann, "Plan Ann's trip"), asked_by(bob, "Plan Bob's move"),
+                                          CardSpec("Ann's card with no origin", owner_id=ann)], actor="test")
         await store.add_usage("helper", ann, date(2026, 12, 1), turns=3, tokens=300)
         await store.add_usage("helper", bob, date(2026, 12, 1), turns=1, tokens=100)
         return cards
 
-    anns_card, bobs_card = with_store(prepare)
+    anns_card, bobs_card, owned = with_store(prepare)
     result = CliRunner().invoke(app, ["forget", "telegram:123456789", "--yes"])
     assert result.exit_code == 0, result.output
-    assert "1 kanban card(s)" in result.output and "2 workspace(s)" in result.output
+    assert "2 kanban card(s)" in result.output and "2 workspace(s)" in result.output
 
     assert sorted(p.name for p in (home / "workspaces" / "helper").iterdir()) == ["chat-0123456789abcdef",
                                                                                   f"person-{bob}"]
@@ -159,10 +160,12 @@ def test_forgetting_removes_their_dm_workspaces_usage_and_the_cards_they_asked_f
     async def after(store):
         return (await store.get_card(anns_card.id), await store.card_events(anns_card.id),
                 await store.get_card(bobs_card.id), await store.usage_of("helper", ann, date(2026, 12, 1)),
-                await store.usage_of("helper", bob, date(2026, 12, 1)))
+                await store.usage_of("helper", bob, date(2026, 12, 1)), await store.get_card(owned.id))
 
-    wiped, events, kept, anns_use, bobs_use = with_store(after)
+    wiped, events, kept, anns_use, bobs_use, owned_wiped = with_store(after)
     assert wiped.status == "archived" and "Ann" not in wiped.title + wiped.body and wiped.origin == {}
+    assert (wiped.owner_id, wiped.shared_in, kept.owner_id) == (None, None, bob)
+    assert owned_wiped.status == "archived" and "Ann" not in owned_wiped.title and owned_wiped.owner_id is None
     assert events == []
     assert kept.title == "Plan Bob's move" and kept.origin["for"]["person_id"] == bob
     assert (anns_use.turns, anns_use.tokens) == (0, 0) and (bobs_use.turns, bobs_use.tokens) == (1, 100)
