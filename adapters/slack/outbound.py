@@ -5,9 +5,10 @@ the shared `PlatformAdapter` machinery's.
   (`edit_interval_seconds`, 1.2 s: `chat.update` is Tier 3, ~50 a minute).
 - Finals are mrkdwn (`adapters.render.render_slack`) split at 40,000 characters; only `text` is sent, no
   blocks, so the 3,000-character section limit never applies and nothing is cut. Interim frames are plain
-  text with `& < >` escaped, so model output can never ping `<!channel>`. Link unfurling is off.
+  text with `& < >` escaped, so model output can never ping anyone. Link unfurling is off.
 - In threads, native streams (`chat.startStream` / `appendStream` / `stopStream`) carry Markdown that
-  Slack renders itself, with `<!…>` special mentions defused. A stream holds one message's worth: a reply
+  Slack renders itself, with every mention the model wrote (`<@U…>`, `<!here>`, `<!subteam^…>`, …)
+  defused, including one split between two calls. A stream holds one message's worth: a reply
   that outgrows it is refused here before Slack refuses it, and the shared layer falls back to
   post-then-edit and splits. A Slack that refuses streams (`missing_scope`, `unknown_method`, …) switches
   them off for the process.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from typing import Any
 
 from adapters.slack.recent import Recent
@@ -35,10 +37,18 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def defuse(markdown: str) -> str:
-    """Stream Markdown is not escaped (Slack renders it), so a special mention (``<!channel>``, ``<!here>``,
-    ``<!subteam^…>``) in model output would ping people; a zero-width space keeps it from forming."""
-    return markdown.replace("<!", "<\u200b!")
+_MENTION = re.compile(r"<(?=[@!])")
+
+
+def defuse(markdown: str, *, after: str = "") -> str:
+    """Stream Markdown is not escaped (Slack renders it), so a mention in model output (``<@U…>``,
+    ``<@W…>``, ``<!channel>``, ``<!here>``, ``<!subteam^…>``) would ping people; a zero-width space after
+    the ``<`` keeps it from forming and reads the same. `after` is what the stream already shows: Slack
+    joins a stream's pieces, so a ``<`` ending one call and ``@U…>`` starting the next would form one."""
+    defused = _MENTION.sub("<\u200b", markdown)
+    if after.endswith("<") and defused.startswith(("@", "!")):
+        return "\u200b" + defused
+    return defused
 
 
 class SlackMessages:
@@ -69,6 +79,7 @@ class NativeStreams:
         self.max_length = max_length
         self.off: str | None = None  # why Slack refused streams, once it did: no stream is tried again
         self._sizes: Recent[str, int] = Recent(limit=1000)  # open stream → characters streamed so far
+        self._last: Recent[str, str] = Recent(limit=1000)  # open stream → the last character streamed
 
     async def start(self, target: ReplyTarget, markdown: str, recipient: str | None) -> str:
         """Open a stream in `target`'s thread; `recipient` is the person streamed to (Slack wants one
@@ -88,6 +99,7 @@ class NativeStreams:
             raise
         stream_id = str(data["ts"])
         self._sizes.remember(stream_id, len(first))
+        self._last.remember(stream_id, first[-1:])
         if rest:
             try:
                 await self.append(target, stream_id, rest)
@@ -100,11 +112,12 @@ class NativeStreams:
 
     async def append(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
         self._check_size(self._sizes.get(stream_id, 0), markdown)
-        markdown = defuse(markdown)
+        markdown = defuse(markdown, after=self._last.get(stream_id, ""))
         for start in range(0, len(markdown), NATIVE_CHUNK):
             piece = markdown[start:start + NATIVE_CHUNK]
             await self.api.call("chat.appendStream", channel=target.chat_id, ts=stream_id, markdown_text=piece)
             self._sizes[stream_id] = self._sizes.get(stream_id, 0) + len(piece)
+            self._last[stream_id] = piece[-1:]
 
     async def stop(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
         """Close the stream with `markdown` appended. If that would overflow, it is closed with what it
@@ -114,12 +127,13 @@ class NativeStreams:
         except SlackCallError:
             await self.stop(target, stream_id, "")
             raise
-        markdown = defuse(markdown)
+        markdown = defuse(markdown, after=self._last.get(stream_id, ""))
         head, tail = markdown[:-NATIVE_CHUNK] if len(markdown) > NATIVE_CHUNK else "", markdown[-NATIVE_CHUNK:]
         if head:
             await self.append(target, stream_id, head)
         await self.api.call("chat.stopStream", channel=target.chat_id, ts=stream_id, markdown_text=tail or None)
         self._sizes.pop(stream_id, None)
+        self._last.pop(stream_id, None)
 
     def _check_size(self, streamed: int, more: str) -> None:
         if streamed + len(more) > self.max_length:

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 
 from hermes_engine.mcp.remote import RemotePart, RemoteResult
 from hermes_engine.ports.conversation import ImagePart
+from hermes_engine.providers.vision import IMAGE_TYPES, MAX_IMAGE_BYTES
 
 KEPT_RESULTS = 32  # full texts of cut results kept for `mcp_result_page`, per gateway
 MAX_IMAGES = 4  # per result: each costs over a thousand tokens on every later request of the session
-MAX_IMAGE_BYTES = 3_750_000  # decoded; its base64 stays under the providers' 5 MB per image
-IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})  # what every provider takes
 
 
 def _size(data: str) -> int | None:

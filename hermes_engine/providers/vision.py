@@ -1,6 +1,7 @@
 """Which models see images, and what a model that does not is sent instead.
 
-Images reach a model from people (attachments) and from tools (an MCP server's picture). Every model is
+Images reach a model from people (attachments) and from tools (an MCP server's picture, an image
+`web_fetch` read); a tool hands on only `IMAGE_TYPES` up to `MAX_IMAGE_BYTES`. Every model is
 taken to accept them unless `HERMES_TEXT_ONLY_MODELS` names it: comma-separated specs, `provider:*` for
 every model of a provider (a local server's text model would refuse the request). Such a model gets the
 text alone: each image is already described there, and a tool result says its image was left out.
@@ -13,6 +14,8 @@ from dataclasses import replace
 from hermes_engine.ports.conversation import Message
 
 TEXT_ONLY_VARIABLE = "HERMES_TEXT_ONLY_MODELS"
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})  # what every provider takes
+MAX_IMAGE_BYTES = 3_750_000  # decoded; its base64 stays under the providers' 5 MB per image
 LEFT_OUT = "[this model takes text only: the image(s) above were not shown to it]"
 
 

@@ -8,7 +8,8 @@ lives in this replica's memory, so after a restart none is pending, and the turn
 with its unfinished tool call marked interrupted, which counts as denied. Given a store (`share_through`),
 each request is also recorded there, so a press that the platform brings to another replica is taken
 there and reaches the waiting turn (`shared_approvals.py`); the question is then updated here, where it
-was shown.
+was shown. A press on a request whose waiting turn is gone (its process died) is told it has ended, on
+any replica and after a restart.
 "Approve for this session" remembers the risk class for that session until it leaves memory or `/new`.
 Who may answer: the approvers (by default the profile's admins) and, when the profile says so
 (`person_approves`), the person whose turn asks.
@@ -25,8 +26,7 @@ from datetime import UTC, datetime, timedelta
 
 from hermes_engine.ports.approval import ApprovalAnswers, ApprovalAsker, ApprovalRequest, Decision, Pressed
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.storage import ApprovalStore
-from hermes_engine.workspace.shared_approvals import SharedRequests, answered_note
+from hermes_engine.workspace.shared_approvals import ApprovalStores, SharedRequests, answered_note
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +47,14 @@ class ApprovalGate:
     person_approves: bool = False  # the person whose turn asks may answer too
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _for_session: dict[str, set[str]] = field(default_factory=dict)
-    _settling: set[asyncio.Task[None]] = field(default_factory=set)
+    _ending: set[asyncio.Task[tuple[Decision, str]]] = field(default_factory=set)
     _shared: SharedRequests | None = None
 
     def __post_init__(self) -> None:
         if self.asker is not None:
             self.asker.take_presses(self)
 
-    def share_through(self, store: ApprovalStore, bot: str) -> None:
+    def share_through(self, store: ApprovalStores, bot: str) -> None:
         """Record requests in `store`, and take presses on requests other replicas of `bot` asked."""
         self._shared = SharedRequests(store, bot)
 
@@ -83,21 +83,37 @@ class ApprovalGate:
             decision, pending.note = Decision.DENY, "nobody approved it in time"
         except asyncio.CancelledError:
             self._pending.pop(request.id, None)
-            if shared is not None:
-                await shared.close(request.id, Decision.DENY, "", None)
-            await self._settle(request, Decision.DENY, pending.note or "the turn stopped before anyone answered")
+            await self._end(request, shared, Decision.DENY, pending.note or "the turn stopped before anyone answered",
+                            None, cancelled=True)
             raise
         finally:
             self._pending.pop(request.id, None)
             if watching is not None:
                 watching.cancel()
         note = pending.note or ("denied" if decision is Decision.DENY else "approved")
-        if shared is not None:
-            decision, note = await shared.close(request.id, decision, note, pending.answered_by)
+        decision, note = await self._end(request, shared, decision, note, pending.answered_by)
         if decision is Decision.SESSION:
             self._for_session.setdefault(session_key, set()).add(risk)
-        await self._settle(request, decision, note)
         return decision, note
+
+    async def _end(self, request: ApprovalRequest, shared: SharedRequests | None, decision: Decision, note: str,
+                   answered_by: str | None, *, cancelled: bool = False) -> tuple[Decision, str]:
+        """Record how the request ended (an answer recorded first elsewhere wins, unless the turn was
+        cancelled) and tell the asker, as one task of its own: a turn cancelled meanwhile (`/stop` right
+        after the answer) leaves neither the record pending nor the question showing live buttons."""
+
+        async def end() -> tuple[Decision, str]:
+            ended = decision, note
+            if shared is not None:
+                recorded = await shared.close(request.id, decision, note, answered_by)
+                ended = ended if cancelled else recorded
+            await self._settle(request, *ended)
+            return ended
+
+        task = asyncio.get_running_loop().create_task(end())
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
+        return await asyncio.shield(task)
 
     @staticmethod
     def _resolve(pending: _Pending, decision: Decision, note: str) -> None:
@@ -106,20 +122,12 @@ class ApprovalGate:
             pending.future.set_result(decision)
 
     async def _settle(self, request: ApprovalRequest, decision: Decision, note: str) -> None:
-        """Tell the asker how the request ended. The update runs as its own task: a turn cancelled while it
-        is on its way (`/stop` right after the answer) does not leave the question showing live buttons."""
+        """Tell the asker how the request ended."""
         assert self.asker is not None
-
-        async def settle(asker: ApprovalAsker) -> None:
-            try:
-                await asker.settled(request, decision, note)
-            except Exception:  # noqa: BLE001 - the question stays as shown; the decision stands
-                log.warning("could not update approval request %s", request.id, exc_info=True)
-
-        task = asyncio.get_running_loop().create_task(settle(self.asker))
-        self._settling.add(task)
-        task.add_done_callback(self._settling.discard)
-        await asyncio.shield(task)
+        try:
+            await self.asker.settled(request, decision, note)
+        except Exception:  # noqa: BLE001 - the question stays as shown; the decision stands
+            log.warning("could not update approval request %s", request.id, exc_info=True)
 
     def answer(self, request_id: str, user_id: str, decision: Decision) -> bool:
         return self._press_here(request_id, user_id, decision) is Pressed.TAKEN

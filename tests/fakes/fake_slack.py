@@ -6,7 +6,8 @@ auth.test, chat.postMessage, chat.update, chat.delete, chat.startStream / append
 conversations.replies, users.info, chat.postEphemeral (kept in `ephemerals`, seen by one person only),
 apps.connections.open (app-level token). Block Kit `blocks` are kept with each message (`buttons()`). Every call is recorded in
 `calls`; every channel keeps its messages with their edit histories, so a test asserts on what people
-in the channel would see (`thread()`, `visible()`), not on which calls were made.
+in the channel would see (`thread()`, `visible()`) and whom a message notified (`pings`: the mentions
+Slack reads in any of its versions), not on which calls were made.
 
 Faults on cue: `fail("chat.update", status=429, retry_after=1)` answers the next call(s) of a method with
 an HTTP 429 + `Retry-After` (Slack's rate limit) or any `error` code. Text over 40,000 characters is
@@ -44,6 +45,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -70,6 +72,16 @@ SIGNING_SECRET = "test-signing-secret"
 def sign(secret: str, timestamp: str, body: str) -> str:
     digest = hmac.new(secret.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256).hexdigest()
     return f"v0={digest}"
+
+
+_PING = re.compile(r"<(@[UW][A-Z0-9]+|!(?:here|channel|everyone)|!subteam\^[A-Z0-9]+)(?:\|[^<>]*)?>")
+
+
+def pings(text: str) -> list[str]:
+    """Whom Slack notifies for `text`: its user mentions (``<@U…>``, ``<@W…>``, labelled or not), user group
+    mentions (``<!subteam^S…>``) and special mentions (``<!here>``, ``<!channel>``, ``<!everyone>``), as
+    ``api.slack.com/reference/surfaces/formatting`` spells them; mrkdwn or not, streamed or not."""
+    return [m.group(1) for m in _PING.finditer(text)]
 
 
 def unescape(text: str) -> str:
@@ -101,6 +113,11 @@ class SlackMessage:
     @property
     def from_bot(self) -> bool:
         return self.bot_id == BOT_ID
+
+    @property
+    def pings(self) -> list[str]:
+        """Whom any version of the message notified (every frame of a streamed or edited reply counts)."""
+        return [who for text in [*self.edits, self.text] for who in pings(text)]
 
     @property
     def visible(self) -> str:

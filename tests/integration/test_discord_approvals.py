@@ -1,19 +1,21 @@
 """Approval buttons in Discord: the real discord.py against the fake Discord. A dangerous command shows a
 message with buttons in the conversation's thread; a stranger's press is answered only to them and changes
 nothing; an approver's press runs it (or denies it); the message then says how it ended and its buttons
-are gone, expiry included."""
+are gone, expiry included. A press on a question whose process was killed is answered that it has ended."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+from approval_kit import left_by_a_killed_process
 from discord_kit import FAST, discord_environment
 from engine_harness import make_profile
 from fakes.fake_discord import FakeDiscord, FakeMessage
 from fakes.fake_llm import Reply
 
 from adapters.discord import PLATFORM
+from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_engine.workspace.feature import WorkspaceFeature
 
@@ -33,7 +35,7 @@ async def guarded(engine, fake_discord: FakeDiscord, fake_llm, tmp_path):
     commands need the approval of alice (the admin); the fake LLM runs one and reports its output."""
     adapters = []
 
-    async def make(timeout: float = 300.0) -> WorkspaceFeature:
+    async def make(timeout: float = 300.0, *, engine_out: list | None = None) -> WorkspaceFeature:
         admin = fake_discord.user("alice")["id"]
         profile = make_profile(toolsets=["core", "terminal"], access={"admins": [admin]},
                                workspace={"approve": ["dangerous"], "approval_timeout_seconds": timeout})
@@ -41,6 +43,8 @@ async def guarded(engine, fake_discord: FakeDiscord, fake_llm, tmp_path):
         feature = WorkspaceFeature(tmp_path, profile.name, profile.workspace, admins=[admin], asker=router,
                                    toolsets=profile.toolsets)
         e = await engine(profile=profile, features=[feature])
+        if engine_out is not None:
+            engine_out.append(e)
         adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(FAST), None, os.environ)
         e.gateway.attach(adapter)
         router.add("discord", adapter.approval_asker())
@@ -133,3 +137,19 @@ async def test_a_press_on_a_question_that_already_ended_is_answered_so(guarded, 
     again = await fake_discord.press("alice", stale, button(stale, "Approve once"))
     await fake_discord.wait_for(lambda: again.callback_type is not None, what="the press answered")
     assert (again.reply, again.ephemeral) == ("This request has ended.", True)
+
+
+async def test_a_press_on_a_question_whose_process_was_killed_is_answered_that_it_ended(guarded, fake_discord):
+    engines: list = []
+    gate = (await guarded(engine_out=engines)).approvals
+    e, alice = engines[0], fake_discord.user("alice")["id"]
+    target = ReplyTarget("discord", fake_discord.guild_id, fake_discord.channel_id)
+    request = await left_by_a_killed_process(e.store, e.gateway.bot, target, alice)
+    assert gate.asker is not None
+    await gate.asker.ask(request, gate)  # the question the killed process had shown
+    question = next(m for m in fake_discord.bot_messages(fake_discord.channel_id) if m.buttons)
+
+    pressed = await fake_discord.press("alice", question, button(question, "Approve once"))
+    await fake_discord.wait_for(lambda: pressed.callback_type is not None, what="the press answered")
+    assert (pressed.reply, pressed.ephemeral) == ("This request has ended.", True)
+    assert (await e.store.get_approval(request.id)).state == "ended"  # for every replica from now on

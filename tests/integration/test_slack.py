@@ -158,6 +158,31 @@ async def test_a_streamed_reply_cannot_ping_the_channel(slack_bot, fake_slack, f
     assert reply.streamed and "<!channel>" not in reply.text and "<!here>" not in reply.text
 
 
+NAMED = "Ask <@U0BOB>, <@W0CAROL|carol>, <!subteam^S0DEVS|devs> or <!everyone>: all of them."
+
+
+@pytest.mark.parametrize("where", ["thread", "dm"])
+async def test_no_frame_of_a_reply_pings_anyone_the_model_named(slack_bot, fake_slack, fake_llm, where):
+    """Streamed natively in a thread or by post and update in a DM; some mentions come whole in one piece,
+    others split after their `<`, so they would form only where Slack joins the pieces."""
+    bot = await slack_bot()
+    fake_llm.script(Reply(chunks=["Ask <@U0BOB>, <", "@W0CAROL|carol>, <!subteam^S0DEVS|devs> or <",
+                                  "!everyone>: all of them."], delay=0.05))
+    if where == "thread":
+        asked = await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "name everyone"))
+        await bot.settle()
+        [reply] = fake_slack.bot_messages(CHANNEL, asked.ts)
+        assert reply.streamed and len(reply.edits) >= 2
+    else:
+        await fake_slack.say("UALICE", DM, "name everyone")
+        await bot.settle()
+        [reply] = fake_slack.bot_messages(DM)
+        assert not reply.streamed and len(reply.edits) >= 2
+    assert reply.pings == []
+    shown = reply.visible.replace("\u200b", "")
+    assert NAMED in shown  # as the model wrote it, the zero-width space aside
+
+
 async def test_a_reply_in_the_bots_thread_is_answered_without_a_mention(slack_bot, fake_slack, fake_llm):
     bot = await slack_bot()
     fake_llm.script("First answer.", "Second answer, same thread.")

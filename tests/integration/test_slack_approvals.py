@@ -1,7 +1,8 @@
 """Approval buttons in Slack: the real slack-bolt app and slack-sdk client against the fake Slack. A dangerous
 command shows Block Kit buttons in the thread it was asked in; a stranger's press is answered privately
 and changes nothing; a forged press is refused; an approver's press decides, and the message then says
-who decided (or that the request expired) and its buttons are gone."""
+who decided (or that the request expired) and its buttons are gone. A press on a question whose process was
+killed is answered privately that the request has ended."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from approval_kit import left_by_a_killed_process
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
 from fakes.fake_slack import FakeSlack
 from slack_kit import ServedSlack, serve_slack, slack_environment
 
 from adapters.slack.approvals import ENDED, NOT_AN_APPROVER
+from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_engine.workspace.feature import WorkspaceFeature
 
@@ -31,8 +34,8 @@ def respond(request):
 
 
 class Bot:
-    def __init__(self, fake: FakeSlack, feature: WorkspaceFeature) -> None:
-        self.fake, self.feature = fake, feature
+    def __init__(self, fake: FakeSlack, feature: WorkspaceFeature, engine) -> None:
+        self.fake, self.feature, self.engine = fake, feature, engine
 
     async def ask(self):
         """Alice asks in the channel; returns (her message, the bot's question with buttons in its thread)."""
@@ -66,7 +69,7 @@ async def slack_terminal(engine, fake_llm, tmp_path, monkeypatch):
             if socket_mode:
                 await fake.wait_for_socket()
             fake_llm.responder = respond
-            return Bot(fake, feature)
+            return Bot(fake, feature, e)
 
         yield make
         for replica in served:
@@ -135,6 +138,21 @@ async def test_an_expired_request_shows_as_expired_and_a_late_press_is_answered_
     await fake.wait_for(lambda: len(fake.ephemerals) == 1)
     assert (fake.ephemerals[0]["user"], fake.ephemerals[0]["text"]) == (ADMIN, ENDED)
     assert question.visible.endswith("→ nobody approved it in time")
+
+
+async def test_a_press_on_a_question_whose_process_was_killed_is_answered_privately_that_it_ended(slack_terminal):
+    bot = await slack_terminal()
+    fake, gate = bot.fake, bot.feature.approvals
+    target = ReplyTarget("slack", fake.team, CHANNEL)
+    request = await left_by_a_killed_process(bot.engine.store, bot.engine.gateway.bot, target, ADMIN)
+    assert gate.asker is not None
+    await gate.asker.ask(request, gate)  # the question the killed process had shown
+    question = next(m for m in fake.bot_messages(CHANNEL) if m.buttons())
+
+    await fake.press(ADMIN, question, "Approve once")
+    await fake.wait_for(lambda: len(fake.ephemerals) == 1)
+    assert (fake.ephemerals[0]["user"], fake.ephemerals[0]["text"]) == (ADMIN, ENDED)
+    assert (await bot.engine.store.get_approval(request.id)).state == "ended"  # for every replica from now on
 
 
 def test_the_slack_manifest_sends_button_presses_to_the_events_path():

@@ -1,4 +1,5 @@
-"""A fetched body as text the model can read: HTML as Markdown, text and JSON as they are.
+"""A fetched body as text the model can read: HTML as Markdown, text and JSON as they are; a body whose
+bytes are binary (`sniff.binary_type`) is refused whatever its `Content-Type` says.
 
 Markdown keeps what matters to a reader (headings, links, lists, tables, code) at a fraction of the
 tokens of HTML. Scripts, styles and other markup that is never read are dropped before conversion.
@@ -13,6 +14,7 @@ import json
 import re
 
 from hermes_engine.tools.web.fetch import Fetched
+from hermes_engine.tools.web.sniff import binary_type, served_as
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 UNREAD_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "head", "title")
@@ -37,10 +39,6 @@ def _decode(fetched: Fetched) -> str:
     except LookupError:
         charset = "utf-8"
     return fetched.body.decode(charset, errors="replace")
-
-
-def _looks_binary(body: bytes) -> bool:
-    return b"\x00" in body[:4096]
 
 
 def _drop_unread(html: str) -> str:
@@ -79,6 +77,10 @@ def html_to_markdown(html: str) -> str:
 
 def readable(fetched: Fetched) -> str:
     """The body as text for the model; `NotReadable` for images, PDFs, archives and other binaries."""
+    real = binary_type(fetched)
+    if real is not None:
+        what = "binary data of a type web_fetch does not know" if real == "application/octet-stream" else real
+        raise NotReadable(_refusal(fetched.url, what + served_as(fetched, real)))
     media = fetched.content_type
     if media in HTML_TYPES:
         return html_to_markdown(_decode(fetched))
@@ -90,11 +92,13 @@ def readable(fetched: Fetched) -> str:
             return json.dumps(json.loads(text), ensure_ascii=False, indent=1)
         except ValueError:
             return text
-    if is_text(media) or (not media and not _looks_binary(fetched.body)):
+    if is_text(media) or not media:
         return _decode(fetched)
-    what = media or "binary data"
-    raise NotReadable(f"Error: refused: {fetched.url} is {what}, not a web page; web_fetch reads HTML, text and JSON "
-                      "only.")
+    raise NotReadable(_refusal(fetched.url, media))
+
+
+def _refusal(url: str, what: str) -> str:
+    return f"Error: refused: {url} is {what}, not a web page; web_fetch reads HTML, text and JSON only."
 
 
 __all__ = ["NotReadable", "html_to_markdown", "is_text", "readable"]

@@ -2,7 +2,8 @@
 
 What they return comes from outside, so it reaches the model marked by `policy.untrusted.mark`, and the
 turn's memory and skill writes scan strictly (`ToolContext.untrusted`). A long page is returned in parts of
-`max_chars`; the note at the end of each part names the `offset` of the next.
+`max_chars`; the note at the end of each part names the `offset` of the next. An image (by its bytes, not
+its `Content-Type`) is described and attached for the model to look at; other binaries are refused.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hermes_engine.tools.web.addresses import Refused
 from hermes_engine.tools.web.convert import NotReadable, readable
 from hermes_engine.tools.web.fetch import Fetcher
 from hermes_engine.tools.web.search import SearchFailed, SearchProvider
+from hermes_engine.tools.web.sniff import binary_type, image
 
 TOOL_TIME_LIMIT = 120.0  # above any fetch's own limit, which ends a fetch with a clearer message
 MAX_SEARCH_RESULTS = 10
@@ -49,7 +51,7 @@ def _part(text: str, offset: int, max_chars: int) -> tuple[str, str]:
 
 @tool(toolset="web", time_limit=TOOL_TIME_LIMIT)
 async def web_fetch(url: str, ctx: ToolContext, offset: int = 0) -> ToolResult:
-    """Read a web page (http/https) as Markdown; text and JSON come back as they are.
+    """Read a web page (http/https) as Markdown; text and JSON come back as they are, an image as an image.
 
     Args:
         url: the full URL, e.g. https://example.com/page
@@ -65,6 +67,10 @@ async def web_fetch(url: str, ctx: ToolContext, offset: int = 0) -> ToolResult:
         fetched = await access.fetcher.fetch(url)
         if fetched.status >= 400:
             return ToolResult(f"Error: {fetched.url} answered HTTP {fetched.status}.", is_error=True)
+        if (real := binary_type(fetched) or "").startswith("image/"):
+            ctx.untrusted = True  # a picture can carry words meant for the model too
+            seen = image(fetched, real)
+            return ToolResult(mark(seen.description, fetched.url), images=seen.parts)
         text = await asyncio.to_thread(readable, fetched)  # parsing is CPU work: off the shared event loop
     except (Refused, NotReadable) as exc:
         return ToolResult(str(exc), is_error=True)
