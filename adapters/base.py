@@ -144,7 +144,8 @@ class PlatformAdapter(ABC):
         `rendered=True`: `text` and `extras` come from `render()` (Telegram: send with the entities and
         no parse mode). `rendered=False`: show `text` literally — interim frames and the markup
         fallback (Telegram: no parse mode, no entities; Slack: ``escape_slack(text)`` with
-        ``mrkdwn=False``; Discord: as is). Either way, never let model text mention everyone
+        ``mrkdwn=False``; Discord, which reads Markdown in any message: as `render` escapes it, when that
+        fits). Either way, never let model text mention everyone
         (Discord ``allowed_mentions``; Slack escaping)."""
 
     @abstractmethod

@@ -7,8 +7,13 @@ part, and re-splits any part whose rendering came out over the limit).
 A renderer returns a `Rendered`: the text to send and, when the platform needs more than a string,
 `extras` that the adapter passes to its API call. `Rendered` unpacks as ``text, extras``.
 
+Every renderer shows the model's text as written and renders only the Markdown it meant
+(`adapters.literal`: ``<branch-name>``, ``&amp;``, ``$x$``, ``||x||`` and backslashes are text).
+
 Telegram — `render_telegram` uses telegramify-markdown 1.x `convert()`, which returns **plain text plus
-MessageEntity objects** (offsets in UTF-16 units). Entities are the most robust choice for final frames:
+MessageEntity objects** (offsets in UTF-16 units). Its parser drops what it reads as HTML and decodes
+character references, so the text is escaped for it first (`escape_for_commonmark`), and its LaTeX
+conversion is off: ``\\alpha`` stays as written. Entities are the most robust choice for final frames:
 nothing is escaped, so there is no "can't parse entities" failure mode from stray ``_*[]()~>#+-=|{}.!``
 in model output (the classic MarkdownV2 failure), and the length Telegram checks (text after entity
 parsing, ≤ 4,096 UTF-16 units) is exactly ``measure(rendered.text, "utf16")``. The Telegram adapter sends
@@ -24,9 +29,14 @@ Request about entities (for example an invalid URL in a ``text_link``) should be
 adapter's `is_markup_error`, and the base class then resends the part as plain text.
 
 Slack — `render_slack` escapes ``& < >`` (so model output can never produce ``<!channel>`` or a fake
-link) and converts with markdown_to_mrkdwn; send it as ``text`` (mrkdwn is on by default).
+link) and converts with markdown_to_mrkdwn; send it as ``text`` (mrkdwn is on by default). The converter
+works line by line with regular expressions that know neither code nor escapes (it would make
+``a * b * c`` italic and the ``**`` inside `` `**kwargs` `` bold), so it is handed the text's, the code's and
+the link addresses' Markdown characters as private stand-ins, put back after (`adapters.literal.protect`). Slack's
+mrkdwn has no escape: a text pair like ``\\*x\\*`` may still read as bold there.
 
-Discord — Markdown is native: `render_discord` passes it through, only closing an unclosed fence.
+Discord — Markdown is native: `render_discord` escapes the text's Discord Markdown characters
+(`escape_for_discord`) and closes an unclosed fence.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from adapters.literal import escape_for_commonmark, escape_for_discord, protect
 from adapters.splitting import find_fences
 
 __all__ = ["Rendered", "render_discord", "render_plain", "render_slack", "render_telegram", "escape_slack"]
@@ -79,7 +90,7 @@ def render_telegram(markdown: str) -> Rendered:
     """
     from telegramify_markdown import convert
 
-    text, entities = convert(markdown, config=_telegram_render_config())
+    text, entities = convert(escape_for_commonmark(markdown), latex_escape=False, config=_telegram_render_config())
     dicts = tuple(entity.to_dict() for entity in entities)
     return Rendered(text, MappingProxyType({"entities": dicts}) if dicts else _NO_EXTRAS)
 
@@ -117,15 +128,19 @@ def render_slack(markdown: str) -> str:
     """Markdown → Slack mrkdwn (bold ``*x*``, links ``<url|text>``, lists ``•``, code kept)."""
     from markdown_to_mrkdwn import SlackMarkdownConverter
 
+    protected, put_back = protect(markdown, _MRKDWN_MARKS)
     # The converter keeps per-call state, so one per call (it is cheap).
-    return str(SlackMarkdownConverter().convert(escape_slack(markdown)))
+    return put_back(str(SlackMarkdownConverter().convert(escape_slack(protected))))
+
+
+_MRKDWN_MARKS = "*_~`[]()!#|-"
 
 
 # --- Discord -----------------------------------------------------------------------------------------
 
 def render_discord(markdown: str) -> str:
-    """Discord renders Markdown itself; only make sure every code fence is closed."""
-    return _close_open_fence(markdown.rstrip())
+    """Discord renders Markdown itself: the text is escaped so it shows as written, every fence closed."""
+    return _close_open_fence(escape_for_discord(markdown.rstrip()))
 
 
 def render_plain(markdown: str) -> str:

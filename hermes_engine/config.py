@@ -95,6 +95,10 @@ class AccessRules(BaseModel):
     pairing: bool = True
     admins: list[str] = Field(default_factory=list)
     allow_bots: bool = False
+    # Whether a platform's own admins (a Discord `admin_role`) administer the bot too: only ever in places the
+    # operator listed (a server in DISCORD_ALLOWED_GUILDS), since whoever owns a place makes its roles.
+    # False: `admins` alone.
+    platform_admins: bool = True
 
 
 class MemorySettings(BaseModel):
@@ -192,6 +196,8 @@ class WorkspaceSettings(BaseModel):
     network: bool = False  # True: commands get a network of their own (slirp4netns), never this host's loopback
     timeout_seconds: float = Field(60, gt=0)  # a command's default time; the model may ask for up to max
     max_timeout_seconds: float = Field(600, gt=0)
+    # memory (swap none) and processes of a command's whole tree, where a cgroup can be made for it
+    # (workspace/cgroups.py); elsewhere memory per process and processes per uid (a warning at start says so)
     memory_mb: int = Field(1024, ge=64)
     processes: int = Field(128, ge=8)
     cpu_seconds: int = Field(120, ge=1)

@@ -138,10 +138,11 @@ class Engine:
             await self.store.close()
 
     def message(self, text: str, *, user: str = "u1", chat: str = "c1", kind: ChatKind = ChatKind.DM,
-                thread: str | None = None, name: str = "") -> InboundMessage:
+                thread: str | None = None, name: str = "", **facts: Any) -> InboundMessage:
+        """`facts`: what else an adapter reports (e.g. `platform_admin`, `place_listed`)."""
         return InboundMessage(platform=self.platform, account="acct", chat_kind=kind, chat_id=chat,
                               user_id=user, user_name=name or user, text=text, message_id=f"m{next(_ids)}",
-                              thread_id=thread)
+                              thread_id=thread, **facts)
 
     async def say(self, text: str, timeout: float = 10.0, **kwargs: Any) -> str:
         """Send a message and wait for the next delivery; returns its text."""

@@ -6,8 +6,10 @@ Where the bot answers
   there; it then follows the thread without further mentions. One session per thread, several speakers.
 - DMs: one session per person. Whether a stranger is answered (with a pairing code, or not at all) is the
   engine's decision; the adapter only delivers what it says.
-- Guilds: only those in ``DISCORD_ALLOWED_GUILDS`` / ``platforms.discord.allowed_guilds`` (none listed =
-  every guild the bot is in).
+- Guilds: only those in ``DISCORD_ALLOWED_GUILDS`` / ``platforms.discord.allowed_guilds`` (none listed:
+  none, DMs only). Anyone may invite the bot to a server of his own and make its roles there, so any other
+  server is not read at all; the log names each once, with its id. The ``admin_role`` counts in listed
+  servers only (the engine's `is_admin` decides, and the profile may turn roles off).
 - Slash commands (/goal, /kanban, /new, /stop, /status, /help) are deferred at once and answered by editing the
   deferred response, then follow-ups (`adapters.discord.commands`).
 
@@ -59,7 +61,8 @@ class DiscordPlatform(Platform):
             EnvVar(TOKEN_ENV, "the bot token from the Discord developer portal"),
             EnvVar(API_BASE_ENV, "a proxy or self-hosted REST base; /api/v10 is added when missing", required=False),
             EnvVar(GATEWAY_ENV, "a proxy or self-hosted gateway URL", required=False),
-            EnvVar(GUILDS_ENV, "comma-separated server ids to serve; empty = every server", required=False),
+            EnvVar(GUILDS_ENV, "comma-separated server ids to serve; empty = none, direct messages only",
+                   required=False),
             EnvVar(USERS_ENV, "comma-separated user ids the engine may admit besides the profile's",
                    required=False),
         ]

@@ -48,7 +48,7 @@ from adapters.discord.approvals import DiscordApprovals
 from adapters.discord.catch_up import CatchUp
 from adapters.discord.commands import SlashCommands
 from adapters.discord.inbound import MessageReceiver
-from adapters.discord.options import TOKEN_ENV, DiscordConnection, DiscordOptions
+from adapters.discord.options import GUILDS_ENV, TOKEN_ENV, DiscordConnection, DiscordOptions
 from adapters.discord.outbound import UNREACHABLE, DiscordOutbound, is_transient
 from adapters.discord.parsing import RejectedEvent, TolerantShardedState, TolerantState
 from adapters.election import Election
@@ -154,6 +154,7 @@ class DiscordAdapter(PlatformAdapter):
         self._task: asyncio.Task[None] | None = None
         self._election: Election | None = None  # of the gateway connection, unless sharded by configuration
         self._recording: set[asyncio.Task[None]] = set()  # rejected events being written to `rejects`
+        self._unlisted: set[int] = set()  # servers not listed, each named once in the log
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def _configure_endpoints(self) -> None:
@@ -258,6 +259,8 @@ class DiscordAdapter(PlatformAdapter):
             self.account = str(self.client.user.id)
             log.info("Discord connected as %s (%s) in %d guild(s)", self.client.user, self.account,
                      len(self.client.guilds))
+            for guild in self.client.guilds:
+                self.serves(guild.id, guild.name)
         self.connected = True
         self._ready.set()
 
@@ -299,6 +302,18 @@ class DiscordAdapter(PlatformAdapter):
         assert self.client is not None and self.client.user is not None
         return self.client.user
 
+    def serves(self, guild_id: int, name: str = "") -> bool:
+        """Whether what is written in `guild` is the bot's to read: only in servers the operator listed, since
+        anyone can invite the bot to a server of his own and make its roles there. Any other server is named
+        once in the log, with the id to list, and its traffic is dropped like another bot's."""
+        if self.options.guild_allowed(guild_id):
+            return True
+        if guild_id not in self._unlisted:
+            self._unlisted.add(guild_id)
+            log.warning("ignoring Discord server %s (%s): not listed in %s or platforms.discord.allowed_guilds",
+                        guild_id, name, GUILDS_ENV)
+        return False
+
     async def admit(self, user: discord.User | discord.Member, channel_id: int | None, *,
                     direct: bool) -> AccessDecision:
         """Ask the engine whether to answer `user`. A guild is a membership boundary: only its members
@@ -325,11 +340,18 @@ class DiscordAdapter(PlatformAdapter):
         return is_transient(exc)
 
     async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool, extras: Mapping[str, Any]) -> str:
-        return await self.outbound.send(target, text)
+        return await self.outbound.send(target, text if rendered else self._as_written(text))
 
     async def _edit_raw(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
                         extras: Mapping[str, Any]) -> None:
-        await self.outbound.edit(target, message_id, text)
+        await self.outbound.edit(target, message_id, text if rendered else self._as_written(text))
+
+    def _as_written(self, text: str) -> str:
+        """Discord reads Markdown in every message, streamed frames too: they are escaped as a final is, so
+        what the model wrote shows as written while it streams. A frame the escapes would push over the
+        limit goes as it is."""
+        shown = render_discord(text)
+        return shown if self.measure(shown) <= self.capabilities.max_message_length else text
 
     async def _delete_raw(self, target: ReplyTarget, message_id: str) -> None:
         await self.outbound.delete(target, message_id)

@@ -97,6 +97,7 @@ class SlashCommands:
             thread_id=thread_id, user_id=str(user.id), user_name=user.display_name,
             text=f"/{name} {args}".strip(), message_id=message_id, mentioned=True,
             platform_admin=holds_role(user, adapter.options.admin_role),
+            place_listed=adapter.options.guild_allowed(interaction.guild_id),
             raw={"interaction_id": message_id, "guild_id": interaction.guild_id,
                  "channel_id": interaction.channel_id})
         try:
@@ -109,7 +110,7 @@ class SlashCommands:
     async def _refusal(self, interaction: discord.Interaction) -> str | None:
         """Why this interaction is refused (the engine's words when it has some), or None."""
         guild_id = interaction.guild_id
-        if guild_id is not None and not self.adapter.options.guild_allowed(guild_id):
+        if guild_id is not None and not self.adapter.serves(guild_id, getattr(interaction.guild, "name", "")):
             return NOT_IN_THIS_SERVER
         decision = await self.adapter.admit(interaction.user, interaction.channel_id, direct=guild_id is None)
         if decision.allowed:

@@ -4,8 +4,9 @@ A guild channel is shared by people talking to each other, so the bot answers th
 (mentioned, by name or through its managed role, or replied to). With threads on it then opens a thread
 on that message, so the conversation has a place of its own that it can follow without further mentions.
 A DM is always addressed to the bot. Whether the person may be answered at all is the engine's call
-(`EnginePort.admit`); what this module reports is the facts: who, where, whether it was a DM, and whether
-the platform names them an admin (the configured admin role).
+(`EnginePort.admit`); what this module reports is the facts: who, where, whether it was a DM, whether
+they hold the configured admin role, and whether the operator listed the server (only there may the engine
+count the role). Servers the operator did not list are not read at all.
 """
 
 from __future__ import annotations
@@ -117,8 +118,7 @@ class MessageReceiver:
         if message.guild is None:
             await self._on_dm(message, arrived)
             return
-        if not adapter.options.guild_allowed(message.guild.id):
-            log.debug("ignoring a message from guild %s (not an allowed guild)", message.guild.id)
+        if not adapter.serves(message.guild.id, message.guild.name):
             return
         if missing_content(message):
             self._hint_content_intent()
@@ -195,6 +195,7 @@ class MessageReceiver:
             text=text, message_id=str(message.id), mentioned=mentioned, reply_to_id=str(ref) if ref else None,
             received_at=message.created_at, arrived=arrived,
             platform_admin=holds_role(await self._member(message), adapter.options.admin_role),
+            place_listed=message.guild is not None and adapter.options.guild_allowed(message.guild.id),
             raw={"guild_id": message.guild.id if message.guild else None, "channel_id": message.channel.id,
                  "message_id": message.id})
         await adapter.engine.handle(msg)

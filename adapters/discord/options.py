@@ -67,10 +67,13 @@ class DiscordOptions(PlatformOptions):
     window to answer an interaction); the timeouts are short enough that a stuck start is reported."""
 
     threads: bool = True  # answer a mention in a thread opened on the message, one session per thread
-    admin_role: str | None = None  # members holding this role are reported to the engine as admins
-    # Which servers to listen in is a connection setting, not access policy: messages from other guilds
-    # are dropped before the engine sees them, like traffic for another bot. DISCORD_ALLOWED_GUILDS adds.
-    allowed_guilds: frozenset[str] = frozenset()  # none = every guild the bot was invited to
+    # Members holding this role are reported to the engine as holding it; the engine counts it in listed
+    # servers only, and only when the profile's `access.platform_admins` lets it.
+    admin_role: str | None = None
+    # The servers the operator chose: messages from any other are dropped before the engine sees them, like
+    # traffic for another bot, since whoever invites the bot to his own server also makes its roles.
+    # DISCORD_ALLOWED_GUILDS adds. None listed: no server, only direct messages.
+    allowed_guilds: frozenset[str] = frozenset()
     # Handed to the engine's access decision with DISCORD_ALLOWED_USERS; the engine decides with them.
     allowed_users: frozenset[str] = frozenset()
     edit_interval_seconds: float = Field(DISCORD.edit_interval_seconds, ge=0)
@@ -129,7 +132,7 @@ class DiscordOptions(PlatformOptions):
         })
 
     def guild_allowed(self, guild_id: int | str | None) -> bool:
-        return not self.allowed_guilds or str(guild_id) in self.allowed_guilds
+        return guild_id is not None and str(guild_id) in self.allowed_guilds
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,10 @@ Inbound
 
 Access
     The engine decides (`hermes_engine.policy.access`). The adapter reports who wrote where and whether
-    they are a bot; a Slack workspace is a membership boundary, so an empty allowlist admits every member
-    and pairing does not apply. Only the bot's own posts are dropped here, since answering them would loop.
+    they are a bot; the token's own workspace is a membership boundary, so an empty allowlist admits every
+    member and pairing does not apply (people of another organisation in a shared channel are not members).
+    No Slack role (workspace owner or admin) is reported: only `access.admins` names admins of the bot.
+    Only the bot's own posts are dropped here, since answering them would loop.
 
 Outbound
     The shared layer (`adapters.base`) paces, splits, renders and delivers once; `outbound` holds the

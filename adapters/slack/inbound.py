@@ -5,9 +5,10 @@ meant. Whether that person is answered is the engine's decision.
   mentioning message; any reply in a thread the bot is part of, no mention needed (`threads`).
 - Dropped here: every message of the bot itself (Slack echoes its posts with its `bot_id`; answering them
   would loop), and edits, deletes, joins and the other message subtypes.
-- Asked of the engine (`EnginePort.admit`): everyone else, other bots flagged as bots. A Slack workspace is
-  a membership boundary, so the engine lets every member in unless its allowlist names people, and offers
-  no pairing.
+- Asked of the engine (`EnginePort.admit`): everyone else, other bots flagged as bots. The token's own
+  workspace is a membership boundary, so the engine lets every member in unless its allowlist names people,
+  and offers no pairing. People of another organisation writing in a channel shared with it (Slack Connect)
+  are not its members: they are answered only when listed (or paired, in a DM).
 - Sessions: one per thread (`ChatKind.THREAD`, `thread_id` = the thread's root `ts`) and one per DM. The
   Slack user id is the platform user id, the workspace (`team_id`) the account; display names come from
   `users.info` (cached) and the engine labels the speakers.
@@ -79,6 +80,7 @@ class MessageReader:
         self.names = names
         self.tell = tell  # delivers what the engine says to someone it does not admit
         self._seen: Recent[tuple[str, str], None] = Recent()
+        self._teams_seen: set[str] = set()  # other workspaces whose people wrote in a shared channel
 
     async def read(self, body: dict[str, Any], event: dict[str, Any]) -> None:
         arrived = time.monotonic()  # before the look-ups below, which are the gateway's time too
@@ -110,8 +112,11 @@ class MessageReader:
             return
         self._seen.remember((channel, ts), None)
         user_name = await self.names.of(user)
+        member = me.of_this_workspace(event)
+        if not member:
+            self._outside(event, user)
         decision = await self.engine.admit(PLATFORM, user, user_name=user_name, chat_id=channel, direct=direct,
-                                           is_bot=is_bot, membership_boundary=True)
+                                           is_bot=is_bot, membership_boundary=member)
         if not decision.allowed:
             if decision.reply:
                 await self.tell(ReplyTarget(PLATFORM, team, channel, thread_id), decision.reply)
@@ -123,6 +128,14 @@ class MessageReader:
             platform=PLATFORM, account=team, chat_kind=kind, chat_id=channel, user_id=user, user_name=user_name,
             text=await self.plain_text(text), message_id=ts, thread_id=thread_id, mentioned=mentioned, raw=event,
             arrived=arrived))
+
+    def _outside(self, event: dict[str, Any], user: str) -> None:
+        """Named once per workspace in the log: its people are answered only when the profile lists them."""
+        team = str(event.get("user_team") or event.get("team"))
+        if team not in self._teams_seen:
+            self._teams_seen.add(team)
+            log.info("Slack user %s is of workspace %s, not the token's own: people of %s are answered only "
+                     "when access.allowed_users or access.admins lists them", user, team, team)
 
     async def plain_text(self, text: str) -> str:
         """Slack markup → what the person meant: the leading @bot dropped, other mentions as @name, links

@@ -98,6 +98,13 @@ class BotIdentity:
     bot_id: str | None = None
     name: str = "hermes"
 
+    def of_this_workspace(self, event: dict[str, Any]) -> bool:
+        """Whether the sender belongs to the workspace the token names. In a channel shared with another
+        organisation (Slack Connect) its people write too, with their own team on the event (`user_team`,
+        else `team`); the workspace is a membership boundary for its own people only."""
+        team = event.get("user_team") or event.get("team")
+        return not team or not self.team_id or team == self.team_id
+
     def wrote(self, message: dict[str, Any]) -> bool:
         """Slack echoes the bot's own posts back as events; answering them would loop."""
         return bool((self.bot_id and message.get("bot_id") == self.bot_id)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
+from hermes_engine.policy.untrusted import SENT_FILE
 from hermes_engine.ports.conversation import ImagePart, Message
 from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.ports.session import SessionScope
@@ -123,5 +124,5 @@ def describe_attachments(msg: InboundMessage) -> str:
         if a.refused_reason:
             lines.append(f"[attachment refused: {a.file_name} ({a.mime_type}, {size_kb} KB): {a.refused_reason}]")
         else:
-            lines.append(f"[attachment: {a.kind} {a.file_name} ({a.mime_type}, {size_kb} KB)]")
+            lines.append(f"{SENT_FILE}{a.kind} {a.file_name} ({a.mime_type}, {size_kb} KB)]")
     return "\n".join(lines)

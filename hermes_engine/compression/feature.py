@@ -47,7 +47,7 @@ class CompressionFeature(Feature):
         assert self.service is not None
         session = ctx.session
         await ctx.host.ensure_loaded(session, ctx.person_id)
-        context = self.service.context(session)
+        context = self.service.context(session, ctx.message)  # its summary is on whoever asked for it
         report = await context.compress_now()
         window = context.window()
         before, after = report.tokens_before, report.tokens_after

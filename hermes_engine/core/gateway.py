@@ -32,7 +32,7 @@ from hermes_engine.errors import HermesError, StorageError
 from hermes_engine.holders import process_holder
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.secrets import redact
-from hermes_engine.policy.untrusted import has_read_untrusted
+from hermes_engine.policy.untrusted import has_read_untrusted, sends_files
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
@@ -251,16 +251,17 @@ class Gateway:
     def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False,
                      is_admin: bool = False, message: InboundMessage | None = None) -> ToolContext:
         # A goal continuation (synthetic) acts for the person who set the goal, with that person's access.
+        untrusted = has_read_untrusted(session.history or ()) or (message is not None and sends_files(message))
         return ToolContext(bot=self.bot, session_id=session.record.id, session_key=session.key,
                            person_id=person_id, chat_kind=session.scope.chat_kind,
                            shared_scope=session.scope.shared_scope, services=self.services, in_review=in_review,
-                           is_admin=is_admin, untrusted=has_read_untrusted(session.history or ()),
+                           is_admin=is_admin, untrusted=untrusted,
                            user_id=message.user_id if message is not None else None,
                            unattended=message is not None and message.synthetic,
                            target=message.reply_target() if message is not None else None)
 
     def is_admin(self, msg: InboundMessage) -> bool:
-        return self.access.is_admin(msg.user_id, platform_admin=msg.platform_admin)
+        return self.access.is_admin(msg)
 
     async def is_allowed(self, platform: str, user_id: str) -> bool:
         return self.access.listed(user_id) or await asyncio.to_thread(self.access.granted, platform, user_id)
@@ -473,7 +474,7 @@ class Gateway:
         msg, person_id = job.message, job.person_id
         command = self.commands.get(msg.command)
         assert command is not None
-        is_admin = self.access.is_admin(msg.user_id, platform_admin=msg.platform_admin)
+        is_admin = self.is_admin(msg)
         try:
             if command.admin_only and not is_admin:
                 text: str | None = "Only an admin of this bot can use that command."

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.agent.loop import AgentLoop
@@ -27,6 +26,7 @@ from hermes_engine.kanban.worker import (
     keep_alive,
 )
 from hermes_engine.loops.goals import JUDGE_SYSTEM, parse_verdict
+from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.storage import CardRecord, CardUsage, Store
@@ -150,8 +150,7 @@ class AttemptRunner:
         host = self.host
         try:
             await host.store.record_card_usage(card.id, card.attempts, spent, actor=claim)
-            if card.person_id is not None and host.profile.limits.enabled:
-                await host.store.add_usage(host.bot, card.person_id, datetime.now(UTC).date(), tokens=spent.tokens)
+            await charge(host, card.person_id, spent.tokens)
         except HermesError as exc:  # the card's work stands; only its bill is missing
             log.warning("kanban card %s: could not record its usage: %s", card.id, exc)
 

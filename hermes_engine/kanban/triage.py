@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from hermes_engine.config import KanbanSettings
 from hermes_engine.errors import HermesError
-from hermes_engine.ports.conversation import Message
+from hermes_engine.policy.limits import charge
+from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.storage import CardRecord, CardSpec
 from hermes_engine.providers.base import Completed, ModelRequest
 
@@ -71,12 +72,15 @@ class Triage:
         models = [self.settings.model] if self.settings.model else self.host.profile.models(self.host.settings)
         request = ModelRequest(system=DECOMPOSE_SYSTEM, max_tokens=1000, purpose="kanban-triage",
                                messages=(Message(role="user", content=f"{card.title}\n\n{card.body}"),))
+        text, spent = "", Usage()
         try:
-            text = ""
             async for event in self.host.chain(models).route().stream(request):
                 if isinstance(event, Completed):
                     text = event.response.text
+                    spent.add(event.response.usage)
         except HermesError as exc:
             log.warning("kanban triage of card %s failed: %s", card.id, exc)
             return None
+        finally:  # the card's maker pays for its split, as for its workers
+            self.host.spawn(charge(self.host, card.person_id, spent.total), "usage-tokens")
         return parse_parts(text)

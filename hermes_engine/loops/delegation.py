@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_engine.agent.loop import AgentLoop
 from hermes_engine.config import DelegationSettings
 from hermes_engine.errors import HermesError
+from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature
 from hermes_engine.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult, tool
@@ -110,7 +111,8 @@ class DelegationFeature(Feature):
 
     async def delegate(self, goal: str, context: str | None, toolsets: list[str] | None,
                        ctx: ToolContext) -> ToolResult:
-        if self.host is None:
+        host = self.host
+        if host is None:
             return ToolResult("Error: delegation is not available in this session.", is_error=True)
         if not goal or not goal.strip():
             return ToolResult("Error: delegate_task needs a goal.", is_error=True)
@@ -119,12 +121,12 @@ class DelegationFeature(Feature):
             return ToolResult(f"Error: delegation depth limit reached ({self.settings.max_depth}); "
                               "do this task yourself.", is_error=True)
         names = self.allowed_toolsets(toolsets, depth)
-        registry = ToolRegistry(list(self.host.tools)).select(names)
+        registry = ToolRegistry(list(host.tools)).select(names)
         services = {k: v for k, v in ctx.services.items() if k not in NEVER_DELEGATED}
         services[DEPTH_KEY] = depth
         sub_ctx = replace(ctx, services=services)
         agent = AgentLoop(registry, max_iterations=self.settings.max_iterations,
-                          max_output_tokens=self.host.profile.max_output_tokens)
+                          max_output_tokens=host.profile.max_output_tokens)
         text = f"Goal:\n{goal.strip()}"
         if context and context.strip():
             text += f"\n\nContext:\n{context.strip()}"
@@ -133,6 +135,9 @@ class DelegationFeature(Feature):
         async def persist(_m: Message, step_usage: Usage | None, _model: str | None) -> None:
             if step_usage is not None:  # nothing is stored: only the tool result enters the parent's history
                 usage.add(step_usage)
+                # Not the parent turn's tokens (they never reach its result): each step counts on its own
+                # against the person the parent acts for, so a run cut short counts too.
+                host.spawn(charge(host, ctx.person_id, step_usage.total), "usage-tokens")
 
         async with self._slot(depth):
             try:

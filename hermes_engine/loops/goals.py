@@ -25,6 +25,8 @@ from hermes_engine.agent.long_answers import answer_text
 from hermes_engine.config import GoalSettings
 from hermes_engine.core.leases import goal_lease
 from hermes_engine.errors import HermesError, ProviderError
+from hermes_engine.policy.limits import SERVICE as LIMITS
+from hermes_engine.policy.limits import UsageLimits, charge
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
@@ -247,10 +249,27 @@ class GoalFeature(Feature):
         await self.host.handle(self._turn_message(goal), purpose="goal")
 
     async def accept_turn(self, message: InboundMessage, purpose: str) -> bool:
+        """A goal's turn runs while the goal is active and the person's usage limits let it (it is counted
+        as one of their turns); over a limit the goal pauses and says so, instead of going on."""
         if purpose != "goal" or self.host is None:
             return True
         goal = await self._goal_of(message)
-        return goal is not None and goal.status == "active"
+        if goal is None or goal.status != "active":
+            return False
+        limits: UsageLimits | None = self.host.services.get(LIMITS)
+        refused = await limits.refusal(message) if limits is not None else None
+        if refused is not None:
+            await self._pause(goal, refused.rstrip("."))
+            return False
+        return True
+
+    async def _charge(self, goal: GoalRecord, tokens: int) -> None:
+        """Tokens spent on the goal outside its turns (its judge) are its person's: who set it (after a
+        /link, the person they are now)."""
+        assert self.host is not None
+        message = message_from_payload(goal.target["message"])
+        person = await self.host.person_of(message.platform, message.account, message.user_id, message.user_name)
+        await charge(self.host, person, tokens)
 
     async def _goal_of(self, message: InboundMessage) -> GoalRecord | None:
         match = GOAL_MESSAGE_ID.fullmatch(message.message_id)
@@ -294,6 +313,7 @@ class GoalFeature(Feature):
         assert self.host is not None
         store = self.host.store
         verdict, judge_usage, transport_failed = await self._judge(goal, answer)
+        self.host.spawn(self._charge(goal, judge_usage.total), "usage-tokens")
         if transport_failed:
             failures = self._transport[goal.id] = self._transport.get(goal.id, 0) + 1
         else:

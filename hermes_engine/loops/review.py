@@ -25,6 +25,7 @@ from hermes_engine.config import ReviewSettings
 from hermes_engine.core.leases import review_lease
 from hermes_engine.errors import StorageError
 from hermes_engine.loops.reviewer import review_prompt, run_review, scope_record, stored_session
+from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.session import SessionHandle, SessionScope
@@ -163,9 +164,13 @@ class ReviewFeature(Feature):
         session = live if loaded else await stored_session(host, due)
         if session is None:
             return ""
-        counters = self._counters_of(due.session_id)
-        result = await run_review(host, self.settings, session, due.person_id,
-                                  review_prompt(memory=due.memory, skill=due.skill), counters.usage.add)
+        counters, spent = self._counters_of(due.session_id), Usage()
+        try:
+            result = await run_review(host, self.settings, session, due.person_id,
+                                      review_prompt(memory=due.memory, skill=due.skill), spent.add)
+        finally:  # a review cut short spent its tokens too; they are the person's, as their turn's are
+            counters.usage.add(spent)
+            host.spawn(charge(host, due.person_id, spent.total), "usage-tokens")
         if result is None:
             return ""
         counters.reviews += 1

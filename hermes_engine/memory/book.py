@@ -83,9 +83,14 @@ class MemoryResult:
     entries: tuple[str, ...] = field(default=(), repr=False)  # display form (blocked entries as placeholders)
     findings: tuple[Finding, ...] = ()
     replaced: tuple[str, ...] = field(default=(), repr=False)  # raw text of each entry a replace overwrote
+    listing: str = field(default="", repr=False)  # the current entries, which end `message` after a failure
 
     def __str__(self) -> str:
         return self.message
+
+    @property
+    def without_listing(self) -> str:
+        return self.message.removesuffix(" " + self.listing) if self.listing else self.message
 
 
 @dataclass(frozen=True)
@@ -350,8 +355,9 @@ class MemoryBook:
         message = f"Error: {where}{miss.message}" + (" Nothing was changed." if where and not miss.ambiguous else "")
         if miss.ambiguous or not show_entries:
             return MemoryResult(False, message, usage=usage)
-        return MemoryResult(False, f"{message} {self._listing(label, entries, limit)}", usage=usage,
-                            entries=tuple(display_entry(e) for e in entries))
+        listing = self._listing(label, entries, limit)
+        return MemoryResult(False, f"{message} {listing}", usage=usage,
+                            entries=tuple(display_entry(e) for e in entries), listing=listing)
 
     def _full(self, label: str, entries: list[str], limit: int, size: int, would_be: int,
               show_entries: bool) -> MemoryResult:
@@ -361,8 +367,9 @@ class MemoryBook:
                 f"entry or remove stale ones (one call with operations does both at once), then retry.")
         if not show_entries:
             return MemoryResult(False, f"{head} ({len(entries)} entries; {_PRIVATE}.)", usage=usage_text(used, limit))
-        return MemoryResult(False, f"{head} {self._listing(label, entries, limit)}", usage=usage_text(used, limit),
-                            entries=tuple(display_entry(e) for e in entries))
+        listing = self._listing(label, entries, limit)
+        return MemoryResult(False, f"{head} {listing}", usage=usage_text(used, limit),
+                            entries=tuple(display_entry(e) for e in entries), listing=listing)
 
     @staticmethod
     def _listing(label: str, entries: list[str], limit: int) -> str:

@@ -6,6 +6,8 @@ The owner is always the person the turn runs for (`ctx.person_id`); the model ca
 It is in the schema everywhere (schemas are static and shared by all sessions of a bot) and refused at run
 time in a DM, which costs a few schema tokens but keeps one cacheable tool list.
 In a multi-speaker session, messages never echo the person's private entries into the shared conversation.
+A failed change lists the current entries so the model can correct itself; after `QUIET_AFTER` failures in
+one turn it no longer does, and asks the model to go on with its reply instead of spending the turn on them.
 Inside the background review (`ctx.in_review`) the tool may add; a call that would rewrite or remove an
 entry is staged for the person instead (`hermes_engine.memory.pending`).
 """
@@ -14,10 +16,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from hermes_engine.memory.book import Change, MemoryBook
+from hermes_engine.memory.book import Change, MemoryBook, MemoryResult
 from hermes_engine.memory.documents import MemoryOwner
 from hermes_engine.memory.pending import PendingChanges
 from hermes_engine.tools.registry import ToolContext, ToolResult, tool
+
+QUIET_AFTER = 3
+_FAILED = "memory: failed changes"
 
 
 def _changes(action: str | None, content: str | None, old_text: str | None,
@@ -40,7 +45,7 @@ def _changes(action: str | None, content: str | None, old_text: str | None,
 async def memory(*, action: Literal["add", "replace", "remove"] | None = None,
                  target: Literal["memory", "user", "shared"], content: str | None = None,
                  old_text: str | None = None, operations: list[dict[str, Any]] | None = None,
-                 ctx: ToolContext) -> ToolResult:
+                 new_text: str | None = None, ctx: ToolContext) -> ToolResult:
     """Save durable facts for future sessions (in your prompt from the next session on).
     Store declarative facts ("User prefers concise answers", "Project deploys with Docker on Fly.io"), never
     commands or instructions to yourself. One short fact per entry; when full, replace or remove to consolidate.
@@ -52,13 +57,14 @@ async def memory(*, action: Literal["add", "replace", "remove"] | None = None,
             profile (preferences, communication style); shared = notes for this whole group (group chats only)
         content: the entry text (add, replace)
         old_text: a short unique part of the existing entry (replace, remove)
+        new_text: the same as content (content wins when both are given)
         operations: instead of action, several changes to one target applied together, all or nothing, e.g.
             [{"action": "remove", "old_text": "..."}, {"action": "add", "content": "..."}]
     """
     book: MemoryBook | None = ctx.services.get("memory")
     if book is None:
         return ToolResult("Error: memory is not available in this session.", is_error=True)
-    changes = _changes(action, content, old_text, operations)
+    changes = _changes(action, content or new_text, old_text, operations)
     if isinstance(changes, str):
         return ToolResult(changes, is_error=True)
 
@@ -85,4 +91,18 @@ async def memory(*, action: Literal["add", "replace", "remove"] | None = None,
         result = await pending.stage(owner, document, changes, show_entries=show_entries)
     else:
         result = await book.apply(owner, document, changes, show_entries=show_entries)
-    return ToolResult(str(result), is_error=not result.ok)
+    return _reply(result, ctx)
+
+
+def _reply(result: MemoryResult, ctx: ToolContext) -> ToolResult:
+    """The result for the model; past `QUIET_AFTER` failures in this turn, without the entries again."""
+    if result.ok:
+        del ctx.counts[_FAILED]
+        return ToolResult(str(result))
+    ctx.counts[_FAILED] += 1
+    failures = ctx.counts[_FAILED]
+    if failures <= QUIET_AFTER or not result.listing:
+        return ToolResult(str(result), is_error=True)
+    return ToolResult(f"{result.without_listing} That is {failures} failed memory changes in this turn, so the "
+                      f"entries are not listed again: leave memory as it is for now and go on with your reply.",
+                      is_error=True)

@@ -6,8 +6,9 @@ call: in a direct message, when the profile allows pairing, they get their own p
 see `policy.pairing`), anywhere else silence. Where the platform itself is a membership boundary (a Slack
 workspace), an empty allowlist lets every member in and pairing does not apply.
 
-Adapters report facts (who wrote, where, whether the platform says they administer the bot); the
-decision, the text a stranger reads and the "you now have access" notice are made here.
+Adapters report facts (who wrote, where, whether the platform says they administer the bot, whether the
+operator listed the place); the decisions (who is served, who administers the bot), the text a stranger
+reads and the "you now have access" notice are made here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Awaitable, Callable, Collection
 from hermes_engine.config import AccessRules
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.engine import AccessDecision
+from hermes_engine.ports.inbound import InboundMessage
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +43,14 @@ class AccessGate:
         self.rules = rules
         self.pairing = pairing
 
-    def is_admin(self, user_id: str, *, platform_admin: bool = False) -> bool:
-        """Listed in `access.admins`, or named admin by the platform itself (e.g. a Discord admin role)."""
-        return platform_admin or user_id in {str(u) for u in self.rules.admins}
+    def is_admin(self, msg: InboundMessage) -> bool:
+        """The one decision on adminship, which every admin-only command, tool and limit exemption rests on.
+        The operator names admins (`access.admins`, on every platform and in every place). A platform's role
+        counts only where the operator listed the place and the profile lets roles count: the owner of any
+        other server can make a role of that name and give it to himself."""
+        if msg.user_id in {str(u) for u in self.rules.admins}:
+            return True
+        return self.rules.platform_admins and msg.platform_admin and msg.place_listed
 
     def allows_bot(self) -> bool:
         return self.rules.allow_bots

@@ -43,6 +43,7 @@ class IdentityFeature(Feature):
             return "These accounts are already linked."
         moved = await merge_memory(ctx, keep, ctx.person_id)
         await store.link_accounts(keep, ctx.person_id)
+        await store.merge_usage(keep, ctx.person_id)  # one person, one daily limit: today's use carries over
         ctx.host.forget_people()
         await ctx.host.new_session(ctx.session)  # the next message sees the joined memory
         note = f" {moved}" if moved else ""

@@ -3,6 +3,10 @@
 The counts live in the store (`UsageLedger`), so every replica and every restart counts against the same
 limit. A turn is counted when it is let through, its tokens when it ends; a person whose limit is reached
 is told when it resets and no model is called. Admins are never refused (their use is still counted).
+Whatever runs on a person's behalf counts against them too: each turn of their goal is a turn (they asked
+for it; `refusal` lets the goal pause instead), and the model calls made for them outside their turns (a
+goal's judge, a background review, a sub-agent, a kanban worker, a compression summary) are tokens
+(`charge`).
 Limits are checked before a turn, so the turn that crosses a token limit finishes; the next one is refused.
 A person's limits are checked and the turn counted in one statement (replicas cannot both let the last
 turn through); the bot's totals are read first, so turns starting at the same moment may pass them by a few.
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 from hermes_engine.config import UsageLimitSettings
 from hermes_engine.ports.feature import Feature, TurnOutcome
@@ -20,6 +25,14 @@ from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.ports.session import SessionScope
 
 Clock = Callable[[], datetime]
+SERVICE = "usage_limits"
+
+
+async def charge(host: Host, person_id: int | None, tokens: int) -> None:
+    """Put tokens spent for a person outside their own turns on their (and so the bot's) daily count, as a
+    turn's tokens are; nothing is counted while the profile sets no limits, as for turns."""
+    if person_id is not None and tokens and host.profile.limits.enabled:
+        await host.store.add_usage(host.bot, person_id, datetime.now(UTC).date(), tokens=tokens)
 
 
 def _utcnow() -> datetime:
@@ -34,35 +47,47 @@ class UsageLimits(Feature):
         self.clock = clock
         self.host: Host | None = None
 
+    def services(self) -> dict[str, Any]:
+        return {SERVICE: self}
+
     async def start(self, host: Host) -> None:
         self.host = host
 
     async def accept_turn(self, message: InboundMessage, purpose: str) -> bool:
-        """A person's turn under every limit is counted and goes on; over one, they hear when it resets."""
-        if not self.settings.enabled or purpose != "turn" or message.synthetic or self.host is None:
+        """A person's turn under every limit is counted and goes on; over one, they hear when it resets.
+        A goal's turn is left to the goal, which asks `refusal` and pauses with the answer."""
+        if purpose != "turn" or message.synthetic or self.host is None:
             return True
+        refused = await self.refusal(message)
+        if refused is None:
+            return True
+        await self.host.notify(message.reply_target(), refused, idempotency_key=f"{message.event_id}:limit")
+        return False
+
+    async def refusal(self, message: InboundMessage) -> str | None:
+        """Count the turn `message` asks for and return None, or return the sentence saying which limit
+        refuses it and when that resets (nothing is counted then)."""
+        if not self.settings.enabled or self.host is None:
+            return None
         host, s, day = self.host, self.settings, self.clock().date()
         person = await host.person_of(message.platform, message.account, message.user_id, message.user_name)
         if host.is_admin(message):
             await host.store.add_usage(host.bot, person, day, turns=1)
-            return True
+            return None
         refused = await self._bot_limit(day)
         if refused is None and not await host.store.count_turn(host.bot, person, day, max_turns=s.turns_per_day,
                                                                max_tokens=s.tokens_per_day):
             refused = await self._person_limit(person, day)
         if refused is None:
-            return True
+            return None
         limit, text = refused
         host.metrics.limit_reached(host.bot, limit)
-        await host.notify(message.reply_target(), f"{text} {self._resets()}",
-                          idempotency_key=f"{message.event_id}:limit")
-        return False
+        return f"{text} {self._resets()}"
 
     async def on_turn_end(self, outcome: TurnOutcome) -> None:
         if not self.settings.enabled or outcome.person_id is None or self.host is None:
             return
-        usage = outcome.usage
-        tokens = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens
+        tokens = outcome.usage.total
         if tokens:  # off the session's lane: the next turn need not wait for this write
             self.host.spawn(self.host.store.add_usage(self.host.bot, outcome.person_id, self.clock().date(),
                                                       tokens=tokens), "usage-tokens")

@@ -32,8 +32,10 @@ API (imported by memory, skills and the CLI):
     scan_on_load(text, kind) -> str    the text, or its `[blocked entry: …]` placeholder
     blocked_on_load(text, kind)        the findings behind that placeholder (a skill file is then not loaded)
     admin_approval(by)                 context in which low findings are accepted and recorded
-    strict_scans(on)                   context of a turn that read untrusted content (MCP results): every
-                                       rule of every kind applies and a low finding blocks, approved or not
+    strict_scans(on)                   context of a turn that read untrusted content (web pages, MCP results):
+                                       every rule of every kind applies (with the rules kept for such turns,
+                                       `scan_rules.UNTRUSTED`: sending, forwarding or copying to an address)
+                                       and a low finding blocks, approved or not
     ApprovedHashes                     the store of approved fingerprints
     BlockedContent, explain, placeholder
 """
@@ -51,6 +53,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from hermes_engine.policy.approved import ApprovedHashes
+from hermes_engine.policy.lookalikes import unmask
 from hermes_engine.policy.scan_allowances import SERVICES
 from hermes_engine.policy.scan_rules import DESCRIPTIONS, HIGH, KINDS, LOW, RULES, Rule
 from hermes_engine.policy.secrets import find_secrets, mask
@@ -358,8 +361,9 @@ def _fingerprint(rule: str, unit: str) -> str:
 
 def _fold(text: str) -> str:
     """Invisible characters removed ("ig\u200bnore" reads "ignore"), NFKC applied (full-width "ｉｇｎｏｒｅ"
-    reads "ignore") and shell line continuations joined (a command split over lines is one command)."""
-    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", text)).replace("\\\n", "  ")
+    reads "ignore"), lookalike letters and spelled-out words read as plain ones (`lookalikes.unmask`) and
+    shell line continuations joined (a command split over lines is one command)."""
+    return unmask(unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))).replace("\\\n", "  ")
 
 
 _approver: contextvars.ContextVar[str | None] = contextvars.ContextVar("security_approver", default=None)

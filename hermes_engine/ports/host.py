@@ -76,7 +76,8 @@ class Host(Protocol):
         ...
 
     def is_admin(self, msg: InboundMessage) -> bool:
-        """The sender administers the bot (listed in `access.admins`, or so named by the platform)."""
+        """The sender administers the bot (listed in `access.admins`, or holding the platform's admin role in
+        a place the operator listed, when the profile lets roles count): every admin check asks this."""
         ...
 
     async def is_allowed(self, platform: str, user_id: str) -> bool:

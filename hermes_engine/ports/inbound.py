@@ -112,6 +112,9 @@ class InboundMessage:
     args: str = ""
     synthetic: bool = False  # made by the engine (a goal continuation), not sent by a person
     platform_admin: bool = False  # the platform names the sender an admin of the bot (e.g. a Discord role)
+    # Written where the operator listed the place (a Discord server in DISCORD_ALLOWED_GUILDS): a platform's
+    # roles are made by whoever owns the place, so only in one the operator chose may they name an admin.
+    place_listed: bool = False
     # `time.monotonic()` when this gateway took the update in (by default: when the adapter built the message).
     # `received_at` is the platform's clock, rounding and delay; the gateway's own latency is measured from
     # this. Not kept in the inbox: an instant of one process means nothing in another.
@@ -170,7 +173,7 @@ def message_to_payload(msg: InboundMessage) -> dict[str, Any]:
         "user_name": msg.user_name, "thread_id": msg.thread_id, "mentioned": msg.mentioned,
         "attachments": [a.__dict__ for a in msg.attachments], "reply_to_id": msg.reply_to_id,
         "received_at": msg.received_at.isoformat(), "synthetic": msg.synthetic,
-        "platform_admin": msg.platform_admin,
+        "platform_admin": msg.platform_admin, "place_listed": msg.place_listed,
     }
 
 
@@ -184,4 +187,5 @@ def message_from_payload(data: dict[str, Any]) -> InboundMessage:
         reply_to_id=data.get("reply_to_id"),
         received_at=datetime.fromisoformat(data["received_at"]) if data.get("received_at") else datetime.now(UTC),
         synthetic=bool(data.get("synthetic")), platform_admin=bool(data.get("platform_admin")),
+        place_listed=bool(data.get("place_listed")),
     )

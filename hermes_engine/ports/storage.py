@@ -478,6 +478,10 @@ class UsageLedger(Protocol):
     async def usage_total(self, bot: str, day: date) -> UsageCount:
         """Everyone's counts for the day, summed."""
 
+    async def merge_usage(self, keep_person_id: int, merge_person_id: int) -> None:
+        """Add every count of `merge_person_id` (each bot, each day) to `keep_person_id`'s and drop its own:
+        accounts joined into one person count against one limit. In one transaction."""
+
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
             CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, DocumentStore, ToolListStore,

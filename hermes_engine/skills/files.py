@@ -133,6 +133,9 @@ class FileSkillLibrary(SkillFolders):
         folder layout decides it (None). The front matter is rewritten only when one of them would read
         differently, so patching a hand-written skill keeps its front matter as the person wrote it."""
         parsed = parse_skill(text, folder_name=name)  # clear errors first, on the model's own text
+        if not parsed.body.strip():
+            raise SkillError("SKILL.md has nothing after its front matter: write the skill itself below it "
+                             "(## When to use, ## Steps, ## Pitfalls). Nothing was written.")
         pins: dict[str, str] = {}
         if parsed.created_by != created_by:
             pins["created_by"] = created_by

@@ -24,6 +24,7 @@ import re
 import sys
 import types
 import typing
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -81,6 +82,8 @@ class ToolContext:
     # Interim text shown to the person while the tool runs (a command's output), replaced by the answer
     # when it comes; None when the reply is not streamed.
     progress: Callable[[str], Awaitable[None]] | None = None
+    # What tools count over the rest of the turn (a tool's failed calls), so a retry loop can be told apart.
+    counts: Counter[str] = field(default_factory=Counter)
 
 
 class ToolTimedOut(Exception):

@@ -8,12 +8,15 @@ it is a guest, acting for nobody.
 If the profile selects `terminal` and bubblewrap cannot run, the feature refuses to start and says why:
 commands never run outside the sandbox. Network for the sandbox is refused the same way: bwrap could
 only share the host's network namespace, and that includes the host's loopback services.
+Where no cgroup can be made for each command, the terminal still starts, with one warning saying which
+limits hold (`sandbox.limits_holding`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +31,7 @@ from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
-from hermes_engine.workspace import files, sandbox, sandbox_network
+from hermes_engine.workspace import cgroups, files, sandbox, sandbox_network
 from hermes_engine.workspace.approvals import ApprovalGate
 from hermes_engine.workspace.progress import OutputShown
 from hermes_engine.workspace.risk import classify
@@ -37,6 +40,17 @@ from hermes_engine.workspace.uids import pool_for
 
 MB = 1024 * 1024
 FILE_TOOL_SECONDS = 30.0
+log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _say_which_limits_hold() -> None:
+    """Once a process, however many bots run a terminal: the operator learns at start when a command's
+    memory limit holds only per process."""
+    if cgroups.hierarchies() is None:
+        log.warning("terminal sandbox: %s", sandbox.limits_holding())
+    else:
+        log.info("terminal sandbox: %s", sandbox.limits_holding())
 
 
 class WorkspaceFeature(Feature):
@@ -65,6 +79,7 @@ class WorkspaceFeature(Feature):
             reason = sandbox_network.unavailable_reason()
         if reason is not None:
             raise ConfigError(f"The terminal toolset cannot start: {reason} Commands never run unsandboxed.")
+        await asyncio.to_thread(_say_which_limits_hold)
 
     def on_message(self, session_key: str, message: InboundMessage) -> None:
         if message.command == "stop":

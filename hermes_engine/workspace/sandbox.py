@@ -5,11 +5,18 @@ Each command runs in its own bwrap instance: the workspace is the only writable 
 new (no network: only a loopback of its own, unless the profile allows a network, which never leads to
 this host's loopback: `sandbox_network.py`). When the gateway runs as root the sandbox is started as an
 unprivileged uid, so even a kernel bug in the namespace code meets a process that owns nothing; each
-workspace with a command running gets a uid of its own (`uids.py`), so the process limit of one command
-is not spent by another's. Limits
+workspace with a command running gets a uid of its own (`uids.py`), so where no cgroup can be made the
+process limit (then counted per uid) of one command is not spent by another's. Limits
 (processes, memory, CPU time, file size) are set between fork and exec, and a command over its time
 is killed with everything it started (bwrap dies with its parent, and the namespace's first process
-takes the rest with it).
+takes the rest with it). Where a cgroup can be made (`cgroups.py`), the memory and process limits hold for
+the command's whole tree together, and the launcher joins that cgroup before it execs bwrap; elsewhere they
+hold per process and per uid (`limits_holding` says which). /tmp is a fresh tmpfs no larger than what the
+workspace has left of its quota, nor than half the memory limit: its pages are memory the command's cgroup
+counts and cannot reclaim, so a full /tmp refuses a write ("No space left on device") before it could
+leave the command's processes no memory to run in. The cgroup namespace is the sandbox's own
+(/proc/self/cgroup shows "/"); /proc/self/mountinfo still shows the workspace's folder as a path within
+its file system, since a bind mount names its source so, whatever bwrap does.
 
 The command text is handed to `/bin/sh -c` as one argument: it is never parsed or quoted by the launcher.
 Output is kept at its head and tail; what lies between is counted, not stored.
@@ -18,6 +25,7 @@ Output is kept at its head and tail; what lies between is counted, not stored.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import resource
@@ -31,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_engine.workspace import sandbox_network
+from hermes_engine.workspace import cgroups, sandbox_network
 from hermes_engine.workspace.uids import NoFreeUid, UidPool, pool_for
 
 INSIDE = "/workspace"
@@ -64,6 +72,7 @@ class RunResult:
     omitted: int  # bytes between head and tail that were not kept
     exit_code: int | None  # None: killed at the time limit
     timed_out: bool = False
+    notes: tuple[str, ...] = ()  # limits the command reached, in words
 
     def text(self) -> str:
         """What the model reads: head, a line saying how much was left out, tail, then the exit code."""
@@ -73,6 +82,7 @@ class RunResult:
         body += self.tail.decode("utf-8", "replace")
         if body and not body.endswith("\n"):
             body += "\n"
+        body += "".join(note + "\n" for note in self.notes)
         if self.timed_out:
             return body + "[killed: the command ran past its time limit]"
         return body + f"[exit code {self.exit_code}]"
@@ -123,7 +133,18 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def bwrap_argv(workspace_fd: int, command: str, uid: int | None = None, extra: Sequence[str] = ()) -> list[str]:
+def limits_holding() -> str:
+    """Which limits bound a command here, in one sentence for the log at start."""
+    if cgroups.hierarchies() is not None:
+        return "memory and process limits hold for each command's whole process tree (a cgroup per command)."
+    per_uid = ("the uid leased to the command's workspace" if drops_privileges()
+               else "this gateway's uid, shared by all its sandboxes and the gateway itself")
+    return (f"no cgroup can be made here ({cgroups.unavailable_reason()}): the memory limit holds per process, "
+            f"not for a command's processes together, and the process limit counts the processes of {per_uid}.")
+
+
+def bwrap_argv(workspace_fd: int, command: str, uid: int | None = None, extra: Sequence[str] = (),
+               tmp_bytes: int | None = None) -> list[str]:
     """The full argument vector; `command` is one element, for `/bin/sh -c`. The workspace is passed as an
     open folder, so a folder swapped for a symlink after it was checked is not followed.
 
@@ -133,7 +154,8 @@ def bwrap_argv(workspace_fd: int, command: str, uid: int | None = None, extra: S
     Otherwise bwrap maps the caller's own uid in a new user namespace and drops every capability."""
     argv, drop = _confinement(uid)
     shell = [*drop, *_shell(command)]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+    tmp_size = ["--size", str(max(tmp_bytes, 4096))] if tmp_bytes is not None else []
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *tmp_size, "--tmpfs", "/tmp",
              "--bind-fd", str(workspace_fd), INSIDE, "--chdir", INSIDE, "--setenv", "HOME", INSIDE, *extra,
              "--", *shell]
     return argv
@@ -198,11 +220,17 @@ def _shell(command: str) -> list[str]:
     return ["/bin/sh", "-c", 'trap "" XFSZ; exec /bin/sh -c "$1"', "sh", command]
 
 
-def _set_limits(limits: Limits) -> Callable[[], None]:
+def _set_limits(limits: Limits, cgroup_procs: Sequence[int] = ()) -> Callable[[], None]:
+    """In a cgroup the process limit is the command's own (`pids.max`); RLIMIT_NPROC, which counts every
+    process of the uid, is set only without one, as it would let commands sharing a uid starve each other."""
+    per_uid = () if cgroup_procs else ((resource.RLIMIT_NPROC, limits.processes),)
+    rlimits = (*per_uid, (resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_CPU, limits.cpu_seconds),
+               (resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_CORE, 0))
+
     def apply() -> None:  # between fork and exec: plain system calls only
-        for which, value in ((resource.RLIMIT_NPROC, limits.processes), (resource.RLIMIT_AS, limits.memory_bytes),
-                             (resource.RLIMIT_CPU, limits.cpu_seconds), (resource.RLIMIT_FSIZE, limits.file_bytes),
-                             (resource.RLIMIT_CORE, 0)):
+        for fd in cgroup_procs:  # "0": the writing process; what it starts is born inside
+            os.write(fd, b"0")
+        for which, value in rlimits:
             resource.setrlimit(which, (value, value))
     return apply
 
@@ -232,14 +260,16 @@ def run(workspace: Path, command: str, limits: Limits, on_output: Callable[[byte
 def _run(workspace: Path, command: str, limits: Limits, on_output: Callable[[bytes], None] | None, keep: int,
          stop: threading.Event | None, uid: int | None, network: bool) -> RunResult:
     with contextlib.ExitStack() as stack:
+        group = _command_group(stack, limits)
         pipes = stack.enter_context(sandbox_network.plumbing()) if network else None
         folder = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            proc = subprocess.Popen(bwrap_argv(folder, command, uid, pipes.bwrap_args() if pipes else ()),
+            proc = subprocess.Popen(bwrap_argv(folder, command, uid, pipes.bwrap_args() if pipes else (),
+                                               tmp_bytes=min(limits.file_bytes, limits.memory_bytes // 2)),
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     env=ENV, start_new_session=True, close_fds=True,
                                     pass_fds=(folder, *(pipes.child_fds() if pipes else ())),
-                                    preexec_fn=_set_limits(limits))
+                                    preexec_fn=_set_limits(limits, group.procs if group else ()))
         finally:
             os.close(folder)
         if pipes is not None:
@@ -250,7 +280,31 @@ def _run(workspace: Path, command: str, limits: Limits, on_output: Callable[[byt
                 _kill(proc)
                 proc.wait()
                 raise SandboxUnavailable(str(exc)) from None
-        return _collect(proc, limits, on_output, keep, stop)
+        result = _collect(proc, limits, on_output, keep, stop)
+        return dataclasses.replace(result, notes=_reached(group, limits)) if group is not None else result
+
+
+def _command_group(stack: contextlib.ExitStack, limits: Limits) -> cgroups.CommandGroup | None:
+    """The command's cgroup, removed when `stack` closes; None where none can be made (rlimits alone)."""
+    found = cgroups.hierarchies()
+    if found is None:
+        return None
+    try:
+        return stack.enter_context(cgroups.command_group(found, limits.memory_bytes, limits.processes))
+    except OSError as exc:
+        raise SandboxUnavailable(f"the command's cgroup could not be made ({exc}).") from None
+
+
+def _reached(group: cgroups.CommandGroup, limits: Limits) -> tuple[str, ...]:
+    killed, refused = group.events()
+    notes = []
+    if killed:
+        notes.append(f"[the command reached its memory limit of {limits.memory_bytes // (1024 * 1024)} MB: "
+                     f"{killed} process{'es' if killed > 1 else ''} killed]")
+    if refused:
+        notes.append(f"[the command reached its limit of {limits.processes} processes: {refused} "
+                     f"fork{'s' if refused > 1 else ''} refused]")
+    return tuple(notes)
 
 
 def _collect(proc: subprocess.Popen[bytes], limits: Limits, on_output: Callable[[bytes], None] | None, keep: int,

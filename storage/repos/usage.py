@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from hermes_engine.ports.storage import UsageCount
 from storage.models import UsageRow, table_of
-from storage.repos.base import SqlRepository
+from storage.repos.base import SqlRepository, whole
 
 __all__ = ["UsageRepository"]
 
@@ -53,3 +53,22 @@ class UsageRepository(SqlRepository):
                 .where(UsageRow.bot == bot, UsageRow.day == day))
         turns, tokens = await self._hot(stmt, {}, lambda result: tuple(result.one()))
         return UsageCount(int(turns), int(tokens))
+
+    @whole
+    async def merge_usage(self, keep_person_id: int, merge_person_id: int) -> None:
+        """An upsert from a select adds the merged person's rows to the kept person's (a day only the merged
+        one used is moved as it is) and the merged rows go, in one transaction, so a day is never counted
+        twice nor dropped. A turn already under way for the merged person when it runs still counts on
+        that person's row: only what was counted up to the link is joined."""
+        if keep_person_id == merge_person_id:
+            return
+        table = table_of(UsageRow)
+        merged = sa.select(table.c.bot, sa.literal(keep_person_id), table.c.day, table.c.turns, table.c.tokens)
+        merged = merged.where(table.c.person_id == merge_person_id)
+        stmt = self._insert(table).from_select(["bot", "person_id", "day", "turns", "tokens"], merged)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["bot", "person_id", "day"],
+            set_={"turns": table.c.turns + stmt.excluded.turns, "tokens": table.c.tokens + stmt.excluded.tokens})
+        async with self._write() as session:
+            await session.execute(stmt)
+            await session.execute(sa.delete(table).where(table.c.person_id == merge_person_id))

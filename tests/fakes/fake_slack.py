@@ -289,9 +289,12 @@ class FakeSlack(LoopbackServer):
         return self.store(SlackMessage(channel, self.new_ts(), text, user=user, thread_ts=thread_ts))
 
     async def say(self, user: str, channel: str, text: str, *, thread_ts: str | None = None,
-                  channel_type: str | None = None, bot_id: str | None = None) -> SlackMessage:
+                  channel_type: str | None = None, bot_id: str | None = None,
+                  team: str | None = None) -> SlackMessage:
         """A person (or another bot) posts; the events Slack sends for it are delivered concurrently.
-        Returns the stored message (its `ts` is the thread id of a thread started under it)."""
+        Returns the stored message (its `ts` is the thread id of a thread started under it). `team`: the
+        person belongs to another organisation and writes in a channel shared with it (Slack Connect), so
+        the events carry their team as `team`, `user_team` and `source_team`."""
         kind = channel_type or {"D": "im", "G": "group"}.get(channel[0], "channel")
         message = self.store(SlackMessage(channel, self.new_ts(), text, user=user, bot_id=bot_id,
                                           thread_ts=thread_ts))
@@ -304,14 +307,19 @@ class FakeSlack(LoopbackServer):
             if bot_id:
                 mention["bot_id"] = bot_id
             events.append(mention)
-        await asyncio.gather(*(self.post_event(e) for e in events))
+        for event in events:
+            event.update({"team": team, "user_team": team, "source_team": team} if team else {"team": self.team})
+        await asyncio.gather(*(self.post_event(e, shared=team is not None) for e in events))
         return message
 
     async def post_event(self, event: dict[str, Any], *, event_id: str | None = None,
                          retry_num: int | None = None, timestamp: float | None = None,
-                         secret: str | None = None, signature: str | None = None) -> Delivery:
-        """Deliver one event callback (HTTP or, with a socket connected, Socket Mode)."""
+                         secret: str | None = None, signature: str | None = None,
+                         shared: bool = False) -> Delivery:
+        """Deliver one event callback (HTTP or, with a socket connected, Socket Mode); `shared`: in a channel
+        shared with another organisation."""
         payload = self.envelope(event, event_id=event_id)
+        payload["is_ext_shared_channel"] = shared
         if self.events_url is None and self._sockets:
             return await self._socket_deliver("events_api", payload, retry_num or 0)
         return await self.post_signed(json.dumps(payload), "application/json", retry_num=retry_num,

@@ -24,7 +24,9 @@ Faults, injectable at any time:
   it empty).
 - ``outage(seconds)``: every request (API and files) answers 502 Bad Gateway for that long.
 - ``reject_markup = True``: any ``parse_mode`` or ``entities`` is refused with "can't parse entities".
-  Independently, a light check refuses malformed HTML / MarkdownV2 and entities out of the text's bounds.
+  Independently, formatting is read as Telegram reads it (`fakes.telegram_reading`): a message shows the
+  text after its HTML is parsed, and what Telegram cannot parse (an unsupported tag, ``a < b`` in HTML,
+  entities out of the text's bounds) is refused with its "can't parse entities" answer.
 - Text over 4,096 UTF-16 units: 400 "message is too long"; an edit to identical content: 400 "message is
   not modified"; an unknown message: 400 "message to edit not found".
 """
@@ -44,16 +46,13 @@ from typing import Any
 from aiohttp import ClientSession, web
 
 from fakes.loopback import LoopbackServer
+from fakes.telegram_reading import CantParse, read, utf16_len
 
 MAX_TEXT = 4096
 MAX_DOWNLOAD = 20 * 1024 * 1024  # the official server's getFile limit
 
 _STRING_FIELDS = {"text", "caption", "parse_mode", "url", "secret_token", "file_id", "action",
                   "language_code", "inline_message_id", "business_connection_id", "message_effect_id"}
-
-
-def utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
 
 
 @dataclass(frozen=True)
@@ -561,18 +560,15 @@ class FakeTelegram(LoopbackServer):
             entities = json.loads(entities)
         if (parse_mode or entities) and self.reject_markup:
             raise _bad_request("can't parse entities: Can't find end of the entity starting at byte offset 0")
-        shown = text
-        if parse_mode:
-            shown = _check_markup(text, str(parse_mode))
-        for entity in entities:
-            offset, length = int(entity.get("offset", -1)), int(entity.get("length", 0))
-            if not entity.get("type") or offset < 0 or length <= 0 or offset + length > utf16_len(shown):
-                raise _bad_request(f"can't parse entities: entity at offset {offset} is out of bounds")
+        try:
+            shown, entities = read(text, str(parse_mode) if parse_mode else None, list(entities))
+        except CantParse as exc:
+            raise _bad_request(str(exc)) from None
         if not shown.strip():
             raise _bad_request("message text is empty")
         if utf16_len(shown) > MAX_TEXT:
             raise _bad_request("message is too long")
-        return shown, list(entities)
+        return shown, entities
 
     async def _m_sendMessage(self, params: dict[str, Any]) -> dict[str, Any]:
         chat = self.chat(int(params["chat_id"]))
@@ -772,84 +768,3 @@ def _int_or_none(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
-
-
-_HTML_TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler", "a", "code",
-              "pre", "blockquote", "tg-emoji"}
-_MD2_SPECIAL = set("_*[]()~`>#+-=|{}.!")
-
-
-def _check_markup(text: str, parse_mode: str) -> str:
-    """A light version of Telegram's parser: refuse what it would refuse, return the displayed text."""
-    mode = parse_mode.lower()
-    if mode == "html":
-        stack: list[str] = []
-        out = []
-        pos = 0
-        for m in re.finditer(r"<(/?)([a-zA-Z-]+)[^>]*>|<|&(?:[a-zA-Z]+|#\d+);|&", text):
-            out.append(text[pos:m.start()])
-            pos = m.end()
-            token = m.group()
-            if token == "<":
-                raise _bad_request(f"can't parse entities: Unsupported start tag at byte offset {m.start()}")
-            if token == "&":
-                raise _bad_request(f"can't parse entities: Character '&' at byte offset {m.start()} must be escaped")
-            if token.startswith("&"):
-                out.append({"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"'}.get(token, "?"))
-                continue
-            closing, tag = m.group(1), m.group(2).lower()
-            if tag not in _HTML_TAGS:
-                raise _bad_request(f"can't parse entities: Unsupported start tag \"{tag}\" at byte offset {m.start()}")
-            if closing:
-                if not stack or stack[-1] != tag:
-                    raise _bad_request(f"can't parse entities: Can't find end tag corresponding to start tag "
-                                       f"\"{stack[-1] if stack else tag}\"")
-                stack.pop()
-            else:
-                stack.append(tag)
-        if stack:
-            raise _bad_request(f"can't parse entities: Can't find end tag corresponding to start tag \"{stack[-1]}\"")
-        out.append(text[pos:])
-        return "".join(out)
-    if mode == "markdownv2":
-        out = []
-        open_marks: list[str] = []
-        i = 0
-        in_code = False
-        while i < len(text):
-            ch = text[i]
-            if ch == "\\" and i + 1 < len(text):
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if text.startswith("```", i):
-                in_code = not in_code
-                i += 3
-                continue
-            if ch == "`":
-                in_code = not in_code
-                i += 1
-                continue
-            if in_code:
-                out.append(ch)
-                i += 1
-                continue
-            if ch in "*_~|":
-                mark = "||" if text.startswith("||", i) else ("__" if text.startswith("__", i) else ch)
-                if open_marks and open_marks[-1] == mark:
-                    open_marks.pop()
-                else:
-                    open_marks.append(mark)
-                i += len(mark)
-                continue
-            if ch in _MD2_SPECIAL:
-                raise _bad_request(f"can't parse entities: Character '{ch}' is reserved and must be escaped "
-                                   "with the preceding '\\'")
-            out.append(ch)
-            i += 1
-        if open_marks or in_code:
-            raise _bad_request("can't parse entities: Can't find end of the entity starting at byte offset 0")
-        return "".join(out)
-    if mode == "markdown":
-        return text.replace("*", "").replace("_", "").replace("`", "")
-    raise _bad_request(f"unsupported parse_mode {parse_mode!r}")

@@ -328,3 +328,20 @@ async def test_the_standing_goal_is_pinned_in_the_summary(engine, fake_llm):
     assert f"{GOAL_LINE}Write the whole manual in French" in summary
     system_prompts = {r.system for r in agent.turn_requests}
     assert len(system_prompts) == 1  # the frozen system prompt is never touched
+
+
+async def test_a_summarys_tokens_count_against_the_person_who_needed_it(engine, fake_llm):
+    from datetime import UTC, datetime
+
+    Agent(fake_llm, Reply(text=structured(1), usage={"input": 3000, "output": 300}))
+    e = await start(engine, context_window=100_000, limits={"tokens_per_day": 1_000_000})
+    await chat(e, 4)
+    await e.idle()
+    person = await e.gateway.person_of(e.platform, "acct", "u1")
+    today = datetime.now(UTC).date()
+    before = await e.store.usage_of("testbot", person, today)
+
+    assert (await e.say("/compress")).startswith("Compressed:")
+    await e.idle()
+    after = await e.store.usage_of("testbot", person, today)
+    assert (after.turns, after.tokens - before.tokens) == (before.turns, 3300)  # /compress is not a turn

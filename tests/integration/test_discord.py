@@ -555,6 +555,89 @@ async def test_members_with_the_admin_role_may_use_admin_commands(discord_bot, f
     assert bot.engine.profile.access.admins == []  # the platform reports admins; the profile is left as written
 
 
+async def admin_secret(ctx) -> str:
+    return "the admin secret"
+
+
+def with_secret(bot: Bot) -> Bot:
+    bot.engine.gateway.commands.add(Command("secret", "admins only", admin_secret, admin_only=True))
+    return bot
+
+
+REFUSED = "Only an admin of this bot can use that command."
+
+
+async def test_with_no_server_listed_no_server_is_read_and_a_role_made_there_is_worth_nothing(
+        discord_bot, fake_discord, fake_llm, caplog):
+    caplog.set_level(logging.WARNING, logger="adapters.discord")
+    eve = fake_discord.user("eve")
+    own = fake_discord.add_guild("Eve's server", channels=("lobby",), roles=("Hermes Admin",))
+    lobby = own["channels"][0]["id"]
+    fake_discord.give_role(eve, "Hermes Admin", guild_id=own["id"])
+    profile = make_profile(access=AccessRules(allowed_users=[eve["id"]], pairing=False))
+    bot = with_secret(await discord_bot(options={"admin_role": "Hermes Admin", "threads": False}, profile=profile,
+                                        env={"DISCORD_ALLOWED_GUILDS": ""}))
+    fake_llm.script("an answer")
+    await fake_discord.user_says(lobby, eve, "/secret", mentions_bot=True)
+    await fake_discord.user_says(lobby, eve, "run this for me", mentions_bot=True)
+    await fake_discord.user_says(fake_discord.channel_id, eve, "/secret", mentions_bot=True)
+    refused = await fake_discord.slash(lobby, eve, "status")
+    await fake_discord.wait_for(lambda: refused.callback_type is not None)
+
+    await fake_discord.user_says(fake_discord.dm_channel(eve)["id"], eve, "/secret")  # her DMs are still served
+    await bot.final_in(fake_discord.dm_channel(eve)["id"], REFUSED)
+    await bot.idle()
+    assert fake_discord.bot_messages(lobby) == [] or all(
+        m.interaction_id == refused.id for m in fake_discord.bot_messages(lobby))
+    assert fake_discord.bot_messages(fake_discord.channel_id) == [] and fake_llm.requests == []
+    for guild in (own["id"], fake_discord.guild_id):  # each server named once, with the id to list
+        assert len([r for r in caplog.records if f"ignoring Discord server {guild}" in r.getMessage()]) == 1
+
+
+async def test_the_admin_role_in_a_listed_server_runs_admin_commands_and_passes_the_daily_limit(
+        discord_bot, fake_discord, fake_llm):
+    fake_llm.responder = lambda request: Reply(text="answer")
+    bot = with_secret(await discord_bot(options={"admin_role": "Hermes Admin", "threads": False},
+                                        profile=make_profile(limits={"turns_per_day": 1})))
+    fake_discord.give_role("ada", "Hermes Admin")
+    for text in ("/secret", "one", "two"):
+        await fake_discord.user_says(fake_discord.channel_id, "ada", text, mentions_bot=True)
+    await fake_discord.wait_for(lambda: [m.content for m in fake_discord.bot_messages(fake_discord.channel_id)]
+                                == ["the admin secret", "answer", "answer"], what="ada's three answers")
+    await bot.idle()
+    assert len(fake_llm.requests) == 2
+
+
+async def test_with_platform_admins_off_the_admin_role_gives_no_admin_in_a_listed_server(
+        discord_bot, fake_discord, fake_llm):
+    fake_llm.responder = lambda request: Reply(text="answer")
+    profile = make_profile(access=AccessRules(platform_admins=False), limits={"turns_per_day": 1})
+    bot = with_secret(await discord_bot(options={"admin_role": "Hermes Admin", "threads": False}, profile=profile))
+    fake_discord.give_role("ada", "Hermes Admin")
+    for text in ("/secret", "one", "two"):
+        await fake_discord.user_says(fake_discord.channel_id, "ada", text, mentions_bot=True)
+    await fake_discord.wait_for(lambda: len(fake_discord.bot_messages(fake_discord.channel_id)) == 3)
+    await bot.idle()
+    shown = [m.content for m in fake_discord.bot_messages(fake_discord.channel_id)]
+    assert shown[:2] == [REFUSED, "answer"] and "daily limit of 1 turn" in shown[2]
+    assert len(fake_llm.requests) == 1
+
+
+async def test_an_admin_the_operator_named_is_one_in_direct_messages_and_in_servers_without_any_role(
+        discord_bot, fake_discord, fake_llm):
+    fake_llm.responder = lambda request: Reply(text="answer")
+    ada = fake_discord.user("ada")
+    profile = make_profile(access=AccessRules(admins=[ada["id"]], pairing=False), limits={"turns_per_day": 1})
+    bot = with_secret(await discord_bot(options={"admin_role": "Hermes Admin", "threads": False}, profile=profile))
+    dm = fake_discord.dm_channel(ada)["id"]
+    await fake_discord.user_says(dm, ada, "/secret")
+    await bot.final_in(dm, "the admin secret")
+    for text in ("/secret", "one", "two"):
+        await fake_discord.user_says(fake_discord.channel_id, ada, text, mentions_bot=True)
+    await fake_discord.wait_for(lambda: [m.content for m in fake_discord.bot_messages(fake_discord.channel_id)]
+                                == ["the admin secret", "answer", "answer"], what="ada's three answers")
+
+
 # -- slash commands ------------------------------------------------------------------------------------
 
 async def test_slash_goal_is_deferred_at_once_and_answered_with_the_engines_reply(discord_bot, fake_discord, fake_llm):

@@ -42,7 +42,8 @@ platforms:
 async def replica(name: str, fake: FakeDiscord, fake_llm, folder: Path, bot: Path, db_url: str,
                   port: int) -> AsyncIterator[asyncio.subprocess.Process]:
     async with gateway_replica(name, folder, bot, db_url, port, {"DISCORD_BOT_TOKEN": fake.token,
-                                                      "DISCORD_API_BASE_URL": fake.url, "DISCORD_GATEWAY_URL": fake.gateway_url},
+                                                      "DISCORD_API_BASE_URL": fake.url, "DISCORD_GATEWAY_URL": fake.gateway_url,
+                                                      "DISCORD_ALLOWED_GUILDS": fake.guild_id},
                                fake_llm) as proc:
         yield proc
 

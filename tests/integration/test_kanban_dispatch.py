@@ -433,3 +433,30 @@ async def test_a_workers_tokens_are_on_its_card_and_count_against_the_persons_da
     today = datetime.now(UTC).date()
     used = await board.store.usage_of("testbot", person, today)
     assert used.tokens == 700  # the two /kanban commands are not turns: all of it is the worker's
+
+
+async def test_splitting_a_triage_card_counts_its_tokens_against_the_cards_maker(open_board, fake_llm):
+    from datetime import UTC, datetime
+
+    from hermes_engine.kanban.triage import DECOMPOSE_SYSTEM
+
+    def respond(request):
+        if request.system.startswith(DECOMPOSE_SYSTEM.splitlines()[0]):
+            return Reply(text=json.dumps({"tasks": []}), usage={"input": 800, "output": 6})
+        raise AssertionError("no worker runs: the card waits for the blocked one")
+
+    fake_llm.responder = respond
+    board = await open_board(limits=UsageLimitSettings(tokens_per_day=1_000_000))
+    person = (await board.store.resolve_account("test", "acct", "u1", "u1")).person_id
+    [blocker] = await board.store.create_cards([CardSpec("find the key", status="blocked", profile="testbot")],
+                                               actor="test")
+    [card] = await board.add(CardSpec("tidy the shed", status="triage", profile="testbot",
+                                      depends_on=(blocker.id,),
+                                      origin={"person": person, "reply": TARGET.to_dict()}))
+    await board.until(card.id, lambda c: c.status != "triage")
+    today = datetime.now(UTC).date()
+    deadline = asyncio.get_running_loop().time() + 10
+    while (used := await board.store.usage_of("testbot", person, today)).tokens == 0:
+        assert asyncio.get_running_loop().time() < deadline, "the split's tokens were never counted"
+        await asyncio.sleep(0.05)
+    assert used.tokens == 806 and used.turns == 0

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from engine_harness import make_profile
 from fakes.fake_llm import RecordedRequest, Reply
+from postgres import BACKENDS, empty_database
 
 from hermes_engine.agent.long_answers import CUT_NOTE
 from hermes_engine.providers.continuation import CONTINUE
@@ -22,6 +23,13 @@ PARTS = ["The first part of a long answer, cut in the mid", "dle of a word; the 
 @pytest.fixture(params=sorted(MODELS))
 def model(request: pytest.FixtureRequest) -> str:
     return MODELS[request.param]
+
+
+@pytest.fixture(params=BACKENDS)
+async def database(request: pytest.FixtureRequest, tmp_path):
+    """The store of a test whose answer is kept and read back: a SQLite file, or a PostgreSQL schema."""
+    async with empty_database(request.param, str(tmp_path / "store.db")) as found:
+        yield found
 
 
 def without_breakpoints(value: Any) -> Any:
@@ -58,8 +66,8 @@ def tool_arguments(request: RecordedRequest) -> list[Any]:
 
 
 async def test_an_answer_cut_at_the_output_limit_goes_on_in_the_same_reply_and_arrives_whole(engine, fake_llm,
-                                                                                             model):
-    e = await engine(profile=make_profile(model=model))
+                                                                                             model, database):
+    e = await engine(profile=make_profile(model=model), database=database)
     fake_llm.script(Reply(text=PARTS[0], at_limit=True), Reply(text=PARTS[1]))
 
     assert await e.say("tell me everything") == PARTS[0] + PARTS[1]
@@ -96,8 +104,8 @@ async def test_an_answer_still_cut_after_three_continuations_ends_with_the_one_l
 
 
 async def test_the_next_turn_sends_a_cut_answer_as_its_turn_sent_it_also_when_read_back_from_the_store(
-        engine, fake_llm, model):
-    e = await engine(profile=make_profile(model=model))
+        engine, fake_llm, model, database):
+    e = await engine(profile=make_profile(model=model), database=database)
     fake_llm.script(Reply(text=PARTS[0], at_limit=True), Reply(text=PARTS[1]), Reply(text="Glad to."))
     await e.say("tell me everything")
     session = next(iter(e.gateway.sessions.values()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 
 import pytest
@@ -24,6 +25,7 @@ from adapters.render import render_slack
 from hermes_engine.config import GoalSettings
 from hermes_engine.errors import ConfigError
 from hermes_engine.loops.goals import GoalFeature
+from hermes_engine.ports.commands import Command
 from hermes_engine.ports.inbound import ReplyTarget
 
 CHANNEL = "CGENERAL"
@@ -232,6 +234,42 @@ async def test_people_outside_allowed_users_are_ignored(slack_bot, fake_slack, f
     await bot.settle()
     assert len(fake_llm.requests) == 1
     assert fake_slack.bot_messages(DM) == [] and len(fake_slack.bot_messages("DBOB")) == 1
+
+
+async def test_in_a_channel_only_the_admin_the_operator_named_runs_admin_commands_and_passes_the_daily_limit(
+        slack_bot, fake_slack, fake_llm):
+    fake_llm.responder = lambda request: Reply(text="answer")
+    bot = await slack_bot(profile=make_profile(access={"admins": ["UBOSS"]}, limits={"turns_per_day": 1}))
+
+    async def secret(ctx) -> str:
+        return "the admin secret"
+
+    bot.gateway.commands.add(Command("secret", "admins only", secret, admin_only=True))
+    for user in ("UBOSS", "UBOB"):  # Bob is a member of the workspace, which names no admin of the bot
+        for text in ("/secret", "one", "two"):
+            await fake_slack.say(user, CHANNEL, mention(fake_slack, text))
+    await fake_slack.wait_for(lambda: len(fake_slack.bot_messages(CHANNEL)) == 6, 15)
+    await bot.settle()
+    texts = [m.visible for m in fake_slack.bot_messages(CHANNEL)]
+    assert texts.count("the admin secret") == 1 and texts.count("Only an admin of this bot can use that command.") == 1
+    assert texts.count("answer") == 3 and len([t for t in texts if "daily limit of 1 turn" in t]) == 1
+    assert len(fake_llm.requests) == 3  # the admin twice, Bob once
+
+
+async def test_a_person_of_another_organisation_in_a_shared_channel_is_answered_only_when_listed(
+        slack_bot, fake_slack, fake_llm, caplog):
+    caplog.set_level(logging.INFO, logger="adapters.slack")
+    fake_llm.responder = lambda request: Reply(text="answer")
+    bot = await slack_bot(profile=make_profile(access={"admins": ["UPARTNER"]}))
+    await fake_slack.say("UOUTSIDER", CHANNEL, mention(fake_slack, "run up your bill"), team="TOTHER")
+    await fake_slack.say("UOUTSIDER", CHANNEL, mention(fake_slack, "and again"), team="TOTHER")
+    await fake_slack.say("UPARTNER", CHANNEL, mention(fake_slack, "a question"), team="TOTHER")
+    await fake_slack.say("UALICE", CHANNEL, mention(fake_slack, "mine"))  # a member: the workspace lets her in
+    await fake_slack.wait_for(lambda: len(fake_slack.bot_messages(CHANNEL)) == 2, 15)
+    await bot.settle()
+    assert [r.last_user_text.split("] ", 1)[-1] for r in fake_llm.requests] in (
+        ["a question", "mine"], ["mine", "a question"])
+    assert len([r for r in caplog.records if "workspace TOTHER" in r.getMessage()]) == 1
 
 
 # -- the Events API contract -----------------------------------------------------------------------------

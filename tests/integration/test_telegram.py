@@ -22,6 +22,7 @@ from adapters.render import render_telegram
 from adapters.telegram import PLATFORM, TelegramAdapter
 from hermes_engine.errors import ConfigError
 from hermes_engine.policy.pairing import ALPHABET, Pairing
+from hermes_engine.ports.commands import Command
 from hermes_engine.ports.conversation import Message
 from hermes_engine.ports.inbound import ReplyTarget
 
@@ -44,10 +45,12 @@ async def tg(engine, telegram):
     adapters first (as the runner does)."""
     adapters: list[TelegramAdapter] = []
 
-    async def make(*, allowed: tuple[str, ...] = ("42", "43"), options: dict[str, Any] | None = None,
-                   http_app: web.Application | None = None, **profile: Any) -> tuple[Engine, TelegramAdapter]:
+    async def make(*, allowed: tuple[str, ...] = ("42", "43"), admins: tuple[str, ...] = (),
+                   options: dict[str, Any] | None = None, http_app: web.Application | None = None,
+                   **profile: Any) -> tuple[Engine, TelegramAdapter]:
         options = {**FAST, **(options or {})}
-        prof = make_profile(access={"allowed_users": list(allowed)}, platforms={"telegram": options}, **profile)
+        prof = make_profile(access={"allowed_users": list(allowed), "admins": list(admins)},
+                            platforms={"telegram": options}, **profile)
         e = await engine(profile=prof)
         adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(options), http_app, os.environ)
         e.gateway.attach(adapter)
@@ -430,6 +433,26 @@ async def test_group_answers_only_when_mentioned_replied_to_or_commanded(tg, tel
     await telegram.settle()
     assert len(fake_llm.requests) == 2
     assert len(telegram.chat(GROUP).bot_messages) == 3  # nothing for the chatter, the stranger, the other bot
+
+
+async def test_in_a_group_only_the_admin_the_operator_named_runs_admin_commands_and_passes_the_daily_limit(
+        tg, telegram, fake_llm):
+    fake_llm.responder = lambda req: Reply(text="answer")
+    e, _ = await tg(admins=("42",), limits={"turns_per_day": 1})
+
+    async def secret(ctx) -> str:
+        return "the admin secret"
+
+    e.gateway.commands.add(Command("secret", "admins only", secret, admin_only=True))
+    for user in (ALICE, BOB):
+        for text in ("/secret", "@hermes_test_bot one", "@hermes_test_bot two"):
+            telegram.user_says(GROUP, user, text, chat_type="supergroup")
+    await telegram.wait_for(lambda: len(telegram.chat(GROUP).bot_texts) == 6, 10)
+    await e.idle()
+    texts = telegram.chat(GROUP).bot_texts
+    assert texts.count("the admin secret") == 1 and texts.count("Only an admin of this bot can use that command.") == 1
+    assert texts.count("answer") == 3 and len([t for t in texts if "daily limit of 1 turn" in t]) == 1
+    assert len(fake_llm.requests) == 3  # Alice twice, Bob once
 
 
 async def test_forum_topic_is_its_own_session_and_replies_land_in_the_topic(tg, telegram, fake_llm):

@@ -258,3 +258,48 @@ async def test_a_profile_that_allows_a_network_gives_its_commands_one_and_one_th
         before = len(fake_llm.requests)
         assert await e.say("which interfaces?", user=ADMIN) == "seen"
         assert fake_llm.requests[before + 1].turn_tool_results[0] == f"{interfaces}\n[exit code 0]"
+
+
+async def test_where_no_cgroup_can_be_made_commands_run_under_rlimits_after_one_warning_at_start(
+        engine, fake_llm, tmp_path, monkeypatch, caplog):
+    import logging
+
+    from hermes_engine.workspace import cgroups, feature
+
+    nothing_mounted = tmp_path / "mountinfo"
+    nothing_mounted.write_text("")
+    monkeypatch.setattr(cgroups, "MOUNTINFO", nothing_mounted)
+    cgroups._found.cache_clear()
+    feature._say_which_limits_hold.cache_clear()
+    try:
+        with caplog.at_level(logging.INFO, logger="hermes_engine.workspace.feature"):
+            e = await engine(profile=profile())
+            fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo still runs"})]), Reply(text="done"))
+            assert await e.say("run it", user=ADMIN) == "done"
+    finally:
+        cgroups._found.cache_clear()
+        feature._say_which_limits_hold.cache_clear()
+    said = [r for r in caplog.records if r.getMessage().startswith("terminal sandbox:")]
+    assert [r.levelno for r in said] == [logging.WARNING]
+    assert "no cgroup can be made here" in said[0].getMessage()
+    assert "the memory limit holds per process" in said[0].getMessage()
+    assert fake_llm.requests[-1].turn_tool_results[-1] == "still runs\n[exit code 0]"
+
+
+async def test_six_processes_of_200_mb_under_a_256_mb_profile_cannot_hold_more_than_256_mb_together(engine,
+                                                                                                    fake_llm):
+    import pytest
+    from sandbox_kit import SIX_HOLDERS, held_at_once
+
+    from hermes_engine.workspace import cgroups
+
+    if cgroups.hierarchies() is None:
+        pytest.skip(f"no cgroup can be made here: {cgroups.unavailable_reason()}")
+    e = await engine(profile=profile(memory_mb=256, timeout_seconds=60))
+    fake_llm.script(Reply(tool_calls=[("write_file", {"path": "six.py", "content": SIX_HOLDERS})]),
+                    Reply(tool_calls=[("terminal", {"command": "python3 six.py; echo after"})]),
+                    Reply(text="done"))
+    assert await e.say("hold memory", user=ADMIN) == "done"
+    ran = fake_llm.requests[-1].turn_tool_results[-1]
+    assert 0 <= held_at_once(ran) <= 1, ran
+    assert "[the command reached its memory limit of 256 MB" in ran and "after" in ran

@@ -365,6 +365,42 @@ async def test_memory_tool_in_a_group_does_not_echo_private_entries(store):
     assert miss.is_error and "Nightingale" not in miss.content
 
 
+async def test_new_text_is_taken_for_content_outside_operations_and_content_wins_over_it(store):
+    feature = MemoryFeature(store)
+    registry, ctx = ToolRegistry([memory_tool]), tool_ctx(feature)
+    added = await registry.call(call(action="add", target="memory", new_text="Deploys with Docker"), ctx)
+    assert not added.is_error
+    replaced = await registry.call(call(action="replace", target="memory", old_text="Docker",
+                                        new_text="Deploys with Docker on Fly.io"), ctx)
+    assert not replaced.is_error
+    both = await registry.call(call(action="add", target="memory", content="Uses Python 3.12", new_text="ignored"),
+                               ctx)
+    assert not both.is_error
+    assert await store.read(person(ALICE), "memory") == ["Deploys with Docker on Fly.io", "Uses Python 3.12"]
+
+
+async def test_after_three_failed_changes_in_a_turn_the_entries_are_not_listed_again_until_one_succeeds(store):
+    from hermes_engine.memory.tool import QUIET_AFTER
+
+    feature = MemoryFeature(store)
+    await feature.book.add(person(ALICE), "memory", "Uses Postgres 15")
+    registry, ctx = ToolRegistry([memory_tool]), tool_ctx(feature)
+    miss = call(action="replace", target="memory", old_text="MySQL", content="Uses MySQL 8")
+    for _ in range(QUIET_AFTER):
+        listed = await registry.call(miss, ctx)
+        assert listed.is_error and "Uses Postgres 15" in listed.content
+    quiet = await registry.call(miss, ctx)
+    assert quiet.is_error and "Uses Postgres 15" not in quiet.content and 'no entry contains "MySQL"' in quiet.content
+    assert "go on with your reply" in quiet.content
+    batch = await registry.call(call(target="memory", operations=[{"action": "remove", "old_text": "nope"}]), ctx)
+    assert batch.is_error and "Uses Postgres 15" not in batch.content
+    assert not (await registry.call(call(action="add", target="memory", content="Likes tea"), ctx)).is_error
+    assert "Uses Postgres 15" in (await registry.call(miss, ctx)).content  # a success resets the count
+    next_turn = await registry.call(miss, tool_ctx(feature))
+    assert "Uses Postgres 15" in next_turn.content  # and so does a new turn
+    assert await store.read(person(ALICE), "memory") == ["Uses Postgres 15", "Likes tea"]
+
+
 # --- /memory ------------------------------------------------------------------------------------------------
 
 

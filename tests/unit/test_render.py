@@ -119,6 +119,11 @@ def test_slack_keeps_blockquotes_and_escapes_inside_code() -> None:
     assert "&gt; if a &lt; b &amp;&amp; c:" in out
 
 
+def test_slack_leaves_a_link_address_and_code_as_written() -> None:
+    out = render_slack("See [init](https://e.com/__init__/*x*) and `f(**kwargs)` where 5 * 3 = 15")
+    assert out == "See <https://e.com/__init__/*x*|init> and `f(**kwargs)` where 5 * 3 = 15"
+
+
 def test_slack_escape_leaves_nested_quote_markers() -> None:
     assert escape_slack("> > deep & wide") == "> > deep &amp; wide"
 

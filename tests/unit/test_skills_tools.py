@@ -230,6 +230,21 @@ async def test_missing_sections_are_a_warning_not_an_error(registry, library):
     assert not result.is_error and "## When to use" in result.content
 
 
+@pytest.mark.parametrize("content", ["---\nname: empty\ndescription: Nothing below.\n---\n",
+                                     "---\nname: empty\ndescription: Nothing below.\n---\n\n  \n\n"])
+async def test_a_skill_with_nothing_after_its_front_matter_is_refused_and_nothing_is_written(registry, library,
+                                                                                           content):
+    created = await call(registry, library, "skill_manage", action="create", name="empty", content=content)
+    assert created.is_error and "nothing after its front matter" in created.content
+    assert snapshot(library.root) == {}
+    await call(registry, library, "skill_manage", action="create", name="keep-me", content=skill_md("keep-me"))
+    before = snapshot(library.root)
+    emptied = await call(registry, library, "skill_manage", action="edit", name="keep-me",
+                         content=content.replace("empty", "keep-me"))
+    assert emptied.is_error and "nothing after its front matter" in emptied.content
+    assert snapshot(library.root) == before
+
+
 async def test_approval_queue_holds_writes_until_approved(tmp_path: Path):
     inner = FileSkillLibrary(tmp_path / "lib")
     gated = GatedLibrary(inner)

@@ -79,3 +79,32 @@ async def test_a_turn_is_refused_once_the_day_used_its_tokens_and_counted_again_
     assert not await store.count_turn("bot", alice, DAY, max_turns=5, max_tokens=1000)
     assert await store.count_turn("bot", alice, NEXT_DAY, max_turns=5, max_tokens=1000)
     assert await store.usage_of("bot", alice, DAY) == UsageCount(turns=1, tokens=1000)
+
+
+async def test_merging_a_person_adds_their_counts_to_the_kept_persons_for_each_bot_and_day(
+        replicas: list[SqlStore]) -> None:
+    store = replicas[0]
+    alice, bob, carol = [await person(store, name) for name in ("alice", "bob", "carol")]
+    adds: list[tuple[str, int, date, dict[str, Any]]] = [
+        ("bot", alice, DAY, {"turns": 2, "tokens": 100}), ("bot", bob, DAY, {"turns": 1, "tokens": 50}),
+        ("other", bob, DAY, {"turns": 4}), ("bot", bob, NEXT_DAY, {"turns": 3}),
+        ("bot", carol, DAY, {"turns": 9})]
+    for bot, who, day, amounts in adds:
+        await store.add_usage(bot, who, day, **amounts)
+
+    await store.merge_usage(alice, bob)
+    assert await store.usage_of("bot", alice, DAY) == UsageCount(turns=3, tokens=150)
+    assert await store.usage_of("other", alice, DAY) == UsageCount(turns=4, tokens=0)  # a day alice had no row
+    assert await store.usage_of("bot", alice, NEXT_DAY) == UsageCount(turns=3, tokens=0)
+    assert await store.usage_of("bot", bob, DAY) == UsageCount()  # moved, not copied: the totals stay
+    assert await store.usage_total("bot", DAY) == UsageCount(turns=12, tokens=150)
+    assert await store.usage_of("bot", carol, DAY) == UsageCount(turns=9, tokens=0)
+    assert not await store.count_turn("bot", alice, DAY, max_turns=3)  # the joined count holds the limit
+
+
+async def test_merging_a_person_into_themselves_changes_nothing(replicas: list[SqlStore]) -> None:
+    store = replicas[0]
+    alice = await person(store, "alice")
+    await store.add_usage("bot", alice, DAY, turns=2)
+    await store.merge_usage(alice, alice)
+    assert await store.usage_of("bot", alice, DAY) == UsageCount(turns=2, tokens=0)
