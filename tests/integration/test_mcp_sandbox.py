@@ -116,9 +116,10 @@ def as_another_user(home: Path) -> list[str]:
 
 
 async def test_the_gateway_process_is_not_dumpable_so_even_an_unsandboxed_server_cannot_read_its_environment(
-        fake_llm):
+        fake_llm, request):
     """The unsandboxed server runs as the gateway's own user: it reads the database, not the environment."""
-    home = Path(tempfile.mkdtemp(prefix="hermes-home-"))
+    home = Path(tempfile.mkdtemp(prefix="hermes-home-"))  # not under tmp_path, which only root may enter
+    request.addfinalizer(lambda: shutil.rmtree(home, ignore_errors=True))
     bot = write_bot(home / "bot", {"fake": fake(sandbox=False)})
     holder: dict[str, int] = {}
 
@@ -144,7 +145,6 @@ async def test_the_gateway_process_is_not_dumpable_so_even_an_unsandboxed_server
         finally:
             proc.terminate()
             await proc.wait()
-            shutil.rmtree(home, ignore_errors=True)
     seen = peeked(next(r for r in fake_llm.requests if any(m["role"] == "tool" for m in r.messages)))
     assert seen["parent environ"].startswith("refused: PermissionError"), seen
     assert seen["gateway environ"].startswith("refused: PermissionError"), seen
