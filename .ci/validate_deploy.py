@@ -9,6 +9,9 @@
 - Dockerfile: every path it copies exists, and every package the project installs is copied.
 - The `.env.example` to copy holds only `NAME=value` lines that compose, kubectl and systemd read alike.
 - Every `--bot PROFILE` that a deploy file starts names a folder of the repository.
+- Nothing runs the gateway as root: the Dockerfile ends on a numeric non-root `USER` (so Kubernetes can
+  check it), each compose gateway sets `user:`, each pod says `runAsNonRoot` with a non-root `runAsUser`,
+  the systemd unit has a non-root `User=`.
 - Replicas: the Deployment runs at least two, a PodDisruptionBudget selecting its pods keeps one; the
   compose file runs at least two gateway services and a reverse proxy (its Caddyfile) that routes to each of
   them at its HTTP port.
@@ -313,6 +316,45 @@ def bot_problems(deploy: Path, root: Path) -> list[str]:
     return problems
 
 
+# ----------------------------------------------------------------------------------------- users
+
+def _non_root_id(value: object) -> bool:
+    """A numeric uid (with an optional `:gid`) other than 0: what Kubernetes can verify is not root."""
+    uid, _, gid = str(value).partition(":")
+    return uid.isdigit() and int(uid) != 0 and (not gid or gid.isdigit())
+
+
+def user_problems(deploy: Path, objects: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The gateway runs as an unprivileged user in every deploy file: its tools' sandbox then starts as that
+    user too, and a process that escaped one would own nothing."""
+    problems = []
+    users = [line.split()[1] for line in (deploy / "Dockerfile").read_text().splitlines()
+             if line.split()[:1] == ["USER"] and len(line.split()) > 1]
+    if not users or not _non_root_id(users[-1]):
+        problems.append(f"Dockerfile: the image runs as {users[-1] if users else 'root'}; end on USER <uid> "
+                        "(numeric, not 0)")
+    services = (yaml.safe_load((deploy / "compose.yaml").read_text()) or {}).get("services") or {}
+    for name, service in services.items():
+        if (service.get("command") or [None])[0] == "run" and not _non_root_id(service.get("user", "")):
+            problems.append(f"compose.yaml: service {name} sets no non-root user: (a numeric uid)")
+    for file, obj in objects:
+        template = pod_template(obj)
+        if template is None:
+            continue
+        pod_spec = template.get("spec") or {}
+        pod_context = pod_spec.get("securityContext") or {}
+        for container in pod_spec.get("containers") or []:
+            context = {**pod_context, **(container.get("securityContext") or {})}
+            if context.get("runAsNonRoot") is not True or not _non_root_id(context.get("runAsUser", "")):
+                problems.append(f"{file}: {obj['kind']}/{obj['metadata']['name']}: container {container['name']} "
+                                "needs securityContext runAsNonRoot: true and a non-root runAsUser")
+    unit = (deploy / "hermes-gateway.service").read_text().splitlines()
+    user = next((line.split("=", 1)[1].strip() for line in unit if line.startswith("User=")), "root")
+    if user in ("root", "0", ""):
+        problems.append(f"hermes-gateway.service: the unit runs as {user}; set User= to an unprivileged account")
+    return problems
+
+
 def all_problems(root: Path) -> list[str]:
     deploy = root / "deploy"
     objects = load_manifests(deploy / "kubernetes")
@@ -324,6 +366,7 @@ def all_problems(root: Path) -> list[str]:
     problems += dockerfile_problems(deploy / "Dockerfile", root)
     problems += env_file_problems(deploy / ".env.example")
     problems += bot_problems(deploy, root)
+    problems += user_problems(deploy, objects)
     return problems
 
 

@@ -165,7 +165,7 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
         DelegationFeature(profile.delegation),
         workspace,
         KanbanFeature(profile.kanban),
-        *mcp_features(profile, workspace.approvals),
+        *mcp_features(settings, profile, workspace.approvals),
     ]
     if {"web", "web_fetch", "web_search"} & set(profile.toolsets):  # its HTTP stack is loaded only when used
         from hermes_engine.tools.web.feature import WebFeature
@@ -174,15 +174,17 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
     return features
 
 
-def mcp_features(profile: BotProfile, approvals: ApprovalGate | None = None) -> list[Feature]:
+def mcp_features(settings: Settings, profile: BotProfile, approvals: ApprovalGate | None = None) -> list[Feature]:
     """The profile's MCP servers as one feature (none without servers: the SDK is then not imported); calls
     that need approval ask through `approvals`, the terminal's gate (none: they are denied)."""
     if not profile.mcp_servers:
         return []
     from hermes_engine.mcp.feature import McpFeature
+    from hermes_gateway.mcp.confined import ServerSandbox
     from hermes_gateway.mcp.manager import ServerManager
 
-    return [McpFeature(ServerManager(profile.mcp_servers), profile.mcp_servers, profile.mcp_schema_budget,
+    confine = ServerSandbox.for_bot(settings.home, profile)
+    return [McpFeature(ServerManager(profile.mcp_servers, confine), profile.mcp_servers, profile.mcp_schema_budget,
                        approvals, start_wait=profile.mcp_start_wait_seconds)]
 
 

@@ -6,6 +6,11 @@ error naming it); a literal that looks like a secret, or a literal value for a c
 (`Authorization`, `*_TOKEN`, `*_API_KEY`, ...), is refused when the profile loads. A stdio server gets
 those and the SDK's short list of safe variables (PATH, HOME, ...), never the rest of the gateway's
 environment (its API keys).
+
+A stdio server runs in the terminal's sandbox unless `sandbox: false`: its own uid (for a root gateway), a
+folder of its own as its home, the system folders and its program's installation read-only, and only the
+host paths listed in `read_paths` and `write_paths`; never the gateway's home, database or process, and no
+network. `sandbox: false` is for a server trusted with everything the gateway's user may read.
 """
 
 from __future__ import annotations
@@ -57,6 +62,9 @@ class McpServerSettings(BaseModel):
     # (`approval: always`) or the ones listed in `approve_tools` (the server's names).
     approval: Literal["never", "always"] = "never"
     approve_tools: list[str] = Field(default_factory=list)
+    sandbox: bool = True  # stdio only: false runs the server as the gateway's own user, seeing all it sees
+    read_paths: list[str] = Field(default_factory=list)  # host paths a sandboxed server may read, at their place
+    write_paths: list[str] = Field(default_factory=list)  # and those it may also change
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSettings:
@@ -67,6 +75,16 @@ class McpServerSettings(BaseModel):
         if self.approval == "always" and self.approve_tools:
             raise ValueError("approve_tools lists tools for approval: never; with approval: always every tool "
                              "asks already")
+        granted = [*self.read_paths, *self.write_paths]
+        if granted and (self.command is None or not self.sandbox):
+            raise ValueError("read_paths and write_paths are what a sandboxed stdio server may see; this server "
+                             "has no sandbox")
+        relative = next((p for p in granted if not os.path.isabs(p)), None)
+        if relative is not None:
+            raise ValueError(f"read_paths and write_paths must be absolute paths (got {relative!r})")
+        if self.sandbox and self.cwd is not None and not any(_within(self.cwd, p) for p in granted):
+            raise ValueError(f"cwd {self.cwd} is outside what the sandboxed server may see: list it in read_paths "
+                             "or write_paths (without cwd it starts in its own folder)")
         hidden = sorted(set(self.approve_tools) & set(self.exclude))
         if hidden:
             raise ValueError(f"approve_tools names excluded tools: {', '.join(hidden)}")
@@ -97,6 +115,10 @@ class McpServerSettings(BaseModel):
 
     def resolved_headers(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         return {k: resolve(v, environ) for k, v in self.headers.items()}
+
+
+def _within(path: str, folder: str) -> bool:
+    return os.path.commonpath([os.path.normpath(path), os.path.normpath(folder)]) == os.path.normpath(folder)
 
 
 def resolve(text: str, environ: Mapping[str, str] | None = None) -> str:

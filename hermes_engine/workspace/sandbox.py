@@ -43,6 +43,7 @@ from hermes_engine.workspace import cgroups, sandbox_network
 from hermes_engine.workspace.uids import NoFreeUid, UidPool, pool_for
 
 INSIDE = "/workspace"
+SERVER_DATA = "/data"  # a sandboxed server's own folder
 KEEP_BYTES = 8 * 1024  # output kept at the head and at the tail
 _SYSTEM_RO = ("/usr", "/etc/alternatives", "/etc/ld.so.cache", "/etc/passwd", "/etc/group", "/etc/localtime",
               "/etc/ssl", "/etc/mime.types")
@@ -151,15 +152,27 @@ def bwrap_argv(workspace_fd: int, command: str, uid: int | None = None, extra: S
     for this workspace) for good (no capabilities, no new privileges) before the shell starts: the kernel counts its
     processes against that uid's limit (a root-mapped uid in a user namespace would escape the count).
     Otherwise bwrap maps the caller's own uid in a new user namespace and drops every capability."""
+    argv, drop = _confinement(uid)
+    shell = [*drop, *_shell(command)]
+    tmp_size = ["--size", str(max(tmp_bytes, 4096))] if tmp_bytes is not None else []
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *tmp_size, "--tmpfs", "/tmp",
+             "--bind-fd", str(workspace_fd), INSIDE, "--chdir", INSIDE, "--setenv", "HOME", INSIDE, *extra,
+             "--", *shell]
+    return argv
+
+
+def _confinement(uid: int | None) -> tuple[list[str], list[str]]:
+    """bwrap's namespaces and the read-only system folders, and what goes before the command (`setpriv`
+    for a root gateway): the part every sandbox shares."""
     if drops_privileges():
         if uid is None or uid == 0:
             raise ValueError("a root gateway must name the unprivileged uid the sandbox runs as")
         argv = ["bwrap", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
-        shell = [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                 "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", *_shell(command)]
+        drop = [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
     else:
         argv = ["bwrap", "--unshare-all", "--unshare-user", "--cap-drop", "ALL"]
-        shell = _shell(command)
+        drop = []
     argv += ["--die-with-parent", "--new-session", "--perms", "0755", "--dir", "/etc"]  # readable by the uid
     for path in _SYSTEM_RO:
         if os.path.exists(path):
@@ -169,10 +182,34 @@ def bwrap_argv(workspace_fd: int, command: str, uid: int | None = None, extra: S
             argv += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
-    tmp_size = ["--size", str(max(tmp_bytes, 4096))] if tmp_bytes is not None else []
-    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *tmp_size, "--tmpfs", "/tmp",
-             "--bind-fd", str(workspace_fd), INSIDE, "--chdir", INSIDE, "--setenv", "HOME", INSIDE, *extra,
-             "--", *shell]
+    return argv, drop
+
+
+def server_argv(command: Sequence[str], folder: Path, uid: int | None = None, *, read: Sequence[str] = (),
+                write: Sequence[str] = (), cwd: str = SERVER_DATA) -> list[str]:
+    """The argument vector of a long-lived server (an MCP server over stdio) in a sandbox of its own: the
+    terminal's confinement, with `folder` (the server's own, writable) at `/data` as its home (and working
+    folder unless `cwd` names another), and the host paths the profile grants, read-only or writable, at
+    their own place.
+    Nothing else of the host's files is there (not the gateway's home), no network but its own loopback;
+    it is started by a client that passes no descriptors, so every mount is named by path."""
+    argv, drop = _confinement(uid)
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    for how, paths in (("--ro-bind", read), ("--bind", write)):
+        for path in paths:
+            argv += [*_open_parents(path), how, path, path]
+    argv += ["--bind", str(folder), SERVER_DATA, "--chdir", cwd, "--setenv", "HOME", SERVER_DATA,
+             "--", *drop, *command]
+    return argv
+
+
+def _open_parents(path: str) -> list[str]:
+    """The folders above a mount made traversable (bwrap would make them 0700, closed to a dropped uid);
+    the system folders are there already."""
+    argv: list[str] = []
+    for parent in reversed(Path(path).parents[:-1]):
+        if not any(parent == Path(top) or Path(top) in parent.parents for top in (*_SYSTEM_RO, *_ROOT_LINKS)):
+            argv += ["--perms", "0755", "--dir", str(parent)]
     return argv
 
 

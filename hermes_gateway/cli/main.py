@@ -28,6 +28,9 @@ def _version(value: bool) -> None:
 def main_options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                                help="Print the version and exit.")) -> None:
     """Hermes Gateway."""
+    from hermes_gateway.dumpable import make_non_dumpable
+
+    make_non_dumpable()  # from here on no other process of its user reads its environment or memory
 
 
 def _fail(exc: Exception) -> None:

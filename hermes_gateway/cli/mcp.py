@@ -7,7 +7,7 @@ import asyncio
 
 import typer
 
-from hermes_engine.config import load_profile
+from hermes_engine.config import load_profile, load_settings
 from hermes_engine.errors import HermesError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="MCP servers of a bot profile.")
@@ -19,6 +19,7 @@ def _first_line(text: str) -> str:
 
 async def _listing(bot: str | None) -> tuple[list[str], bool]:
     from hermes_engine.mcp.feature import McpFeature
+    from hermes_gateway.mcp.confined import ServerSandbox
     from hermes_gateway.mcp.manager import ServerManager
     from hermes_gateway.preflight import mcp_findings
 
@@ -28,7 +29,7 @@ async def _listing(bot: str | None) -> tuple[list[str], bool]:
         raise HermesError(problem)
     if not profile.mcp_servers:
         return [f"bot profile '{profile.name}' has no mcp_servers"], True
-    manager = ServerManager(profile.mcp_servers)
+    manager = ServerManager(profile.mcp_servers, ServerSandbox.for_bot(load_settings().home, profile))
     feature = McpFeature(manager, profile.mcp_servers, profile.mcp_schema_budget,
                          start_wait=profile.mcp_start_wait_seconds)
     await manager.start()

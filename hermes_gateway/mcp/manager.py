@@ -27,6 +27,7 @@ from mcp.types import CONNECTION_CLOSED, ToolListChangedNotification
 
 from hermes_engine.mcp.remote import RemotePart, RemoteResult, RemoteTool, ServerUnavailable
 from hermes_engine.mcp.settings import McpServerSettings
+from hermes_gateway.mcp.confined import ServerSandbox
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,8 @@ def to_result(raw: Any) -> RemoteResult:
 class ServerRunner:
     """One server: started by `run` (its own task), restarted after a failure, stopped by cancelling."""
 
-    def __init__(self, name: str, settings: McpServerSettings) -> None:
-        self.name, self.settings = name, settings
+    def __init__(self, name: str, settings: McpServerSettings, confine: ServerSandbox) -> None:
+        self.name, self.settings, self.confine = name, settings, confine
         self.client: Client | None = None
         self.listed: list[RemoteTool] | None = None  # the latest listing (new sessions take it)
         self.changed: Callable[[], None] = lambda: None  # told when `listed` changes
@@ -81,10 +82,13 @@ class ServerRunner:
         self.starts = 0  # sessions that came up
         self.attempts = 0
 
-    def _client(self, stack: AsyncExitStack) -> Client:
+    async def _client(self, stack: AsyncExitStack) -> Client:
         s = self.settings
         if s.command is not None:
-            params = StdioServerParameters(command=s.command, args=s.args, env=s.resolved_env(), cwd=s.cwd)
+            if s.sandbox:
+                params = await self.confine.parameters(self.name, s, stack.enter_context(contextlib.ExitStack()))
+            else:
+                params = StdioServerParameters(command=s.command, args=s.args, env=s.resolved_env(), cwd=s.cwd)
             return Client(params, cache=None, message_handler=self._on_message)
         assert s.url is not None
         http = create_mcp_http_client(headers=s.resolved_headers())
@@ -113,7 +117,7 @@ class ServerRunner:
 
     async def _session(self) -> None:
         async with AsyncExitStack() as stack, asyncio.timeout(self.settings.start_timeout) as deadline:
-            client = await stack.enter_async_context(self._client(stack))
+            client = await stack.enter_async_context(await self._client(stack))
             tools = await self._list(client)
             deadline.reschedule(None)
             self.client, self.problem = client, None
@@ -216,8 +220,8 @@ class ServerRunner:
 class ServerManager:
     """Implements the engine's `McpServers` for one bot profile."""
 
-    def __init__(self, servers: dict[str, McpServerSettings]) -> None:
-        self.runners = {name: ServerRunner(name, s) for name, s in servers.items()}
+    def __init__(self, servers: dict[str, McpServerSettings], confine: ServerSandbox) -> None:
+        self.runners = {name: ServerRunner(name, s, confine) for name, s in servers.items()}
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:

@@ -54,6 +54,22 @@ def env_var(name: str) -> str:
 
 
 @server.tool()
+def peek(gateway_pid: int, home: str) -> dict[str, str]:
+    """What this server can take of the gateway's: the environment of its parent and of the gateway's
+    process, the list of the gateway's home and its database. Each value is what was read, or the error."""
+    def attempt(read) -> str:  # type: ignore[no-untyped-def]
+        try:
+            return str(read())
+        except OSError as exc:
+            return f"refused: {type(exc).__name__}: {exc.strerror}"
+
+    return {"parent environ": attempt(lambda: Path(f"/proc/{os.getppid()}/environ").read_bytes().decode("utf-8", "replace")),
+            "gateway environ": attempt(lambda: Path(f"/proc/{gateway_pid}/environ").read_bytes().decode("utf-8", "replace")),
+            "home listing": attempt(lambda: sorted(os.listdir(home))),
+            "database": attempt(lambda: len(Path(home, "hermes.db").read_bytes()))}
+
+
+@server.tool()
 def crash_once(marker: str) -> str:
     """The first call (no marker file yet) kills the server process; later calls answer."""
     if not Path(marker).exists():

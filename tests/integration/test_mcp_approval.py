@@ -43,7 +43,7 @@ def last_result(request) -> str:  # type: ignore[no-untyped-def]
 async def started(engine, tmp_path: Path, asker: Asker, **server: object):  # type: ignore[no-untyped-def]
     calls = tmp_path / "calls"
     settings = {"command": sys.executable, "args": [FAKE_SERVER, "stdio"], "timeout": 20,
-                "env": {"FAKE_MCP_CALLS": str(calls)}, **server}
+                "env": {"FAKE_MCP_CALLS": str(calls)}, "sandbox": False, **server}  # it writes beside the test
     profile = make_profile(mcp_servers={"fake": settings}, access={"admins": [ADMIN]})
     features = build_features(Settings(home=tmp_path), profile, asker=asker)
     return await engine(profile=profile, features=features), calls

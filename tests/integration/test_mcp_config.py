@@ -38,6 +38,10 @@ def write_profile(folder: Path, servers: dict[str, object], **extra: object) -> 
     ({"command": "x", "approval": "sometimes"}, "'never' or 'always'"),
     ({"command": "x", "approval": "always", "approve_tools": ["send"]}, "every tool asks already"),
     ({"command": "x", "approve_tools": ["send"], "exclude": ["send"]}, "approve_tools names excluded tools: send"),
+    ({"command": "x", "sandbox": False, "read_paths": ["/srv/data"]}, "this server has no sandbox"),
+    ({"url": "https://mcp.example.com/mcp", "write_paths": ["/srv/data"]}, "this server has no sandbox"),
+    ({"command": "x", "read_paths": ["srv/data"]}, "must be absolute paths (got 'srv/data')"),
+    ({"command": "x", "cwd": "/srv/project"}, "cwd /srv/project is outside what the sandboxed server may see"),
 ])
 def test_a_bad_server_setting_is_one_sentence_naming_it(tmp_path, server, says):
     folder = write_profile(tmp_path / "bot", {"srv": server})

@@ -50,7 +50,7 @@ async def test_secrets_in_tool_arguments_and_results_are_stored_redacted_and_the
     calls = tmp_path / "calls"
     monkeypatch.setenv("FAKE_SERVICE_TOKEN", RESULT_SECRET)
     server = fake_server(FAKE_MCP_CALLS=str(calls), SERVICE_TOKEN="${FAKE_SERVICE_TOKEN}")
-    e = await engine(profile=make_profile(mcp_servers={"fake": server}))
+    e = await engine(profile=make_profile(mcp_servers={"fake": {**server, "sandbox": False}}))  # writes `calls`
     fake_llm.script(Reply(tool_calls=[("fake__echo", {"text": f"key {SECRET}"}),
                                       ("fake__env_var", {"name": "SERVICE_TOKEN"})]),
                     Reply(text="both done"))

@@ -17,7 +17,8 @@ LEGACY_SERVER = str(Path(__file__).parent.parent / "fakes" / "mcp_legacy_server.
 
 
 def stdio(env: dict[str, str]) -> dict[str, object]:
-    return {"command": sys.executable, "args": [FAKE_SERVER, "stdio"], "env": env, "timeout": 20}
+    """Unsandboxed: the server reads the files the test writes."""
+    return {"command": sys.executable, "args": [FAKE_SERVER, "stdio"], "env": env, "timeout": 20, "sandbox": False}
 
 
 def listed(request) -> list[str]:  # type: ignore[no-untyped-def]

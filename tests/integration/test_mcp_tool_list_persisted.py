@@ -19,7 +19,8 @@ FAKE_SERVER = str(Path(__file__).parent.parent / "fakes" / "mcp_server.py")
 
 
 def stdio(env: dict[str, str]) -> dict[str, object]:
-    return {"command": sys.executable, "args": [FAKE_SERVER, "stdio"], "env": env, "timeout": 20}
+    """Unsandboxed: the server reads the files the test writes."""
+    return {"command": sys.executable, "args": [FAKE_SERVER, "stdio"], "env": env, "timeout": 20, "sandbox": False}
 
 
 def tools_json(request) -> str:  # type: ignore[no-untyped-def]

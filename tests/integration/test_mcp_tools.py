@@ -127,7 +127,7 @@ async def test_a_server_that_fails_to_start_leaves_the_bot_serving_and_ready_nam
 
 async def test_a_server_crashing_mid_call_is_an_error_to_the_model_and_the_next_call_works(engine, fake_llm,
                                                                                          tmp_path):
-    e = await engine(profile=make_profile(mcp_servers={"fake": stdio()}))
+    e = await engine(profile=make_profile(mcp_servers={"fake": stdio(sandbox=False)}))  # it writes the marker
     marker = str(tmp_path / "crashed")
     fake_llm.script(Reply(tool_calls=[("fake__crash_once", {"marker": marker})]), Reply(text="it broke"),
                     Reply(tool_calls=[("fake__crash_once", {"marker": marker})]), Reply(text="it works"))
@@ -272,7 +272,8 @@ async def test_images_links_and_server_errors_reach_the_model_as_text_and_tool_e
 
 async def test_servers_start_once_per_gateway_and_stop_with_it(engine, fake_llm, tmp_path):
     pidfile = tmp_path / "pid"
-    e = await engine(profile=make_profile(mcp_servers={"fake": stdio(env={"FAKE_MCP_PIDFILE": str(pidfile)})}))
+    e = await engine(profile=make_profile(mcp_servers={"fake": stdio(env={"FAKE_MCP_PIDFILE": str(pidfile)},
+                                                                     sandbox=False)}))  # its pid on the host
     pid = int(pidfile.read_text())
     fake_llm.script(Reply(tool_calls=[("fake__echo", {"text": "a"})]), Reply(text="one"),
                     Reply(tool_calls=[("fake__echo", {"text": "b"})]), Reply(text="two"))

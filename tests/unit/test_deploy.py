@@ -175,3 +175,23 @@ def test_the_env_file_template_is_read_alike_by_compose_kubectl_and_systemd(vali
     env.write_text("# comment\nANTHROPIC_API_KEY=\nexport TELEGRAM_BOT_TOKEN=x\nSLACK_BOT_TOKEN=\"xoxb\"\n")
     problems = validator.env_file_problems(env)
     assert [p.split(":")[1] for p in problems] == ["3", "4"]
+
+
+def test_a_deploy_file_that_would_run_the_gateway_as_root_is_reported(validator, tmp_path) -> None:
+    objects = copy.deepcopy(manifests(validator))
+    assert validator.user_problems(DEPLOY, objects) == []
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    (tmp_path / "Dockerfile").write_text(dockerfile.replace("USER 10001:10001", "USER hermes"))
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    del compose["services"]["gateway-2"]["user"]  # both replicas: one YAML anchor
+    (tmp_path / "compose.yaml").write_text(yaml.safe_dump(compose))
+    (tmp_path / "hermes-gateway.service").write_text(
+        (DEPLOY / "hermes-gateway.service").read_text().replace("User=hermes", "User=root"))
+    pod = next(o for _, o in objects if o["kind"] == "Deployment")["spec"]["template"]["spec"]
+    pod["containers"][0]["securityContext"] = {"runAsUser": 0}
+    problems = validator.user_problems(tmp_path, objects)
+    assert [p.split(":")[0] for p in problems] == ["Dockerfile", "compose.yaml", "compose.yaml", "gateway.yaml",
+                                                   "hermes-gateway.service"], problems
+    assert "service gateway-2" in problems[2] and "container gateway" in problems[3]
+    (tmp_path / "Dockerfile").write_text(dockerfile.replace("USER 10001:10001\n", ""))
+    assert validator.user_problems(tmp_path, objects)[0].startswith("Dockerfile: the image runs as root")

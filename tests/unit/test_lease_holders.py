@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -70,6 +71,21 @@ def test_a_pid_now_running_a_process_started_later_does_not_keep_the_old_holder_
     assert reused is not None
     assert holder_gone(str(Holder(reused.replica, reused.boot, reused.pid, reused.started - 1, "t")))
     assert not holder_gone(holder)
+
+
+def test_a_non_dumpable_gateway_process_is_still_judged_by_its_start_time():
+    """The gateway makes itself non-dumpable (hermes_gateway/dumpable.py): its /proc/<pid>/stat stays readable."""
+    code = ("import sys, time\nfrom hermes_gateway.dumpable import make_non_dumpable\nmake_non_dumpable()\n"
+            "print('ready', flush=True)\ntime.sleep(600)\n")
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE) as proc:
+        try:
+            assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+            holder = Holder.parse(_holder_of(proc.pid))
+            assert holder is not None and holder.started > 0
+            assert not holder_gone(str(holder))
+            assert holder_gone(str(Holder(holder.replica, holder.boot, holder.pid, holder.started - 1, "t")))
+        finally:
+            proc.kill()
 
 
 def test_a_holder_from_another_boot_of_this_replica_is_gone_even_if_its_pid_runs_now(child):

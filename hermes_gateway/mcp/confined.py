@@ -1,0 +1,101 @@
+"""A stdio MCP server's command line under the terminal's sandbox (`hermes_engine/workspace/sandbox.py`).
+
+The SDK's stdio client starts whatever command it is given and passes it no descriptors, so the server's
+command becomes the tail of a `bwrap … --` command line whose mounts are all named by path. An MCP server
+is code of someone else's running beside the gateway: without this it could read the gateway's database
+(every conversation of every person) and, as the same user, the keys in the gateway's environment.
+
+What the server may see: the system folders, its program's own installation (a Python server needs its
+interpreter and the virtual environment's site-packages), files named in its arguments, the profile's
+`read_paths` (read-only) and `write_paths`, and a folder of its own (`<home>/mcp/<bot>/<server>`, mounted at
+`/data`, its home). A root gateway runs it as a uid leased from the terminal's range for the server's
+lifetime. Where bwrap cannot run, a sandboxed server is not started: the terminal's rule, nothing runs
+unsandboxed that was not declared trusted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp.client.stdio import StdioServerParameters
+
+from hermes_engine.config import BotProfile
+from hermes_engine.mcp.settings import McpServerSettings
+from hermes_engine.workspace import sandbox
+from hermes_engine.workspace.uids import UidPool, pool_for
+
+_SYSTEM = ("/usr/", "/bin/", "/sbin/", "/lib", "/etc/")  # mounted for every sandbox already
+
+
+class SandboxRefused(RuntimeError):
+    """A sandboxed server cannot start; the message says why in one sentence."""
+
+
+@dataclass(frozen=True)
+class ServerSandbox:
+    """Where one bot's sandboxed servers keep their files, and the uids a root gateway runs them as."""
+
+    home: Path
+    uids: UidPool
+
+    @classmethod
+    def for_bot(cls, home: Path, profile: BotProfile) -> ServerSandbox:
+        """Under the gateway's home (`home`), sharing the uid range of the profile's terminal."""
+        return cls(home / "mcp" / profile.name, pool_for(profile.workspace.uid_first, profile.workspace.uid_count))
+
+    async def parameters(self, name: str, settings: McpServerSettings,
+                         stack: contextlib.ExitStack) -> StdioServerParameters:
+        """The SDK's parameters for `bwrap … -- <command>`; the uid lease is held until `stack` closes. Built
+        in a thread: it probes bwrap, looks at files and hands the server's folder to its uid."""
+        return await asyncio.to_thread(self._parameters, name, settings, stack)
+
+    def _parameters(self, name: str, settings: McpServerSettings, stack: contextlib.ExitStack) -> StdioServerParameters:
+        assert settings.command is not None
+        reason = sandbox.unavailable_reason()
+        if reason is not None:
+            raise SandboxRefused(f"{reason} A sandboxed MCP server never runs unsandboxed (sandbox: false is for "
+                                 "servers trusted with the gateway's files).")
+        program = shutil.which(settings.command)
+        if program is None:
+            raise SandboxRefused(f"{settings.command!r} is not a program on PATH.")
+        missing = next((p for p in (*settings.read_paths, *settings.write_paths) if not os.path.exists(p)), None)
+        if missing is not None:
+            raise SandboxRefused(f"{missing}, which read_paths or write_paths grant, does not exist.")
+        folder = self.home / name
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # A root gateway runs it as a uid of its own, leased for the server's lifetime.
+        uid = stack.enter_context(self.uids.lease(folder)) if sandbox.drops_privileges() else None
+        files = [a for a in settings.args if os.path.isabs(a) and os.path.isfile(a)]
+        readable = dict.fromkeys([*program_paths(Path(program)), *files, *settings.read_paths])
+        argv = sandbox.server_argv([program, *settings.args], folder, uid, read=list(readable),
+                                   write=settings.write_paths, cwd=settings.cwd or sandbox.SERVER_DATA)
+        return StdioServerParameters(command=argv[0], args=argv[1:], env=settings.resolved_env())
+
+
+def program_paths(program: Path) -> list[str]:
+    """What a program needs to read beyond the system folders: the virtual environment it lives in, the
+    one its `#!` line names, and the installation of an interpreter outside them (a pyenv or uv Python)."""
+    found: list[str] = []
+    for path in (program, *_interpreter(program)):
+        venv = path.parent.parent
+        if (venv / "pyvenv.cfg").is_file():
+            found.append(str(venv))
+        real = Path(os.path.realpath(path))
+        if real.exists() and not str(real).startswith(_SYSTEM):
+            found.append(str(real.parent.parent) if real.parent.name == "bin" else str(real))
+    return list(dict.fromkeys(found))
+
+
+def _interpreter(program: Path) -> list[Path]:
+    """The interpreter a script's `#!` line names (the first word: `/usr/bin/env` stays a system program)."""
+    with contextlib.suppress(OSError), program.open("rb") as f:
+        head = f.readline(512)
+        if head.startswith(b"#!") and head[2:].split():
+            return [Path(os.fsdecode(head[2:].split()[0]))]
+    return []
+
