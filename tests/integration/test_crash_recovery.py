@@ -21,6 +21,8 @@ from storage.store import SqlStore
 
 pytestmark = pytest.mark.slow  # kills a real process: `pytest -m slow`
 
+FIRST, REST = "The first part of the answer, cut in the mid", "dle of a word and finished after the restart."
+
 
 async def chat_saying(line: bytes, fake_llm, home, model: str, db_url: str | None = None) -> asyncio.subprocess.Process:
     """A real `hermes-gateway chat` process on `model` and the fake LLM, told `line` (on `db_url`, if given)."""
@@ -81,11 +83,15 @@ async def assistant_contents(db_url: str) -> list[str]:
 async def test_an_answer_cut_at_the_output_limit_before_a_kill_goes_on_from_its_stored_part(engine, fake_llm,
                                                                                           tmp_path, backend):
     async with database_url(backend, tmp_path) as db_url:
-        await cut_answer_killed_and_resumed(engine, fake_llm, tmp_path, db_url)
+        sent, delivered = await cut_answer_killed_and_resumed(engine, fake_llm, tmp_path, db_url)
+    assert delivered == FIRST + REST
+    assert sent.texts == ["tell me everything", FIRST, CONTINUE]  # asked once, going on from the stored part
 
 
-async def cut_answer_killed_and_resumed(engine, fake_llm, tmp_path, db_url: str) -> None:
-    first, rest = "The first part of the answer, cut in the mid", "dle of a word and finished after the restart."
+async def cut_answer_killed_and_resumed(engine, fake_llm, tmp_path, db_url: str):
+    """Kill a `chat` process after the first part of a cut answer is stored, then start an engine on the same
+    store: (the one model request it makes, the text it delivered)."""
+    first = FIRST
 
     def first_life(request):
         if request.last_user_text == CONTINUE:
@@ -103,10 +109,9 @@ async def cut_answer_killed_and_resumed(engine, fake_llm, tmp_path, db_url: str)
     assert await assistant_contents(db_url) == [first]
 
     fake_llm.requests.clear()
-    fake_llm.responder = lambda request: Reply(text=rest)
+    fake_llm.responder = lambda request: Reply(text=REST)
     e = await engine(profile=make_profile(name="default", model="anthropic:claude-sonnet-4-5"), platform="console",
                      database=(db_url, {}))
     delivered = await e.outlet.wait_for(1)
-    assert delivered[0].text == first + rest
     [sent] = fake_llm.requests
-    assert sent.texts == ["tell me everything", first, CONTINUE]  # asked once, going on from the stored part
+    return sent, delivered[0].text

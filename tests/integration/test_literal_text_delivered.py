@@ -71,8 +71,9 @@ async def test_the_person_reads_the_branch_placeholder_the_model_wrote(bot, tele
 async def test_help_reads_in_the_chat_as_the_bot_wrote_it(bot, telegram: FakeTelegram):
     e, _ = await bot()
     telegram.user_says(42, ALICE, "/help")
-    await telegram.wait_for_text(42, HELP)
+    shown = await telegram.wait_for_text(42, HELP)
     await e.idle()
+    assert [m.text for m in telegram.chat(42).bot_messages] == [shown.text] == [HELP]
 
 
 async def test_every_line_of_the_corpus_reads_as_written_through_the_bot_api(bot, telegram: FakeTelegram):
