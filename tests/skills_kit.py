@@ -8,8 +8,9 @@ from datetime import datetime
 from pathlib import Path
 
 from hermes_engine.ports.conversation import ToolCall
+from hermes_engine.ports.tools import ToolContext, ToolResult
 from hermes_engine.skills.tools import TOOLS
-from hermes_engine.tools.registry import ToolContext, ToolRegistry, ToolResult
+from hermes_engine.tools.registry import ToolRegistry
 
 
 def skill_md(name: str, description: str = "Squash a branch's commits into one before merging.", *,

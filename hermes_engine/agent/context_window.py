@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_engine.ports.conversation import Message, Usage, estimate_tokens
-from hermes_engine.providers.base import ToolSchema
+from hermes_engine.ports.tools import ToolSchema
 from hermes_engine.providers.model_names import longest_prefix
 
 # Conservative: an unknown model is often a small local one behind an OpenAI-compatible server, and

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hermes_engine.ports.conversation import Message, ToolCall
-from hermes_engine.providers.base import ModelResponse
+from hermes_engine.ports.models import ModelResponse
 from hermes_engine.providers.continuation import CUT, is_cut
 
 MAX_CONTINUATIONS = 3

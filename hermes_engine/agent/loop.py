@@ -22,7 +22,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from hermes_engine.agent.long_answers import (
     CUT_NOTE,
@@ -37,31 +36,13 @@ from hermes_engine.agent.prompt import for_history, for_this_turn
 from hermes_engine.agent.tool_record import as_kept, record
 from hermes_engine.errors import EmptyAnswer
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
-from hermes_engine.providers.base import Completed, EventStream, ModelRequest, ModelResponse, Restart, TextDelta
-from hermes_engine.tools.registry import ToolContext, ToolRegistry
+from hermes_engine.ports.models import CallHook, Completed, ModelRequest, ModelResponse, Restart, Router, TextDelta
+from hermes_engine.ports.tools import ToolContext, Tools
+from hermes_engine.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
 INTERRUPTED_RESULT = "[interrupted: the turn was stopped before this tool finished]"
-
-
-class Router(Protocol):
-    """One turn's view of the provider chain (see `ProviderChain.route`)."""
-
-    def stream(self, request: ModelRequest) -> EventStream: ...
-
-
-class CallHook(Protocol):
-    """Around each model call of a turn (compression): may give the model a different view of the
-    history, says how much room the context window leaves the answer, and learns what the call cost."""
-
-    async def before_call(self, history: list[Message], router: Router) -> list[Message]: ...
-
-    def output_room(self) -> int | None:
-        """Output tokens the window leaves beside the request `before_call` just prepared (None: no bound)."""
-        ...
-
-    def after_call(self, request: ModelRequest, response: ModelResponse) -> None: ...
 
 
 Persist = Callable[[Message, Usage | None, str | None], Awaitable[None]]
@@ -92,7 +73,7 @@ class AgentLoop:
     async def run(self, *, router: Router, system: str, history: list[Message], user: Message | None,
                   ctx: ToolContext, persist: Persist, on_delta: OnDelta | None = None,
                   on_restart: OnRestart | None = None, purpose: str = "turn",
-                  context: CallHook | None = None, tools: ToolRegistry | None = None) -> TurnResult:
+                  context: CallHook | None = None, tools: Tools | None = None) -> TurnResult:
         """Run one turn. `history` is extended in place with everything the turn appends; `context`
         (compression) may rewrite it before each model call. `on_restart` takes back the streamed deltas.
         `tools`: the session's frozen tool list, when it has one (else the loop's own)."""
@@ -119,7 +100,7 @@ class AgentLoop:
 
     async def _iterate(self, router: Router, system: str, history: list[Message], ctx: ToolContext,
                        persist: Persist, streamed: _Streamed, purpose: str, result: TurnResult,
-                       context: CallHook | None, tools: ToolRegistry) -> None:
+                       context: CallHook | None, tools: Tools) -> None:
         schemas = tools.schemas()
         empty_retries = 0
         cut_calls = 0  # responses in a row cut while writing tool calls
@@ -203,7 +184,7 @@ class AgentLoop:
             await self._append(history, result, persist, refusal, None, None)
 
     async def _run_tools(self, calls: list[ToolCall], ctx: ToolContext, history: list[Message],
-                         result: TurnResult, persist: Persist, iterations_left: int, tools: ToolRegistry) -> None:
+                         result: TurnResult, persist: Persist, iterations_left: int, tools: Tools) -> None:
         """Run the calls in parallel. Each result is persisted the moment its tool finishes (a crash then
         never runs a finished tool again, however long its neighbours take); the history gets them in
         call order."""

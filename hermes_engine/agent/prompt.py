@@ -11,11 +11,11 @@ from __future__ import annotations
 import base64
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
 
 from hermes_engine.policy.untrusted import SENT_FILE
 from hermes_engine.ports.conversation import ImagePart, Message
 from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.prompt import PromptContributor
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.tools.registry import ToolRegistry
 
@@ -24,25 +24,6 @@ TOOL_GUIDANCE = """\
 - Call tools when they help; independent calls can go in one step and run in parallel.
 - A tool error is information: read it, fix the call, or explain the problem to the person.
 - Do not repeat a tool call that already succeeded with the same arguments."""
-
-
-class PromptContributor:
-    """An extension point: memory, skills and goals add to the prompt through this. Both hooks default
-    to adding nothing.
-
-    A contributor whose turn notes are private to the speaker (their profile) sets `private_notes = True`:
-    such a note reaches the model only in the turn it belongs to and is never stored in the shared
-    history, so in a group nobody else's turn carries it."""
-
-    private_notes: ClassVar[bool] = False
-
-    async def frozen_section(self, scope: SessionScope) -> str | None:
-        """Text for the system prompt, taken once at session start and never changed during it."""
-        return None
-
-    async def turn_note(self, scope: SessionScope, speaker_person_id: int | None, text: str) -> str | None:
-        """Text attached to this user message only (per-turn hints; the speaker's profile in groups)."""
-        return None
 
 
 class PromptBuilder:

@@ -44,7 +44,7 @@ from hermes_engine.compression.summariser import (
 )
 from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Message, estimate_tokens
-from hermes_engine.providers.base import ModelRequest, ModelResponse
+from hermes_engine.ports.models import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host

@@ -21,7 +21,7 @@ from hermes_engine.agent.context_window import messages_tokens
 from hermes_engine.compression.planning import CompressionConfig, summary_budget
 from hermes_engine.errors import HermesError
 from hermes_engine.ports.conversation import Message, Usage, estimate_tokens
-from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse
+from hermes_engine.ports.models import Completed, ModelRequest, ModelResponse
 
 log = logging.getLogger(__name__)
 

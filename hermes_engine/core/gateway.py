@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from hermes_engine.agent.loop import AgentLoop, TurnResult
-from hermes_engine.agent.prompt import PromptBuilder, PromptContributor
+from hermes_engine.agent.prompt import PromptBuilder
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob, run_settling
@@ -39,11 +39,13 @@ from hermes_engine.ports.engine import AccessDecision, CommandInfo
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.inbound import InboundMessage, LastInbound, ReplyTarget, message_to_payload
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
+from hermes_engine.ports.prompt import PromptContributor
 from hermes_engine.ports.reply import Outlet
 from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import InboundEvent, SessionRecord, Store
+from hermes_engine.ports.tools import ToolContext
 from hermes_engine.providers.chain import ProviderChain
-from hermes_engine.tools.registry import ToolContext, ToolRegistry
+from hermes_engine.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 

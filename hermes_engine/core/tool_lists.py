@@ -23,8 +23,8 @@ from typing import Any
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import Store
-from hermes_engine.providers.base import ToolSchema
-from hermes_engine.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult
+from hermes_engine.ports.tools import Tool, ToolContext, ToolResult, ToolSchema
+from hermes_engine.tools.registry import FunctionTool, ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def _late_bound(schema: ToolSchema, live: ToolRegistry) -> Tool:
 
     limit = current.time_limit if current is not None else 60.0
     toolset = current.toolset if current is not None else "frozen"
-    return replace(Tool(schema.name, schema.description, schema.parameters, run, toolset, CONTEXT_PARAM),
+    return replace(FunctionTool(schema.name, schema.description, schema.parameters, run, toolset, CONTEXT_PARAM),
                    time_limit=limit + 1)
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from hermes_engine.agent.long_answers import answer_text
-from hermes_engine.agent.loop import AgentLoop, CallHook, TurnResult
+from hermes_engine.agent.loop import AgentLoop, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder, load_images
 from hermes_engine.core.jobs import TurnJob
 from hermes_engine.core.journal import Journal
@@ -38,6 +38,7 @@ from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage, ReplyTarget
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
+from hermes_engine.ports.models import CallHook
 from hermes_engine.ports.reply import BufferedStream, Outlet, ReplyStream
 from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import Inbox, SessionStore

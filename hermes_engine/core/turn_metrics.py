@@ -7,12 +7,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from hermes_engine.agent.loop import Router, TurnResult
+from hermes_engine.agent.loop import TurnResult
 from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.ports.metrics import Metrics
-from hermes_engine.providers.base import EventStream, ModelRequest
-from hermes_engine.tools.registry import ToolRegistry
+from hermes_engine.ports.models import EventStream, ModelRequest, Router
+from hermes_engine.ports.tools import Tools
 
 
 class FirstRequestRouter:
@@ -44,7 +44,7 @@ def first_request_reporter(metrics: Metrics, bot: str, message: InboundMessage, 
 
 
 def report_turn(metrics: Metrics, bot: str, platform: str, *, outcome: str, started: float,
-                error_kind: str | None, result: TurnResult | None, tools: ToolRegistry) -> None:
+                error_kind: str | None, result: TurnResult | None, tools: Tools) -> None:
     """One finished turn (not a duplicate, not one paused by the store) into `metrics`. A tool name the
     bot does not have counts as "unknown": the model may call any name, and labels must stay a closed set."""
     metrics.turn_finished(bot, platform, outcome, time.monotonic() - started)

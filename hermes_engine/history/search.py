@@ -12,7 +12,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.ports.feature import Feature
-from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
+from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
+from hermes_engine.tools.registry import tool
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host

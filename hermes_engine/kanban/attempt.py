@@ -29,9 +29,10 @@ from hermes_engine.loops.goals import JUDGE_SYSTEM, parse_verdict
 from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.models import Completed, ModelRequest
 from hermes_engine.ports.storage import CardRecord, CardUsage, Store
-from hermes_engine.providers.base import Completed, ModelRequest
-from hermes_engine.tools.registry import ToolContext, ToolRegistry
+from hermes_engine.ports.tools import ToolContext
+from hermes_engine.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host

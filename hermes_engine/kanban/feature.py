@@ -29,7 +29,8 @@ from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.storage import CardRecord, CardSpec, CardViewer, shared_conversation
-from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
+from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
+from hermes_engine.tools.registry import tool
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host

@@ -13,8 +13,8 @@ from hermes_engine.config import KanbanSettings
 from hermes_engine.errors import HermesError
 from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.models import Completed, ModelRequest
 from hermes_engine.ports.storage import CardRecord, CardSpec
-from hermes_engine.providers.base import Completed, ModelRequest
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host

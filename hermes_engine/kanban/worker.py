@@ -18,7 +18,8 @@ from typing import Any
 
 from hermes_engine.errors import HermesError
 from hermes_engine.ports.storage import CardRecord, CardSpec, CardStore
-from hermes_engine.tools.registry import ToolContext, ToolResult, tool
+from hermes_engine.ports.tools import ToolContext, ToolResult
+from hermes_engine.tools.registry import tool
 
 log = logging.getLogger(__name__)
 

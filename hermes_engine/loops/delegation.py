@@ -25,7 +25,8 @@ from hermes_engine.errors import HermesError
 from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature
-from hermes_engine.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult, tool
+from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
+from hermes_engine.tools.registry import ToolRegistry, tool
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host

@@ -31,9 +31,9 @@ from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.inbound import InboundMessage, ReplyTarget, message_from_payload, message_to_payload
+from hermes_engine.ports.models import Completed, ModelRequest
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.storage import GoalRecord
-from hermes_engine.providers.base import Completed, ModelRequest
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host

@@ -18,7 +18,8 @@ from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.session import SessionHandle, SessionScope
 from hermes_engine.ports.storage import DueReview
-from hermes_engine.tools.registry import ToolContext, ToolRegistry, ToolResult
+from hermes_engine.ports.tools import ToolContext, ToolResult, Tools
+from hermes_engine.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host
@@ -75,7 +76,7 @@ class _ReviewTools(ToolRegistry):
     """The session's tools as the model sees them (so the cached prefix is reused), but only memory and
     skill tools run; anything else answers that it is unavailable here."""
 
-    def __init__(self, tools: ToolRegistry) -> None:
+    def __init__(self, tools: Tools) -> None:
         super().__init__(list(tools))
 
     async def call(self, call: ToolCall, ctx: ToolContext) -> ToolResult:

@@ -36,7 +36,8 @@ from hermes_engine.mcp.settings import McpServerSettings
 from hermes_engine.policy import untrusted
 from hermes_engine.ports.approval import Decision
 from hermes_engine.ports.feature import Feature
-from hermes_engine.tools.registry import Tool, ToolContext, ToolResult
+from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
+from hermes_engine.tools.registry import FunctionTool
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host
@@ -152,7 +153,7 @@ class McpFeature(Feature):
             return await self.call(remote, arguments, ctx)
 
         parameters = remote.input_schema or {"type": "object", "properties": {}}
-        return Tool(name, remote.description or f"{remote.name} (MCP server {remote.server})", parameters, run,
+        return FunctionTool(name, remote.description or f"{remote.name} (MCP server {remote.server})", parameters, run,
                     f"mcp:{remote.server}", CONTEXT_PARAM, self._limit(remote.server))
 
     def _call_tool(self, compact: dict[str, RemoteTool], full: dict[str, Tool]) -> Tool:
@@ -169,7 +170,7 @@ class McpFeature(Feature):
             "tool": {"type": "string", "description": "a name from the list"},
             "arguments": {"type": "object", "description": "as mcp_describe says"}}, "required": ["tool"]}
         limit = max((self._limit(r.server) for r in compact.values()), default=60.0)
-        return Tool("mcp_call", description, parameters, run, COMPACT_TOOLSET, CONTEXT_PARAM, limit)
+        return FunctionTool("mcp_call", description, parameters, run, COMPACT_TOOLSET, CONTEXT_PARAM, limit)
 
     def _describe_tool(self, listed: dict[str, RemoteTool]) -> Tool:
         def run(tool: str) -> str:
@@ -180,7 +181,7 @@ class McpFeature(Feature):
                                "arguments": remote.input_schema}, ensure_ascii=False)
 
         parameters = {"type": "object", "properties": {"tool": {"type": "string"}}, "required": ["tool"]}
-        return Tool("mcp_describe", "The description and argument schema of an MCP tool listed in mcp_call.",
+        return FunctionTool("mcp_describe", "The description and argument schema of an MCP tool listed in mcp_call.",
                     parameters, run, COMPACT_TOOLSET)
 
     def _page_tool(self) -> Tool:
@@ -198,7 +199,7 @@ class McpFeature(Feature):
 
         parameters = {"type": "object", "properties": {"ref": {"type": "string"}, "offset": {"type": "integer"}},
                       "required": ["ref", "offset"]}
-        return Tool("mcp_result_page", "Read on in an MCP tool result that was cut.", parameters, run,
+        return FunctionTool("mcp_result_page", "Read on in an MCP tool result that was cut.", parameters, run,
                     COMPACT_TOOLSET, CONTEXT_PARAM)
 
     def _limit(self, server: str) -> float:

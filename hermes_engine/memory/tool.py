@@ -19,7 +19,8 @@ from typing import Any, Literal
 from hermes_engine.memory.book import Change, MemoryBook, MemoryResult
 from hermes_engine.memory.documents import MemoryOwner
 from hermes_engine.memory.pending import PendingChanges
-from hermes_engine.tools.registry import ToolContext, ToolResult, tool
+from hermes_engine.ports.tools import ToolContext, ToolResult
+from hermes_engine.tools.registry import tool
 
 QUIET_AFTER = 3
 _FAILED = "memory: failed changes"

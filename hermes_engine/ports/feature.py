@@ -1,5 +1,5 @@
-"""The extension point for everything that wraps the core loop (memory, skills, goals, reviews,
-compression, search).
+"""The whole feature contract: the extension point for everything that wraps the core loop (memory, skills,
+goals, reviews, compression, search).
 
 A feature contributes tools, prompt sections, chat commands and turn hooks. Every hook a feature may
 implement is declared here with a no-op default, so the gateway calls hooks, never looks for them, and a
@@ -12,16 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes_engine.agent.prompt import PromptContributor
 from hermes_engine.ports.commands import CommandRegistry
 from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.prompt import PromptContributor
 from hermes_engine.ports.session import SessionScope
-from hermes_engine.tools.registry import Tool
+from hermes_engine.ports.tools import Tool
 
 if TYPE_CHECKING:
-    from hermes_engine.agent.loop import CallHook
     from hermes_engine.ports.host import Host
     from hermes_engine.ports.inbound import InboundMessage
+    from hermes_engine.ports.models import CallHook
     from hermes_engine.ports.session import SessionHandle
 
 
@@ -43,9 +43,12 @@ class TurnOutcome:
 
 
 class Feature:
+    """The whole feature contract: everything a feature may declare and every hook the engine calls."""
+
     name: str = "feature"
 
     def tools(self) -> list[Tool]:
+        """The tools this feature declares (`ports/tools.py`); a bot profile selects them by toolset."""
         return []
 
     def services(self) -> dict[str, Any]:
@@ -53,15 +56,20 @@ class Feature:
         return {}
 
     def contributors(self) -> Sequence[PromptContributor]:
+        """What this feature adds to the prompt (`ports/prompt.py`): frozen sections and per-turn notes."""
         return []
 
     def register_commands(self, registry: CommandRegistry) -> None:
+        """Add this feature's chat commands (`ports/commands.py`); called once, before `start`."""
         return None
 
     async def start(self, host: Host) -> None:
+        """The engine is up: keep `host`, the only way this feature reaches the engine, and start any
+        background work."""
         return None
 
     async def stop(self) -> None:
+        """The engine is stopping: end background work and let go of what `start` took."""
         return None
 
     async def settle_tools(self) -> list[str]:

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from hermes_engine.config import BotProfile, Settings
-    from hermes_engine.core.leases import Leases
     from hermes_engine.ports.inbound import InboundMessage, ReplyTarget
+    from hermes_engine.ports.leases import Leases
     from hermes_engine.ports.metrics import Metrics
+    from hermes_engine.ports.models import ModelChain
     from hermes_engine.ports.session import SessionHandle
     from hermes_engine.ports.storage import Store
-    from hermes_engine.providers.chain import ProviderChain
-    from hermes_engine.tools.registry import ToolContext, ToolRegistry
+    from hermes_engine.ports.tools import ToolContext, Tools
 
 
 class Host(Protocol):
@@ -45,7 +45,7 @@ class Host(Protocol):
         ...
 
     @property
-    def tools(self) -> ToolRegistry:
+    def tools(self) -> Tools:
         """The bot's tools, as the model sees them."""
         ...
 
@@ -62,11 +62,11 @@ class Host(Protocol):
         """Post a complete message (Markdown) outside any turn; False when that platform is not attached."""
         ...
 
-    def chain(self, models: Sequence[str]) -> ProviderChain:
+    def chain(self, models: Sequence[str]) -> ModelChain:
         """The provider chain for these models (shared, built once)."""
         ...
 
-    def chain_for(self, session: SessionHandle) -> ProviderChain:
+    def chain_for(self, session: SessionHandle) -> ModelChain:
         """The chain a turn of this session uses (its /model choice first)."""
         ...
 

@@ -14,7 +14,7 @@ from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.storage import SessionRecord
 
 if TYPE_CHECKING:
-    from hermes_engine.tools.registry import ToolRegistry
+    from hermes_engine.ports.tools import Tools
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class SessionHandle:
     system_prompt: str | None = None
     # The tools its requests list, taken when it loaded: a tool list that changes later (an MCP server's)
     # applies from the next session, so the request's prefix (and the provider's cache) stays the same.
-    tools: ToolRegistry | None = None
+    tools: Tools | None = None
     usage: Usage = field(default_factory=Usage)
     last_model: str | None = None
     seen_message_id: int | None = None  # the newest stored message when this replica last answered here

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hermes_engine.providers.base import (
+from hermes_engine.ports.models import (
     Completed,
     EventStream,
     ModelRequest,
@@ -17,8 +17,8 @@ from hermes_engine.providers.base import (
     Provider,
     StreamEvent,
     TextDelta,
-    ToolSchema,
 )
+from hermes_engine.ports.tools import ToolSchema
 from hermes_engine.providers.chain import ProviderChain, TurnRouter, build_chain
 from hermes_engine.providers.registry import (
     EnvVar,

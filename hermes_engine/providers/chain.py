@@ -25,7 +25,7 @@ from contextlib import aclosing
 from functools import partial
 
 from hermes_engine.errors import ProviderError
-from hermes_engine.providers.base import (
+from hermes_engine.ports.models import (
     Completed,
     EventStream,
     ModelRequest,

@@ -4,8 +4,8 @@ one is configured, so a bot without embeddings loads neither `openai` nor a loca
 
 from __future__ import annotations
 
+from hermes_engine.ports.embedding import Embedder
 from hermes_engine.providers.registry import read_env
-from hermes_engine.skills.embeddings import Embedder
 
 
 def embedder_from_settings(model: str | None, base_url: str | None = None) -> Embedder | None:

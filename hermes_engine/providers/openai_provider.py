@@ -16,15 +16,8 @@ import openai
 from hermes_engine.errors import ConfigError, ProviderError
 from hermes_engine.policy.secrets import redact
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
-from hermes_engine.providers.base import (
-    Completed,
-    ModelRequest,
-    ModelResponse,
-    StreamBroken,
-    StreamEvent,
-    TextDelta,
-    ToolSchema,
-)
+from hermes_engine.ports.models import Completed, ModelRequest, ModelResponse, StreamBroken, StreamEvent, TextDelta
+from hermes_engine.ports.tools import ToolSchema
 from hermes_engine.providers.continuation import with_continuations
 from hermes_engine.providers.output_limits import output_limit
 from hermes_engine.providers.transport import encodable_request, retry_after_seconds

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from hermes_engine.errors import ConfigError
-from hermes_engine.providers.base import Provider
+from hermes_engine.ports.models import Provider
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from hermes_engine.ports.conversation import Message, ToolCall
 from hermes_engine.ports.inbound import encodable_text
-from hermes_engine.providers.base import ModelRequest
+from hermes_engine.ports.models import ModelRequest
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_engine.skills.embeddings import EmbeddingError, check_vectors
+from hermes_engine.ports.embedding import EmbeddingError, check_vectors
 
 MODEL = "wordllama-l2-supercat-256"
 _lock = threading.Lock()

@@ -24,7 +24,7 @@ from typing import Any
 
 from hermes_engine.errors import ProviderError
 from hermes_engine.ports.conversation import Message
-from hermes_engine.providers.base import Completed, ModelRequest, Provider, TextDelta
+from hermes_engine.ports.models import Completed, ModelRequest, Provider, TextDelta
 from hermes_engine.skills.approvals import GatedLibrary, PendingQueue
 from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.files import FileSkillLibrary

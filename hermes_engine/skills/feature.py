@@ -21,15 +21,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_engine.agent.prompt import PromptContributor
 from hermes_engine.core.scheduler import Scheduler
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.embedding import Embedder
 from hermes_engine.ports.feature import Feature, TurnOutcome
+from hermes_engine.ports.models import Provider
+from hermes_engine.ports.prompt import PromptContributor
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.storage import SkillEmbeddingCache
-from hermes_engine.providers.base import Provider
+from hermes_engine.ports.tools import Tool
 from hermes_engine.skills.curator import Curator, latest_report
-from hermes_engine.skills.embeddings import Embedder
 from hermes_engine.skills.hints import SkillHints
 from hermes_engine.skills.index import hint_text, render_index
 from hermes_engine.skills.library import (
@@ -42,7 +43,6 @@ from hermes_engine.skills.library import (
 from hermes_engine.skills.model import NAME_RE, SkillError
 from hermes_engine.skills.tools import TOOLS
 from hermes_engine.skills.usage import UsageLog, describe, ranked, utcnow
-from hermes_engine.tools.registry import Tool
 
 if TYPE_CHECKING:
     from hermes_engine.ports.host import Host

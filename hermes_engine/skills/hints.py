@@ -16,8 +16,9 @@ import time
 from collections.abc import Iterable, Sequence
 
 from hermes_engine.errors import StorageError
+from hermes_engine.ports.embedding import Embedder, EmbeddingError
 from hermes_engine.ports.storage import SkillEmbeddingCache
-from hermes_engine.skills.embeddings import Embedder, EmbeddingError, content_hash, cosine, skill_document
+from hermes_engine.skills.embeddings import content_hash, cosine, skill_document
 from hermes_engine.skills.index import HintRanker
 from hermes_engine.skills.model import Skill
 from hermes_engine.skills.ranking import Hit, select_hints

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
 from hermes_engine.skills.approvals import review_gate
 from hermes_engine.skills.contract import SkillChange, SkillLibrary
 from hermes_engine.skills.model import SkillError
-from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
+from hermes_engine.tools.registry import tool
 
 
 @runtime_checkable

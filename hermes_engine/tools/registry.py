@@ -24,7 +24,6 @@ import re
 import sys
 import types
 import typing
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,9 +31,8 @@ from typing import Any, Literal, get_args, get_origin, overload
 
 from hermes_engine.errors import MalformedToolArguments, UnknownTool
 from hermes_engine.policy.security import strict_scans
-from hermes_engine.ports.conversation import ImagePart, ToolCall
-from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.providers.base import ToolSchema
+from hermes_engine.ports.conversation import ToolCall
+from hermes_engine.ports.tools import Tool, ToolContext, ToolResult, ToolSchema, ToolTimedOut
 from hermes_engine.tools.arguments import Arguments
 
 DEFAULT_TIME_LIMIT = 60.0  # seconds a tool call may take unless the tool declares its own limit
@@ -58,49 +56,10 @@ def _tool_threads() -> ThreadPoolExecutor:
     return _threads
 
 
-@dataclass
-class ToolContext:
-    """What a tool may know about the turn it runs in. Injected into any parameter annotated with it."""
-
-    bot: str
-    session_id: int
-    session_key: str
-    person_id: int | None = None
-    chat_kind: str = "dm"
-    shared_scope: str | None = None  # key of the group/channel/server for shared memory
-    services: dict[str, Any] = field(default_factory=dict)  # memory store, skill library, ...
-    in_review: bool = False  # background review: no user-visible side effects
-    is_admin: bool = False  # the person speaking administers the bot (admin-only tools)
-    untrusted: bool = False  # the session has read untrusted content: writes to itself scan strictly
-    user_id: str | None = None  # who the turn acts for (None: no person, e.g. a review)
-    # Nobody is at the keyboard: a goal continuation or a kanban worker acting for the person who set the
-    # goal or made the card, with that person's access.
-    unattended: bool = False
-    target: ReplyTarget | None = None  # where the turn answers (approval questions are asked there)
-    # A workspace folder of its own (a kanban card's) instead of the conversation's.
-    workspace: str | None = None
-    # Interim text shown to the person while the tool runs (a command's output), replaced by the answer
-    # when it comes; None when the reply is not streamed.
-    progress: Callable[[str], Awaitable[None]] | None = None
-    # What tools count over the rest of the turn (a tool's failed calls), so a retry loop can be told apart.
-    counts: Counter[str] = field(default_factory=Counter)
-
-
-class ToolTimedOut(Exception):
-    """A tool call went over its time limit; the message is the error the model reads."""
-
-
 @dataclass(frozen=True)
-class ToolResult:
-    content: str
-    is_error: bool = False
-    # Images for the model to look at (a tool's screenshot, an MCP server's picture); `content` still
-    # describes each, for models that take text only.
-    images: tuple[ImagePart, ...] = ()
+class FunctionTool:
+    """A `Tool` made of a callable (a typed function through `@tool`, or a JSON schema and a callable)."""
 
-
-@dataclass(frozen=True)
-class Tool:
     name: str
     description: str
     parameters: dict[str, Any]
@@ -217,20 +176,20 @@ def _call_sync(func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
 
 @overload
 def tool(func: Callable[..., Any], *, name: str | None = None, toolset: str = "core",
-         time_limit: float = DEFAULT_TIME_LIMIT) -> Tool: ...
+         time_limit: float = DEFAULT_TIME_LIMIT) -> FunctionTool: ...
 
 
 @overload
 def tool(func: None = None, *, name: str | None = None, toolset: str = "core",
-         time_limit: float = DEFAULT_TIME_LIMIT) -> Callable[[Callable[..., Any]], Tool]: ...
+         time_limit: float = DEFAULT_TIME_LIMIT) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
 def tool(func: Callable[..., Any] | None = None, *, name: str | None = None, toolset: str = "core",
-         time_limit: float = DEFAULT_TIME_LIMIT) -> Tool | Callable[[Callable[..., Any]], Tool]:
+         time_limit: float = DEFAULT_TIME_LIMIT) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a typed function into a `Tool`. Use as `@tool` or `@tool(toolset="memory")`; `time_limit` in
     seconds (a sub-agent needs longer than a lookup)."""
 
-    def build(fn: Callable[..., Any]) -> Tool:
+    def build(fn: Callable[..., Any]) -> FunctionTool:
         summary, arg_docs = _parse_docstring(fn.__doc__ or "")
         hints = typing.get_type_hints(fn)
         properties: dict[str, Any] = {}
@@ -257,7 +216,7 @@ def tool(func: Callable[..., Any] | None = None, *, name: str | None = None, too
         if required:
             parameters["required"] = required
         tool_name = name or fn.__name__
-        return Tool(tool_name, summary, parameters, fn, toolset, context_param, time_limit,
+        return FunctionTool(tool_name, summary, parameters, fn, toolset, context_param, time_limit,
                     Arguments(tool_name, fields, needed))
 
     return build(func) if func is not None else build

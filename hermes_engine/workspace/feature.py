@@ -30,7 +30,8 @@ from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.ports.session import SessionScope
-from hermes_engine.tools.registry import Tool, ToolContext, ToolResult, tool
+from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
+from hermes_engine.tools.registry import tool
 from hermes_engine.workspace import cgroups, files, sandbox, sandbox_network
 from hermes_engine.workspace.approvals import ApprovalGate
 from hermes_engine.workspace.progress import OutputShown

@@ -33,7 +33,7 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from hermes_engine.agent.tool_record import as_kept  # noqa: E402
 from hermes_engine.config import BotProfile  # noqa: E402
 from hermes_engine.ports.conversation import Message, ToolCall  # noqa: E402
-from hermes_engine.tools.registry import ToolContext  # noqa: E402
+from hermes_engine.ports.tools import ToolContext  # noqa: E402
 
 FAKE_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
 SERVERS = {"time": {"command": "mcp-server-time"},

@@ -41,7 +41,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from hermes_engine.ports.conversation import estimate_tokens  # noqa: E402
-from hermes_engine.skills.embeddings import Embedder  # noqa: E402
+from hermes_engine.ports.embedding import Embedder  # noqa: E402
 from hermes_engine.skills.hints import SkillHints  # noqa: E402
 from hermes_engine.skills.index import render_index  # noqa: E402
 from hermes_engine.skills.library import FileSkillLibrary, SkillChange  # noqa: E402

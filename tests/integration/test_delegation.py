@@ -12,7 +12,8 @@ from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
 from hermes_engine.loops.delegation import SUBAGENT_SYSTEM, DelegationFeature
-from hermes_engine.tools.registry import ToolContext, tool
+from hermes_engine.ports.tools import ToolContext
+from hermes_engine.tools.registry import tool
 
 TOOLSETS = ["core", "memory", "skills", "search", "test", "delegate"]
 

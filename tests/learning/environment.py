@@ -14,7 +14,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_engine.tools.registry import Tool, tool
+from hermes_engine.ports.tools import Tool
+from hermes_engine.tools.registry import tool
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from hermes_engine.compression.summariser import Summariser, SummaryFailed, reje
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.errors import ProviderError
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
-from hermes_engine.providers.base import Completed, ModelResponse
+from hermes_engine.ports.models import Completed, ModelResponse
 
 
 def exchange(n: int, *, tool_chars: int = 0) -> list[Message]:

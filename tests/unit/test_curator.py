@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hermes_engine.errors import ProviderError
-from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse, Provider, StreamEvent, TextDelta
+from hermes_engine.ports.models import Completed, ModelRequest, ModelResponse, Provider, StreamEvent, TextDelta
 from hermes_engine.skills.approvals import PendingQueue
 from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.curator import Curator, latest_report

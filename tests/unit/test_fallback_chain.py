@@ -11,6 +11,7 @@ from fakes.fake_llm import FakeLLM, RecordedRequest, Reply
 
 from hermes_engine.errors import ConfigError, ProviderError
 from hermes_engine.ports.conversation import Message
+from hermes_engine.ports.models import ModelResponse, Restart, StreamBroken
 from hermes_engine.providers import (
     AnthropicProvider,
     Completed,
@@ -24,7 +25,6 @@ from hermes_engine.providers import (
     build_chain,
     register_provider,
 )
-from hermes_engine.providers.base import ModelResponse, Restart, StreamBroken
 from hermes_engine.providers.chain import STREAM_ATTEMPTS
 from hermes_engine.providers.registry import REGISTRY
 

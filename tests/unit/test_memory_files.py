@@ -144,7 +144,8 @@ async def test_a_file_that_is_not_utf8_shows_as_unreadable_in_the_prompt_and_in_
 async def test_memory_tool_on_an_undecodable_file_answers_with_an_error_not_a_crash(store, root):
     from hermes_engine.memory import memory_tool
     from hermes_engine.ports.conversation import ToolCall
-    from hermes_engine.tools.registry import ToolContext, ToolRegistry
+    from hermes_engine.ports.tools import ToolContext
+    from hermes_engine.tools.registry import ToolRegistry
 
     feature = MemoryFeature(store)
     path = memory_file(root, "USER.md")

@@ -17,7 +17,8 @@ from hermes_engine.memory import MemoryFeature, MemoryOwner, memory_tool
 from hermes_engine.ports.commands import CommandContext
 from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.ports.inbound import ChatKind, InboundMessage
-from hermes_engine.tools.registry import ToolContext, ToolRegistry, ToolResult
+from hermes_engine.ports.tools import ToolContext, ToolResult
+from hermes_engine.tools.registry import ToolRegistry
 
 
 @pytest.fixture(params=STATE_BACKENDS)

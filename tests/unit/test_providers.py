@@ -14,6 +14,7 @@ from fakes.fake_llm import FakeLLM, Reply
 
 from hermes_engine.errors import ConfigError, ProviderError
 from hermes_engine.ports.conversation import ImagePart, Message, ToolCall, Usage
+from hermes_engine.ports.models import StreamBroken
 from hermes_engine.providers import (
     AnthropicProvider,
     Completed,
@@ -31,7 +32,6 @@ from hermes_engine.providers import (
     parse_model_spec,
     register_provider,
 )
-from hermes_engine.providers.base import StreamBroken
 from hermes_engine.providers.registry import ENTRY_POINT_GROUP, REGISTRY, ProviderRegistry
 
 API_KEY = "sk-test-0123456789abcdef"

@@ -10,10 +10,11 @@ import pytest
 from fakes.fake_llm import FakeLLM
 from postgres import PG_URL, fresh_schema
 
+from hermes_engine.ports.embedding import EmbeddingError
 from hermes_engine.providers.embedders import embedder_from_settings
 from hermes_engine.providers.openai_embeddings import OpenAIEmbedder
 from hermes_engine.providers.wordllama_embeddings import WordLlamaEmbedder
-from hermes_engine.skills.embeddings import EmbeddingError, content_hash, skill_document
+from hermes_engine.skills.embeddings import content_hash, skill_document
 from hermes_engine.skills.hints import SkillHints
 from hermes_engine.skills.model import Skill, parse_skill, render
 from storage.store import SqlStore

@@ -15,9 +15,10 @@ from hermes_engine.ports.conversation import Message, ToolCall
 from hermes_engine.ports.feature import TurnOutcome
 from hermes_engine.ports.metrics import NO_METRICS
 from hermes_engine.ports.session import SessionScope
+from hermes_engine.ports.tools import ToolContext
 from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.feature import SkillsFeature
-from hermes_engine.tools.registry import ToolContext, ToolRegistry
+from hermes_engine.tools.registry import ToolRegistry
 
 
 def skill_md(name: str, description: str, when: str = "When it fits.", tags: str = "[]") -> str:

@@ -12,7 +12,8 @@ import pytest
 from hermes_engine.memory import MemoryFeature, MemoryOwner
 from hermes_engine.memory.store import InMemoryStore
 from hermes_engine.ports.conversation import ToolCall
-from hermes_engine.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult, tool
+from hermes_engine.ports.tools import ToolContext, ToolResult
+from hermes_engine.tools.registry import FunctionTool, ToolRegistry, tool
 
 
 def _ctx() -> ToolContext:
@@ -90,7 +91,7 @@ def schema_tool(parameters: dict[str, Any]) -> tuple[ToolRegistry, list[dict[str
         calls.append(arguments)
         return "ok"
 
-    return ToolRegistry([Tool("remote", "A remote tool.", parameters, run, "mcp:x", "_ctx")]), calls
+    return ToolRegistry([FunctionTool("remote", "A remote tool.", parameters, run, "mcp:x", "_ctx")]), calls
 
 
 async def test_a_tool_declared_by_json_schema_alone_is_checked_against_its_properties():

@@ -8,8 +8,9 @@ import threading
 import tracemalloc
 
 from hermes_engine.ports.conversation import ToolCall
+from hermes_engine.ports.tools import ToolContext
 from hermes_engine.tools.core import calculate
-from hermes_engine.tools.registry import MAX_RESULT_CHARS, ToolContext, ToolRegistry, tool
+from hermes_engine.tools.registry import MAX_RESULT_CHARS, ToolRegistry, tool
 
 
 def _ctx() -> ToolContext:

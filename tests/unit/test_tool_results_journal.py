@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 
 from hermes_engine.agent.loop import AgentLoop
 from hermes_engine.ports.conversation import Message, ToolCall
-from hermes_engine.providers.base import Completed, ModelRequest, ModelResponse
-from hermes_engine.tools.registry import ToolContext, ToolRegistry, tool
+from hermes_engine.ports.models import Completed, ModelRequest, ModelResponse
+from hermes_engine.ports.tools import ToolContext
+from hermes_engine.tools.registry import ToolRegistry, tool
 
 
 class TwoSteps:

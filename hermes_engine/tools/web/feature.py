@@ -11,7 +11,7 @@ from typing import Any
 from hermes_engine.config import Settings, WebSettings
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.feature import Feature
-from hermes_engine.tools.registry import Tool
+from hermes_engine.ports.tools import Tool
 from hermes_engine.tools.web.addresses import AddressPolicy, HostResolver
 from hermes_engine.tools.web.fetch import Fetcher, FetchLimits, trusting
 from hermes_engine.tools.web.search import SearchProvider, provider_from

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import httpcore2
 
 from hermes_engine.policy.untrusted import mark
-from hermes_engine.tools.registry import ToolContext, ToolResult, tool
+from hermes_engine.ports.tools import ToolContext, ToolResult
+from hermes_engine.tools.registry import tool
 from hermes_engine.tools.web.addresses import Refused
 from hermes_engine.tools.web.convert import NotReadable, readable
 from hermes_engine.tools.web.fetch import Fetcher

@@ -1,4 +1,5 @@
-"""The provider contract: one Protocol, implemented per wire format.
+"""The model contracts: what one model call sends and streams back, the `Provider` each wire format
+implements, and the chain of models a turn or a feature calls through.
 
 A provider streams one model call. Retries of a failed request happen inside (the official SDKs back
 off and honour `retry-after`); what escapes is a `ProviderError`. A stream that breaks after the response
@@ -11,17 +12,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from hermes_engine.errors import ProviderError
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
-
-
-@dataclass(frozen=True)
-class ToolSchema:
-    name: str
-    description: str
-    parameters: dict[str, Any]  # JSON Schema object
+from hermes_engine.ports.tools import ToolSchema
 
 
 @dataclass(frozen=True)
@@ -94,3 +89,28 @@ class Provider(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+class Router(Protocol):
+    """One turn's view of the model chain: it remembers which model serves the turn and falls back."""
+
+    def stream(self, request: ModelRequest) -> EventStream: ...
+
+
+class ModelChain(Protocol):
+    """The primary model and its fallbacks (`Host.chain`): a feature calls `route()` once per turn."""
+
+    def route(self) -> Router: ...
+
+
+class CallHook(Protocol):
+    """Around each model call of a turn (compression): may give the model a different view of the
+    history, says how much room the context window leaves the answer, and learns what the call cost."""
+
+    async def before_call(self, history: list[Message], router: Router) -> list[Message]: ...
+
+    def output_room(self) -> int | None:
+        """Output tokens the window leaves beside the request `before_call` just prepared (None: no bound)."""
+        ...
+
+    def after_call(self, request: ModelRequest, response: ModelResponse) -> None: ...
