@@ -125,7 +125,8 @@ def reference_problems(objects: list[tuple[str, dict[str, Any]]], documented: se
             if (kind, ref) not in defined and not optional:
                 problems.append(f"{name} refers to {kind} '{ref}', which no manifest defines "
                                 f"(nor a `kubectl create` command in deploy/README.md)")
-        volumes = {v["name"] for v in pod_spec.get("volumes") or []}
+        claim_templates = (obj.get("spec") or {}).get("volumeClaimTemplates") or []  # a StatefulSet's own claims
+        volumes = {v["name"] for v in [*(pod_spec.get("volumes") or []), *(c["metadata"] for c in claim_templates)]}
         for container in pod_spec.get("containers") or []:
             for mount in container.get("volumeMounts") or []:
                 if mount["name"] not in volumes:

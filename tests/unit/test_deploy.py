@@ -55,7 +55,7 @@ def test_a_volume_claim_defined_nowhere_is_reported(validator) -> None:
 
 def test_a_secret_neither_defined_nor_documented_is_reported(validator) -> None:
     problems = validator.reference_problems(manifests(validator), set())
-    assert len(problems) == 1 and "Secret 'hermes-secrets'" in problems[0]
+    assert len(problems) == 2 and all("Secret 'hermes-secrets'" in p for p in problems)  # gateway, postgres
 
 
 def test_a_service_whose_selector_matches_no_pod_is_reported(validator) -> None:
@@ -266,3 +266,28 @@ def test_the_gateways_restart_and_every_deploy_file_sets_hermes_home() -> None:
     gateway = next(yaml.safe_load_all((DEPLOY / "kubernetes" / "gateway.yaml").read_text()))
     env = gateway["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "HERMES_HOME", "value": "/data"} in env
+
+
+def test_the_kubernetes_postgres_is_the_host_of_the_example_database_url(validator) -> None:
+    objects = manifests(validator)
+    services = {obj["metadata"]["name"] for _, obj in objects if obj["kind"] == "Service"}
+    example = validator.uncommented((DEPLOY / ".env.example").read_text())
+    url = next(value for _, name, value in validator.parse_env_file(example) if name == "HERMES_DATABASE_URL")
+    host = url.split("@", 1)[1].split(":", 1)[0]
+    assert host in services
+    assert ("postgres/postgres.yaml", "StatefulSet") in {(f, o["kind"]) for f, o in objects}
+
+
+def test_the_validator_needs_only_the_deploy_check_extra() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    source = (ROOT / ".ci" / "validate_deploy.py").read_text()
+    imported = {line.split()[1].split(".")[0] for line in source.splitlines()
+                if line.startswith(("import ", "from ")) and not line.startswith("from __future__")}
+    third_party = imported - set(sys.stdlib_module_names)
+    installed_by = {"kubernetes_validate": "kubernetes-validate", "jsonschema": "check-jsonschema",
+                    "check_jsonschema": "check-jsonschema", "yaml": None}  # yaml: a core dependency
+    assert third_party <= set(installed_by)
+    wanted = {name for name in installed_by.values() if name}
+    assert wanted <= {spec.split(">")[0] for spec in extras["deploy-check"]}
