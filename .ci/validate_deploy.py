@@ -37,18 +37,20 @@ import yaml
 MIN_REPLICAS = 2
 GATEWAY_PORT = "8080"  # HERMES_HTTP_PORT in the Dockerfile
 KUBERNETES_VERSION = "1.30"  # the oldest version the manifests promise to work on
+# The public paths: Slack's events (SlackOptions.events_path) and the Telegram webhook (/telegram/<bot>).
+WEBHOOK_PATHS = {"/slack/events", "/telegram/*"}
 WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"}
 
 
 # ----------------------------------------------------------------------------------------- kubernetes
 
 def load_manifests(folder: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(file name, object) for every object of every YAML file in `folder`."""
+    """(file name, object) for every object of every YAML file in `folder` and its subfolders."""
     objects = []
-    for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+    for path in sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")]):
         for obj in yaml.safe_load_all(path.read_text()):
             if obj:
-                objects.append((path.name, obj))
+                objects.append((str(path.relative_to(folder)), obj))
     return objects
 
 
@@ -123,7 +125,8 @@ def reference_problems(objects: list[tuple[str, dict[str, Any]]], documented: se
             if (kind, ref) not in defined and not optional:
                 problems.append(f"{name} refers to {kind} '{ref}', which no manifest defines "
                                 f"(nor a `kubectl create` command in deploy/README.md)")
-        volumes = {v["name"] for v in pod_spec.get("volumes") or []}
+        claim_templates = (obj.get("spec") or {}).get("volumeClaimTemplates") or []  # a StatefulSet's own claims
+        volumes = {v["name"] for v in [*(pod_spec.get("volumes") or []), *(c["metadata"] for c in claim_templates)]}
         for container in pod_spec.get("containers") or []:
             for mount in container.get("volumeMounts") or []:
                 if mount["name"] not in volumes:
@@ -266,6 +269,68 @@ def proxy_problems(compose_file: Path) -> list[str]:
     return problems
 
 
+def caddy_sites(caddyfile: str) -> dict[str, set[str]]:
+    """Site address -> the request paths it proxies to a gateway (`*`: every path). A `reverse_proxy` in
+    a `handle @matcher` (or `reverse_proxy @matcher`) proxies that matcher's `path`s; anywhere else, all."""
+    sites: dict[str, set[str]] = {}
+    matchers: dict[str, list[str]] = {}
+    site, handles = "", []  # handles: the matcher of each open block inside the site ("" for none)
+    for raw in caddyfile.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        words = line.rstrip("{").split()
+        if not handles and line.endswith("{"):
+            site = words[0] if words else ""
+            handles.append("")
+            continue
+        if line == "}":
+            handles.pop()
+            continue
+        if words[:1] and words[0].startswith("@") and words[1:2] == ["path"]:
+            matchers[words[0]] = words[2:]
+        matcher = next((w for w in words[1:2] if w.startswith("@")), "")
+        if words[0] == "reverse_proxy" and site != "":
+            scope = matcher or next((h for h in reversed(handles) if h), "")
+            sites.setdefault(site, set()).update(matchers.get(scope, ["*"]) if scope else ["*"])
+        if line.endswith("{"):
+            handles.append(matcher if words[0] in ("handle", "route") else "")
+    return sites
+
+
+def _published(port: object) -> tuple[str, str]:
+    """(host address, container port) of a compose `ports:` entry; address "" means every interface."""
+    if isinstance(port, dict):
+        return str(port.get("host_ip", "")), str(port.get("target", ""))
+    parts = str(port).rsplit(":", 2)
+    address = parts[0] if len(parts) == 3 else ""
+    return address.strip("[]"), parts[-1].split("/")[0]
+
+
+def exposure_problems(compose_file: Path) -> list[str]:
+    """Only the webhooks are public. Every published port binds 127.0.0.1 but the proxy's webhook entry,
+    which proxies exactly WEBHOOK_PATHS; /health, /ready, /metrics and /admin stay on the loopback ports."""
+    compose = yaml.safe_load(compose_file.read_text())
+    problems = []
+    for name, service in (compose.get("services") or {}).items():
+        caddyfiles = [compose_file.parent / v.split(":")[0] for v in service.get("volumes") or []
+                      if isinstance(v, str) and "Caddyfile" in v]
+        sites = caddy_sites(caddyfiles[0].read_text()) if caddyfiles and caddyfiles[0].is_file() else {}
+        for port in service.get("ports") or []:
+            address, target = _published(port)
+            if address in ("127.0.0.1", "::1", "localhost"):
+                continue
+            paths = sites.get(f":{target}")
+            if paths is None:
+                problems.append(f"{compose_file.name}: service {name} publishes {port} on every interface; "
+                                "bind it to 127.0.0.1 (only the proxy's webhook entry is public)")
+            elif paths != WEBHOOK_PATHS:
+                problems.append(f"{compose_file.name}: service {name} publishes {port} on every interface, where "
+                                f"the proxy passes {sorted(paths)}; it must pass the webhooks alone "
+                                f"({sorted(WEBHOOK_PATHS)}), or bind 127.0.0.1")
+    return problems
+
+
 # ----------------------------------------------------------------------------------------- Dockerfile
 
 def dockerfile_problems(dockerfile: Path, root: Path) -> list[str]:
@@ -288,18 +353,46 @@ def dockerfile_problems(dockerfile: Path, root: Path) -> list[str]:
     return problems
 
 
-def env_file_problems(env_file: Path) -> list[str]:
-    """The env file template is read by compose, `kubectl create secret --from-env-file` and systemd alike:
-    only comments and `NAME=value` lines, no `export`, no quotes around values."""
-    problems = []
-    for number, line in enumerate(env_file.read_text().splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
+def parse_env_file(text: str) -> list[tuple[int, str, str]]:
+    """(line number, name, value) as Docker's `--env-file` and `kubectl create secret --from-env-file` read
+    a file: leading blanks dropped, comment lines skipped, the value everything after the first `=`, kept as
+    it is (neither strips quotes nor a trailing `# comment`). A line without `=` gets the name alone."""
+    entries = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.lstrip()
+        if not line or line.startswith("#"):
             continue
-        name, equals, value = line.partition("=")
-        if not equals or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            problems.append(f"{env_file.name}:{number}: not a NAME=value line: {line!r}")
-        elif value.startswith(("'", '"')):
-            problems.append(f"{env_file.name}:{number}: quotes would be part of the value for kubectl and systemd")
+        name, _, value = line.partition("=")
+        entries.append((number, name, value))
+    return entries
+
+
+def uncommented(text: str) -> str:
+    """The file with every commented-out `NAME=value` line uncommented, as an operator filling it in would."""
+    lines = []
+    for line in text.splitlines():
+        body = line.lstrip().lstrip("#").lstrip()
+        lines.append(body if line.lstrip().startswith("#") and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", body) else line)
+    return "\n".join(lines)
+
+
+def env_file_problems(env_file: Path) -> list[str]:
+    """The env file template is read by compose, `kubectl create secret --from-env-file` and systemd alike,
+    each keeping the value as written: every line, uncommented, is `NAME=value` with a clean value (no
+    blank, no `#`, no quote, which would become part of a token). A line left uncommented carries a value:
+    an empty `NAME=` would count as set (a platform token set to nothing)."""
+    problems = []
+    text = env_file.read_text()
+    for number, name, value in parse_env_file(text):
+        if not value:
+            problems.append(f"{env_file.name}:{number}: {name}= is empty but set; comment it out to leave it unset")
+    for number, name, value in parse_env_file(uncommented(text)):
+        where = f"{env_file.name}:{number}"
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name == "export":
+            problems.append(f"{where}: not a NAME=value line: {name}")
+        elif re.search(r"[\s#'\"]", value):
+            problems.append(f"{where}: the value of {name} holds a blank, '#' or a quote, which compose and kubectl "
+                            f"keep as part of it: {value!r}")
     return problems
 
 
@@ -363,6 +456,7 @@ def all_problems(root: Path) -> list[str]:
     problems += replica_problems(objects)
     problems += compose_problems(deploy / "compose.yaml")
     problems += proxy_problems(deploy / "compose.yaml")
+    problems += exposure_problems(deploy / "compose.yaml")
     problems += dockerfile_problems(deploy / "Dockerfile", root)
     problems += env_file_problems(deploy / ".env.example")
     problems += bot_problems(deploy, root)

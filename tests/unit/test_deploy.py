@@ -55,7 +55,7 @@ def test_a_volume_claim_defined_nowhere_is_reported(validator) -> None:
 
 def test_a_secret_neither_defined_nor_documented_is_reported(validator) -> None:
     problems = validator.reference_problems(manifests(validator), set())
-    assert len(problems) == 1 and "Secret 'hermes-secrets'" in problems[0]
+    assert len(problems) == 2 and all("Secret 'hermes-secrets'" in p for p in problems)  # gateway, postgres
 
 
 def test_a_service_whose_selector_matches_no_pod_is_reported(validator) -> None:
@@ -174,7 +174,7 @@ def test_the_env_file_template_is_read_alike_by_compose_kubectl_and_systemd(vali
     env = tmp_path / ".env.example"
     env.write_text("# comment\nANTHROPIC_API_KEY=\nexport TELEGRAM_BOT_TOKEN=x\nSLACK_BOT_TOKEN=\"xoxb\"\n")
     problems = validator.env_file_problems(env)
-    assert [p.split(":")[1] for p in problems] == ["3", "4"]
+    assert [p.split(":")[1] for p in problems] == ["2", "3", "4"]  # an empty value counts as set
 
 
 def test_a_deploy_file_that_would_run_the_gateway_as_root_is_reported(validator, tmp_path) -> None:
@@ -195,3 +195,99 @@ def test_a_deploy_file_that_would_run_the_gateway_as_root_is_reported(validator,
     assert "service gateway-2" in problems[2] and "container gateway" in problems[3]
     (tmp_path / "Dockerfile").write_text(dockerfile.replace("USER 10001:10001\n", ""))
     assert validator.user_problems(tmp_path, objects)[0].startswith("Dockerfile: the image runs as root")
+
+
+def test_only_the_webhook_paths_are_public_and_every_other_published_port_binds_loopback(validator) -> None:
+    assert validator.exposure_problems(DEPLOY / "compose.yaml") == []
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    public = [port for service in compose["services"].values() for port in service.get("ports") or []
+              if validator._published(port)[0] != "127.0.0.1"]
+    assert public == ["8080:8080"]
+    sites = validator.caddy_sites((DEPLOY / "Caddyfile").read_text())
+    assert sites[":8080"] == {"/slack/events", "/telegram/*"}
+
+
+def test_the_public_paths_are_the_ones_the_adapters_serve(validator) -> None:
+    from adapters.slack.options import SlackOptions
+
+    assert SlackOptions.model_fields["events_path"].default == "/slack/events"
+    telegram = (ROOT / "adapters" / "telegram" / "adapter.py").read_text()
+    assert 'self.webhook_path = f"/telegram/{engine.bot}"' in telegram
+    assert validator.WEBHOOK_PATHS == {"/slack/events", "/telegram/*"}
+
+
+def test_a_proxy_passing_every_path_on_the_public_port_is_reported(validator, tmp_path) -> None:
+    (tmp_path / "Caddyfile").write_text(":8080 {\n\treverse_proxy gateway-1:8080 gateway-2:8080\n}\n")
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    (tmp_path / "compose.yaml").write_text(yaml.safe_dump(compose))
+    problems = validator.exposure_problems(tmp_path / "compose.yaml")
+    assert len(problems) == 1 and "8080:8080" in problems[0] and "['*']" in problems[0]
+
+
+def test_a_metrics_port_published_on_every_interface_is_reported(validator, tmp_path) -> None:
+    (tmp_path / "Caddyfile").write_text((DEPLOY / "Caddyfile").read_text())
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    compose["services"]["proxy"]["ports"] = ["8080:8080", "9101:9101", "127.0.0.1:9102:9102"]
+    (tmp_path / "compose.yaml").write_text(yaml.safe_dump(compose))
+    problems = validator.exposure_problems(tmp_path / "compose.yaml")
+    assert len(problems) == 1 and "9101:9101" in problems[0] and "127.0.0.1" in problems[0]
+
+
+def test_every_value_of_the_env_template_uncommented_is_kept_clean_by_docker_and_kubectl(validator) -> None:
+    text = (DEPLOY / ".env.example").read_text()
+    entries = validator.parse_env_file(validator.uncommented(text))
+    assert {"TELEGRAM_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "DISCORD_BOT_TOKEN"} <= {n for _, n, _ in entries}
+    assert all(value and not any(c in value for c in " \t#'\"") for _, _, value in entries)
+    assert validator.parse_env_file(text) == []  # nothing set until the operator uncomments it
+    assert validator.env_file_problems(DEPLOY / ".env.example") == []
+
+
+def test_an_inline_comment_or_an_empty_token_in_the_env_template_is_reported(validator, tmp_path) -> None:
+    env = tmp_path / ".env.example"
+    env.write_text("SLACK_BOT_TOKEN=\n# SLACK_APP_TOKEN=xapp-1   # Socket Mode\n")
+    problems = validator.env_file_problems(env)
+    assert len(problems) == 2
+    assert "SLACK_BOT_TOKEN= is empty but set" in problems[0] and "SLACK_APP_TOKEN" in problems[1]
+
+
+def test_the_filled_in_env_file_is_ignored_by_git() -> None:
+    result = subprocess.run(["git", "check-ignore", "-q", "deploy/.env"], cwd=ROOT, timeout=30)
+    assert result.returncode == 0
+
+
+def test_the_gateways_restart_and_every_deploy_file_sets_hermes_home() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    for name in ("gateway-1", "gateway-2", "proxy"):
+        assert compose["services"][name]["restart"] == "unless-stopped"
+    for name in ("gateway-1", "gateway-2"):
+        assert compose["services"][name]["environment"]["HERMES_HOME"] == "/data"
+    unit = (DEPLOY / "hermes-gateway.service").read_text()
+    assert "Environment=HERMES_HOME=/var/lib/hermes-gateway" in unit
+    gateway = next(yaml.safe_load_all((DEPLOY / "kubernetes" / "gateway.yaml").read_text()))
+    env = gateway["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "HERMES_HOME", "value": "/data"} in env
+
+
+def test_the_kubernetes_postgres_is_the_host_of_the_example_database_url(validator) -> None:
+    objects = manifests(validator)
+    services = {obj["metadata"]["name"] for _, obj in objects if obj["kind"] == "Service"}
+    example = validator.uncommented((DEPLOY / ".env.example").read_text())
+    url = next(value for _, name, value in validator.parse_env_file(example) if name == "HERMES_DATABASE_URL")
+    host = url.split("@", 1)[1].split(":", 1)[0]
+    assert host in services
+    assert ("postgres/postgres.yaml", "StatefulSet") in {(f, o["kind"]) for f, o in objects}
+
+
+def test_the_validator_needs_only_the_deploy_check_extra() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    source = (ROOT / ".ci" / "validate_deploy.py").read_text()
+    imported = {line.split()[1].split(".")[0] for line in source.splitlines()
+                if line.startswith(("import ", "from ")) and not line.startswith("from __future__")}
+    third_party = imported - set(sys.stdlib_module_names)
+    installed_by = {"kubernetes_validate": "kubernetes-validate", "jsonschema": "check-jsonschema",
+                    "check_jsonschema": "check-jsonschema", "yaml": None}  # yaml: a core dependency
+    assert third_party <= set(installed_by)
+    wanted = {name for name in installed_by.values() if name}
+    assert wanted <= {spec.split(">")[0] for spec in extras["deploy-check"]}
