@@ -43,7 +43,7 @@ class Capabilities:
             raise ValueError("render_headroom must be between 0.1 and 1.0")
 
 
-# Suggested settings (DESIGN §5). Adapters may use them as they are or `dataclasses.replace` them.
+# Suggested settings per platform (from its published limits); adapters use them or `dataclasses.replace` them.
 TELEGRAM = Capabilities(4096, "utf16", can_edit=True, native_streaming=False, threads=True,
                         typing_indicator=True, edit_interval_seconds=1.0, format="telegram-entities",
                         global_rate_per_second=30)

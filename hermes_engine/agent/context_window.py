@@ -3,7 +3,7 @@
 Window: `HERMES_CONTEXT_WINDOW` overrides everything, then the bot profile's `context_window`, then the
 built-in table below (longest matching prefix of the model name), then `DEFAULT_CONTEXT_WINDOW`.
 
-Tokens: no tokenizer ships offline (tiktoken downloads its tables at run time, DESIGN §8), so a request is
+Tokens: no tokenizer ships offline (tiktoken downloads its tables at run time), so a request is
 measured as the provider reported it — the last call's input + cache tokens — plus a chars/4 estimate of
 whatever was appended since (`TokenMeter`). With no report to build on (first call, or the history was
 rewritten by compression) the whole request is estimated.

@@ -1,10 +1,12 @@
 """Per-person memory: MEMORY.md (notes) and USER.md (profile), plus shared memory for a group/channel/server.
 
-- `store`: the `MemoryStore` protocol, `FileMemoryStore`, `InMemoryStore` and `MemoryBook` (the rules).
+- `documents`: what a memory document is, whose it is (`MemoryOwner`), and where documents live (the contract).
+- `store`: the `MemoryStore` protocol and its file and in-memory homes; `database`: the database's.
+- `book`: `MemoryBook`, the rules (limits, duplicates, unique matching, the security scan) over any store.
 - `tool`: the `memory(action, target, content, old_text)` agent tool (or `operations`, several at once).
 - `pending`: changes the background review proposed, waiting for the person (`/memory pending`).
 - `feature`: `MemoryFeature` (tool + prompt section + `/memory` command).
-- `cli`: `hermes-gateway memory show|edit|export`.
+The operator's `hermes-gateway memory show|edit|export` is `hermes_gateway/cli/memory.py`.
 """
 
 from hermes_engine.memory.feature import MemoryFeature, MemoryPromptContributor

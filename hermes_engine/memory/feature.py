@@ -1,6 +1,6 @@
 """MemoryFeature: the `memory` tool, the memory prompt section and the `/memory` command.
 
-Privacy rule (DESIGN §4 Identity): a person's MEMORY.md and USER.md enter only that person's DM sessions.
+Privacy rule: a person's MEMORY.md and USER.md enter only that person's DM sessions.
 A multi-speaker session sees the shared scope's memory in its system prompt, and each speaker's own USER.md
 travels with that speaker's message (a turn note), never anyone else's.
 

@@ -1,7 +1,10 @@
 """Skills: procedures the agent saves and reuses (`<HERMES_HOME>/skills/<bot>/<category>/<name>/SKILL.md`).
 
-model (parse/validate) · library (storage Protocol + folders, approval queue) · tools (skill_view,
-skills_list, skill_manage) · index (prompt index + FTS5 hints) · usage · curator · feature · cli.
+model (parse/validate) · contract (the `SkillLibrary` Protocol) · library (which library a bot has) ·
+folders/files (a library kept as folders: read, write) · database (one kept in the database) · confine
+(paths stay in their skill) · approvals (writes waiting for an admin) · tools (skill_view, skills_list,
+skill_manage) · index, hints, ranking, embeddings (the prompt index and per-message hints) · usage ·
+curator, report · feature. The operator's commands are `hermes_gateway/cli/skills.py` and `curator.py`.
 """
 
 from hermes_engine.skills.curator import Curator, CuratorReport, latest_report

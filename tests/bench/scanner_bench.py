@@ -13,6 +13,10 @@ A text counts as flagged when the scan would refuse to write it (`ScanResult.blo
 a high finding, or a low one (injection wording inside code) that only an admin's approval accepts.
 
 Targets (own set): precision ≥ 0.95 and recall ≥ 0.95.
+
+Then the worst case: texts built to make a regular expression backtrack (fragments of many rules repeated),
+through the scan and through the log redactor, at 25 kB and at 100 kB. Target: the time grows linearly
+(4× the text takes at most 6× as long); a backtracking pattern would grow with the square or worse.
 """
 
 from __future__ import annotations
@@ -30,11 +34,18 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from hermes_engine.policy.approved import ApprovedHashes  # noqa: E402
+from hermes_engine.policy.secrets import redact  # noqa: E402
 from hermes_engine.policy.security import scan  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 SETS = {"own": DATA / "scanner_own.jsonl", "held-out": DATA / "scanner_heldout.jsonl"}
 TARGET = 0.95
+GROWTH_LIMIT = 6.0  # 4× the text may take at most this many times as long: linear, not backtracking
+PATHOLOGICAL = {  # name → a fragment of many rules that never completes a match, repeated
+    "scan: injection and exfiltration fragments": "send the curl ignore all <!-- ",
+    "scan: spaced-out letters": "i g n o r e p r e v ",
+    "redact: key-shaped fragments": "a-b_c password= key sk- xox -----BEGIN PRIVATE KEY----- ",
+}
 
 
 @dataclass
@@ -97,7 +108,30 @@ def main() -> int:
                 for why, row in misses:
                     print(f"  {why} [{row['category']}] {row['text'][:100]!r}")
     print(f"own set {'meets' if ok else 'misses'} the targets (precision and recall ≥ {TARGET})")
-    return 0 if ok else 1
+    return 0 if worst_case() and ok else 1
+
+
+def worst_case() -> bool:
+    """Milliseconds for each pathological text at two sizes; whether every one grows linearly."""
+    linear = True
+    with tempfile.TemporaryDirectory() as tmp:
+        approvals = ApprovedHashes(Path(tmp) / "approved.json")
+        print(f"{'worst case':<46} {'25 kB':>8} {'100 kB':>8} {'growth':>6}")
+        for name, fragment in PATHOLOGICAL.items():
+            timings = []
+            for size in (25_000, 100_000):
+                text = (fragment * (size // len(fragment) + 1))[:size]
+                started = time.perf_counter()
+                if name.startswith("redact"):
+                    redact(text)
+                else:
+                    scan(text, kind="skill", approvals=approvals)
+                timings.append(time.perf_counter() - started)
+            growth = timings[1] / max(timings[0], 1e-6)
+            linear = linear and growth <= GROWTH_LIMIT
+            print(f"{name:<46} {timings[0] * 1000:>6.0f}ms {timings[1] * 1000:>6.0f}ms {growth:>5.1f}×")
+    print(f"worst case {'meets' if linear else 'misses'} the target (4× the text at most {GROWTH_LIMIT:.0f}× the time)")
+    return linear
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ def stored_rows(home: Path) -> str:
 
 async def test_each_tool_call_is_kept_with_redacted_arguments_size_and_duration(engine, fake_llm):
     e = await engine(profile=make_profile(mcp_servers={"fake": fake_server()}))
-    fake_llm.script(Reply(tool_calls=[("fake__echo", {"text": f"key {SECRET}"}), ("calculate", {"expression": "6*7"})]),
+    fake_llm.script(Reply(tool_calls=[("fake__echo", {"text": f"key {SECRET}"}), ("calculate", {"expression": "6*7"}),
+                                      ("fake__hang", {"seconds": 0.3})]),
                     Reply(text="done"))
     assert await e.say("go", timeout=30) == "done"
     session = next(iter(e.gateway.sessions.values()))
@@ -40,7 +41,8 @@ async def test_each_tool_call_is_kept_with_redacted_arguments_size_and_duration(
     assert SECRET not in echo["arguments"] and json.loads(echo["arguments"])["text"].startswith("key ")
     # the size of the result the tool returned, before its secret gave way to the shorter marker
     assert echo["result_chars"] == len(stored["fake__echo"].content) - len(REDACTED) + len(SECRET)
-    assert isinstance(echo["duration_ms"], int) and echo["duration_ms"] >= 0
+    assert isinstance(echo["duration_ms"], int)
+    assert stored["fake__hang"].meta["tool_call"]["duration_ms"] >= 300  # the time the server took
     assert json.loads(calc["arguments"]) == {"expression": "6*7"}
     assert calc["result_chars"] == len(stored["calculate"].content)
 

@@ -280,10 +280,3 @@ def test_the_cli_logging_setup_redacts_encoded_urls_and_secret_environment_value
     assert encoded not in result.stderr and odd_key not in result.stderr
 
 
-def test_redaction_is_quick_on_large_input() -> None:
-    import time
-
-    text = ("a-b_c password= key sk- xox -----BEGIN PRIVATE KEY----- " * 3000)[:100_000]
-    started = time.perf_counter()
-    redact(text)
-    assert time.perf_counter() - started < 2
