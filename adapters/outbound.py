@@ -26,11 +26,14 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes_engine.errors import PlatformError
 
-__all__ = ["DROPPED", "OutboundScheduler", "TokenBucket", "default_is_transient"]
+if TYPE_CHECKING:
+    from hermes_engine.ports.inbound import ReplyTarget
+
+__all__ = ["DROPPED", "OutboundScheduler", "PacedCall", "TokenBucket", "default_is_transient"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +59,13 @@ class _Dropped:
 
 
 DROPPED = _Dropped()
+
+
+class PacedCall(Protocol):
+    """One platform call run through its chat's lane (`PlatformAdapter.call`): what a part of an adapter
+    that is not the reply path (approval questions, notices) needs so that a 429 waits instead of failing."""
+
+    async def __call__(self, target: ReplyTarget, fn: Callable[[], Awaitable[Any]]) -> Any: ...
 
 
 def default_is_transient(exc: BaseException) -> bool:

@@ -149,7 +149,7 @@ class DiscordAdapter(PlatformAdapter):
         self.catch_up = CatchUp(self, self.receiver.on_message)
         self.commands = SlashCommands(self)
         self.outbound = DiscordOutbound(lambda: self.client)
-        self.approvals = DiscordApprovals(lambda: self.client)
+        self.approvals = DiscordApprovals(lambda: self.client, self.call)
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._election: Election | None = None  # of the gateway connection, unless sharded by configuration

@@ -22,6 +22,7 @@ from typing import Any
 import discord
 
 from adapters.discord.outbound import Bounded, call
+from adapters.outbound import PacedCall
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed
 
@@ -44,8 +45,9 @@ class _Shown:
 class DiscordApprovals:
     """The `ApprovalAsker` of one Discord bot."""
 
-    def __init__(self, client: Callable[[], discord.Client | None]) -> None:
+    def __init__(self, client: Callable[[], discord.Client | None], paced: PacedCall) -> None:
         self._client = client
+        self._paced = paced  # the question and its ending wait out a 429 in the channel's lane
         self._shown: Bounded[str, _Shown] = Bounded(1_000)
         self._answers: ApprovalAnswers | None = None
 
@@ -60,7 +62,8 @@ class DiscordApprovals:
     async def ask(self, request: ApprovalRequest, answers: ApprovalAnswers) -> None:
         channel_id = int(request.target.thread_id or request.target.chat_id)
         try:
-            message = await call(self._channel(channel_id).send(_question(request), view=buttons(request.id)))
+            message = await self._paced(request.target, lambda: call(
+                self._channel(channel_id).send(_question(request), view=buttons(request.id))))
         except PlatformError as exc:
             answers.deny(request.id, f"the question could not be shown in Discord ({exc})")
             return
@@ -72,7 +75,8 @@ class DiscordApprovals:
             return
         message = self._channel(shown.channel_id).get_partial_message(shown.message_id)
         try:
-            await call(message.edit(content=f"{_question(request)}\n\n→ {note}", view=None))
+            await self._paced(request.target, lambda: call(message.edit(content=f"{_question(request)}\n\n→ {note}",
+                                                                         view=None)))
         except PlatformError as exc:
             log.warning("could not update the approval message in channel %s: %s", shown.channel_id, exc)
 

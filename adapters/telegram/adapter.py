@@ -99,7 +99,7 @@ class TelegramAdapter(PlatformAdapter):
                                              read_timeout=opts.read_timeout))
         self.reader = UpdateReader(self.platform, self.account, knows_command=engine.knows_command)
         self.sender = TelegramSender(self.bot, opts)
-        self.approvals = TelegramApprovals(self.bot)
+        self.approvals = TelegramApprovals(self.bot, self.call)
         self.media = AttachmentFetcher(self.bot, Path(home), opts)
         self.ready = asyncio.Event()  # set once getMe succeeded and the bot is set up
         self._offset: int | None = None

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.outbound import PacedCall
 from adapters.telegram.botapi import TelegramCallError, call_api
 from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed
 
@@ -31,8 +32,9 @@ class _Shown:
 class TelegramApprovals:
     """The `ApprovalAsker` of one Telegram bot."""
 
-    def __init__(self, bot: Any) -> None:
+    def __init__(self, bot: Any, paced: PacedCall) -> None:
         self.bot = bot
+        self._paced = paced  # the question and its ending wait out a 429 in the chat's lane
         self._shown: dict[str, _Shown] = {}
         self._answers: ApprovalAnswers | None = None
 
@@ -48,7 +50,8 @@ class TelegramApprovals:
         if request.target.thread_id:
             kwargs["message_thread_id"] = int(request.target.thread_id)
         try:
-            message = await call_api(self.bot.send_message(text=_question(request), **kwargs))
+            message = await self._paced(request.target,
+                                        lambda: call_api(self.bot.send_message(text=_question(request), **kwargs)))
         except TelegramCallError as exc:
             answers.deny(request.id, f"the question could not be shown in Telegram ({exc})")
             return
@@ -59,8 +62,9 @@ class TelegramApprovals:
         if shown is None:
             return
         try:
-            await call_api(self.bot.edit_message_text(text=f"{_question(request)}\n\n→ {note}", chat_id=shown.chat_id,
-                                                      message_id=shown.message_id, reply_markup=None))
+            await self._paced(request.target, lambda: call_api(self.bot.edit_message_text(
+                text=f"{_question(request)}\n\n→ {note}", chat_id=shown.chat_id, message_id=shown.message_id,
+                reply_markup=None)))
         except TelegramCallError as exc:
             log.warning("could not update the approval message in chat %s: %s", shown.chat_id, exc)
 

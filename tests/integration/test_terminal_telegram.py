@@ -184,3 +184,16 @@ async def test_after_a_restart_the_old_question_says_it_ended_and_its_button_run
     await second.e.idle()
     assert not second.feature.approvals.pending() and second.runs() == []
     assert sum(1 for m in telegram.chat(GROUP).bot_messages if m.text.startswith("Run this command?")) == 1
+
+
+async def test_an_approval_question_that_meets_a_rate_limit_is_shown_after_the_wait_and_the_command_runs(
+        gateway_life, telegram):
+    life = await gateway_life()
+    telegram.rate_limit(GROUP, retry_after=1, methods=("sendMessage",))  # the chat's next message meets a 429
+    question = await life.ask()
+    assert question.text.startswith("Run this command?")
+    telegram.press(GROUP, ADMIN, question.message_id, button(question, "Approve once"))
+    await telegram.wait_for_text(GROUP, "done: purged", 15)
+    await life.e.idle()
+    assert life.runs() == ["purged"]
+    assert telegram.chat(GROUP).violations == []  # nothing was sent to the chat before the wait was over
