@@ -156,7 +156,7 @@ class DelegationSettings(BaseModel):
 
 
 class WebSettings(BaseModel):
-    """`web_fetch` (hermes_engine/tools/web/): its limits and what it may reach beyond the public internet."""
+    """`web_fetch` (hermes_engine/web/): its limits and what it may reach beyond the public internet."""
 
     model_config = ConfigDict(extra="forbid")
 

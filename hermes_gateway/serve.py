@@ -26,6 +26,7 @@ from aiohttp import web
 
 from adapters.base import PlatformAdapter
 from adapters.platform import load as load_platform
+from hermes_engine.approvals.gate import ApprovalRouter
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.core.storage_health import StorageHealth
@@ -34,7 +35,6 @@ from hermes_engine.holders import new_holder
 from hermes_engine.mcp.feature import McpFeature
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.storage import Store
-from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_gateway import preflight
 from hermes_gateway.metrics import PrometheusMetrics
 from hermes_gateway.wiring import StoredDeliveries, build_gateway, open_migrated, open_store, preload_models

@@ -30,9 +30,9 @@ from hermes_engine.tools.core import CORE_TOOLS
 from hermes_engine.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from hermes_engine.approvals.gate import ApprovalGate
     from hermes_engine.memory.documents import MemoryStore
     from hermes_engine.skills.files import FileSkillLibrary
-    from hermes_engine.workspace.approvals import ApprovalGate
 
 
 def preload_models(gateways: Sequence[Gateway]) -> None:
@@ -138,8 +138,8 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
     from hermes_engine.loops.goals import GoalFeature
     from hermes_engine.loops.review import ReviewFeature
     from hermes_engine.memory.feature import MemoryFeature
-    from hermes_engine.policy.forget import ForgetFeature
-    from hermes_engine.policy.identity import IdentityFeature
+    from hermes_engine.people.forget import ForgetFeature
+    from hermes_engine.people.identity import IdentityFeature
     from hermes_engine.providers.embedders import embedder_from_settings
     from hermes_engine.skills.feature import SkillsFeature
     from hermes_engine.workspace.feature import WorkspaceFeature
@@ -168,7 +168,7 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
         *mcp_features(settings, profile, workspace.approvals),
     ]
     if {"web", "web_fetch", "web_search"} & set(profile.toolsets):  # its HTTP stack is loaded only when used
-        from hermes_engine.tools.web.feature import WebFeature
+        from hermes_engine.web.feature import WebFeature
 
         features.append(WebFeature.from_settings(settings, profile.web))
     return features

@@ -9,9 +9,9 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from hermes_engine.approvals.shared import waiting_lease
 from hermes_engine.ports.approval import ApprovalRequest
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.workspace.shared_approvals import waiting_lease
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,8 +22,10 @@ from hermes_engine.agent.prompt import PromptBuilder
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob, run_settling
-from hermes_engine.core.leases import Leases, session_lease
+from hermes_engine.core.leases import Leases
 from hermes_engine.core.pending import PendingEvents
+from hermes_engine.core.people_cache import PeopleCache
+from hermes_engine.core.scheduler import JobFunc, Scheduler
 from hermes_engine.core.session_load import ensure_loaded
 from hermes_engine.core.sessions import SessionTable, new_handle
 from hermes_engine.core.storage_health import StorageHealth
@@ -38,6 +40,7 @@ from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.inbound import InboundMessage, LastInbound, ReplyTarget, message_to_payload
+from hermes_engine.ports.leases import session_lease
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.prompt import PromptContributor
 from hermes_engine.ports.reply import Outlet
@@ -86,6 +89,7 @@ class Gateway:
         self.leases = Leases(store, ttl_seconds=settings.session_lease_seconds,
                              holder=process_holder(settings.replica_id))
         self.pending = PendingEvents(store, self.bot, self.outlets, self.session_key)
+        self.scheduler = Scheduler(store, metrics=metrics)  # the features' periodic jobs (`schedule`)
         self._commands_running: set[tuple[str, str]] = set()  # immediate commands under way here
         self.sessions = SessionTable(settings.max_live_sessions)
         self._lanes: dict[str, Lane] = {}
@@ -93,7 +97,7 @@ class Gateway:
         self._watchers: set[asyncio.Task[Any]] = set()  # long-lived: pairing approvals per platform
         self._started = False
         self._stopping = self._winding_down = False  # see `finish_turns` and `stop`
-        self._people: dict[tuple[str, str, str], int] = {}  # (platform, account, user id) → person; bounded
+        self.people = PeopleCache(store, settings.max_live_sessions)
         self.turns = TurnRunner(host=self, store=store, prompts=self.prompts, agent=self.agent,
                                 features=self.features, streaming=profile.streaming, outlet_for=self.outlets.get,
                                 stopping=self._leaving, storage_health=self.storage_health,
@@ -109,6 +113,7 @@ class Gateway:
         if self._started:
             return
         self._started = True
+        await self.scheduler.start()
         for feature in self.features:
             await feature.start(self)
         watched = self.outlets if self.profile.access.pairing else {}
@@ -165,10 +170,14 @@ class Gateway:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.scheduler.stop()
         for feature in self.features:
             await feature.stop()
         for chain in self._chains.values():
             await chain.aclose()
+
+    def schedule(self, name: str, every_seconds: float, job: JobFunc) -> None:
+        self.scheduler.every(name, every_seconds, job)
 
     # ----------------------------------------------------------------- the engine port (adapters)
 
@@ -306,7 +315,7 @@ class Gateway:
         return True
 
     def forget_people(self) -> None:
-        self._people.clear()
+        self.people.clear()
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         """Run background work owned by the gateway (cancelled on stop)."""
@@ -342,15 +351,7 @@ class Gateway:
         return TurnJob(msg, person_id, "command" if command else purpose, replayed=replayed, recorded=recorded)
 
     async def person_of(self, platform: str, account: str, user_id: str, display_name: str = "") -> int:
-        """The person behind a platform account (cached; `forget_people` after accounts are linked)."""
-        key = (platform, account, user_id)
-        person_id = self._people.get(key)
-        if person_id is None:
-            record = await self.store.resolve_account(platform, account, user_id, display_name)
-            person_id = self._people[key] = record.person_id
-            if len(self._people) > self.sessions.max_live:
-                del self._people[next(iter(self._people))]
-        return person_id
+        return await self.people.person_of(platform, account, user_id, display_name)
 
     def enqueue(self, session: SessionHandle, job: TurnJob) -> None:
         lane = self._lanes.setdefault(session.key, Lane(left=lambda: self.metrics.turns_pending(self.bot, -1)))

@@ -1,4 +1,4 @@
-"""Jobs that keep the gateway's stored state bounded, run by the leased scheduler.
+"""Jobs that keep the gateway's stored state bounded, run by the host's leased scheduler.
 
 The durable inbox records every inbound event (so a duplicate is dropped and a message received before a
 crash is answered after restart); once answered, an event only matters while the platform may still
@@ -15,7 +15,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-from hermes_engine.core.scheduler import Scheduler
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.storage import DeliveryLog, Inbox
 
@@ -45,17 +44,10 @@ class InboxPruning(Feature):
         self.every_seconds = every_seconds
         self.clock = clock
         self.inbox: PrunedStore | None = None
-        self.scheduler: Scheduler | None = None
 
     async def start(self, host: Host) -> None:
         self.inbox = host.store
-        self.scheduler = Scheduler(host.store, metrics=host.metrics)
-        self.scheduler.every(JOB, self.every_seconds, self.prune)
-        await self.scheduler.start()
-
-    async def stop(self) -> None:
-        if self.scheduler is not None:
-            await self.scheduler.stop()
+        host.schedule(JOB, self.every_seconds, self.prune)
 
     async def prune(self) -> int:
         """Delete answered events received before the retention (pending ones are always kept) and the

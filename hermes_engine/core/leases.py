@@ -32,18 +32,6 @@ log = logging.getLogger(__name__)
 DEFAULT_TTL_SECONDS = 30.0
 
 
-def session_lease(bot: str, session_key: str) -> str:
-    return f"session:{bot}:{session_key}"
-
-
-def goal_lease(goal_id: int) -> str:
-    return f"goal:{goal_id}"
-
-
-def review_lease(bot: str, session_id: int) -> str:
-    return f"review:{bot}:{session_id}"
-
-
 class Leases:
     """Take, keep (a heartbeat) and give back named leases as one replica (`holder`)."""
 

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_engine.agent.long_answers import answer_text
 from hermes_engine.config import GoalSettings
-from hermes_engine.core.leases import goal_lease
 from hermes_engine.errors import HermesError, ProviderError
 from hermes_engine.policy.limits import SERVICE as LIMITS
 from hermes_engine.policy.limits import UsageLimits, charge
@@ -31,6 +30,7 @@ from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.inbound import InboundMessage, ReplyTarget, message_from_payload, message_to_payload
+from hermes_engine.ports.leases import goal_lease
 from hermes_engine.ports.models import Completed, ModelRequest
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.storage import GoalRecord

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.config import ReviewSettings
-from hermes_engine.core.leases import review_lease
 from hermes_engine.errors import StorageError
 from hermes_engine.loops.reviewer import review_prompt, run_review, scope_record, stored_session
 from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
+from hermes_engine.ports.leases import review_lease
 from hermes_engine.ports.session import SessionHandle, SessionScope
 from hermes_engine.ports.storage import DueReview
 

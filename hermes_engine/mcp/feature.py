@@ -40,8 +40,8 @@ from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
 from hermes_engine.tools.registry import FunctionTool
 
 if TYPE_CHECKING:
+    from hermes_engine.approvals.gate import ApprovalGate
     from hermes_engine.ports.host import Host
-    from hermes_engine.workspace.approvals import ApprovalGate
 
 log = logging.getLogger(__name__)
 

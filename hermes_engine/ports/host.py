@@ -7,7 +7,7 @@ a feature needs and this does not offer is a change to this contract, made on pu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -52,6 +52,11 @@ class Host(Protocol):
     @property
     def services(self) -> Mapping[str, Any]:
         """Objects tools reach through `ToolContext.services` (memory, skills, ...)."""
+        ...
+
+    def schedule(self, name: str, every_seconds: float, job: Callable[[], Awaitable[Any]]) -> None:
+        """Run `job` every `every_seconds` from now until the gateway stops, on one replica of the database
+        per interval (a lease named `name`, which also remembers across restarts when it last ran)."""
         ...
 
     async def handle(self, msg: InboundMessage, *, purpose: str = "turn") -> bool:

@@ -6,6 +6,21 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 
+def session_lease(bot: str, session_key: str) -> str:
+    """A session's turns run on the replica holding this."""
+    return f"session:{bot}:{session_key}"
+
+
+def goal_lease(goal_id: int) -> str:
+    """A goal's next step is taken by the replica holding this."""
+    return f"goal:{goal_id}"
+
+
+def review_lease(bot: str, session_id: int) -> str:
+    """A session's background review runs on the replica holding this."""
+    return f"review:{bot}:{session_id}"
+
+
 class Leases(Protocol):
     """Named leases held by this replica (`hermes_engine/core/leases.py` keeps them in the store)."""
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_engine.atomic import atomic_write_text
+from hermes_engine.confine import is_real_dir, own_dir
 from hermes_engine.policy import security
-from hermes_engine.skills.confine import is_real_dir, own_dir
 from hermes_engine.skills.contract import PENDING_DIR, ChangeResult, SkillChange, SkillLibrary
 from hermes_engine.skills.files import FileSkillLibrary
 from hermes_engine.skills.model import Skill, SkillBlocked, SkillError
@@ -70,7 +70,7 @@ class PendingQueue:
         entry = PendingChange(id="p-" + secrets.token_hex(3), change=change, author=author,
                               requested_by=dict(requested_by or {}),
                               created_at=datetime.now(UTC).isoformat(timespec="seconds"), note=note)
-        folder = own_dir(self.root, PENDING_DIR)
+        folder = own_dir(self.root, PENDING_DIR, error=SkillError)
         atomic_write_text(folder / f"{entry.id}.json", json.dumps(entry.to_dict(), ensure_ascii=False, indent=1))
         return entry
 

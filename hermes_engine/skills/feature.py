@@ -21,7 +21,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_engine.core.scheduler import Scheduler
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.embedding import Embedder
 from hermes_engine.ports.feature import Feature, TurnOutcome
@@ -70,15 +69,15 @@ class SkillsFeature(Feature, PromptContributor):
                  provider: Provider | Callable[[], Provider | None] | None = None,
                  require_approval: bool = False, curator_interval_seconds: float | None = WEEK,
                  stale_days: int = 14, archive_days: int = 30, llm_pass: bool = True, hint_limit: int = 3,
-                 clock: Callable[[], datetime] = utcnow, scheduler: Scheduler | None = None,
-                 embedder: Embedder | None = None,
+                 clock: Callable[[], datetime] = utcnow, embedder: Embedder | None = None,
                  library_factory: Callable[[str], FileSkillLibrary] | None = None) -> None:
         """`skills_root` is `<HERMES_HOME>/skills`; `bot` the default profile (commands, CLI).
         `library_factory(bot)` makes a bot's library when it is not the folder under `skills_root` (the
         database's, `skills.database`).
         `provider` (or a factory returning one) serves the curator's LLM pass; None turns that pass off.
         `require_approval` queues every agent write for an admin (shared bots).
-        `curator_interval_seconds=None` leaves the curator to the CLI and `/curator`.
+        `curator_interval_seconds=None` leaves the curator to the CLI and `/curator`; otherwise it runs on the
+        host's schedule, on one replica per interval.
         `embedder` fuses embedding similarity into hints (vectors cached in the store); None: lexical only."""
         self.root = Path(skills_root)
         self.bot = bot
@@ -90,8 +89,6 @@ class SkillsFeature(Feature, PromptContributor):
         self.llm_pass = llm_pass
         self.hint_limit = hint_limit
         self.clock = clock
-        self.scheduler = scheduler
-        self._own_scheduler = scheduler is None
         self._libraries: dict[str, FileSkillLibrary] = {}
         self._gated: dict[str, GatedLibrary] = {}
         self._usage: dict[str, UsageLog] = {}
@@ -177,17 +174,10 @@ class SkillsFeature(Feature, PromptContributor):
     async def start(self, host: Host) -> None:
         self._embedding_cache = host.store
         self._tool_names = frozenset(t.name for t in host.tools)
-        if not self.curator_interval:
-            return
-        if self.scheduler is None:
-            self.scheduler = Scheduler(host.store, metrics=host.metrics)
-        self.scheduler.every(f"skills-curator:{self.bot}", self.curator_interval, self.run_curators)
-        if self._own_scheduler:
-            await self.scheduler.start()
+        if self.curator_interval:
+            host.schedule(f"skills-curator:{self.bot}", self.curator_interval, self.run_curators)
 
     async def stop(self) -> None:
-        if self.scheduler is not None and self._own_scheduler:
-            await self.scheduler.stop()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_engine.atomic import atomic_write, atomic_write_text
+from hermes_engine.confine import inside, is_real_dir, is_regular_file, own_dir, read_text
 from hermes_engine.filelock import FileLock
-from hermes_engine.skills.confine import inside, is_real_dir, is_regular_file, own_dir, read_text
 from hermes_engine.skills.contract import (
     ACTIONS,
     ARCHIVE_DIR,
@@ -119,12 +119,12 @@ class FileSkillLibrary(SkillFolders):
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        own_dir(self.root, _LOCK_DIR)  # the lock file is never created through a planted symlink
+        own_dir(self.root, _LOCK_DIR, error=SkillError)  # the lock file is never created through a planted symlink
         with self._lock.hold():
             yield
 
     def _staging(self) -> Path:
-        tmp = own_dir(self.root, _TMP_DIR) / secrets.token_hex(6)
+        tmp = own_dir(self.root, _TMP_DIR, error=SkillError) / secrets.token_hex(6)
         tmp.mkdir()
         return tmp
 
@@ -217,7 +217,7 @@ class FileSkillLibrary(SkillFolders):
             raise SkillError("patch needs new_string (use an empty string to delete old_string).")
         if change.file_path:
             rel = validate_file_path(change.file_path)
-            target = inside(skill.path, rel)
+            target = inside(skill.path, rel, owner="skills", error=SkillError)
             if not is_regular_file(target):
                 raise SkillError(f"Skill '{skill.name}' has no file {rel.as_posix()}.")
             label = rel.as_posix()
@@ -288,7 +288,7 @@ class FileSkillLibrary(SkillFolders):
         data = check_size(change.file_content, MAX_FILE_BYTES, rel.as_posix())
         scan_or_raise(change.file_content, rel.as_posix())
         assert skill.path is not None
-        target = inside(skill.path, rel)
+        target = inside(skill.path, rel, owner="skills", error=SkillError)
         if os.path.lexists(target) and not is_regular_file(target):
             raise SkillError(f"{rel.as_posix()} in skill '{skill.name}' exists and is not a file.")
         if commit:
@@ -299,7 +299,7 @@ class FileSkillLibrary(SkillFolders):
         skill = self._require(change.name)
         rel = validate_file_path(change.file_path)
         assert skill.path is not None
-        target = inside(skill.path, rel)
+        target = inside(skill.path, rel, owner="skills", error=SkillError)
         if not is_regular_file(target):
             listing = ", ".join(self._support_files(skill.path)) or "none"
             raise SkillError(f"Skill '{skill.name}' has no file {rel.as_posix()}. Its files: {listing}.")
@@ -336,7 +336,7 @@ class FileSkillLibrary(SkillFolders):
     def _archive_locked(self, skill: Skill) -> str:
         self._refuse_if_nesting(skill, "archived")
         assert skill.path is not None
-        base = own_dir(own_dir(self.root, ARCHIVE_DIR), skill.category)
+        base = own_dir(own_dir(self.root, ARCHIVE_DIR, error=SkillError), skill.category, error=SkillError)
         target = base / skill.name
         n = 1
         while target.exists():
@@ -363,7 +363,7 @@ class FileSkillLibrary(SkillFolders):
         """A tar.gz of the library (skills, archive, pending queue, usage) under .backups/."""
         skip = {BACKUP_DIR, _TMP_DIR, _LOCK_DIR, REPORT_DIR}
         with self._locked():
-            backups = own_dir(self.root, BACKUP_DIR)
+            backups = own_dir(self.root, BACKUP_DIR, error=SkillError)
             seq = 1 + max((_seq(p.name) for p in backups.glob("*.tar.gz")), default=0)
             target = backups / f"{seq:06d}-{_now_stamp()}.tar.gz"
             fd, tmp = tempfile.mkstemp(dir=backups, prefix=".tmp-", suffix=".part")

@@ -18,8 +18,8 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from hermes_engine.confine import inside, is_real_dir, is_regular_file, lstat_or_none, read_text
 from hermes_engine.policy import security
-from hermes_engine.skills.confine import inside, is_real_dir, is_regular_file, lstat_or_none, read_text
 from hermes_engine.skills.contract import SKILL_FILE
 from hermes_engine.skills.model import (
     SUPPORT_DIRS,
@@ -187,7 +187,7 @@ class SkillFolders:
     def read_file_sync(self, name: str, file_path: str) -> str:
         skill = self._require(name)
         rel = validate_file_path(file_path)
-        target = inside(self._folder(skill), rel)
+        target = inside(self._folder(skill), rel, owner="skills", error=SkillError)
         if not is_regular_file(target):
             listing = ", ".join(self._support_files(self._folder(skill))) or "none"
             raise SkillError(f"Skill '{name}' has no file {rel.as_posix()}. Its files: {listing}.")

@@ -9,7 +9,7 @@ One library per bot profile, at `<HERMES_HOME>/skills/<bot>/`:
 
 The parts live apart: the storage contract in `skills.contract`, reading the folders in `skills.folders`,
 transactional writes, archive and backups in `skills.files`, the approval queue in `skills.approvals`,
-the rule that nothing follows a symlink in `skills.confine`.
+the rule that nothing follows a symlink in `hermes_engine.confine`.
 Callers import them from here so that seam can move without touching them.
 """
 

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes_engine.atomic import atomic_write_text
-from hermes_engine.skills.confine import own_dir
+from hermes_engine.confine import own_dir
 from hermes_engine.skills.contract import REPORT_DIR
+from hermes_engine.skills.model import SkillError
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,8 @@ class CuratorReport:
 
 def save_report(library_root: Path | str, report: CuratorReport, now: datetime) -> None:
     """Write `report` as the next numbered pair of files and drop the oldest beyond `KEEP_REPORTS`."""
-    folder = own_dir(Path(library_root), REPORT_DIR)  # never a planted symlink: old reports are deleted here
+    # never a planted symlink: old reports are deleted here
+    folder = own_dir(Path(library_root), REPORT_DIR, error=SkillError)
     seq = 1 + max((int(p.name.split("-", 1)[0]) for p in folder.glob("*.json")
                    if p.name.split("-", 1)[0].isdigit()), default=0)
     stem = f"{seq:06d}-{now.strftime('%Y%m%dT%H%M%SZ')}"

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hermes_engine.approvals.gate import ApprovalGate
 from hermes_engine.config import WorkspaceSettings
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.approval import ApprovalAsker, Decision
@@ -33,7 +34,6 @@ from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
 from hermes_engine.workspace import cgroups, files, sandbox, sandbox_network
-from hermes_engine.workspace.approvals import ApprovalGate
 from hermes_engine.workspace.progress import OutputShown
 from hermes_engine.workspace.risk import classify
 from hermes_engine.workspace.space import Workspace, WorkspaceError, scope_name

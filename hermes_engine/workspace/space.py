@@ -7,7 +7,7 @@ workspace) and the conversation in a group: the channel, or the thread when the 
 A workspace has a size quota. File tools refuse a write that would take it past the quota; a terminal
 command may write at most what is left (its file-size limit), and once the workspace is over quota every
 write is refused until files are deleted. Paths never leave the workspace: they are relative, carry no
-`..`, and no part of them is a symlink (the rule the skill library uses, `skills.confine`). Files are reached
+`..`, and no part of them is a symlink (the rule the skill library uses, `hermes_engine.confine`). Files are reached
 by opening one folder at a time with O_NOFOLLOW, so a folder a command swaps for a link while a file tool
 runs is refused too, not followed.
 """
@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from hermes_engine.confine import inside, is_real_dir
 from hermes_engine.errors import HermesError
-from hermes_engine.skills.confine import inside, is_real_dir
 from hermes_engine.workspace.sandbox import drops_privileges
 
 # Never follow a planted symlink, and never block on a FIFO a command left where a file was expected.

@@ -130,7 +130,7 @@ def everyone(ctx: typer.Context) -> None:
 def forget(person: str = typer.Argument(..., help=PERSON_HELP),
            yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
     """Delete everything kept about a person: memory, profile, conversations, files, link codes, pairing."""
-    from hermes_engine.policy.forget import forget_person
+    from hermes_engine.people.forget import forget_person
 
     pid = person_id(person)
     if not yes:

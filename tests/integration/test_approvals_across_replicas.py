@@ -12,8 +12,8 @@ from engine_harness import make_profile
 from fakes.fake_llm import Reply
 from postgres import BACKENDS, empty_database
 
+from hermes_engine.approvals.gate import ApprovalRouter
 from hermes_engine.ports.approval import Decision, Pressed
-from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_engine.workspace.feature import WorkspaceFeature
 
 ADMIN = "admin1"

@@ -15,8 +15,8 @@ from fakes.fake_discord import FakeDiscord, FakeMessage
 from fakes.fake_llm import Reply
 
 from adapters.discord import PLATFORM
+from hermes_engine.approvals.gate import ApprovalRouter
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.workspace.approvals import ApprovalRouter
 from hermes_engine.workspace.feature import WorkspaceFeature
 
 LABELS = ["Approve once", "For this session", "Deny"]

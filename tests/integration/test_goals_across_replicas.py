@@ -11,8 +11,8 @@ from engine_harness import is_judge, verdict
 from fakes.fake_llm import Reply
 
 from hermes_engine.config import GoalSettings
-from hermes_engine.core.leases import goal_lease
 from hermes_engine.loops.goals import CONTINUE_PREFIX, GoalFeature
+from hermes_engine.ports.leases import goal_lease
 from hermes_engine.providers.continuation import CONTINUE
 
 

@@ -9,7 +9,7 @@ import pytest
 from engine_harness import stored_tool_results
 from fakes.fake_llm import Reply
 
-from hermes_engine.core.leases import session_lease
+from hermes_engine.ports.leases import session_lease
 
 pytestmark = pytest.mark.slow  # waits out lease takeovers between replicas: `pytest -m slow`
 

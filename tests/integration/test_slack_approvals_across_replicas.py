@@ -14,7 +14,7 @@ from fakes.fake_slack import FakeSlack
 from slack_kit import ServedSlack, serve_slack, slack_environment
 
 from adapters.slack.approvals import ENDED, NOT_AN_APPROVER
-from hermes_engine.workspace.approvals import ApprovalRouter
+from hermes_engine.approvals.gate import ApprovalRouter
 from hermes_engine.workspace.feature import WorkspaceFeature
 
 ADMIN, STRANGER = "UALICE", "UBOB"

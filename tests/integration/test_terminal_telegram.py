@@ -18,7 +18,7 @@ from fakes.fake_telegram import ChatMessage, FakeTelegram, FakeUser
 from adapters.telegram import PLATFORM
 from adapters.telegram.adapter import TelegramAdapter
 from hermes_engine.agent.loop import INTERRUPTED_RESULT
-from hermes_engine.workspace.approvals import ApprovalRouter
+from hermes_engine.approvals.gate import ApprovalRouter
 from hermes_engine.workspace.feature import WorkspaceFeature
 
 ADMIN = FakeUser(42, "Alice", "alice")

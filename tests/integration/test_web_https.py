@@ -20,7 +20,7 @@ from test_web_tools import NamedHosts
 
 from hermes_engine.config import Settings, WebSettings
 from hermes_engine.errors import ConfigError
-from hermes_engine.tools.web.feature import WebFeature
+from hermes_engine.web.feature import WebFeature
 from hermes_gateway.wiring import build_features
 
 

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from hermes_engine.config import Settings, WebSettings
 from hermes_engine.policy.untrusted import CLOSE, OPEN
-from hermes_engine.tools.web.addresses import IPAddress
-from hermes_engine.tools.web.feature import WebFeature
+from hermes_engine.web.addresses import IPAddress
+from hermes_engine.web.feature import WebFeature
 from hermes_gateway.cli.main import app
 from hermes_gateway.wiring import build_features
 

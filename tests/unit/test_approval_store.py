@@ -97,10 +97,10 @@ async def test_requests_expired_a_day_ago_are_swept_when_the_next_is_recorded(st
 
 async def test_a_press_reaching_another_replica_lets_the_person_who_asked_answer_when_the_profile_does(
         store: SqlStore) -> None:
+    from hermes_engine.approvals.gate import ApprovalGate
+    from hermes_engine.approvals.shared import SharedRequests
     from hermes_engine.ports.approval import ApprovalRequest, Decision, Pressed
     from hermes_engine.ports.inbound import ReplyTarget
-    from hermes_engine.workspace.approvals import ApprovalGate
-    from hermes_engine.workspace.shared_approvals import SharedRequests
 
     request = ApprovalRequest("r1", "bot", "k", ReplyTarget("test", "acct", "c1"), "rm -rf x", "dangerous", "why",
                               datetime.now(UTC) + timedelta(minutes=5), asked_by="alice")

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryOwner
-from hermes_engine.policy.forget import ForgetFeature, attachment_folder_name, forget_person
+from hermes_engine.people.forget import ForgetFeature, attachment_folder_name, forget_person
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.commands import CommandContext
 from hermes_engine.ports.inbound import ChatKind, InboundMessage

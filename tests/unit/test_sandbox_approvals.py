@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 import pytest
 
 from adapters.console_approval import ConsoleAsker
+from hermes_engine.approvals.gate import ApprovalGate
 from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.workspace.approvals import ApprovalGate
 from hermes_engine.workspace.risk import DANGEROUS, READ_ONLY, WRITES, classify
 
 TARGET = ReplyTarget("test", "acct", "c1")

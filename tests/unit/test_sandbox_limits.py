@@ -4,6 +4,7 @@ command's cgroup is gone when it ends, and /tmp holds no more than the workspace
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -44,24 +45,38 @@ def test_a_fork_bomb_stops_at_the_commands_process_limit_and_says_so(ws: Workspa
     assert result.exit_code == 0
 
 
+def _descends_from_us(pid: int) -> bool:
+    """Whether `pid` was started, through any number of parents, by this test process."""
+    while pid > 1:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+        pid = int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+        if pid == os.getpid():
+            return True
+    return False
+
+
 @needs_cgroups
 def test_the_command_runs_in_a_cgroup_of_its_own_that_is_removed_when_it_ends(ws: Workspace) -> None:
     found = cgroups.hierarchies()
     assert found is not None
-    seen: list[list[str]] = []
+    seen: dict[Path, list[Path]] = {}  # hierarchy → the groups holding this command's processes
     running = threading.Event()
 
     def look(chunk: bytes) -> None:
         if b"running" in chunk and not running.is_set():
-            seen.extend([[p for p in (d / "cgroup.procs").read_text().split()]
-                         for parent in found.parents() for d in parent.glob("hermes-sandbox-*")])
+            for parent in found.parents():  # other tests' commands may have groups of their own here
+                seen[parent] = [d for d in parent.glob("hermes-sandbox-*")
+                                if any(_descends_from_us(int(p)) for p in (d / "cgroup.procs").read_text().split())]
             running.set()
 
     result = sandbox.run(ws.root, "echo running; sleep 0.5 & sleep 0.5; wait", sandbox.Limits(seconds=30),
                          on_output=look)
     assert result.exit_code == 0 and running.is_set()
-    assert seen and all(procs for procs in seen)  # the command's processes were inside, in every hierarchy
-    assert not [d for parent in found.parents() for d in parent.glob("hermes-sandbox-*")]
+    assert seen and all(seen.values())  # the command's processes were inside, in every hierarchy
+    assert not [d for groups in seen.values() for d in groups if d.exists()]  # and its groups are gone
 
 
 def test_writing_past_the_quota_in_tmp_fails_and_the_commands_after_it_run(tmp_path: Path) -> None:

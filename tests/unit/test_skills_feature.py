@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from hermes_engine.core.scheduler import Scheduler
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Message, ToolCall
 from hermes_engine.ports.feature import TurnOutcome
@@ -174,9 +175,11 @@ async def test_start_schedules_the_curator_under_a_lease(tmp_path):
     fixed = datetime(2025, 1, 1, tzinfo=UTC)
     feature = SkillsFeature(tmp_path / "skills", bot="helper", curator_interval_seconds=3600, llm_pass=False,
                             clock=lambda: fixed)
-    await feature.start(SimpleNamespace(store=Store(), metrics=NO_METRICS, tools=[]))
+    scheduler = Scheduler(Store())  # the host's
+    await scheduler.start()
+    await feature.start(SimpleNamespace(store=Store(), metrics=NO_METRICS, tools=[], schedule=scheduler.every))
     try:
-        job = feature.scheduler.jobs["skills-curator:helper"]
+        job = scheduler.jobs["skills-curator:helper"]
         assert job.interval == 3600 and job.lease
         for _ in range(100):
             if job.runs and not job.running:
@@ -186,4 +189,5 @@ async def test_start_schedules_the_curator_under_a_lease(tmp_path):
         assert leases[0][0] == "skills-curator:helper" and leases[0][2] == 3600
         assert feature.curator_for().latest_report() is not None
     finally:
+        await scheduler.stop()
         await feature.stop()

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from hermes_engine.tools.web.addresses import AddressPolicy, IPAddress, Refused
+from hermes_engine.web.addresses import AddressPolicy, IPAddress, Refused
 
 
 @pytest.mark.parametrize("address", [

@@ -8,9 +8,9 @@ import base64
 import pytest
 
 from hermes_engine.ports.conversation import ImagePart
-from hermes_engine.tools.web.convert import MAX_HTML_CHARS, NotReadable, html_to_markdown, readable
-from hermes_engine.tools.web.fetch import Fetched
-from hermes_engine.tools.web.sniff import image
+from hermes_engine.web.convert import MAX_HTML_CHARS, NotReadable, html_to_markdown, readable
+from hermes_engine.web.fetch import Fetched
+from hermes_engine.web.sniff import image
 
 
 def body(data: bytes, media: str, charset: str | None = None) -> Fetched:

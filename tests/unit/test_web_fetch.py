@@ -10,8 +10,8 @@ import pytest
 from aiohttp import web
 from fakes.loopback import LoopbackServer
 
-from hermes_engine.tools.web.addresses import AddressPolicy, IPAddress, Refused
-from hermes_engine.tools.web.fetch import Fetcher, FetchLimits
+from hermes_engine.web.addresses import AddressPolicy, IPAddress, Refused
+from hermes_engine.web.fetch import Fetcher, FetchLimits
 
 
 class Site(LoopbackServer):

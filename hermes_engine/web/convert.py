@@ -13,8 +13,8 @@ import codecs
 import json
 import re
 
-from hermes_engine.tools.web.fetch import Fetched
-from hermes_engine.tools.web.sniff import binary_type, served_as
+from hermes_engine.web.fetch import Fetched
+from hermes_engine.web.sniff import binary_type, served_as
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 UNREAD_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "head", "title")

@@ -12,10 +12,10 @@ from hermes_engine.config import Settings, WebSettings
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.tools import Tool
-from hermes_engine.tools.web.addresses import AddressPolicy, HostResolver
-from hermes_engine.tools.web.fetch import Fetcher, FetchLimits, trusting
-from hermes_engine.tools.web.search import SearchProvider, provider_from
-from hermes_engine.tools.web.tools import WebAccess, web_fetch, web_search
+from hermes_engine.web.addresses import AddressPolicy, HostResolver
+from hermes_engine.web.fetch import Fetcher, FetchLimits, trusting
+from hermes_engine.web.search import SearchProvider, provider_from
+from hermes_engine.web.tools import WebAccess, web_fetch, web_search
 
 
 class WebFeature(Feature):

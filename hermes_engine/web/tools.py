@@ -16,11 +16,11 @@ import httpcore2
 from hermes_engine.policy.untrusted import mark
 from hermes_engine.ports.tools import ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
-from hermes_engine.tools.web.addresses import Refused
-from hermes_engine.tools.web.convert import NotReadable, readable
-from hermes_engine.tools.web.fetch import Fetcher
-from hermes_engine.tools.web.search import SearchFailed, SearchProvider
-from hermes_engine.tools.web.sniff import binary_type, image
+from hermes_engine.web.addresses import Refused
+from hermes_engine.web.convert import NotReadable, readable
+from hermes_engine.web.fetch import Fetcher
+from hermes_engine.web.search import SearchFailed, SearchProvider
+from hermes_engine.web.sniff import binary_type, image
 
 TOOL_TIME_LIMIT = 120.0  # above any fetch's own limit, which ends a fetch with a clearer message
 MAX_SEARCH_RESULTS = 10

@@ -22,7 +22,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpcore2
 
-from hermes_engine.tools.web.addresses import AddressPolicy, HostResolver, IPAddress, Refused, SystemResolver
+from hermes_engine.web.addresses import AddressPolicy, HostResolver, IPAddress, Refused, SystemResolver
 
 REDIRECTS = (301, 302, 303, 307, 308)
 USER_AGENT = "hermes-gateway/web_fetch"

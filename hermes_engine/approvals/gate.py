@@ -7,7 +7,7 @@ question on screen says how it ended and loses its buttons, also when the turn w
 lives in this replica's memory, so after a restart none is pending, and the turn they belonged to is replayed
 with its unfinished tool call marked interrupted, which counts as denied. Given a store (`share_through`),
 each request is also recorded there, so a press that the platform brings to another replica is taken
-there and reaches the waiting turn (`shared_approvals.py`); the question is then updated here, where it
+there and reaches the waiting turn (`shared.py`); the question is then updated here, where it
 was shown. A press on a request whose waiting turn is gone (its process died) is told it has ended, on
 any replica and after a restart.
 "Approve for this session" remembers the risk class for that session until it leaves memory or `/new`.
@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from hermes_engine.approvals.shared import ApprovalStores, SharedRequests, answered_note
 from hermes_engine.ports.approval import ApprovalAnswers, ApprovalAsker, ApprovalRequest, Decision, Pressed
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.workspace.shared_approvals import ApprovalStores, SharedRequests, answered_note
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from hermes_engine.ports.conversation import ImagePart
 from hermes_engine.providers.vision import IMAGE_TYPES, MAX_IMAGE_BYTES
-from hermes_engine.tools.web.fetch import Fetched
+from hermes_engine.web.fetch import Fetched
 
 _WIDE_CHARSETS = ("utf-16", "utf-32", "ucs-2", "ucs-4")
 

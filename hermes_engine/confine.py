@@ -1,5 +1,6 @@
-"""Confinement: every path the skill tools touch stays inside its skill's folder, and the library's own
-bookkeeping folders stay inside the library.
+"""Confinement: a path stays inside its folder and never passes through a symlink. The skill library (every
+path the skill tools touch stays inside its skill's folder, its bookkeeping folders inside the library) and
+the workspace (every file tool path inside the conversation's folder) both ask here.
 
 A skill library holds hand-installed skill packs, so a symlink inside it may point anywhere: following one
 would let `write_file` write, `remove_file` delete and `patch`/`skill_view` read outside the library. The
@@ -16,8 +17,6 @@ import contextlib
 import os
 import stat
 from pathlib import Path, PurePosixPath
-
-from hermes_engine.skills.model import SkillError
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -42,13 +41,12 @@ def is_real_dir(path: Path) -> bool:
     return st is not None and stat.S_ISDIR(st.st_mode)
 
 
-def inside(folder: Path, rel: PurePosixPath, *, owner: str = "skills",
-           error: type[Exception] = SkillError) -> Path:
+def inside(folder: Path, rel: PurePosixPath, *, owner: str, error: type[Exception]) -> Path:
     """`folder/rel`, refused (as `error`) when the folder or any existing part of `rel` is a symlink.
 
     `rel` is already validated (relative, no `..`); parts that do not exist yet are created later as real
     folders by the writer, so only the existing prefix can lead elsewhere. The workspace tools share this
-    rule (`owner` names who refuses)."""
+    rule: `owner` names who refuses, `error` is what the owner's callers understand."""
     if not is_real_dir(folder):
         raise error(f"The folder {folder.name} is a symlink or missing; {owner} never follow symlinks.")
     current = folder
@@ -60,8 +58,8 @@ def inside(folder: Path, rel: PurePosixPath, *, owner: str = "skills",
         if stat.S_ISLNK(st.st_mode):
             where = current.relative_to(folder).as_posix()
             raise error(f"{rel.as_posix()} goes through a symlink ({where}); {owner} never follow symlinks, "
-                             f"so nothing was read, written or removed. A person can replace the link with a "
-                             f"real file.")
+                        f"so nothing was read, written or removed. A person can replace the link with a "
+                        f"real file.")
     return folder / rel
 
 
@@ -73,15 +71,15 @@ def read_text(path: Path, errors: str = "strict") -> str:
         return handle.read().decode("utf-8-sig", errors=errors)
 
 
-def own_dir(root: Path, name: str) -> Path:
-    """`root/name`, a bookkeeping folder of the library, created when missing; refused when something other
-    than a real folder (a planted symlink) sits in its place."""
+def own_dir(root: Path, name: str, *, error: type[Exception]) -> Path:
+    """`root/name`, a bookkeeping folder (of the skill library), created when missing; refused (as `error`)
+    when something other than a real folder (a planted symlink) sits in its place."""
     path = root / name
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
     if not is_real_dir(path):
-        raise SkillError(f"{path} is a symlink or not a folder; the skill library never follows symlinks, so "
-                         f"nothing was changed. Replace it with a real folder.")
+        raise error(f"{path} is a symlink or not a folder; the skill library never follows symlinks, so "
+                    f"nothing was changed. Replace it with a real folder.")
     return path
 
 

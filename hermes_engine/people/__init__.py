@@ -1,0 +1,1 @@
+"""People across platforms: one person behind several accounts (`/link`), and forgetting a person."""
