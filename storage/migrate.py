@@ -10,6 +10,12 @@ advisory lock on PostgreSQL, `BEGIN IMMEDIATE` on SQLite; the second one finds t
 nothing. The whole upgrade is one transaction on both backends, so a failed migration leaves no half-built
 schema.
 
+On SQLite a migration may rebuild a table (create a copy, drop the original, rename), which with foreign keys
+on would cascade the drop into every table referring to it. So foreign keys are off for the migration
+(`PRAGMA foreign_keys` is ignored inside a transaction: it is set before `BEGIN`), checked with
+`PRAGMA foreign_key_check` before the commit, and on again afterwards, on the connection the store goes on
+using.
+
 The Alembic command line works too, from the repository root:
 
     alembic -c storage/alembic.ini upgrade head              # URL: -x url=..., else HERMES_DATABASE_URL
@@ -19,6 +25,8 @@ The Alembic command line works too, from the repository root:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +40,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from storage.engine import make_engine
 
-__all__ = ["ALEMBIC_INI", "MIGRATIONS_DIR", "alembic_config", "current_revision", "head_revision",
-           "include_object", "lock_for_migration", "upgrade", "upgrade_sync"]
+__all__ = ["ALEMBIC_INI", "MIGRATIONS_DIR", "DanglingReferences", "alembic_config", "current_revision",
+           "head_revision", "include_object", "migration_transaction", "upgrade", "upgrade_sync"]
 
 STORAGE_DIR = Path(__file__).resolve().parent
 ALEMBIC_INI = STORAGE_DIR / "alembic.ini"
@@ -62,16 +70,49 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
-async def lock_for_migration(conn: AsyncConnection) -> None:
-    """Start the migration transaction holding the database-wide migration lock (on SQLite, first make
-    sure the file is in WAL mode)."""
+class DanglingReferences(RuntimeError):
+    """A migration would leave rows referring to rows that do not exist; it is rolled back."""
+
+
+@asynccontextmanager
+async def migration_transaction(conn: AsyncConnection) -> AsyncIterator[None]:
+    """The migration transaction, holding the database-wide migration lock: committed when the block ends,
+    rolled back when it raises. On SQLite, first make sure the file is in WAL mode and turn foreign keys off
+    (a table rebuild must not cascade), check every reference before the commit, and turn them on again
+    whatever happened."""
+    sqlite = conn.dialect.name == "sqlite"
     if conn.dialect.name == "postgresql":
         await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
-    elif conn.dialect.name == "sqlite":
+    elif sqlite:
         await _ensure_sqlite_wal(conn)
-        # Python's sqlite3 only opens a transaction before DML; take the write lock now instead, so DDL
-        # is transactional too and a concurrent upgrade waits (busy_timeout) rather than colliding.
-        await conn.exec_driver_sql("BEGIN IMMEDIATE")
+        await conn.exec_driver_sql("PRAGMA foreign_keys = OFF")
+    try:
+        if sqlite:
+            # Python's sqlite3 only opens a transaction before DML; take the write lock now instead, so DDL
+            # is transactional too and a concurrent upgrade waits (busy_timeout) rather than colliding.
+            await conn.exec_driver_sql("BEGIN IMMEDIATE")
+        try:
+            yield
+            if sqlite:
+                await _check_foreign_keys(conn)
+            await conn.commit()
+        except BaseException:
+            await conn.rollback()
+            raise
+    finally:
+        if sqlite:
+            await conn.exec_driver_sql("PRAGMA foreign_keys = ON")
+            await conn.commit()  # the pragma opened no transaction; end SQLAlchemy's own
+
+
+async def _check_foreign_keys(conn: AsyncConnection) -> None:
+    rows: list[Any] = list((await conn.exec_driver_sql("PRAGMA foreign_key_check")).all())
+    if rows:
+        tables = sorted({(str(row[0]), str(row[2])) for row in rows})
+        named = ", ".join(f"{child} → {parent}" for child, parent in tables)
+        which = "1 row would refer to a row that does" if len(rows) == 1 else (
+            f"{len(rows)} rows would refer to rows that do")
+        raise DanglingReferences(f"Migration rolled back, nothing changed: {which} not exist ({named}).")
 
 
 async def _ensure_sqlite_wal(conn: AsyncConnection, attempts: int = 100) -> None:
@@ -118,10 +159,8 @@ async def upgrade(target: str | URL | AsyncEngine, revision: str = "head") -> No
     engine. Idempotent: at head it does nothing."""
 
     async def run(engine: AsyncEngine) -> None:
-        async with engine.connect() as conn:
-            await lock_for_migration(conn)
+        async with engine.connect() as conn, migration_transaction(conn):
             await conn.run_sync(_upgrade_on, revision)
-            await conn.commit()
 
     await _with_engine(target, run)
 

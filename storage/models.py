@@ -5,7 +5,8 @@ The schema as the database gets it is `storage/migrations/versions/` — the mod
 classes; the store hands out the plain records of `hermes_engine.ports.storage`.
 
 Portable types:
-- ids are BIGINT on PostgreSQL and INTEGER (the rowid alias, so autoincrement works) on SQLite;
+- ids are BIGINT on PostgreSQL and INTEGER (the rowid alias, so autoincrement works) on SQLite, where
+  AUTOINCREMENT keeps an id of a deleted row from being given again (PostgreSQL's sequences never do);
 - JSON is JSONB on PostgreSQL, JSON text on SQLite; Python `None` is stored as SQL NULL;
 - timestamps are stored in UTC and always come back timezone-aware (SQLite keeps no zone).
 """
@@ -38,6 +39,8 @@ INBOUND_DONE = "done"
 INBOUND_REJECTED = "rejected"  # too malformed to read: kept for an operator, never answered
 
 Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+# Tables whose ids SQLite chooses: AUTOINCREMENT, so an id of a deleted row is never given again (migration 0016).
+_NEVER_REUSED_IDS: dict[str, Any] = {"sqlite_autoincrement": True}
 JsonType = sa.JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True), "postgresql")
 
 
@@ -78,6 +81,7 @@ class PersonRow(Base):
     """A human. One person has one account per platform account; accounts can be linked."""
 
     __tablename__ = "people"
+    __table_args__ = (_NEVER_REUSED_IDS,)
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     display_name: Mapped[str] = mapped_column(sa.String(255), nullable=False, default="")
@@ -94,6 +98,7 @@ class AccountRow(Base):
     __table_args__ = (
         sa.UniqueConstraint("platform", "account", "user_id"),
         sa.Index(None, "person_id"),
+        _NEVER_REUSED_IDS,
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
@@ -110,7 +115,7 @@ class SessionRow(Base):
     """A conversation. A new session for the same key (/new, compression) points at its parent."""
 
     __tablename__ = "sessions"
-    __table_args__ = (sa.Index(None, "bot", "key", "id"),)
+    __table_args__ = (sa.Index(None, "bot", "key", "id"), _NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     key: Mapped[str] = mapped_column(sa.String(512), nullable=False)
@@ -129,6 +134,7 @@ class MessageRow(Base):
     __table_args__ = (
         sa.Index(None, "session_id", "id"),
         sa.Index(None, "person_id", "session_id"),  # migration 0002: sessions a person took part in
+        _NEVER_REUSED_IDS,
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
@@ -160,7 +166,7 @@ class CompactionRow(Base):
     compaction it updated. Full-text search over summaries is database-only (see 0002)."""
 
     __tablename__ = "compactions"
-    __table_args__ = (sa.Index(None, "session_id", "id"),)
+    __table_args__ = (sa.Index(None, "session_id", "id"), _NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     session_id: Mapped[int] = mapped_column(
@@ -184,6 +190,7 @@ class InboundEventRow(Base):
         sa.UniqueConstraint("platform", "event_id"),
         sa.Index(None, "status", "id"),
         sa.Index(None, "status", "session_key", "id"),
+        _NEVER_REUSED_IDS,
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
@@ -210,6 +217,7 @@ class GoalRow(Base):
         # At most one open goal per session key and bot.
         sa.Index("uq_goals_open_session_key_bot", "session_key", "bot", unique=True,
                  sqlite_where=sa.text(_OPEN_GOAL_SQL), postgresql_where=sa.text(_OPEN_GOAL_SQL)),
+        _NEVER_REUSED_IDS,
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
@@ -277,6 +285,7 @@ class CardRow(Base):
         sa.Index(None, "parent_id"),
         sa.Index(None, "owner_id"),
         sa.Index(None, "shared_in"),
+        _NEVER_REUSED_IDS,
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
@@ -319,7 +328,7 @@ class CardEventRow(Base):
     """One line of a card's history (who moved what, when, why; an attempt's handoff)."""
 
     __tablename__ = "kanban_events"
-    __table_args__ = (sa.Index(None, "card_id", "id"),)
+    __table_args__ = (sa.Index(None, "card_id", "id"), _NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
     card_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("kanban_cards.id", ondelete="CASCADE"),

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection
 
 from hermes_engine.config import AccessRules
-from hermes_engine.policy.pairing import Pairing
+from hermes_engine.policy.pairing import ApprovedUser, Pairing
 from hermes_engine.ports.engine import AccessDecision
 from hermes_engine.ports.inbound import InboundMessage
 
@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 APPROVED_NOTICE = "You now have access. Say hello!"
 APPROVAL_CHECK_SECONDS = 5.0
+
+Notify = Callable[[str, str], Awaitable[object]]  # (chat id, text): a text to one chat of the platform
 
 
 def pairing_text(platform: str, code: str, user_id: str) -> str:
@@ -61,25 +63,39 @@ class AccessGate:
 
     def granted(self, platform: str, user_id: str, also_allowed: Collection[str] = ()) -> bool:
         """Listed or approved through pairing. A damaged pairing store denies, loudly."""
-        if self.listed(user_id, also_allowed):
-            return True
+        return self.listed(user_id, also_allowed) or self._approval(platform, user_id, claim_notice=False)[0]
+
+    def _approval(self, platform: str, user_id: str, *, claim_notice: bool) -> tuple[bool, ApprovedUser | None]:
+        """Approved through pairing, read from the store now (an approval made a moment ago by the CLI or
+        another replica counts at once), and, when `claim_notice`, the approval whose notice this message is
+        the first chance to send (claimed, so no one else sends it). A damaged pairing store denies, loudly."""
         try:
-            return self.pairing.is_approved(platform, user_id)
+            if not self.pairing.is_approved(platform, user_id):
+                return False, None
+            return True, self.pairing.claim_notice(platform, user_id) if claim_notice else None
         except Exception:  # noqa: BLE001 - any failure to read approvals must deny, not crash the adapter
             log.exception("could not read the pairing store; denying %s user %s", platform, user_id)
-            return False
+            return False, None
 
     async def admit(self, platform: str, user_id: str, *, user_name: str = "", chat_id: str | None = None,
-                    direct: bool, also_allowed: Collection[str] = (),
-                    membership_boundary: bool = False) -> AccessDecision:
-        """May this person be answered here? `direct`: a direct message (where pairing is offered)."""
+                    direct: bool, also_allowed: Collection[str] = (), membership_boundary: bool = False,
+                    tell: Notify | None = None) -> AccessDecision:
+        """May this person be answered here? `direct`: a direct message (where pairing is offered). `tell`:
+        how to send a text to a chat of this platform; a person approved since they last wrote is sent the
+        access notice through it before this returns, so before the answer to their message."""
         if membership_boundary:
             allowed = not self.rules.allowed_users or self.listed(user_id, also_allowed)
             if not allowed:
                 log.info("%s user %s is not in access.allowed_users; ignored", platform, user_id)
             return AccessDecision(allowed)
-        # Listed people are known without touching the pairing store; only strangers cost a file read.
-        if self.listed(user_id, also_allowed) or await asyncio.to_thread(self.granted, platform, user_id):
+        # Listed people are known without touching the pairing store; only strangers cost a read.
+        if self.listed(user_id, also_allowed):
+            return AccessDecision(True)
+        approved, unannounced = await asyncio.to_thread(self._approval, platform, user_id,
+                                                        claim_notice=tell is not None)
+        if unannounced is not None and unannounced.chat_id and tell is not None:
+            await tell(unannounced.chat_id, APPROVED_NOTICE)
+        if approved:
             return AccessDecision(True)
         if not direct:
             return AccessDecision(False)
@@ -98,13 +114,14 @@ class AccessGate:
             return AccessDecision(False)
         return AccessDecision(False, pairing_text(platform, answer.code or "", user_id))
 
-    async def watch_approvals(self, platform: str, notify: Callable[[str, str], Awaitable[object]], *,
-                              every: float = APPROVAL_CHECK_SECONDS) -> None:
-        """Tell people approved with `hermes-gateway pairing approve` that they are in: `notify(chat_id,
-        text)` for each, once. Runs until cancelled."""
+    async def watch_approvals(self, platform: str, notify: Notify, *, every: float = APPROVAL_CHECK_SECONDS) -> None:
+        """Tell people approved with `hermes-gateway pairing approve` who have not written since that they
+        are in: `notify(chat_id, text)` for each, once. An approval younger than one round is left to the
+        person's next message (`admit`), which is told first; one who writes nothing hears it a round or
+        two after the approval. Runs until cancelled."""
         while True:
             try:
-                for approval in await asyncio.to_thread(self.pairing.claim_unnotified, platform):
+                for approval in await asyncio.to_thread(self.pairing.claim_unnotified, platform, older_than=every):
                     if approval.chat_id:
                         await notify(approval.chat_id, APPROVED_NOTICE)
             except asyncio.CancelledError:

@@ -2,8 +2,8 @@
 
 An unknown person who writes to the bot in a direct message gets a short code; the bot's admin approves it
 on the server with ``hermes-gateway pairing approve CODE``; from then on the person is served. Platform
-neutral: the engine's access gate (`policy.access`) calls `Pairing.is_approved`, `Pairing.request` and
-`claim_unnotified` in worker threads, never on the event loop; the CLI calls `approve`, `pending`,
+neutral: the engine's access gate (`policy.access`) calls `Pairing.is_approved`, `Pairing.request`,
+`claim_notice` and `claim_unnotified` in worker threads, never on the event loop; the CLI calls `approve`, `pending`,
 `approved` and `revoke`.
 
 - Codes are 8 characters from an alphabet without look-alikes (no 0/O, 1/I), random (`secrets`), valid for
@@ -243,18 +243,40 @@ class Pairing:
 
         return self.store.update(change)
 
-    def claim_unnotified(self, platform: str) -> list[ApprovedUser]:
-        """Approvals on `platform` whose person was not told yet; marked as told (at most once, even with
-        several gateway processes)."""
-        if not any(not a.notified and a.platform == platform for a in self.store.read().approved.values()):
+    def claim_notice(self, platform: str, user_id: str) -> ApprovedUser | None:
+        """The approval of this person if they were not told of it yet, marked as told: the caller sends the
+        notice (at most once, even with several gateway processes). None when not approved or told already;
+        only then does it cost a write."""
+        key = _key(platform, str(user_id))
+        approval = self.store.read().approved.get(key)
+        if approval is None or approval.notified:
+            return None
+
+        def change(state: PairingState) -> ApprovedUser | None:
+            approval = state.approved.get(key)
+            if approval is None or approval.notified:
+                return None
+            approval.notified = True
+            return approval
+
+        return self.store.update(change)
+
+    def claim_unnotified(self, platform: str, *, older_than: float = 0.0) -> list[ApprovedUser]:
+        """Approvals on `platform` whose person was not told yet, made at least `older_than` seconds ago;
+        marked as told (at most once, even with several gateway processes). A younger approval is left to
+        the person's next message (`claim_notice`), which then hears of it before its answer."""
+        approved_by = self.clock() - older_than
+
+        def due(approval: ApprovedUser) -> bool:
+            return approval.platform == platform and not approval.notified and approval.approved_at <= approved_by
+
+        if not any(due(a) for a in self.store.read().approved.values()):
             return []
 
         def change(state: PairingState) -> list[ApprovedUser]:
-            claimed = []
-            for approval in state.approved.values():
-                if approval.platform == platform and not approval.notified:
-                    approval.notified = True
-                    claimed.append(approval)
+            claimed = [approval for approval in state.approved.values() if due(approval)]
+            for approval in claimed:
+                approval.notified = True
             return claimed
 
         return self.store.update(change)

@@ -55,14 +55,12 @@ def _cli_url() -> str:
 
 async def _run_cli_online(url: str) -> None:
     from storage.engine import make_engine
-    from storage.migrate import lock_for_migration
+    from storage.migrate import migration_transaction
 
     engine = make_engine(url, poolclass=NullPool)
     try:
-        async with engine.connect() as conn:
-            await lock_for_migration(conn)
+        async with engine.connect() as conn, migration_transaction(conn):
             await conn.run_sync(_run_on)
-            await conn.commit()
     finally:
         await engine.dispose()
 

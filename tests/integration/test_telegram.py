@@ -403,6 +403,34 @@ async def test_approved_pairing_code_lets_the_person_in(telegram, fake_llm, tmp_
         await _end(e, adapter)
 
 
+async def test_a_message_right_after_approval_gets_the_access_notice_first_then_its_answer(
+        telegram, fake_llm, tmp_path, monkeypatch, caplog):
+    from engine_harness import fake_llm_environment
+    from typer.testing import CliRunner
+
+    from hermes_gateway.cli.pairing import app as pairing_app
+
+    for name, value in fake_llm_environment(fake_llm).items():
+        monkeypatch.setenv(name, value)
+    fake_llm.script(Reply(text="Welcome aboard."))
+    e, adapter = await _life(tmp_path, make_profile(access={"allowed_users": ["42"]}), FAST)  # the usual poll
+    try:
+        telegram.user_says(77, STRANGER, "let me in")
+        [reply] = await telegram.wait_for_messages(77, 1)
+        result = await asyncio.to_thread(CliRunner().invoke, pairing_app, ["approve", CODE.search(reply.text).group()])
+        assert result.exit_code == 0, result.output
+        caplog.set_level("INFO", logger="adapters.telegram.adapter")
+
+        telegram.user_says(77, STRANGER, "hello")
+        await final_answer(telegram, e, 77, "Welcome aboard.")
+        assert telegram.chat(77).bot_texts[1:] == ["You now have access. Say hello!", "Welcome aboard."]
+        assert "not admitted" not in caplog.text
+        [approval] = Pairing.for_home(tmp_path).approved()
+        assert approval.notified  # told once: the poll has nothing left to say
+    finally:
+        await _end(e, adapter)
+
+
 async def test_allowed_users_from_the_environment_are_served(tg, telegram, fake_llm, monkeypatch):
     monkeypatch.setenv("TELEGRAM_ALLOWED_USERS", "12, 77")
     fake_llm.script(Reply(text="Hi Mallory."))

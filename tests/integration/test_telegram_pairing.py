@@ -88,6 +88,21 @@ def test_approval_is_announced_once(store):
     assert pairing.claim_unnotified("telegram") == []
 
 
+def test_a_fresh_approval_is_announced_by_the_persons_next_message_and_an_older_one_by_the_poll(store):
+    clock = Clock()
+    pairing = Pairing(store, clock=clock)
+    for user in ("77", "78"):
+        pairing.approve(pairing.request("telegram", user, chat_id=user).code)
+    assert pairing.claim_unnotified("telegram", older_than=5) == []  # too young: a message now is told first
+    told = pairing.claim_notice("telegram", "77")
+    assert told is not None and told.chat_id == "77"
+    assert pairing.claim_notice("telegram", "77") is None  # once
+    assert pairing.claim_notice("telegram", "79") is None  # never approved
+    clock.now += 5
+    assert [a.user_id for a in pairing.claim_unnotified("telegram", older_than=5)] == ["78"]
+    assert pairing.claim_notice("telegram", "78") is None and pairing.claim_unnotified("telegram") == []
+
+
 def test_cli_approves_lists_and_revokes(tmp_path, monkeypatch):
     monkeypatch.setenv("HERMES_HOME", str(tmp_path))
     pairing = Pairing.for_home(tmp_path)
