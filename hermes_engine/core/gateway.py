@@ -20,6 +20,7 @@ from typing import Any
 from hermes_engine.agent.loop import AgentLoop, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder
 from hermes_engine.config import BotProfile, Settings
+from hermes_engine.core.access_notices import teller
 from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob, run_settling
 from hermes_engine.core.leases import Leases
@@ -32,7 +33,7 @@ from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.core.turn import TurnRunner
 from hermes_engine.errors import HermesError, StorageError
 from hermes_engine.holders import process_holder
-from hermes_engine.policy.access import AccessGate, Notify
+from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.secrets import redact
 from hermes_engine.policy.untrusted import has_read_untrusted, sends_files
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
@@ -224,7 +225,7 @@ class Gateway:
             return AccessDecision(False)
         return await self.access.admit(platform, user_id, user_name=user_name, chat_id=chat_id, direct=direct,
                                        also_allowed=also_allowed, membership_boundary=membership_boundary,
-                                       tell=self._teller(platform))
+                                       tell=teller(self.outlets, platform))
 
     def session_key(self, msg: InboundMessage) -> str:
         return msg.session_key(self.profile.shared_sessions)
@@ -490,22 +491,7 @@ class Gateway:
             await self.notify(msg.reply_target(), redact(text), idempotency_key=f"{msg.event_id}:command")
         await self.store.complete_inbound(msg.platform, msg.event_id)
 
-    def _teller(self, platform: str) -> Notify | None:
-        """How the access gate tells a person of this platform something (the notice that they are in), or
-        None before the platform's outlet is attached. A failed send is logged and loses nothing else."""
-        outlet = self.outlets.get(platform)
-        if outlet is None:
-            return None
-
-        async def tell(chat_id: str, text: str) -> None:
-            try:
-                await outlet.send(ReplyTarget(platform, "", chat_id), text)
-            except Exception:  # noqa: BLE001 - the person is served all the same
-                log.warning("could not tell %s chat %s that access was granted", platform, chat_id, exc_info=True)
-
-        return tell
-
     async def _watch_approvals(self, platform: str) -> None:
-        tell = self._teller(platform)
+        tell = teller(self.outlets, platform)
         if tell is not None:
             await self.access.watch_approvals(platform, tell)
