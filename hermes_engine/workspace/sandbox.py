@@ -291,7 +291,9 @@ def _command_group(stack: contextlib.ExitStack, limits: Limits) -> cgroups.Comma
     if found is None:
         return None
     try:
-        return stack.enter_context(cgroups.command_group(found, limits.memory_bytes, limits.processes))
+        group = stack.enter_context(cgroups.command_group(found))
+        group.limit(limits.memory_bytes, limits.processes)
+        return group
     except OSError as exc:
         raise SandboxUnavailable(f"the command's cgroup could not be made ({exc}).") from None
 
