@@ -303,3 +303,30 @@ async def test_six_processes_of_200_mb_under_a_256_mb_profile_cannot_hold_more_t
     ran = fake_llm.requests[-1].turn_tool_results[-1]
     assert 0 <= held_at_once(ran) <= 1, ran
     assert "[the command reached its memory limit of 256 MB" in ran and "after" in ran
+
+
+async def test_workspaces_under_the_home_are_warned_about_once_at_start_naming_the_path_commands_read(
+        engine, tmp_path, caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="hermes_engine.workspace.mounts"):
+        await engine(profile=profile())
+    said = [r.getMessage() for r in caplog.records if r.name == "hermes_engine.workspace.mounts"]
+    assert len(said) == 1 and said[0].startswith(f"workspaces: {tmp_path / 'workspaces'} is not a mount point")
+
+
+async def test_with_the_workspaces_on_a_file_system_of_their_own_nothing_is_warned_and_commands_write_there(
+        engine, fake_llm, tmp_path, tmpfs_root, monkeypatch, caplog):
+    import logging
+
+    monkeypatch.setenv("HERMES_WORKSPACE_ROOT", str(tmpfs_root))
+    with caplog.at_level(logging.WARNING, logger="hermes_engine.workspace.mounts"):
+        e = await engine(profile=profile())
+    assert [r for r in caplog.records if r.name == "hermes_engine.workspace.mounts"] == []
+    fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo here > made; grep ' /workspace ' "
+                                                                "/proc/self/mountinfo | cut -d' ' -f4"})]),
+                    Reply(text="done"))
+    assert await e.say("make it", user=ADMIN) == "done"
+    [made] = tmpfs_root.glob("*/made")
+    assert fake_llm.requests[-1].turn_tool_results[-1] == f"/{made.parent.name}\n[exit code 0]"
+    assert not (tmp_path / "workspaces").exists()

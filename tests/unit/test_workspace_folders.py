@@ -8,7 +8,6 @@ import asyncio
 import logging
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,23 +16,6 @@ from hermes_engine.config import WorkspaceSettings
 from hermes_engine.workspace import mounts
 from hermes_engine.workspace.feature import WorkspaceFeature
 from hermes_engine.workspace.folders import KEY_FILE, WorkspaceFolders
-
-
-@pytest.fixture
-def own_fs(tmp_path: Path) -> Iterator[Path]:
-    """A tmpfs mounted at a fresh folder: a workspaces' root that is the root of its own file system."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    root = tmp_path / "mounted-root"
-    root.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(root)], capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"a tmpfs cannot be mounted here: {done.stderr.strip()}")
-    try:
-        yield root
-    finally:
-        subprocess.run(["umount", "-l", str(root)], check=False)
 
 
 def test_a_workspace_folder_names_neither_the_person_nor_the_bot_and_keeps_its_name_after_a_restart(
@@ -62,23 +44,23 @@ def test_a_workspace_of_the_old_layout_is_moved_to_its_opaque_name_on_first_use_
 
 
 def test_an_old_workspace_is_copied_to_a_root_on_another_file_system_and_then_removed(tmp_path: Path,
-                                                                                       own_fs: Path) -> None:
+                                                                                       tmpfs_root: Path) -> None:
     home = tmp_path / "home"
     old = home / "workspaces" / "helper" / "person-5"
     old.mkdir(parents=True)
     (old / "kept.txt").write_text("kept")
     os.symlink("/etc/passwd", old / "link")  # copied as the link it is, never followed
-    folder = WorkspaceFolders.of(home, own_fs).folder("helper", "person-5")
-    assert folder.parent == own_fs and (folder / "kept.txt").read_text() == "kept"
+    folder = WorkspaceFolders.of(home, tmpfs_root).folder("helper", "person-5")
+    assert folder.parent == tmpfs_root and (folder / "kept.txt").read_text() == "kept"
     assert os.readlink(folder / "link") == "/etc/passwd"
-    assert not old.exists() and [p.name for p in own_fs.iterdir()] == [folder.name]  # no half copy left
+    assert not old.exists() and [p.name for p in tmpfs_root.iterdir()] == [folder.name]  # no half copy left
 
 
 def test_a_root_of_its_own_file_system_shows_commands_nothing_and_a_folder_under_the_home_says_why(
-        tmp_path: Path, own_fs: Path) -> None:
+        tmp_path: Path, tmpfs_root: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    assert mounts.exposure(own_fs, home) is None
+    assert mounts.exposure(tmpfs_root, home) is None
     under_home = home / "workspaces"
     under_home.mkdir()
     said = mounts.exposure(under_home, home)
@@ -119,7 +101,7 @@ def test_at_start_one_warning_says_what_a_sandboxed_command_can_learn_and_how_to
 
 
 async def test_a_sandboxed_mcp_servers_folder_shows_in_mountinfo_as_an_opaque_name_and_its_old_folder_moves_there(
-        tmp_path: Path, own_fs: Path) -> None:
+        tmp_path: Path, tmpfs_root: Path) -> None:
     import contextlib
 
     from engine_harness import make_profile
@@ -135,9 +117,9 @@ async def test_a_sandboxed_mcp_servers_folder_shows_in_mountinfo_as_an_opaque_na
     (home / "mcp" / "helper-bot" / "notes" / "token").write_text("kept")
     profile = make_profile(name="helper-bot", mcp_servers={
         "notes": {"command": "sh", "args": ["-c", "cat token; cat /proc/self/mountinfo"]}})
-    [feature] = mcp_features(Settings(home=home, workspace_root=own_fs), profile)
+    [feature] = mcp_features(Settings(home=home, workspace_root=tmpfs_root), profile)
     confine = feature.servers.runners["notes"].confine  # type: ignore[attr-defined]
-    assert confine.home.parent == own_fs and not (home / "mcp" / "helper-bot").exists()
+    assert confine.home.parent == tmpfs_root and not (home / "mcp" / "helper-bot").exists()
     with contextlib.ExitStack() as stack:
         params = await confine.parameters("notes", profile.mcp_servers["notes"], stack)
         done = await asyncio.to_thread(subprocess.run, [params.command, *params.args], capture_output=True,
