@@ -36,7 +36,7 @@ from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.storage import ForgottenPerson, PeopleStore
 from hermes_engine.workspace.folders import WorkspaceFolders
-from hermes_engine.workspace.space import scope_name
+from hermes_engine.workspace.space import WorkspaceError, scope_name
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,12 @@ def _remove_workspaces(folders: WorkspaceFolders, record: ForgottenPerson, probl
     """Each bot's DM workspace of the forgotten people, never through a symlink."""
     removed = 0
     for pid in record.person_ids:
-        for folder in folders.of_scope(scope_name(chat_kind="dm", person_id=pid, session_key="")):
+        try:
+            found = folders.of_scope(scope_name(chat_kind="dm", person_id=pid, session_key=""))
+        except WorkspaceError as exc:  # the naming key is damaged: the database part is done regardless
+            problems.append(f"workspaces of person {pid} ({exc})")
+            continue
+        for folder in found:
             try:
                 shutil.rmtree(folder)
                 removed += 1

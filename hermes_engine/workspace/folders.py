@@ -25,6 +25,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_engine.workspace.space import WorkspaceError
+
 KEY_FILE = "workspace-names.key"
 LEGACY = "workspaces"  # HERMES_HOME/workspaces/<bot>/<scope>/, the layout before opaque names
 _KEY_BYTES = 32
@@ -41,7 +43,7 @@ def _load_key(home: Path) -> bytes:
     together all read the one that won, never a half-written file."""
     path = Path(home) / KEY_FILE
     with contextlib.suppress(FileNotFoundError):
-        return path.read_bytes()
+        return _checked(path, path.read_bytes())
     path.parent.mkdir(parents=True, exist_ok=True)
     aside = path.with_name(f".{KEY_FILE}.{secrets.token_hex(8)}")
     fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
@@ -53,9 +55,20 @@ def _load_key(home: Path) -> bytes:
         os.link(aside, path)
     except FileExistsError:
         pass
+    except OSError:  # a file system without hard links: the last of two racing starts wins instead
+        if not path.exists():
+            os.rename(aside, path)
     finally:
-        aside.unlink()
-    return path.read_bytes()
+        with contextlib.suppress(FileNotFoundError):
+            aside.unlink()
+    return _checked(path, path.read_bytes())
+
+
+def _checked(path: Path, key: bytes) -> bytes:
+    if len(key) != _KEY_BYTES:
+        raise WorkspaceError(f"{path} holds {len(key)} bytes, not the {_KEY_BYTES} of the workspaces' naming key: "
+                             "restore it from a backup (the workspaces are named by it); nothing was changed.")
+    return key
 
 
 @dataclass(frozen=True)

@@ -128,3 +128,15 @@ async def test_a_sandboxed_mcp_servers_folder_shows_in_mountinfo_as_an_opaque_na
     assert str(home) not in done.stdout and "helper" not in done.stdout
     line = next(f for f in (row.split(" ") for row in done.stdout.splitlines()) if len(f) > 4 and f[4] == "/data")
     assert line[3] == f"/{confine.home.name}/notes"
+
+
+def test_a_damaged_naming_key_is_refused_in_one_sentence_and_no_folder_is_made(tmp_path: Path) -> None:
+    from hermes_engine.workspace.space import WorkspaceError
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / KEY_FILE).write_bytes(b"")  # a disk that filled up, a file emptied by hand
+    feature = WorkspaceFeature(home, "helper", WorkspaceSettings(), admins=[])
+    with pytest.raises(WorkspaceError, match=r"holds 0 bytes, not the 32 .* restore it from a backup"):
+        feature.workspace_for(chat_kind="dm", person_id=5, session_key="telegram:dm:5")
+    assert not (home / "workspaces").exists()
