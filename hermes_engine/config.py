@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     # Where memory, USER.md, skills and pairing live: "files" under the home, "database" in the store (shared
     # by replicas), "auto" (the default): the database on PostgreSQL, files on SQLite.
     state_backend: Literal["auto", "files", "database"] = "auto"
+    # Where the workspaces (and sandboxed MCP servers' folders) live; unset: HERMES_HOME/workspaces. A file
+    # system of its own mounted here (a volume or tmpfs) keeps the host's paths out of what a sandboxed
+    # command reads in /proc/self/mountinfo (`workspace/mounts.py`).
+    workspace_root: Path | None = None
 
     @field_validator("log_level")
     @classmethod
@@ -81,6 +85,11 @@ class Settings(BaseSettings):
         if self.state_backend != "auto":
             return self.state_backend == "database"
         return self.db_url.split(":", 1)[0].split("+", 1)[0] in ("postgres", "postgresql")
+
+    @property
+    def workspaces(self) -> Path:
+        """The workspaces' root: `workspace_root`, else under the home."""
+        return self.workspace_root if self.workspace_root is not None else self.home / "workspaces"
 
     def fallback_list(self) -> list[str] | None:
         if self.fallback_models is None:

@@ -145,7 +145,7 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
     from hermes_engine.workspace.feature import WorkspaceFeature
 
     workspace = WorkspaceFeature(settings.home, profile.name, profile.workspace, admins=profile.access.admins,
-                                 asker=asker, toolsets=profile.toolsets)
+                                 asker=asker, toolsets=profile.toolsets, root=settings.workspaces)
     features: list[Feature] = [
         MemoryFeature(memory_store(settings, store), profile.memory),
         SkillsFeature.from_settings(settings, bot=profile.name, require_approval=profile.skills.require_approval,
@@ -180,10 +180,18 @@ def mcp_features(settings: Settings, profile: BotProfile, approvals: ApprovalGat
     if not profile.mcp_servers:
         return []
     from hermes_engine.mcp.feature import McpFeature
+    from hermes_engine.workspace.folders import WorkspaceFolders
+    from hermes_engine.workspace.mounts import say_what_commands_see
+    from hermes_engine.workspace.uids import pool_for
     from hermes_gateway.mcp.confined import ServerSandbox
     from hermes_gateway.mcp.manager import ServerManager
 
-    confine = ServerSandbox.for_bot(settings.home, profile)
+    # The servers' own folders lie beside the workspaces, named as opaquely (`workspace/folders.py`).
+    folders = WorkspaceFolders.of(settings.home, settings.workspaces)
+    if any(server.sandbox and server.command for server in profile.mcp_servers.values()):
+        say_what_commands_see(folders.root, folders.home)
+    confine = ServerSandbox(folders.servers(profile.name),
+                            pool_for(profile.workspace.uid_first, profile.workspace.uid_count))
     return [McpFeature(ServerManager(profile.mcp_servers, confine), profile.mcp_servers, profile.mcp_schema_budget,
                        approvals, start_wait=profile.mcp_start_wait_seconds)]
 

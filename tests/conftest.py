@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+import subprocess
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,24 @@ async def engine(fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: P
     yield make
     for e in reversed(started):
         await e.stop()
+
+
+# -- file systems of their own ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tmpfs_root(tmp_path: Path) -> Iterator[Path]:
+    """A folder that is the root of a file system of its own (a tmpfs mounted there, as root; skipped
+    otherwise): what a deploy gives `HERMES_WORKSPACE_ROOT`."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    root = tmp_path / "own-file-system"
+    root.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(root)], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"a tmpfs cannot be mounted here: {done.stderr.strip()}")
+    try:
+        yield root
+    finally:
+        subprocess.run(["umount", "-l", str(root)], check=False)

@@ -8,8 +8,9 @@ What is kept about a person, and where it goes:
   cards their requests made (archived, wiped);
 - files under HERMES_HOME: their memory (`memories/<person id>/`: MEMORY.md, USER.md, proposed changes), the
   attachment folders of their own conversations and the attachment files their other messages brought, their
-  DM workspace of every bot (`workspaces/<bot>/person-<id>/`; a group's workspace is the group's and stays),
-  and their pairing approval (`pairing.json`).
+  DM workspace of every bot (`workspace/folders.py`: under the workspaces' root, or in the old layout
+  `workspaces/<bot>/person-<id>/`; a group's workspace is the group's and stays), and their pairing approval
+  (`pairing.json`).
 The database goes first, in one transaction: if it fails nothing is half-forgotten there, and the files that
 follow are found from what it deleted. Confirmation is a one-time code the person must send back, so a
 stray `/forget` (or someone else's message quoting it) deletes nothing.
@@ -34,13 +35,14 @@ from hermes_engine.policy.pairing import ALPHABET, Pairing
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.storage import ForgottenPerson, PeopleStore
+from hermes_engine.workspace.folders import WorkspaceFolders
+from hermes_engine.workspace.space import WorkspaceError, scope_name
 
 log = logging.getLogger(__name__)
 
 CODE_LENGTH = 6
 CODE_TTL_SECONDS = 600
 ATTACHMENTS = "attachments"
-WORKSPACES = "workspaces"  # `workspace.space`: HERMES_HOME/workspaces/<bot>/person-<id>/ for a DM
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 EXPLAIN = """This deletes everything I keep about you, for good:
@@ -80,8 +82,11 @@ class ForgetOutcome:
 
 
 async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
-                        memory: MemoryStore | None = None, pairing: Pairing | None = None) -> ForgetOutcome | None:
+                        memory: MemoryStore | None = None, pairing: Pairing | None = None,
+                        workspaces: Path | None = None) -> ForgetOutcome | None:
     """Delete everything kept about `person_id` (see the module docstring); None for an unknown person.
+
+    `workspaces` is the workspaces' root (`Settings.workspaces`; None: under the home).
 
     `memory` is the running gateway's memory store, so a memory write in flight finishes before the files go;
     without it the files under `home` are used directly. `pairing` likewise: the gateway's, else `pairing.json`
@@ -98,7 +103,7 @@ async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
         except OSError as exc:
             problems.append(f"memory of person {pid} ({exc.strerror or exc})")
     files = await asyncio.to_thread(_remove_attachments, Path(home) / ATTACHMENTS, record, problems)
-    workspaces = await asyncio.to_thread(_remove_workspaces, Path(home) / WORKSPACES, record, problems)
+    removed = await asyncio.to_thread(_remove_workspaces, WorkspaceFolders.of(home, workspaces), record, problems)
     pairing = pairing or Pairing.for_home(home)
     approvals = 0
     for account in record.accounts:
@@ -106,26 +111,24 @@ async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
             approvals += await asyncio.to_thread(pairing.revoke, account.platform, account.user_id)
         except OSError as exc:
             problems.append(f"pairing approval of {account.platform} user {account.user_id} ({exc})")
-    return ForgetOutcome(record, folders, files, approvals, workspaces, tuple(problems))
+    return ForgetOutcome(record, folders, files, approvals, removed, tuple(problems))
 
 
-def _remove_workspaces(root: Path, record: ForgottenPerson, problems: list[str]) -> int:
-    """Each bot's DM workspace of the forgotten people (`<bot>/person-<id>/`), never through a symlink."""
-    if not root.is_dir() or root.is_symlink():
-        return 0
+def _remove_workspaces(folders: WorkspaceFolders, record: ForgottenPerson, problems: list[str]) -> int:
+    """Each bot's DM workspace of the forgotten people, never through a symlink."""
     removed = 0
-    for bot in sorted(root.iterdir()):
-        if bot.is_symlink() or not bot.is_dir():
+    for pid in record.person_ids:
+        try:
+            found = folders.of_scope(scope_name(chat_kind="dm", person_id=pid, session_key=""))
+        except WorkspaceError as exc:  # the naming key is damaged: the database part is done regardless
+            problems.append(f"workspaces of person {pid} ({exc})")
             continue
-        for pid in record.person_ids:
-            folder = bot / f"person-{pid}"
-            if folder.is_symlink() or not folder.is_dir():
-                continue
+        for folder in found:
             try:
                 shutil.rmtree(folder)
                 removed += 1
             except OSError as exc:
-                problems.append(f"workspace {bot.name}/{folder.name} ({exc.strerror or exc})")
+                problems.append(f"workspace {folder} ({exc.strerror or exc})")
     return removed
 
 
@@ -225,7 +228,7 @@ class ForgetFeature(Feature):
                 shared.append(handle)
         outcome = await forget_person(host.store, Path(host.settings.home), person_id,
                                       memory=memory if isinstance(memory, MemoryStore) else None,
-                                      pairing=self.pairing)
+                                      pairing=self.pairing, workspaces=host.settings.workspaces)
         for handle in shared:
             handle.history = None
         host.forget_people()

@@ -61,6 +61,19 @@ class CommandGroup:
     folders: tuple[Path, ...]
     procs: tuple[int, ...]
 
+    def limit(self, memory_bytes: int, processes: int) -> None:
+        """Bound the group's memory (swap none) and processes, before the launcher joins it."""
+        first, last = self.folders[0], self.folders[-1]
+        if self.hierarchies.version == 2:
+            _write(first / "memory.max", str(memory_bytes))
+            if (first / "memory.swap.max").exists():  # absent where swap is not accounted
+                _write(first / "memory.swap.max", "0")
+        else:
+            _write(first / "memory.limit_in_bytes", str(memory_bytes))
+            if (first / "memory.memsw.limit_in_bytes").exists():
+                _write(first / "memory.memsw.limit_in_bytes", str(memory_bytes))
+        _write(last / "pids.max", str(processes))
+
     def events(self) -> tuple[int, int]:
         """How many processes the memory limit killed and how many forks the process limit refused."""
         return _count(self.folders[0], "memory.events" if self.hierarchies.version == 2 else "memory.oom_control",
@@ -102,10 +115,10 @@ def _count(folder: Path, name: str, key: str) -> int:
     return 0
 
 
-def _mounts() -> dict[str, Path]:
+def _mounts(mountinfo: Path) -> dict[str, Path]:
     """Mount points of the cgroup file systems: "2" for v2, each v1 controller by name."""
     found: dict[str, Path] = {}
-    for line in _read(MOUNTINFO).splitlines():
+    for line in _read(mountinfo).splitlines():
         fields, _, tail = line.partition(" - ")
         kind, _, options = tail.split(" ", 2) if tail.count(" ") >= 2 else (tail, "", "")
         point = Path(fields.split(" ")[4].replace("\\040", " "))
@@ -118,17 +131,19 @@ def _mounts() -> dict[str, Path]:
     return found
 
 
-def _own_paths() -> dict[str, str]:
-    """This process's cgroup per hierarchy, from /proc/self/cgroup: "2" for v2, each v1 controller by name."""
+def _own_paths(proc_cgroup: Path) -> dict[str, str]:
+    """A process's cgroup per hierarchy, from its /proc/<pid>/cgroup: "2" for v2, each v1 controller by name."""
     paths: dict[str, str] = {}
-    for line in _read(PROC_CGROUP).splitlines():
+    for line in _read(proc_cgroup).splitlines():
         _, controllers, path = line.split(":", 2)
         for name in controllers.split(",") if controllers else ["2"]:
             paths[name] = path.lstrip("/")
     return paths
 
 
-def _v2(mount: Path, own: Path) -> Hierarchies:
+def delegated_v2(mount: Path, own: Path) -> Hierarchies:
+    """The v2 cgroup `own` (under the cgroup2 mount `mount`) made ready to hold commands' cgroups: its
+    children get the memory and pids controllers; raises CgroupUnavailable saying why they cannot."""
     if not set(_NEEDED) <= set(_read(own / "cgroup.controllers").split()):
         raise CgroupUnavailable(f"cgroup v2 at {own} lacks the memory and pids controllers (not delegated).")
     if own.name == "gateway" and own != mount and set(_NEEDED) <= set(_read(own.parent / "cgroup.subtree_control")
@@ -153,11 +168,12 @@ def _v2(mount: Path, own: Path) -> Hierarchies:
     return Hierarchies(2, own, own)
 
 
-def find() -> Hierarchies:
-    """Where this process may make the commands' cgroups; raises CgroupUnavailable saying why not."""
-    mounts, own = _mounts(), _own_paths()
+def find(mountinfo: Path = MOUNTINFO, proc_cgroup: Path = PROC_CGROUP) -> Hierarchies:
+    """Where this process may make the commands' cgroups, from its mount table and its own cgroups (a
+    process's /proc files by default); raises CgroupUnavailable saying why not."""
+    mounts, own = _mounts(mountinfo), _own_paths(proc_cgroup)
     if "2" in mounts and "2" in own and not (set(_NEEDED) & set(mounts)):
-        return _v2(mounts["2"], mounts["2"] / own["2"])
+        return delegated_v2(mounts["2"], mounts["2"] / own["2"])
     if set(_NEEDED) <= set(mounts) and set(_NEEDED) <= set(own):
         memory, pids = (mounts[name] / own[name] for name in _NEEDED)
         for folder in (memory, pids):
@@ -170,7 +186,7 @@ def find() -> Hierarchies:
 @functools.cache
 def _found() -> Hierarchies | CgroupUnavailable:
     try:
-        return find()
+        return find(MOUNTINFO, PROC_CGROUP)
     except CgroupUnavailable as exc:
         return exc
 
@@ -187,8 +203,9 @@ def unavailable_reason() -> str | None:
 
 
 @contextlib.contextmanager
-def command_group(found: Hierarchies, memory_bytes: int, processes: int) -> Iterator[CommandGroup]:
-    """A fresh cgroup bounding one command's memory (swap none) and processes; removed when the block ends."""
+def command_group(found: Hierarchies) -> Iterator[CommandGroup]:
+    """A fresh cgroup for one command (v1: one in each hierarchy), emptied and removed when the block ends.
+    It bounds nothing until `CommandGroup.limit`; the launcher joins it through `CommandGroup.procs`."""
     name = _PREFIX + uuid.uuid4().hex
     folders = tuple(parent / name for parent in found.parents())
     made: list[Path] = []
@@ -197,15 +214,6 @@ def command_group(found: Hierarchies, memory_bytes: int, processes: int) -> Iter
         for folder in folders:
             folder.mkdir(mode=0o755)
             made.append(folder)
-        if found.version == 2:
-            _write(folders[0] / "memory.max", str(memory_bytes))
-            if (folders[0] / "memory.swap.max").exists():  # absent where swap is not accounted
-                _write(folders[0] / "memory.swap.max", "0")
-        else:
-            _write(folders[0] / "memory.limit_in_bytes", str(memory_bytes))
-            if (folders[0] / "memory.memsw.limit_in_bytes").exists():
-                _write(folders[0] / "memory.memsw.limit_in_bytes", str(memory_bytes))
-        _write(folders[-1] / "pids.max", str(processes))
         fds = [os.open(folder / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for folder in folders]
         yield CommandGroup(found, folders, tuple(fds))
     finally:

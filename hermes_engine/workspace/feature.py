@@ -34,6 +34,8 @@ from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
 from hermes_engine.workspace import cgroups, files, sandbox, sandbox_network
+from hermes_engine.workspace.folders import WorkspaceFolders
+from hermes_engine.workspace.mounts import say_what_commands_see
 from hermes_engine.workspace.progress import OutputShown
 from hermes_engine.workspace.risk import classify
 from hermes_engine.workspace.space import Workspace, WorkspaceError, scope_name
@@ -58,8 +60,10 @@ class WorkspaceFeature(Feature):
     name = "workspace"
 
     def __init__(self, home: Path, bot: str, settings: WorkspaceSettings, *, admins: list[str],
-                 asker: ApprovalAsker | None = None, toolsets: list[str] | None = None) -> None:
-        self.root = Path(home) / "workspaces" / bot
+                 asker: ApprovalAsker | None = None, toolsets: list[str] | None = None,
+                 root: Path | None = None) -> None:
+        self.bot = bot
+        self.folders = WorkspaceFolders.of(home, root)  # root None: under the home
         self.settings = settings
         self.toolsets = toolsets or []
         self.uids = pool_for(settings.uid_first, settings.uid_count)
@@ -72,6 +76,7 @@ class WorkspaceFeature(Feature):
     async def start(self, host: Host) -> None:
         if "terminal" in self.toolsets:
             await self._check_sandbox()
+            await asyncio.to_thread(say_what_commands_see, self.folders.root, self.folders.home)
         self.approvals.share_through(host.store, host.bot)  # the MCP tools' approvals ask through it too
 
     async def _check_sandbox(self) -> None:
@@ -94,8 +99,10 @@ class WorkspaceFeature(Feature):
     # ------------------------------------------------------------------ who and where
 
     def workspace_for(self, *, chat_kind: str, person_id: int | None, session_key: str) -> Workspace:
-        folder = self.root / scope_name(chat_kind=chat_kind, person_id=person_id, session_key=session_key)
-        return Workspace(folder, int(self.settings.quota_mb * MB)).ensure()
+        return self._scope(scope_name(chat_kind=chat_kind, person_id=person_id, session_key=session_key))
+
+    def _scope(self, scope: str) -> Workspace:
+        return Workspace(self.folders.folder(self.bot, scope), int(self.settings.quota_mb * MB)).ensure()
 
     def refusal(self, ctx: ToolContext) -> str | None:
         if ctx.in_review or ctx.user_id is None:
@@ -112,7 +119,7 @@ class WorkspaceFeature(Feature):
         if refused:
             raise WorkspaceError(refused)
         if ctx.workspace is not None:
-            return Workspace(self.root / ctx.workspace, int(self.settings.quota_mb * MB)).ensure()
+            return self._scope(ctx.workspace)
         return self.workspace_for(chat_kind=ctx.chat_kind, person_id=ctx.person_id, session_key=ctx.session_key)
 
     # ------------------------------------------------------------------ tools

@@ -16,7 +16,8 @@ workspace has left of its quota, nor than half the memory limit: its pages are m
 counts and cannot reclaim, so a full /tmp refuses a write ("No space left on device") before it could
 leave the command's processes no memory to run in. The cgroup namespace is the sandbox's own
 (/proc/self/cgroup shows "/"); /proc/self/mountinfo still shows the workspace's folder as a path within
-its file system, since a bind mount names its source so, whatever bwrap does.
+its file system, since a bind mount names its source so, whatever bwrap does: hence the workspaces' own
+root and opaque names (`folders.py`, `mounts.py`).
 
 The command text is handed to `/bin/sh -c` as one argument: it is never parsed or quoted by the launcher.
 Output is kept at its head and tail; what lies between is counted, not stored.
@@ -290,7 +291,9 @@ def _command_group(stack: contextlib.ExitStack, limits: Limits) -> cgroups.Comma
     if found is None:
         return None
     try:
-        return stack.enter_context(cgroups.command_group(found, limits.memory_bytes, limits.processes))
+        group = stack.enter_context(cgroups.command_group(found))
+        group.limit(limits.memory_bytes, limits.processes)
+        return group
     except OSError as exc:
         raise SandboxUnavailable(f"the command's cgroup could not be made ({exc}).") from None
 

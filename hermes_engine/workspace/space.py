@@ -1,4 +1,5 @@
-"""One workspace per conversation scope: `HERMES_HOME/workspaces/<bot>/<scope>/`.
+"""One workspace per conversation scope and bot, in a folder named opaquely under the workspaces' root
+(`folders.py`).
 
 The scope is the person in a direct message (`person-<id>`: their DMs on every linked platform share one
 workspace) and the conversation in a group: the channel, or the thread when the message is in one

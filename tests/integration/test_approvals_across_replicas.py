@@ -86,7 +86,7 @@ async def test_a_press_taken_by_another_replica_runs_the_waiting_command_once(
     await a.idle(30)
     assert a_screen.settled_as == [(Decision.ONCE, f"approved by {ADMIN}")]  # A updates the question it showed
     assert b_screen.settled_as == [] and b.outlet.texts == []
-    ran = list((a.home / "workspaces" / "testbot").glob("*/ran.txt"))
+    ran = list((a.home / "workspaces").glob("*/ran.txt"))
     assert [p.read_text() for p in ran] == ["ran\n"]  # once
 
     assert await b_screen.answers.press(request.id, ADMIN, Decision.DENY) is Pressed.ENDED
@@ -106,4 +106,4 @@ async def test_a_request_that_ended_on_its_replica_takes_no_press_elsewhere(
     assert a_screen.settled_as[0][0] is Decision.DENY
     assert await b_screen.answers.press(request.id, ADMIN, Decision.ONCE) is Pressed.ENDED
     assert await b_screen.answers.press("unknown", ADMIN, Decision.ONCE) is Pressed.ENDED
-    assert not list((a.home / "workspaces" / "testbot").glob("*/ran.txt"))
+    assert not list((a.home / "workspaces").glob("*/ran.txt"))

@@ -72,3 +72,23 @@ async def test_forget_deletes_everything_about_the_person_after_a_one_time_code(
     for request in fake_llm.requests:
         assert SECRET not in str(request.body)
     assert "hello all" in str(fake_llm.requests[-1].body)  # the group kept the others' words
+
+
+async def test_forget_deletes_the_persons_workspace_under_the_workspaces_own_root(engine, fake_llm, tmp_path,
+                                                                                   monkeypatch):
+    from hermes_engine.workspace.folders import WorkspaceFolders
+
+    root = tmp_path / "workspaces-elsewhere"
+    monkeypatch.setenv("HERMES_WORKSPACE_ROOT", str(root))
+    e = await engine(profile=make_profile())
+    fake_llm.script(Reply(text="hi"))
+    await e.say("hello")
+    [account] = await e.store.find_accounts(platform="test", user_id="u1")
+    mine = WorkspaceFolders.of(e.home, root).folder("testbot", f"person-{account.person_id}")
+    group = WorkspaceFolders.of(e.home, root).folder("testbot", "chat-0123456789abcdef")
+    for folder in (mine, group):
+        folder.mkdir(parents=True)
+        (folder / "notes.txt").write_text("plans")
+    code = re.search(r"/forget (\w+)", await e.say("/forget")).group(1)
+    assert "Done" in await e.say(f"/forget {code}")
+    assert not mine.exists() and (group / "notes.txt").exists()

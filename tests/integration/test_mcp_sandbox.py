@@ -61,12 +61,17 @@ async def test_with_sandbox_false_the_server_reads_the_gateways_home_and_databas
     assert "hermes.db" in seen["home listing"] and int(seen["database"]) > 0, seen
 
 
-async def test_a_sandboxed_server_keeps_its_own_folder_under_the_gateways_home(engine, fake_llm, tmp_path):
+async def test_a_sandboxed_server_keeps_its_own_folder_beside_the_workspaces_named_opaquely(engine, fake_llm,
+                                                                                            tmp_path):
+    from hermes_engine.workspace.folders import WorkspaceFolders
+
     e = await engine(profile=make_profile(mcp_servers={"fake": fake(env={"FAKE_MCP_PIDFILE": "/data/pid"})}))
     fake_llm.script(Reply(tool_calls=[("fake__env_var", {"name": "HOME"})]), Reply(text="done"))
     assert await e.say("where do you live", timeout=30) == "done"
     assert "/data" in [m["content"] for m in fake_llm.requests[1].messages if m["role"] == "tool"][0]
-    assert (tmp_path / "mcp" / "testbot" / "fake" / "pid").read_text(encoding="utf-8").strip().isdigit()
+    servers = WorkspaceFolders.of(tmp_path).servers("testbot")
+    assert servers.parent == tmp_path / "workspaces" and "testbot" not in servers.name
+    assert (servers / "fake" / "pid").read_text(encoding="utf-8").strip().isdigit()
 
 
 async def test_a_granted_path_is_readable_and_one_that_does_not_exist_keeps_the_server_from_starting(

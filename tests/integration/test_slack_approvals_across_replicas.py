@@ -80,7 +80,7 @@ async def test_a_press_posted_to_the_replica_that_did_not_ask_decides_and_the_as
     assert (await fake.press(ADMIN, shown, "Approve once")).status == 200
     await fake.wait_for(lambda: any("done: purged" in m.visible for m in fake.bot_messages(CHANNEL, asked.ts)), 20)
     assert shown.visible.endswith("→ approved by UALICE") and shown.buttons() == []  # updated by replica A
-    assert [p.read_text() for p in (tmp_path / "workspaces" / "testbot").glob("*/purged.txt")] == ["purged\n"]
+    assert [p.read_text() for p in (tmp_path / "workspaces").glob("*/purged.txt")] == ["purged\n"]
     assert len(fake.ephemerals) == 1  # the approver's press needed no private answer
 
     await fake.press(ADMIN, as_first_shown, "Deny")  # a second press, on B, after the decision

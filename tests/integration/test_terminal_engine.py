@@ -37,8 +37,8 @@ async def test_a_model_lists_writes_patches_and_runs_a_script_in_its_workspace(e
     assert seen[1][-1].startswith("Wrote 14 bytes to tools/hello.sh")
     assert seen[2][-1] == "Patched tools/hello.sh."
     assert seen[3][-1] == "goodbye world\nhello.sh\n[exit code 0]"
-    ws = next((e.home / "workspaces" / "testbot").iterdir())
-    assert ws.name.startswith("person-")
+    ws = next((e.home / "workspaces").iterdir())
+    assert "person" not in ws.name and "testbot" not in ws.name  # named opaquely (workspace/folders.py)
     assert (ws / "tools" / "hello.sh").read_text() == "echo goodbye $1\n"
 
 
@@ -53,7 +53,7 @@ async def test_file_tool_arguments_of_the_wrong_json_type_reach_the_tools_as_the
     results = [r.turn_tool_results[-1] for r in fake_llm.requests[1:]]
     assert results[0] == "Wrote 5 bytes to n.txt."
     assert results[2] == "2| two\n[1 more lines: read on with offset=3]"
-    ws = next((e.home / "workspaces" / "testbot").iterdir())
+    ws = next((e.home / "workspaces").iterdir())
     assert (ws / "n.txt").read_text() == "12345"
 
 
@@ -62,7 +62,7 @@ async def test_a_person_who_is_not_an_admin_cannot_run_commands(engine, fake_llm
     fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo pwned > x"})]), Reply(text="ok"))
     await e.say("run it", user="someone")
     assert "only an admin" in fake_llm.requests[-1].turn_tool_results[0]
-    assert not any((e.home / "workspaces" / "testbot").glob("*/x"))
+    assert not any((e.home / "workspaces").glob("*/x"))
 
 
 async def test_an_endless_loop_and_a_fork_bomb_end_by_limits_while_other_chats_are_answered(engine, fake_llm):
@@ -170,7 +170,7 @@ async def test_stop_while_an_approval_waits_denies_it_stops_the_turn_and_the_nex
     await e.idle(30)
     assert asker.settled_as == [(Decision.DENY, "/stop was sent before anyone answered")]
     assert not any(t.startswith("result:") for t in e.outlet.texts)
-    assert not list((e.home / "workspaces" / "testbot").glob("*/ran.txt"))
+    assert not list((e.home / "workspaces").glob("*/ran.txt"))
 
     assert await e.say("hello", user=ADMIN) == "hello again"
 
@@ -303,3 +303,30 @@ async def test_six_processes_of_200_mb_under_a_256_mb_profile_cannot_hold_more_t
     ran = fake_llm.requests[-1].turn_tool_results[-1]
     assert 0 <= held_at_once(ran) <= 1, ran
     assert "[the command reached its memory limit of 256 MB" in ran and "after" in ran
+
+
+async def test_workspaces_under_the_home_are_warned_about_once_at_start_naming_the_path_commands_read(
+        engine, tmp_path, caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="hermes_engine.workspace.mounts"):
+        await engine(profile=profile())
+    said = [r.getMessage() for r in caplog.records if r.name == "hermes_engine.workspace.mounts"]
+    assert len(said) == 1 and said[0].startswith(f"workspaces: {tmp_path / 'workspaces'} is not a mount point")
+
+
+async def test_with_the_workspaces_on_a_file_system_of_their_own_nothing_is_warned_and_commands_write_there(
+        engine, fake_llm, tmp_path, tmpfs_root, monkeypatch, caplog):
+    import logging
+
+    monkeypatch.setenv("HERMES_WORKSPACE_ROOT", str(tmpfs_root))
+    with caplog.at_level(logging.WARNING, logger="hermes_engine.workspace.mounts"):
+        e = await engine(profile=profile())
+    assert [r for r in caplog.records if r.name == "hermes_engine.workspace.mounts"] == []
+    fake_llm.script(Reply(tool_calls=[("terminal", {"command": "echo here > made; grep ' /workspace ' "
+                                                                "/proc/self/mountinfo | cut -d' ' -f4"})]),
+                    Reply(text="done"))
+    assert await e.say("make it", user=ADMIN) == "done"
+    [made] = tmpfs_root.glob("*/made")
+    assert fake_llm.requests[-1].turn_tool_results[-1] == f"/{made.parent.name}\n[exit code 0]"
+    assert not (tmp_path / "workspaces").exists()

@@ -89,7 +89,7 @@ class Life:
 
     def runs(self) -> list[str]:
         """What the command left in the workspace: one line per time it ran."""
-        return [line for p in (self.home / "workspaces").glob("*/*/runs") for line in p.read_text().splitlines()]
+        return [line for p in (self.home / "workspaces").glob("*/runs") for line in p.read_text().splitlines()]
 
 
 def button(question: ChatMessage, label: str) -> str:

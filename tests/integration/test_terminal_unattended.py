@@ -10,6 +10,7 @@ from engine_harness import goal_script, is_judge, make_profile, verdict
 from fakes.fake_llm import Reply
 
 from hermes_engine.kanban.worker import WORKER_SYSTEM
+from hermes_engine.workspace.folders import WorkspaceFolders
 
 ADMIN = "admin1"
 
@@ -34,7 +35,7 @@ async def test_an_admins_goal_runs_commands_in_the_conversations_workspace(engin
     await e.idle(30)
     ran = [r for r in fake_llm.requests if not is_judge(r) and r.turn_tool_results]
     assert ran[0].turn_tool_results[0] == "from-the-goal\n[exit code 0]"
-    made = list((e.home / "workspaces" / "testbot").glob("person-*/made"))
+    made = list((e.home / "workspaces").glob("*/made"))
     assert [p.read_text() for p in made] == ["from-the-goal\n"]
 
 
@@ -45,7 +46,7 @@ async def test_a_goal_set_by_someone_who_is_not_an_admin_cannot_run_commands(eng
     await e.idle(30)
     ran = [r for r in fake_llm.requests if not is_judge(r) and r.turn_tool_results]
     assert "only an admin" in ran[0].turn_tool_results[0]
-    assert not list((e.home / "workspaces" / "testbot").glob("*/made"))
+    assert not list((e.home / "workspaces").glob("*/made"))
 
 
 def is_worker(request) -> bool:
@@ -81,14 +82,15 @@ async def kanban_run(e, fake_llm, user: str) -> str:
 async def test_an_admins_kanban_card_runs_commands_in_a_workspace_of_its_own(engine, fake_llm):
     e = await engine(profile=profile())
     assert await kanban_run(e, fake_llm, ADMIN) == "from-the-card\n[exit code 0]"
-    made = list((e.home / "workspaces" / "testbot").glob("*/card"))
-    assert [(p.parent.name, p.read_text()) for p in made] == [("card-1", "from-the-card\n")]
+    made = list((e.home / "workspaces").glob("*/card"))
+    card = WorkspaceFolders.of(e.home).name("testbot", "card-1")
+    assert [(p.parent.name, p.read_text()) for p in made] == [(card, "from-the-card\n")]
 
 
 async def test_a_strangers_kanban_card_cannot_run_commands(engine, fake_llm):
     e = await engine(profile=profile())
     assert "only an admin" in await kanban_run(e, fake_llm, "someone")
-    assert not list((e.home / "workspaces" / "testbot").glob("*/card"))
+    assert not list((e.home / "workspaces").glob("*/card"))
 
 
 async def test_the_background_review_never_runs_commands(engine, fake_llm):
@@ -108,7 +110,7 @@ async def test_the_background_review_never_runs_commands(engine, fake_llm):
     assert await e.say("hi", user=ADMIN) == "hello"
     await e.idle(30)
     assert len(review_results) == 2 and all("not available during a review" in r for r in review_results)
-    assert not list((e.home / "workspaces" / "testbot").glob("*/review*"))
+    assert not list((e.home / "workspaces").glob("*/review*"))
 
 
 class Asker:
@@ -194,10 +196,11 @@ async def test_a_dangerous_command_in_a_kanban_card_is_asked_about_in_the_cards_
     [request] = asker.asked
     assert request.target.chat_id == "c8" and request.risk == "dangerous" and "rm -rf b" in request.command
     assert request.session_key.endswith(":c8")  # the conversation's session: a new message there denies it
-    assert not list((e.home / "workspaces" / "testbot").glob("*/card"))  # nothing ran before the answer
+    assert not list((e.home / "workspaces").glob("*/card"))  # nothing ran before the answer
 
     assert asker.answers[0].answer(request.id, ADMIN, Decision.ONCE) is True
     await until(lambda: seen)
     assert seen == ["[exit code 0]"]
-    made = list((e.home / "workspaces" / "testbot").glob("*/card"))
-    assert [(path.parent.name, path.read_text()) for path in made] == [("card-1", "carded\n")]  # the card's own
+    made = list((e.home / "workspaces").glob("*/card"))
+    card = WorkspaceFolders.of(tmp_path).name("testbot", "card-1")
+    assert [(path.parent.name, path.read_text()) for path in made] == [(card, "carded\n")]  # the card's own

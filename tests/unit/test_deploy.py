@@ -48,7 +48,8 @@ def test_the_secret_is_created_by_one_documented_command(validator) -> None:
 
 
 def test_a_volume_claim_defined_nowhere_is_reported(validator) -> None:
-    objects = [(f, o) for f, o in manifests(validator) if o["kind"] != "PersistentVolumeClaim"]
+    objects = [(f, o) for f, o in manifests(validator)
+               if o["kind"] != "PersistentVolumeClaim" or o["metadata"]["name"] != "hermes-data"]
     problems = validator.reference_problems(objects, validator.documented_objects(DEPLOY / "README.md"))
     assert len(problems) == 1 and "PersistentVolumeClaim 'hermes-data'" in problems[0]
 
@@ -292,3 +293,27 @@ def test_the_validator_needs_only_the_deploy_check_extra() -> None:
     assert third_party <= set(installed_by)
     wanted = {name for name in installed_by.values() if name}
     assert wanted <= {spec.split(">")[0] for spec in extras["deploy-check"]}
+
+
+def test_every_deploy_file_gives_the_workspaces_a_file_system_of_their_own_apart_from_the_home() -> None:
+    # a sandboxed command reads its workspace's path within its file system in /proc/self/mountinfo
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    for name in ("gateway-1", "gateway-2"):
+        service = compose["services"][name]
+        root = service["environment"]["HERMES_WORKSPACE_ROOT"]
+        mounted = dict(reversed(v.split(":")[:2]) for v in service["volumes"])
+        assert root in mounted and mounted[root] != mounted[service["environment"]["HERMES_HOME"]]
+        assert mounted[root] in compose["volumes"]
+    unit = (DEPLOY / "hermes-gateway.service").read_text()
+    assert "Environment=HERMES_WORKSPACE_ROOT=/srv/hermes-workspaces" in unit
+    assert "RequiresMountsFor=/srv/hermes-workspaces" in unit
+    assert "/srv/hermes-workspaces ext4" in (DEPLOY / "README.md").read_text()  # the fstab line that makes it
+    gateway = next(yaml.safe_load_all((DEPLOY / "kubernetes" / "gateway.yaml").read_text()))
+    pod = gateway["spec"]["template"]["spec"]
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
+    claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]}
+    assert claims[mounts[env["HERMES_WORKSPACE_ROOT"]]] == "hermes-workspaces"
+    assert claims[mounts[env["HERMES_HOME"]]] == "hermes-data"
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert "chown 10001:10001 /data /workspaces" in dockerfile  # a fresh volume takes the image folder's owner

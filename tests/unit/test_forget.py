@@ -169,3 +169,23 @@ def test_forgetting_removes_their_dm_workspaces_usage_and_the_cards_they_asked_f
     assert events == []
     assert kept.title == "Plan Bob's move" and kept.origin["for"]["person_id"] == bob
     assert (anns_use.turns, anns_use.tokens) == (0, 0) and (bobs_use.turns, bobs_use.tokens) == (1, 100)
+
+
+def test_forgetting_removes_their_opaquely_named_workspaces_of_every_bot_and_keeps_the_others(home, tmp_path):
+    from hermes_engine.workspace.folders import WorkspaceFolders
+
+    ann = _person(home, "telegram", "123456789", "Ann", "Likes tea")
+    bob = _person(home, "telegram", "222", "Bob", "Likes coffee")
+    own_root = WorkspaceFolders.of(home, tmp_path / "elsewhere")
+    anns = [own_root.folder(bot, f"person-{ann}") for bot in ("helper", "assistant")]
+    kept = [own_root.folder("helper", f"person-{bob}"), own_root.folder("helper", "chat-0123456789abcdef")]
+    for folder in (*anns, *kept):
+        folder.mkdir(parents=True)
+        (folder / "diary.txt").write_text("plans")
+
+    async def forget(store):
+        return await forget_person(store, home, ann, workspaces=own_root.root)
+
+    outcome = with_store(forget)
+    assert outcome is not None and outcome.workspaces == 2 and not outcome.problems
+    assert sorted(own_root.root.iterdir()) == sorted(kept)

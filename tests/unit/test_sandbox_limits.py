@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from sandbox_kit import SIX_HOLDERS, held_at_once
 
+from hermes_engine.config import WorkspaceSettings
 from hermes_engine.workspace import cgroups, sandbox
+from hermes_engine.workspace.feature import WorkspaceFeature
 from hermes_engine.workspace.space import Workspace
 
 MB = 1024 * 1024
@@ -91,14 +93,17 @@ def test_writing_past_the_quota_in_tmp_fails_and_the_commands_after_it_run(tmp_p
     assert kept_kib <= 4 * 1024
 
 
-@pytest.mark.xfail(strict=True, reason="a bind mount's root in mountinfo is its folder's path within its file "
-                   "system: the workspace line names it (the other lines name only /usr, /etc and fresh mounts)")
-def test_mountinfo_inside_names_no_host_path_of_the_workspace_or_the_home(tmp_path: Path) -> None:
+def test_mountinfo_inside_names_no_host_path_of_the_workspace_or_the_home(tmp_path: Path, tmpfs_root: Path) -> None:
     home = tmp_path / "home"
-    ws = Workspace(home / "workspaces" / "bot" / "person-1", MB).ensure()
+    feature = WorkspaceFeature(home, "helper-bot", WorkspaceSettings(), admins=[], root=tmpfs_root)
+    ws = feature.workspace_for(chat_kind="dm", person_id=987654, session_key="telegram:dm:987654")
     result = sandbox.run(ws.root, "cat /proc/self/mountinfo", sandbox.Limits(seconds=20))
-    assert result.exit_code == 0
-    assert str(home) not in result.text()
+    text = result.text()
+    assert result.exit_code == 0, text
+    assert str(home) not in text and str(tmp_path) not in text
+    assert "987654" not in text and "person" not in text and "helper" not in text
+    line = next(f for f in (row.split(" ") for row in text.splitlines()) if len(f) > 4 and f[4] == "/workspace")
+    assert line[3] == f"/{ws.root.name}"  # the folder's path within its own file system: its opaque name
 
 
 def test_a_full_tmp_refuses_a_write_before_the_command_runs_out_of_memory(tmp_path: Path) -> None:
