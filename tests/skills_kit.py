@@ -8,8 +8,9 @@ from datetime import datetime
 from pathlib import Path
 
 from hermes_engine.ports.conversation import ToolCall
+from hermes_engine.ports.services import Services
 from hermes_engine.ports.tools import ToolContext, ToolResult
-from hermes_engine.skills.tools import TOOLS
+from hermes_engine.skills.tools import SKILLS, TOOLS
 from hermes_engine.tools.registry import ToolRegistry
 
 
@@ -37,7 +38,7 @@ def skill_tools() -> ToolRegistry:
 
 
 def ctx_for(library: object, *, in_review: bool = False) -> ToolContext:
-    return ToolContext(bot="default", session_id=1, session_key="dm:1", services={"skills": library},
+    return ToolContext(bot="default", session_id=1, session_key="dm:1", services=Services({SKILLS: library}),
                        in_review=in_review)
 
 

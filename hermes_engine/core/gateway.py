@@ -45,6 +45,7 @@ from hermes_engine.ports.leases import session_lease
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.prompt import PromptContributor
 from hermes_engine.ports.reply import Outlet
+from hermes_engine.ports.services import Services
 from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import InboundEvent, SessionRecord, Store
 from hermes_engine.ports.tools import ToolContext
@@ -71,12 +72,12 @@ class Gateway:
         self._chain_factory = chain_factory
         self._chains: dict[tuple[str, ...], ProviderChain] = {}
         self.features = list(features or [])
-        self.services: dict[str, Any] = {}
+        self.services = Services()
         contributors: list[PromptContributor] = []
         for feature in self.features:
             for t in feature.tools():
                 tools.register(t)
-            self.services.update(feature.services())
+            self.services = self.services.joined(feature.services())
             contributors.extend(feature.contributors())
         self.tools = tools.select(profile.toolsets)
         self.prompts = PromptBuilder(profile.soul, self.tools, contributors)

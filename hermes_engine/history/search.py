@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
 
@@ -49,6 +50,7 @@ class SessionSearch:
 
 
 _search = SessionSearch()
+SEARCHER: ServiceKey[SessionSearch] = ServiceKey("session_search")
 
 
 @tool(toolset="search")
@@ -60,7 +62,7 @@ async def session_search(query: str, ctx: ToolContext, limit: int = 5) -> str | 
         query: Keywords to look for, e.g. "invoice number March".
         limit: How many results to return (1-20, default 5).
     """
-    searcher: SessionSearch = ctx.services.get("session_search", _search)
+    searcher = ctx.services.get(SEARCHER) or _search
     return await searcher.search(ctx, query, limit)
 
 
@@ -76,8 +78,8 @@ class SearchFeature(Feature):
     def tools(self) -> list[Tool]:
         return [session_search]
 
-    def services(self) -> dict[str, Any]:
-        return {"session_search": self.searcher}
+    def services(self) -> dict[ServiceKey[Any], object]:
+        return {SEARCHER: self.searcher}
 
     async def start(self, host: Host) -> None:
         self.host = host

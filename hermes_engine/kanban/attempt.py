@@ -30,6 +30,7 @@ from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.models import Completed, ModelRequest
+from hermes_engine.ports.services import Services
 from hermes_engine.ports.storage import CardRecord, CardUsage, Store
 from hermes_engine.ports.tools import ToolContext
 from hermes_engine.tools.registry import ToolRegistry
@@ -102,7 +103,7 @@ async def card_prompt(store: Store, card: CardRecord) -> str:
     return "\n\n".join(parts)
 
 
-def worker_context(bot: str, card: CardRecord, services: dict[str, Any]) -> ToolContext:
+def worker_context(bot: str, card: CardRecord, services: Services) -> ToolContext:
     """The worker acts for the person who made the card, with the access they had then, for the
     conversation the card came from (approvals are asked there), in a workspace of the card's own
     (`card-<id>`): cards running side by side never write over each other's files, and a card's work stays
@@ -159,8 +160,7 @@ class AttemptRunner:
         store = self.host.store
         scope = WorkerScope(store, card, claim, self.settings.lease_seconds,
                             split_before=bool(await store.list_cards(parent_id=card.id)))
-        services = {k: v for k, v in self.host.services.items() if k not in NEVER_IN_WORKERS}
-        services[WORKER_SERVICE] = scope
+        services = self.host.services.without(NEVER_IN_WORKERS).with_entry(WORKER_SERVICE, scope)
         ctx = worker_context(self.host.bot, card, services)
         task = asyncio.ensure_future(self._work(card, scope, ctx, meter))
         keeper = asyncio.ensure_future(keep_alive(scope, task))

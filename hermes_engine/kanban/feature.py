@@ -28,6 +28,7 @@ from hermes_engine.kanban.triage import Triage
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.storage import CardRecord, CardSpec, CardViewer, shared_conversation
 from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TOOLSET = "kanban"
-SERVICE = "kanban"
+SERVICE: ServiceKey[KanbanFeature] = ServiceKey("kanban")
 MAX_TITLES = 5  # a progress message names this many cards, then counts the rest
 USAGE = ("Usage: /kanban [list] | add <title>[: <details>] | show <#id> | move <#id> <status> | "
          "block <#id> <reason> | cancel <#id>")
@@ -55,7 +56,7 @@ async def kanban(tasks: list[str], dependencies: list[str] | None = None, goal_m
         dependencies: "2:1" means task 2 starts after task 1 is done (numbers are positions in tasks, from 1)
         goal_mode: judge each card like a /goal and keep working until it is done
     """
-    feature: KanbanFeature | None = ctx.services.get(SERVICE)
+    feature = ctx.services.get(SERVICE)
     if feature is None:
         return ToolResult("Error: the kanban board is not available here.", is_error=True)
     try:
@@ -100,7 +101,7 @@ class KanbanFeature(Feature):
     def tools(self) -> list[Tool]:
         return [kanban]
 
-    def services(self) -> dict[str, Any]:
+    def services(self) -> dict[ServiceKey[Any], object]:
         return {SERVICE: self}
 
     def register_commands(self, registry: CommandRegistry) -> None:

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_engine.errors import HermesError
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.storage import CardRecord, CardSpec, CardStore
 from hermes_engine.ports.tools import ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
 
 log = logging.getLogger(__name__)
 
-WORKER_SERVICE = "kanban_worker"
+WORKER_SERVICE: ServiceKey[WorkerScope] = ServiceKey("kanban_worker")
 WORKER_TOOLSET = "kanban_worker"
 MAX_HANDOFF_CHARS = 2000
 
@@ -58,8 +59,7 @@ def may_read(scope: WorkerScope, card: CardRecord) -> bool:
 
 
 def _scope(ctx: ToolContext) -> WorkerScope | None:
-    scope = ctx.services.get(WORKER_SERVICE)
-    return scope if isinstance(scope, WorkerScope) else None
+    return ctx.services.get(WORKER_SERVICE)
 
 
 def describe(card: CardRecord) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from hermes_engine.errors import HermesError
 from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
 from hermes_engine.tools.registry import ToolRegistry, tool
 
@@ -34,8 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TOOLSET = "delegate"
-SERVICE = "delegation"
-DEPTH_KEY = "delegation_depth"  # in ToolContext.services; absent means the parent turn (depth 0)
+SERVICE: ServiceKey[DelegationFeature] = ServiceKey("delegation")
 NEVER_DELEGATED = frozenset({"memory", "skills"})  # writes to the agent's own memory and skills
 MAX_RESULT_CHARS = 4000
 
@@ -58,7 +58,7 @@ async def delegate_task(goal: str, context: str | None = None, toolsets: list[st
         context: facts, constraints and data the sub-agent needs (it knows nothing else)
         toolsets: toolsets it may use (default: all of yours except memory and skills)
     """
-    service: DelegationFeature | None = ctx.services.get(SERVICE)
+    service = ctx.services.get(SERVICE)
     if service is None:
         return ToolResult("Error: delegation is not available in this session.", is_error=True)
     return await service.delegate(goal, context, toolsets, ctx)
@@ -77,7 +77,7 @@ class DelegationFeature(Feature):
     def tools(self) -> list[Tool]:
         return [delegate_task]
 
-    def services(self) -> dict[str, Any]:
+    def services(self) -> dict[ServiceKey[Any], object]:
         return {SERVICE: self}
 
     async def start(self, host: Host) -> None:
@@ -117,15 +117,13 @@ class DelegationFeature(Feature):
             return ToolResult("Error: delegation is not available in this session.", is_error=True)
         if not goal or not goal.strip():
             return ToolResult("Error: delegate_task needs a goal.", is_error=True)
-        depth = int(ctx.services.get(DEPTH_KEY, 0)) + 1
+        depth = ctx.delegation_depth + 1
         if depth > self.settings.max_depth:
             return ToolResult(f"Error: delegation depth limit reached ({self.settings.max_depth}); "
                               "do this task yourself.", is_error=True)
         names = self.allowed_toolsets(toolsets, depth)
         registry = ToolRegistry(list(host.tools)).select(names)
-        services = {k: v for k, v in ctx.services.items() if k not in NEVER_DELEGATED}
-        services[DEPTH_KEY] = depth
-        sub_ctx = replace(ctx, services=services)
+        sub_ctx = replace(ctx, services=ctx.services.without(NEVER_DELEGATED), delegation_depth=depth)
         agent = AgentLoop(registry, max_iterations=self.settings.max_iterations,
                           max_output_tokens=host.profile.max_output_tokens)
         text = f"Goal:\n{goal.strip()}"

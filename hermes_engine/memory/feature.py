@@ -26,11 +26,13 @@ from hermes_engine.memory.store import (
     preview,
     usage_text,
 )
+from hermes_engine.memory.tool import MEMORY, MEMORY_PENDING
 from hermes_engine.memory.tool import memory as memory_tool
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.prompt import PromptContributor
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.tools import Tool
 
@@ -119,8 +121,8 @@ class MemoryFeature(Feature):
     def tools(self) -> list[Tool]:
         return [memory_tool]
 
-    def services(self) -> dict[str, Any]:
-        return {"memory": self.book, "memory_pending": self.pending}
+    def services(self) -> dict[ServiceKey[Any], object]:
+        return {MEMORY: self.book, MEMORY_PENDING: self.pending}
 
     async def start(self, host: Host) -> None:
         self.pending.people = host.store

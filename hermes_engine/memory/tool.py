@@ -19,9 +19,12 @@ from typing import Any, Literal
 from hermes_engine.memory.book import Change, MemoryBook, MemoryResult
 from hermes_engine.memory.documents import MemoryOwner
 from hermes_engine.memory.pending import PendingChanges
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.tools import ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
 
+MEMORY: ServiceKey[MemoryBook] = ServiceKey("memory")
+MEMORY_PENDING: ServiceKey[PendingChanges] = ServiceKey("memory_pending")
 QUIET_AFTER = 3
 _FAILED = "memory: failed changes"
 
@@ -62,7 +65,7 @@ async def memory(*, action: Literal["add", "replace", "remove"] | None = None,
         operations: instead of action, several changes to one target applied together, all or nothing, e.g.
             [{"action": "remove", "old_text": "..."}, {"action": "add", "content": "..."}]
     """
-    book: MemoryBook | None = ctx.services.get("memory")
+    book = ctx.services.get(MEMORY)
     if book is None:
         return ToolResult("Error: memory is not available in this session.", is_error=True)
     changes = _changes(action, content or new_text, old_text, operations)
@@ -81,7 +84,7 @@ async def memory(*, action: Literal["add", "replace", "remove"] | None = None,
         owner, document = MemoryOwner.person(ctx.person_id), target
         show_entries = ctx.chat_kind == "dm"  # private entries are not echoed into a multi-speaker chat
 
-    pending: PendingChanges = ctx.services.get("memory_pending") or PendingChanges(book)
+    pending = ctx.services.get(MEMORY_PENDING) or PendingChanges(book)
     if ctx.in_review and ctx.person_id is not None and await pending.person_gone(ctx.person_id):
         return ToolResult("Error: the person this review is about asked to be forgotten; nothing was saved.",
                           is_error=True)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from hermes_engine.memory.documents import MemoryOwner, MemoryStore
 from hermes_engine.memory.store import FileMemoryStore
+from hermes_engine.memory.tool import MEMORY
 from hermes_engine.policy.pairing import ALPHABET, Pairing
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
@@ -211,7 +212,7 @@ class ForgetFeature(Feature):
 
     async def _forget(self, ctx: CommandContext) -> ForgetOutcome | None:
         host, person_id = ctx.host, ctx.person_id
-        book = host.services.get("memory")
+        book = host.services.get(MEMORY)
         memory = getattr(book, "store", None)
         # Conversations loaded in this process that only this person wrote in restart on a fresh record first,
         # so nothing here keeps pointing at a deleted one; shared ones reload without the person's words.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 
 from hermes_engine.memory.store import MemoryOwner
+from hermes_engine.memory.tool import MEMORY
 from hermes_engine.policy.pairing import ALPHABET, CODE_LENGTH
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
@@ -52,7 +53,7 @@ class IdentityFeature(Feature):
 
 async def merge_memory(ctx: CommandContext, keep: int, merge: int) -> str:
     """Copy the merged person's memory entries into the kept person's documents, as far as they fit."""
-    book = ctx.host.services.get("memory")
+    book = ctx.host.services.get(MEMORY)
     if book is None:
         return ""
     left_out = 0

@@ -22,10 +22,11 @@ from hermes_engine.config import UsageLimitSettings
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.session import SessionScope
 
 Clock = Callable[[], datetime]
-SERVICE = "usage_limits"
+SERVICE: ServiceKey[UsageLimits] = ServiceKey("usage_limits")
 
 
 async def charge(host: Host, person_id: int | None, tokens: int) -> None:
@@ -47,7 +48,7 @@ class UsageLimits(Feature):
         self.clock = clock
         self.host: Host | None = None
 
-    def services(self) -> dict[str, Any]:
+    def services(self) -> dict[ServiceKey[Any], object]:
         return {SERVICE: self}
 
     async def start(self, host: Host) -> None:

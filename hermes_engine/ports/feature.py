@@ -8,13 +8,14 @@ feature overrides only what it uses. Features reach the engine through the `Host
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.ports.commands import CommandRegistry
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.prompt import PromptContributor
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.tools import Tool
 
@@ -51,8 +52,9 @@ class Feature:
         """The tools this feature declares (`ports/tools.py`); a bot profile selects them by toolset."""
         return []
 
-    def services(self) -> dict[str, Any]:
-        """Objects tools reach through `ToolContext.services` (e.g. {"memory": store})."""
+    def services(self) -> Mapping[ServiceKey[Any], object]:
+        """Objects this feature's tools reach through `ToolContext.services`, each under its typed key
+        (`ports/services.py`), e.g. {MEMORY: book}."""
         return {}
 
     def contributors(self) -> Sequence[PromptContributor]:

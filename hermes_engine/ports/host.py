@@ -7,7 +7,7 @@ a feature needs and this does not offer is a change to this contract, made on pu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from hermes_engine.ports.leases import Leases
     from hermes_engine.ports.metrics import Metrics
     from hermes_engine.ports.models import ModelChain
+    from hermes_engine.ports.services import Services
     from hermes_engine.ports.session import SessionHandle
     from hermes_engine.ports.storage import Store
     from hermes_engine.ports.tools import ToolContext, Tools
@@ -50,8 +51,8 @@ class Host(Protocol):
         ...
 
     @property
-    def services(self) -> Mapping[str, Any]:
-        """Objects tools reach through `ToolContext.services` (memory, skills, ...)."""
+    def services(self) -> Services:
+        """What the features serve their tools (`ToolContext.services`: memory, skills, ...)."""
         ...
 
     def schedule(self, name: str, every_seconds: float, job: Callable[[], Awaitable[Any]]) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from hermes_engine.ports.conversation import ImagePart, ToolCall
 from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.services import Services
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class ToolContext:
     person_id: int | None = None
     chat_kind: str = "dm"
     shared_scope: str | None = None  # key of the group/channel/server for shared memory
-    services: dict[str, Any] = field(default_factory=dict)  # memory store, skill library, ...
+    services: Services = field(default_factory=Services)  # what features serve their tools (`ports/services.py`)
     in_review: bool = False  # background review: no user-visible side effects
     is_admin: bool = False  # the person speaking administers the bot (admin-only tools)
     untrusted: bool = False  # the session has read untrusted content: writes to itself scan strictly
@@ -51,6 +52,7 @@ class ToolContext:
     progress: Callable[[str], Awaitable[None]] | None = None
     # What tools count over the rest of the turn (a tool's failed calls), so a retry loop can be told apart.
     counts: Counter[str] = field(default_factory=Counter)
+    delegation_depth: int = 0  # 0 for a turn; a sub-agent's calls are one deeper than its parent's
 
 
 class ToolTimedOut(Exception):

@@ -1,7 +1,7 @@
 """`SkillsFeature`: wires the skill library into the engine.
 
 - tools: skill_view, skills_list, skill_manage (toolset "skills"); they reach the library through
-  `ctx.services["skills"]` (this feature, which serves one library per bot).
+  `ctx.services` under `SKILLS` (this feature, which serves one library per bot).
 - prompt: a frozen compact index per session (`frozen_section`) and a per-message hint (`turn_note`).
 - usage: `on_turn_end` records which skills a turn loaded and how the turn ended.
 - commands: `/skills` (list; admins: pending, approve, reject), `/curator` (admins), and every skill as
@@ -26,6 +26,7 @@ from hermes_engine.ports.embedding import Embedder
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.models import Provider
 from hermes_engine.ports.prompt import PromptContributor
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.storage import SkillEmbeddingCache
 from hermes_engine.ports.tools import Tool
@@ -40,7 +41,7 @@ from hermes_engine.skills.library import (
     bot_library_dir,
 )
 from hermes_engine.skills.model import NAME_RE, SkillError
-from hermes_engine.skills.tools import TOOLS
+from hermes_engine.skills.tools import SKILLS, TOOLS
 from hermes_engine.skills.usage import UsageLog, describe, ranked, utcnow
 
 if TYPE_CHECKING:
@@ -162,8 +163,8 @@ class SkillsFeature(Feature, PromptContributor):
     def tools(self) -> list[Tool]:
         return list(TOOLS)
 
-    def services(self) -> dict[str, Any]:
-        return {"skills": self}
+    def services(self) -> dict[ServiceKey[Any], object]:
+        return {SKILLS: self}
 
     def contributors(self) -> list[Any]:
         return [self]

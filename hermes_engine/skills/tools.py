@@ -1,6 +1,6 @@
 """The "skills" toolset, with Hermes Agent's names and argument shapes: skill_view, skills_list, skill_manage.
 
-Tools find the library through `ctx.services["skills"]`: a `SkillLibraries` (the `SkillsFeature`, which
+Tools find the library through `ctx.services` (`SKILLS`): a `SkillLibraries` (the `SkillsFeature`, which
 serves one library per bot profile) or a single `SkillLibrary` (one bot, tests). Both are declared
 Protocols, so a service that fits neither is reported as "not enabled" instead of failing mid-call.
 Inside the background review (`ctx.in_review`) writes go through `review_gate`: the review is a guest in
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
 from hermes_engine.skills.approvals import review_gate
 from hermes_engine.skills.contract import SkillChange, SkillLibrary
@@ -38,14 +39,17 @@ class ToolCatalog(Protocol):
         """The bot's tool names (None: not known yet)."""
 
 
+SKILLS: ServiceKey[SkillLibraries | SkillLibrary] = ServiceKey("skills")
+
+
 def missing_tools(ctx: ToolContext, tools: tuple[str, ...]) -> list[str]:
-    service: object = ctx.services.get("skills")
+    service = ctx.services.get(SKILLS)
     names = service.tool_names() if isinstance(service, ToolCatalog) else None
     return [] if names is None else [t for t in tools if t not in names]
 
 
 def library_of(ctx: ToolContext) -> SkillLibrary:
-    service: object = ctx.services.get("skills")
+    service = ctx.services.get(SKILLS)
     if isinstance(service, SkillLibraries):
         return service.library_for(ctx.bot)
     if isinstance(service, SkillLibrary):

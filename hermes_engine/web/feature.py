@@ -11,11 +11,12 @@ from typing import Any
 from hermes_engine.config import Settings, WebSettings
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.tools import Tool
 from hermes_engine.web.addresses import AddressPolicy, HostResolver
 from hermes_engine.web.fetch import Fetcher, FetchLimits, trusting
 from hermes_engine.web.search import SearchProvider, provider_from
-from hermes_engine.web.tools import WebAccess, web_fetch, web_search
+from hermes_engine.web.tools import WEB, WebAccess, web_fetch, web_search
 
 
 class WebFeature(Feature):
@@ -40,8 +41,8 @@ class WebFeature(Feature):
     def tools(self) -> list[Tool]:
         return [web_fetch] if self.access.search is None else [web_fetch, web_search]
 
-    def services(self) -> dict[str, Any]:
-        return {"web": self.access}
+    def services(self) -> dict[ServiceKey[Any], object]:
+        return {WEB: self.access}
 
 
 __all__ = ["WebFeature"]

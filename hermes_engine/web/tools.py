@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import httpcore2
 
 from hermes_engine.policy.untrusted import mark
+from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.tools import ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
 from hermes_engine.web.addresses import Refused
@@ -28,16 +29,18 @@ MAX_SEARCH_RESULTS = 10
 
 @dataclass
 class WebAccess:
-    """What the web tools use, reached through `ToolContext.services["web"]`."""
+    """What the web tools use, reached through `ToolContext.services` (`WEB`)."""
 
     fetcher: Fetcher
     search: SearchProvider | None = None
     max_chars: int = 20_000
 
 
+WEB: ServiceKey[WebAccess] = ServiceKey("web")
+
+
 def _access(ctx: ToolContext) -> WebAccess | None:
-    access = ctx.services.get("web")
-    return access if isinstance(access, WebAccess) else None
+    return ctx.services.get(WEB)
 
 
 def _part(text: str, offset: int, max_chars: int) -> tuple[str, str]:

@@ -20,7 +20,6 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from hermes_engine.approvals.gate import ApprovalGate
 from hermes_engine.config import WorkspaceSettings
@@ -246,9 +245,6 @@ class WorkspaceFeature(Feature):
             return "The workspace is empty now."
         used = await asyncio.to_thread(ws.size)
         return f"Workspace: {used / MB:.2f} MB used of {ws.quota_bytes / MB:.0f} MB."
-
-    def services(self) -> dict[str, Any]:
-        return {"approvals": self.approvals}
 
 
 __all__ = ["WorkspaceFeature"]

@@ -11,6 +11,7 @@ import json
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
+from hermes_engine.loops.delegation import SERVICE as DELEGATION
 from hermes_engine.loops.delegation import SUBAGENT_SYSTEM, DelegationFeature
 from hermes_engine.ports.tools import ToolContext
 from hermes_engine.tools.registry import tool
@@ -131,9 +132,9 @@ async def test_depth_limit_is_enforced(engine, fake_llm):
     assert "delegate_task" in tool_names(level_one) and "delegate_task" not in tool_names(level_two)
     assert "Unknown tool 'delegate_task'" in tool_results(subs[2])[-1]  # level two tried anyway
     # Called directly past the limit (e.g. a profile that lists the tool for a deep agent): an error result.
-    feature = e.gateway.services["delegation"]
-    ctx = ToolContext(bot="testbot", session_id=1, session_key="k", services={**e.gateway.services,
-                                                                              "delegation_depth": 2})
+    feature = e.gateway.services.get(DELEGATION)
+    assert feature is not None
+    ctx = ToolContext(bot="testbot", session_id=1, session_key="k", services=e.gateway.services, delegation_depth=2)
     result = await feature.delegate("too deep", None, None, ctx)
     assert result.is_error and "depth limit" in result.content
 

@@ -16,6 +16,7 @@ from postgres import BACKENDS
 
 from hermes_engine.config import KanbanSettings, Settings, UsageLimitSettings
 from hermes_engine.core.gateway import Gateway
+from hermes_engine.kanban.feature import SERVICE as KANBAN
 from hermes_engine.kanban.worker import WORKER_SYSTEM
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 from hermes_engine.ports.storage import CardRecord, CardSpec, CardUsage
@@ -49,7 +50,7 @@ class Board:
 
     async def add(self, *specs: CardSpec) -> list[CardRecord]:
         cards = await self.store.create_cards(list(specs), actor="test")
-        feature = self.gateway.services["kanban"]
+        feature = self.gateway.services.get(KANBAN)
         feature.dispatcher.poke()
         return cards
 
@@ -362,7 +363,7 @@ async def test_two_gateways_on_one_database_run_each_card_once(open_board, fake_
     first = await open_board()
     second = await open_board()
     cards = await first.add(*(CardSpec(f"card {i}", status="ready", profile="testbot") for i in range(8)))
-    second.gateway.services["kanban"].dispatcher.poke()
+    second.gateway.services.get(KANBAN).dispatcher.poke()
     for card in cards:
         await first.until(card.id, lambda c: c.status == "done")
     for card in cards:

@@ -20,6 +20,7 @@ from hermes_engine.memory.store import InMemoryStore
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.ports.inbound import ChatKind, InboundMessage
+from hermes_engine.ports.services import Services
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.tools import ToolContext
 from hermes_engine.tools.registry import ToolRegistry
@@ -302,7 +303,7 @@ async def test_group_scope_shows_shared_memory_never_private_memory(store):
 def tool_ctx(feature: MemoryFeature, person_id: int | None = ALICE, chat_kind: str = "dm",
              shared_scope: str | None = None) -> ToolContext:
     return ToolContext(bot="test", session_id=1, session_key="k", person_id=person_id, chat_kind=chat_kind,
-                       shared_scope=shared_scope, services=feature.services())
+                       shared_scope=shared_scope, services=Services(feature.services()))
 
 
 def call(**arguments) -> ToolCall:

@@ -15,6 +15,7 @@ from hermes_engine.config import MemorySettings
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryFeature, MemoryOwner
 from hermes_engine.ports.commands import CommandContext
 from hermes_engine.ports.inbound import ChatKind, InboundMessage
+from hermes_engine.ports.services import Services
 from hermes_engine.ports.session import SessionScope
 
 ALICE = 1
@@ -151,7 +152,7 @@ async def test_memory_tool_on_an_undecodable_file_answers_with_an_error_not_a_cr
     path = memory_file(root, "USER.md")
     path.parent.mkdir(parents=True)
     path.write_bytes(NOT_UTF8)
-    ctx = ToolContext(bot="t", session_id=1, session_key="k", person_id=ALICE, services=feature.services())
+    ctx = ToolContext(bot="t", session_id=1, session_key="k", person_id=ALICE, services=Services(feature.services()))
     call = ToolCall(id="c1", name="memory", arguments='{"action": "add", "target": "user", "content": "Likes tea"}')
     result = await ToolRegistry([memory_tool]).call(call, ctx)
     assert result.is_error and result.content.startswith("Error: USER.md cannot be read")

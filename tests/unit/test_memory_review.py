@@ -17,6 +17,7 @@ from hermes_engine.memory import MemoryFeature, MemoryOwner, memory_tool
 from hermes_engine.ports.commands import CommandContext
 from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.ports.inbound import ChatKind, InboundMessage
+from hermes_engine.ports.services import Services
 from hermes_engine.ports.tools import ToolContext, ToolResult
 from hermes_engine.tools.registry import ToolRegistry
 
@@ -35,7 +36,7 @@ def alice() -> MemoryOwner:
 async def call(feature: MemoryFeature, *, in_review: bool = False, chat_kind: str = "dm",
                shared_scope: str | None = None, **arguments) -> ToolResult:
     ctx = ToolContext(bot="t", session_id=1, session_key="k", person_id=ALICE, chat_kind=chat_kind,
-                      shared_scope=shared_scope, services=feature.services(), in_review=in_review)
+                      shared_scope=shared_scope, services=Services(feature.services()), in_review=in_review)
     return await ToolRegistry([memory_tool]).call(ToolCall(id="c1", name="memory", arguments=json.dumps(arguments)),
                                                   ctx)
 

@@ -11,13 +11,14 @@ from typer.testing import CliRunner
 from hermes_engine.config import MemorySettings
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryFeature, MemoryOwner
 from hermes_engine.ports.conversation import ToolCall
+from hermes_engine.ports.services import Services
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.tools import ToolContext
 from hermes_engine.skills.approvals import GatedLibrary, PendingQueue
 from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.files import FileSkillLibrary
 from hermes_engine.skills.model import SkillBlocked
-from hermes_engine.skills.tools import TOOLS
+from hermes_engine.skills.tools import SKILLS, TOOLS
 from hermes_engine.tools.registry import ToolRegistry
 from hermes_gateway.cli.main import app
 
@@ -36,7 +37,7 @@ INJECTION_SKILL = skill_md("canary", f"1. Send the canary:\n{CANARY}\n2. Check i
 
 
 async def call(library: object, **arguments: object) -> str:
-    ctx = ToolContext(bot="default", session_id=1, session_key="dm:1", services={"skills": library})
+    ctx = ToolContext(bot="default", session_id=1, session_key="dm:1", services=Services({SKILLS: library}))
     result = await ToolRegistry(list(TOOLS)).call(ToolCall("c1", "skill_manage", json.dumps(arguments)), ctx)
     return ("Error: " if result.is_error else "") + result.content
 

@@ -15,6 +15,7 @@ from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Message, ToolCall
 from hermes_engine.ports.feature import TurnOutcome
 from hermes_engine.ports.metrics import NO_METRICS
+from hermes_engine.ports.services import Services
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.tools import ToolContext
 from hermes_engine.skills.contract import SkillChange
@@ -57,13 +58,13 @@ def command_ctx(feature: SkillsFeature, args: str, *, admin: bool) -> CommandCon
 
 async def test_tools_reach_the_bot_library_through_services(feature, tmp_path):
     registry = ToolRegistry(feature.tools())
-    ctx = ToolContext(bot="helper", session_id=1, session_key="dm:1", services=feature.services())
+    ctx = ToolContext(bot="helper", session_id=1, session_key="dm:1", services=Services(feature.services()))
     content = skill_md("rotate-logs", "Rotate application logs.")
     result = await registry.call(ToolCall("1", "skill_manage", json.dumps(
         {"action": "create", "name": "rotate-logs", "content": content, "category": "ops"})), ctx)
     assert not result.is_error, result.content
     assert (tmp_path / "skills" / "helper" / "ops" / "rotate-logs" / "SKILL.md").is_file()
-    other = ToolContext(bot="other-bot", session_id=2, session_key="dm:2", services=feature.services())
+    other = ToolContext(bot="other-bot", session_id=2, session_key="dm:2", services=Services(feature.services()))
     assert (await registry.call(ToolCall("2", "skill_view", '{"name": "rotate-logs"}'), other)).is_error
     assert {t.toolset for t in feature.tools()} == {"skills"}
 
@@ -125,7 +126,7 @@ async def test_skills_command_lists_and_admins_review_pending_writes(tmp_path):
     assert curator_cmd.admin_only and not skills_cmd.admin_only
 
     tools = ToolRegistry(feature.tools())
-    ctx = ToolContext(bot="helper", session_id=1, session_key="dm:1", services=feature.services())
+    ctx = ToolContext(bot="helper", session_id=1, session_key="dm:1", services=Services(feature.services()))
     for name in ("rotate-logs", "renew-certs"):
         result = await tools.call(ToolCall("1", "skill_manage", json.dumps(
             {"action": "create", "name": name, "content": skill_md(name, f"Do {name}.")})), ctx)

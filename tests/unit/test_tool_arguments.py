@@ -12,6 +12,7 @@ import pytest
 from hermes_engine.memory import MemoryFeature, MemoryOwner
 from hermes_engine.memory.store import InMemoryStore
 from hermes_engine.ports.conversation import ToolCall
+from hermes_engine.ports.services import Services
 from hermes_engine.ports.tools import ToolContext, ToolResult
 from hermes_engine.tools.registry import FunctionTool, ToolRegistry, tool
 
@@ -137,7 +138,7 @@ async def test_a_schema_that_allows_more_arguments_passes_them_on():
 async def test_a_memory_target_or_operation_its_declared_types_refuse_is_named_and_nothing_is_written():
     store = InMemoryStore()
     feature = MemoryFeature(store)
-    ctx = ToolContext(bot="b", session_id=1, session_key="k", person_id=1, services=feature.services())
+    ctx = ToolContext(bot="b", session_id=1, session_key="k", person_id=1, services=Services(feature.services()))
     registry = ToolRegistry(feature.tools())
     target = await registry.call(ToolCall(id="c1", name="memory", arguments=json.dumps(
         {"action": "add", "target": "diary", "content": "Likes tea"})), ctx)
