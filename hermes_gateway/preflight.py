@@ -1,10 +1,12 @@
-"""The configuration, checked before anything happens: every setting, every profile option (platform
-options included), the keys of every model, the database and the HTTP port.
+"""The configuration, checked before anything happens: the home, every setting, every profile option
+(platform options included), the keys of every model, the HTTP port, the database and each platform's
+credentials, tried against its API.
 
-`run` and `chat` call `check` before they create a folder, a database file or a connection that stays
-open; `doctor` lists the same findings one by one. A problem is one sentence naming the setting and what
-to do. A fallback model whose key is missing is no problem: it is left out with one warning, so it can never
-stand between a person and the primary model.
+`Preflight.findings` is the one list of checks. `run` and `chat` go through it with `check`, which stops at
+the first problem, before they create a folder, a database file or a connection that stays open; `doctor`
+prints every finding. So both say the same sentence on the same condition. A problem is one sentence naming
+the setting and what to do. What works with less is a warning, never a stop: a fallback model whose key is
+missing is left out, a platform whose token is unset stays off, as long as one platform can start.
 """
 
 from __future__ import annotations
@@ -14,11 +16,18 @@ import errno
 import logging
 import os
 import socket
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.errors import ConfigError
 from hermes_engine.providers.registry import REGISTRY
+from hermes_gateway.home_check import ServiceUser, home_problem
+
+if TYPE_CHECKING:
+    from adapters.platform import Platform, PlatformOptions
 
 log = logging.getLogger(__name__)
 
@@ -59,30 +68,14 @@ def model_findings(profile: BotProfile, settings: Settings) -> list[Finding]:
         try:
             missing = _missing_key(spec)
         except ConfigError as exc:
-            found.append(Finding("fix", f"{role} {spec!r}: {exc}"))
+            found.append(Finding("fix", str(exc) if role == "primary model" else f"{role} {spec!r}: {exc}"))
             continue
         if missing is None:
             found.append(Finding("ok", f"{role} {spec}: key set"))
+        elif role == "primary model":
+            found.append(Finding("fix", _primary_sentence(spec)))
         else:
             found.append(Finding(level, f"{missing}: the key of the {role} {spec}, is not set: {todo}."))
-    return found
-
-
-def platform_findings(profile: BotProfile) -> list[Finding]:
-    """Each platform the profile names: known, its options valid, its environment complete."""
-    from adapters.platform import load as load_platform
-
-    found: list[Finding] = []
-    for name, raw_options in profile.platforms.items():
-        try:
-            platform = load_platform(name)
-            problems = platform.problems(platform.parse_options(raw_options), os.environ)
-        except ConfigError as exc:
-            found.append(Finding("fix", f"bot profile '{profile.name}': {exc}"))
-            continue
-        found += [Finding("fix", problem) for problem in problems]
-        if not problems:
-            found.append(Finding("ok", f"{name}: options valid, credentials present"))
     return found
 
 
@@ -160,40 +153,150 @@ async def database_problem(settings: Settings) -> str | None:
 
 def usable(profile: BotProfile, settings: Settings) -> BotProfile:
     """The profile with its model chain resolved (the environment's choice applied) and every fallback
-    whose key is missing left out, with one warning each."""
+    whose key is missing left out (`model_findings` warned of each)."""
     primary, *fallbacks = profile.models(settings)
-    kept = []
-    for spec in fallbacks:
-        missing = _missing_key(spec)
-        if missing is None:
-            kept.append(spec)
-        else:
-            log.warning("fallback model %s of bot %s is left out: %s is not set", spec, profile.name, missing)
+    kept = [spec for spec in fallbacks if _missing_key(spec) is None]
     return profile.model_copy(update={"model": primary, "fallback_models": kept})
 
 
-async def check(settings: Settings, profiles: list[BotProfile], *, serving: bool) -> tuple[Settings, list[BotProfile]]:
-    """Raise `ConfigError` with the first problem; otherwise the settings and profiles to run with (the
-    model chain taken from the environment into each profile, fallbacks without a key left out).
-    `serving`: the platforms and the HTTP port are checked too (`run`, not `chat`)."""
-    for profile in profiles:
-        findings = [*model_findings(profile, settings), *(platform_findings(profile) if serving else []),
-                    *mcp_findings(profile)]
-        problem = next((f for f in findings if f.level == "fix"), None)
-        if problem is not None:
-            raise ConfigError(_primary_sentence(profile, settings) or problem.text)
-    if serving and (busy := port_problem(settings)):
-        raise ConfigError(busy)
-    if bad := await database_problem(settings):
-        raise ConfigError(bad)
-    resolved = settings.model_copy(update={"model": None, "fallback_models": None})
-    return resolved, [usable(profile, settings) for profile in profiles]
-
-
-def _primary_sentence(profile: BotProfile, settings: Settings) -> str | None:
-    """The primary model's own error (as the provider words it), when that is what is wrong."""
+def _primary_sentence(spec: str) -> str:
+    """The primary model's problem as its provider words it."""
     try:
-        REGISTRY.check(profile.models(settings)[0])
+        REGISTRY.check(spec)
     except ConfigError as exc:
         return str(exc)
-    return None
+    raise AssertionError(f"{spec} has no problem")
+
+
+def home_finding(settings: Settings, service_user: ServiceUser | None) -> Finding:
+    problem = home_problem(Path(settings.home), service_user)
+    if problem:
+        return Finding("fix", problem)
+    who = f" by {service_user.name}" if service_user else ""
+    return Finding("ok", f"HERMES_HOME {settings.home}: usable{who}")
+
+
+@dataclass(frozen=True)
+class Starting:
+    """A platform of a profile that has what it needs to start (its credentials are tried next)."""
+
+    profile: str
+    name: str
+    platform: Platform
+    options: PlatformOptions
+
+
+def _profile_platforms(profile: BotProfile, env: dict[str, str]) -> Iterator[Finding | Starting]:
+    """Each platform the profile names: known, options valid, token set (or off), environment complete."""
+    from adapters.platform import load as load_platform
+
+    where = f"bot profile '{profile.name}'"
+    if not profile.platforms:
+        yield Finding("warn", f"{where} names no platform under platforms:, so it serves nothing.")
+    for name, raw_options in profile.platforms.items():
+        try:
+            platform = load_platform(name)
+            options = platform.parse_options(raw_options)
+        except ConfigError as exc:
+            yield Finding("fix", f"{where}: {exc}")
+            continue
+        token = platform.unset_token(options, env)
+        if token is not None:
+            yield Finding("warn", f"{where}: {name} is off: {token.name} is not set ({token.purpose}).")
+            continue
+        problems = platform.problems(options, env)
+        yield from (Finding("fix", problem) for problem in problems)
+        if not problems:
+            yield Starting(profile.name, name, platform, options)
+
+
+def _nothing_to_serve(profiles: list[BotProfile], env: dict[str, str]) -> str:
+    """Why no platform at all can start, in one sentence."""
+    from adapters.platform import load as load_platform
+
+    tokens = sorted({token.name for profile in profiles for name, raw in profile.platforms.items()
+                     if (platform := load_platform(name))
+                     and (token := platform.unset_token(platform.parse_options(raw), env))})
+    if tokens:
+        return (f"No platform can start: {' and '.join(tokens)} {'is' if len(tokens) == 1 else 'are'} not set; "
+                f"export the token of at least one platform (a platform whose token is unset stays off).")
+    names = ", ".join(f"'{profile.name}'" for profile in profiles)
+    return (f"No platform can start: bot profile {names} names no platform under platforms:; give one that does "
+            f"(e.g. --bot bots/telegram-dm-assistant).")
+
+
+@dataclass
+class Preflight:
+    """The checks of `run` (`serving`), `chat` and `doctor`, in the order their problems are reported: the
+    home, each profile's models and MCP servers, the platforms, the HTTP port, the database, and last each
+    platform's credentials against its API (the only checks that wait on the network)."""
+
+    settings: Settings
+    profiles: list[BotProfile]
+    serving: bool
+    service_user: ServiceUser | None = None
+    starting: list[Starting] = field(default_factory=list)
+
+    async def findings(self) -> AsyncIterator[Finding]:
+        env = dict(os.environ)
+        yield home_finding(self.settings, self.service_user)
+        for profile in self.profiles:
+            for finding in [*model_findings(profile, self.settings), *mcp_findings(profile)]:
+                yield finding
+        if self.serving:
+            platform_fix = False
+            for profile in self.profiles:
+                for item in _profile_platforms(profile, env):
+                    if isinstance(item, Starting):
+                        self.starting.append(item)
+                    else:
+                        platform_fix |= item.level == "fix"
+                        yield item
+            if not self.starting and not platform_fix:
+                yield Finding("fix", _nothing_to_serve(self.profiles, env))
+            busy = port_problem(self.settings)
+            yield Finding("fix", busy) if busy else Finding("ok", f"HTTP port {self.settings.http_port} free")
+        bad_database = await database_problem(self.settings)
+        yield Finding("fix", bad_database) if bad_database else Finding("ok", "database reachable")
+        if self.starting:
+            for finding in await asyncio.gather(*(self._verify(item, env) for item in self.starting)):
+                yield finding
+
+    async def _verify(self, item: Starting, env: dict[str, str]) -> Finding:
+        said = await item.platform.verify(item.options, env)
+        if said.refused:
+            return Finding("fix", said.refused)
+        if said.unreached:
+            return Finding("warn", said.unreached)
+        return Finding("ok", f"{item.name} of bot profile '{item.profile}': credentials accepted ({said.who})")
+
+    def to_run(self) -> tuple[Settings, list[BotProfile]]:
+        """The settings and profiles to run with: the model chain taken from the environment into each
+        profile, fallbacks without a key left out and, when serving, only the platforms that can start
+        (a profile with none left out)."""
+        resolved = self.settings.model_copy(update={"model": None, "fallback_models": None})
+        profiles = [usable(profile, self.settings) for profile in self.profiles]
+        if not self.serving:
+            return resolved, profiles
+        kept = []
+        for profile in profiles:
+            names = [item.name for item in self.starting if item.profile == profile.name]
+            if names:
+                kept.append(profile.model_copy(update={"platforms": {n: profile.platforms[n] for n in names}}))
+        return resolved, kept
+
+
+async def check(settings: Settings, profiles: list[BotProfile], *, serving: bool) -> tuple[Settings, list[BotProfile]]:
+    """Raise `ConfigError` with the first problem (alone: the one line a failed start prints); otherwise log
+    each warning and give the settings and profiles to run with (`Preflight.to_run`). `serving`: the
+    platforms and the HTTP port are checked too (`run`, not `chat`)."""
+    preflight = Preflight(settings, profiles, serving=serving)
+    warnings = []
+    async for finding in preflight.findings():
+        if finding.level == "fix":
+            raise ConfigError(finding.text)
+        if finding.level == "warn":
+            warnings.append(finding.text)
+    for text in warnings:
+        log.warning("%s", text)
+    return preflight.to_run()

@@ -1,0 +1,114 @@
+"""Whether `HERMES_HOME` can hold the gateway's data, asked before anything is created in it.
+
+The home may not exist yet (the gateway makes it), so what is tried is what the gateway would do first:
+make a folder in the nearest folder that exists, or a file in the home when it does. What is made to try
+is removed at once, so a check leaves nothing behind. For a service that runs as another user (the
+systemd unit, a container's uid), the same try is made in a child process that has dropped to that user's
+uid, gid and groups: root passes every permission check, so asking as root would say nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+# Run by the child as the service user: argv[1] is the folder to try, argv[2] what to make in it; a failure
+# prints its strerror.
+_TRY = """
+import os, sys, tempfile
+where, kind = sys.argv[1], sys.argv[2]
+try:
+    if kind == "file":
+        fd, path = tempfile.mkstemp(dir=where, prefix=".hermes-check-")
+        os.close(fd); os.unlink(path)
+    else:
+        os.rmdir(tempfile.mkdtemp(dir=where, prefix=".hermes-check-"))
+except OSError as exc:
+    print(exc.strerror or exc); sys.exit(1)
+"""
+
+
+@dataclass(frozen=True)
+class ServiceUser:
+    """The account a service runs the gateway as, with the groups the service would have."""
+
+    name: str
+    uid: int
+    gid: int
+    groups: tuple[int, ...]
+
+    @classmethod
+    def named(cls, name: str) -> ServiceUser:
+        """The account called `name`; ValueError in one sentence when there is none."""
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            raise ValueError(f"--service-user {name}: there is no user of that name on this machine.") from None
+        if os.geteuid() not in (0, entry.pw_uid):
+            raise ValueError(f"--service-user {name}: only root can try HERMES_HOME as another user; run doctor "
+                             f"with sudo.")
+        return cls(name, entry.pw_uid, entry.pw_gid, tuple(os.getgrouplist(name, entry.pw_gid)))
+
+
+def home_problem(home: Path, user: ServiceUser | None = None) -> str | None:
+    """One sentence when `home` cannot be the data folder (of this process, or of `user`); None if it can."""
+    existing = _nearest_existing(home)
+    if existing != home and not existing.is_dir():
+        return (f"HERMES_HOME={home} cannot be created: {existing} is a file, not a folder; point HERMES_HOME "
+                f"at a folder (it is created when missing).")
+    if existing == home and not home.is_dir():
+        return (f"HERMES_HOME={home} is a file, not a folder: point HERMES_HOME at a folder (it is created "
+                f"when missing).")
+    kind = "file" if existing == home else "folder"
+    failure = _try_as(user, existing, kind) if user is not None else _try_here(existing, kind)
+    if failure is None:
+        return None
+    who = f"the user {user.name}" if user is not None else f"the user {_current_user()}"
+    what = f"create files in {home}" if kind == "file" else f"create {home} (in {existing})"
+    return (f"HERMES_HOME={home} is not usable: {who} cannot {what} ({failure}); give that user the folder "
+            f"(e.g. chown -R {user.name if user else _current_user()} {existing}) or point HERMES_HOME elsewhere.")
+
+
+def _nearest_existing(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _try_here(where: Path, kind: str) -> str | None:
+    try:
+        if kind == "file":
+            fd, made = tempfile.mkstemp(dir=where, prefix=".hermes-check-")
+            os.close(fd)
+            os.unlink(made)
+        else:
+            os.rmdir(tempfile.mkdtemp(dir=where, prefix=".hermes-check-"))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def _try_as(user: ServiceUser, where: Path, kind: str) -> str | None:
+    """The same try in a child running as `user`."""
+    interpreter = os.path.realpath(sys.executable)  # the base interpreter: a venv's folder may be closed to `user`
+    done = subprocess.run([interpreter, "-I", "-S", "-c", _TRY, str(where), kind], user=user.uid,
+                          group=user.gid, extra_groups=list(user.groups), cwd="/", capture_output=True,
+                          text=True, timeout=30, check=False)
+    if done.returncode == 0:
+        return None
+    said = (done.stdout.strip() or done.stderr.strip()).splitlines()
+    return said[-1] if said else f"the try exited with status {done.returncode}"
+
+
+def _current_user() -> str:
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
