@@ -8,33 +8,17 @@ import asyncio
 import os
 import socket
 import sys
-from pathlib import Path
 
 import aiohttp
 import pytest
+from cli_kit import ROOT, cli, free_port
 from engine_harness import fake_llm_environment
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
 from postgres import BACKENDS, PG_URL
 
-ROOT = Path(__file__).resolve().parents[2]
 BOT = "bots/telegram-dm-assistant"
 PG = PG_URL or "postgresql+asyncpg://hermes:hermes@127.0.0.1:5432/hermes_test"
-
-
-async def cli(*args: str, env: dict[str, str], stdin: str = "", timeout: float = 60) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "hermes_gateway.cli.main", *args, cwd=ROOT, env={**os.environ, **env},
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), timeout)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def only_anthropic(fake_llm) -> dict[str, str]:
