@@ -3,7 +3,7 @@
 The home may not exist yet (the gateway makes it), so what is tried is what the gateway would do first:
 make a folder in the nearest folder that exists, or a file in the home when it does. What is made to try
 is removed at once, so a check leaves nothing behind. For a service that runs as another user (the
-systemd unit, a container's uid), the same try is made in a child process that has dropped to that user's
+systemd unit, a container's uid), the same try is made in a forked child that has dropped to that user's
 uid, gid and groups: root passes every permission check, so asking as root would say nothing.
 """
 
@@ -11,26 +11,9 @@ from __future__ import annotations
 
 import os
 import pwd
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-
-# Run by the child as the service user: argv[1] is the folder to try, argv[2] what to make in it; a failure
-# prints its strerror.
-_TRY = """
-import os, sys, tempfile
-where, kind = sys.argv[1], sys.argv[2]
-try:
-    if kind == "file":
-        fd, path = tempfile.mkstemp(dir=where, prefix=".hermes-check-")
-        os.close(fd); os.unlink(path)
-    else:
-        os.rmdir(tempfile.mkdtemp(dir=where, prefix=".hermes-check-"))
-except OSError as exc:
-    print(exc.strerror or exc); sys.exit(1)
-"""
 
 
 @dataclass(frozen=True)
@@ -95,15 +78,26 @@ def _try_here(where: Path, kind: str) -> str | None:
 
 
 def _try_as(user: ServiceUser, where: Path, kind: str) -> str | None:
-    """The same try in a child running as `user`."""
-    interpreter = os.path.realpath(sys.executable)  # the base interpreter: a venv's folder may be closed to `user`
-    done = subprocess.run([interpreter, "-I", "-S", "-c", _TRY, str(where), kind], user=user.uid,
-                          group=user.gid, extra_groups=list(user.groups), cwd="/", capture_output=True,
-                          text=True, timeout=30, check=False)
-    if done.returncode == 0:
-        return None
-    said = (done.stdout.strip() or done.stderr.strip()).splitlines()
-    return said[-1] if said else f"the try exited with status {done.returncode}"
+    """The same try in a forked child that has become `user` (no interpreter is started: the service user
+    may not be able to read this one's folder); the child writes its failure, if any, to a pipe."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: only system calls, then out without running the parent's cleanups
+        os.close(read_end)
+        try:
+            os.setgroups(list(user.groups))
+            os.setgid(user.gid)
+            os.setuid(user.uid)
+            failure = _try_here(where, kind)
+        except OSError as exc:
+            failure = exc.strerror or str(exc)
+        os.write(write_end, (failure or "").encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as said:
+        failure = said.read().decode()
+    os.waitpid(pid, 0)
+    return failure or None
 
 
 def _current_user() -> str:
