@@ -173,3 +173,18 @@ async def test_doctor_tries_the_home_as_the_service_user_it_names(service_home):
     assert list(home.iterdir()) == []
     code, out, _ = await cli("doctor", "--service-user", "no-such-user-here", env=env)
     assert "FIX   --service-user no-such-user-here: there is no user of that name on this machine." in out
+
+
+async def test_chat_refuses_a_home_that_is_a_file_in_the_sentence_doctor_gives(fake_llm, tmp_path):
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake_llm.anthropic_base_url,
+           "HERMES_HOME": str(home)}
+    args = ["--bot", bot(tmp_path, "assistant", TELEGRAM)]
+    code, out, err = await cli("chat", *args, env=env, stdin="hello\n")
+    assert code == 2 and out == "" and "Traceback" not in err
+    sentence = err.strip().removeprefix("hermes-gateway: ")
+    assert sentence.startswith(f"HERMES_HOME={home} is a file, not a folder")
+    _, doctor_out, _ = await cli("doctor", *args, env=env)
+    assert f"FIX   {sentence}" in doctor_out.splitlines()
+    assert home.read_text() == "not a folder" and fake_llm.requests == []
