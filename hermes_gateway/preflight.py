@@ -27,7 +27,7 @@ from hermes_engine.providers.registry import REGISTRY
 from hermes_gateway.home_check import ServiceUser, home_problem
 
 if TYPE_CHECKING:
-    from adapters.platform import Platform, PlatformOptions
+    from adapters.platform import EnvVar, Platform, PlatformOptions
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +66,14 @@ def model_findings(profile: BotProfile, settings: Settings) -> list[Finding]:
                for setting, spec in _aux_models(profile).items())]
     for spec, role, level, todo in roles:
         try:
+            if role == "primary model":
+                REGISTRY.check(spec)  # its problem in its provider's own words, the sentence a start gives
             missing = _missing_key(spec)
         except ConfigError as exc:
             found.append(Finding("fix", str(exc) if role == "primary model" else f"{role} {spec!r}: {exc}"))
             continue
         if missing is None:
             found.append(Finding("ok", f"{role} {spec}: key set"))
-        elif role == "primary model":
-            found.append(Finding("fix", _primary_sentence(spec)))
         else:
             found.append(Finding(level, f"{missing}: the key of the {role} {spec}, is not set: {todo}."))
     return found
@@ -159,16 +159,8 @@ def usable(profile: BotProfile, settings: Settings) -> BotProfile:
     return profile.model_copy(update={"model": primary, "fallback_models": kept})
 
 
-def _primary_sentence(spec: str) -> str:
-    """The primary model's problem as its provider words it."""
-    try:
-        REGISTRY.check(spec)
-    except ConfigError as exc:
-        return str(exc)
-    raise AssertionError(f"{spec} has no problem")
-
-
 def home_finding(settings: Settings, service_user: ServiceUser | None) -> Finding:
+    """The home, tried as this process (or the service user) would use it; nothing is left in it."""
     problem = home_problem(Path(settings.home), service_user)
     if problem:
         return Finding("fix", problem)
@@ -186,7 +178,20 @@ class Starting:
     options: PlatformOptions
 
 
-def _profile_platforms(profile: BotProfile, env: dict[str, str]) -> Iterator[Finding | Starting]:
+@dataclass(frozen=True)
+class Off:
+    """A platform of a profile left off because its token is unset."""
+
+    profile: str
+    name: str
+    token: EnvVar
+
+    def finding(self) -> Finding:
+        return Finding("warn", f"bot profile '{self.profile}': {self.name} is off: {self.token.name} is not set "
+                               f"({self.token.purpose}).")
+
+
+def _profile_platforms(profile: BotProfile, env: dict[str, str]) -> Iterator[Finding | Off | Starting]:
     """Each platform the profile names: known, options valid, token set (or off), environment complete."""
     from adapters.platform import load as load_platform
 
@@ -202,7 +207,7 @@ def _profile_platforms(profile: BotProfile, env: dict[str, str]) -> Iterator[Fin
             continue
         token = platform.unset_token(options, env)
         if token is not None:
-            yield Finding("warn", f"{where}: {name} is off: {token.name} is not set ({token.purpose}).")
+            yield Off(profile.name, name, token)
             continue
         problems = platform.problems(options, env)
         yield from (Finding("fix", problem) for problem in problems)
@@ -210,13 +215,9 @@ def _profile_platforms(profile: BotProfile, env: dict[str, str]) -> Iterator[Fin
             yield Starting(profile.name, name, platform, options)
 
 
-def _nothing_to_serve(profiles: list[BotProfile], env: dict[str, str]) -> str:
+def _nothing_to_serve(profiles: list[BotProfile], off: list[Off]) -> str:
     """Why no platform at all can start, in one sentence."""
-    from adapters.platform import load as load_platform
-
-    tokens = sorted({token.name for profile in profiles for name, raw in profile.platforms.items()
-                     if (platform := load_platform(name))
-                     and (token := platform.unset_token(platform.parse_options(raw), env))})
+    tokens = sorted({item.token.name for item in off})
     if tokens:
         return (f"No platform can start: {' and '.join(tokens)} {'is' if len(tokens) == 1 else 'are'} not set; "
                 f"export the token of at least one platform (a platform whose token is unset stays off).")
@@ -244,16 +245,19 @@ class Preflight:
             for finding in [*model_findings(profile, self.settings), *mcp_findings(profile)]:
                 yield finding
         if self.serving:
-            platform_fix = False
+            platform_fix, off = False, []
             for profile in self.profiles:
                 for item in _profile_platforms(profile, env):
                     if isinstance(item, Starting):
                         self.starting.append(item)
+                    elif isinstance(item, Off):
+                        off.append(item)
+                        yield item.finding()
                     else:
                         platform_fix |= item.level == "fix"
                         yield item
-            if not self.starting and not platform_fix:
-                yield Finding("fix", _nothing_to_serve(self.profiles, env))
+            if not self.starting and not platform_fix:  # a platform's own problem is the sentence then
+                yield Finding("fix", _nothing_to_serve(self.profiles, off))
             busy = port_problem(self.settings)
             yield Finding("fix", busy) if busy else Finding("ok", f"HTTP port {self.settings.http_port} free")
         bad_database = await database_problem(self.settings)

@@ -4,6 +4,7 @@ adapter uses, so a token Telegram refuses is one sentence at `run` and `doctor` 
 from __future__ import annotations
 
 from adapters.platform import CredentialCheck
+from adapters.telegram.botapi import redact_token_in_logs
 
 TIMEOUT_SECONDS = 10.0
 
@@ -13,6 +14,7 @@ async def check_token(token: str, base_url: str) -> CredentialCheck:
     from telegram.error import InvalidToken, TelegramError
     from telegram.request import HTTPXRequest
 
+    redact_token_in_logs(token)  # the library's request lines carry it in the URL
     request = HTTPXRequest(connect_timeout=TIMEOUT_SECONDS, read_timeout=TIMEOUT_SECONDS,
                            pool_timeout=TIMEOUT_SECONDS)
     bot = Bot(token, base_url=base_url, request=request)
