@@ -222,8 +222,9 @@ def _nothing_to_serve(profiles: list[BotProfile], off: list[Off]) -> str:
         return (f"No platform can start: {' and '.join(tokens)} {'is' if len(tokens) == 1 else 'are'} not set; "
                 f"export the token of at least one platform (a platform whose token is unset stays off).")
     names = ", ".join(f"'{profile.name}'" for profile in profiles)
-    return (f"No platform can start: bot profile {names} names no platform under platforms:; give one that does "
-            f"(e.g. --bot bots/telegram-dm-assistant).")
+    which = f"bot profile {names} names" if len(profiles) == 1 else f"bot profiles {names} name"
+    return (f"No platform can start: {which} no platform (no platforms: block, or an empty one); give a "
+            f"profile that does, e.g. --bot bots/telegram-dm-assistant.")
 
 
 @dataclass
@@ -275,9 +276,9 @@ class Preflight:
         return Finding("ok", f"{item.name} of bot profile '{item.profile}': credentials accepted ({said.who})")
 
     def to_run(self) -> tuple[Settings, list[BotProfile]]:
-        """The settings and profiles to run with: the model chain taken from the environment into each
-        profile, fallbacks without a key left out and, when serving, only the platforms that can start
-        (a profile with none left out)."""
+        """The settings and profiles to run with, once `findings` has gone through: the model chain taken
+        from the environment into each profile, fallbacks without a key left out and, when serving, only the
+        platforms that can start (a profile with none left out)."""
         resolved = self.settings.model_copy(update={"model": None, "fallback_models": None})
         profiles = [usable(profile, self.settings) for profile in self.profiles]
         if not self.serving:
