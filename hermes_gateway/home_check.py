@@ -40,21 +40,26 @@ class ServiceUser:
 
 def home_problem(home: Path, user: ServiceUser | None = None) -> str | None:
     """One sentence when `home` cannot be the data folder (of this process, or of `user`); None if it can."""
-    existing = _nearest_existing(home)
-    if existing != home and not existing.is_dir():
-        return (f"HERMES_HOME={home} cannot be created: {existing} is a file, not a folder; point HERMES_HOME "
-                f"at a folder (it is created when missing).")
-    if existing == home and not home.is_dir():
-        return (f"HERMES_HOME={home} is a file, not a folder: point HERMES_HOME at a folder (it is created "
-                f"when missing).")
-    kind = "file" if existing == home else "folder"
+    return folder_problem(home, f"HERMES_HOME={home}", "HERMES_HOME", user)
+
+
+def folder_problem(folder: Path, label: str, variable: str, user: ServiceUser | None = None) -> str | None:
+    """One sentence, starting with `label` and naming the `variable` to change, when `folder` cannot be
+    made or written (by this process, or by `user`); None when it can."""
+    existing = _nearest_existing(folder)
+    if existing != folder.absolute() and not existing.is_dir():
+        return (f"{label} cannot be created: {existing} is a file, not a folder; point {variable} at a folder "
+                f"(it is created when missing).")
+    if existing == folder.absolute() and not existing.is_dir():
+        return f"{label} is a file, not a folder: point {variable} at a folder (it is created when missing)."
+    kind = "file" if existing == folder.absolute() else "folder"
     failure = _try_as(user, existing, kind) if user is not None else _try_here(existing, kind)
     if failure is None:
         return None
-    who = f"the user {user.name}" if user is not None else f"the user {_current_user()}"
-    what = f"create files in {home}" if kind == "file" else f"create {home} (in {existing})"
-    return (f"HERMES_HOME={home} is not usable: {who} cannot {what} ({failure}); give that user the folder "
-            f"(e.g. chown -R {user.name if user else _current_user()} {existing}) or point HERMES_HOME elsewhere.")
+    name = user.name if user is not None else _current_user()
+    what = f"create files in {folder}" if kind == "file" else f"create {folder} (in {existing})"
+    return (f"{label} is not usable: the user {name} cannot {what} ({failure}); give that user the folder "
+            f"(e.g. chown -R {name} {existing}) or point {variable} elsewhere.")
 
 
 def _nearest_existing(path: Path) -> Path:

@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.errors import ConfigError
 from hermes_engine.providers.registry import REGISTRY
-from hermes_gateway.home_check import ServiceUser, home_problem
+from hermes_gateway.home_check import ServiceUser, folder_problem, home_problem
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
     from adapters.platform import EnvVar, Platform, PlatformOptions
 
 log = logging.getLogger(__name__)
@@ -113,8 +115,9 @@ def port_problem(settings: Settings) -> str | None:
     return None
 
 
-async def database_problem(settings: Settings) -> str | None:
-    """Whether the database URL is one this gateway can use and, for a server, whether it lets us in."""
+async def database_problem(settings: Settings, service_user: ServiceUser | None = None) -> str | None:
+    """Whether the database URL is one this gateway can use: for a server, whether it lets us in; for a
+    SQLite file outside the home, whether its folder can be made and written (as `service_user`)."""
     from sqlalchemy.exc import ArgumentError
 
     from storage.engine import normalize_url
@@ -126,7 +129,7 @@ async def database_problem(settings: Settings) -> str | None:
         return f"HERMES_DATABASE_URL is not a database URL: write it as {shape}."
     backend = url.get_backend_name()
     if backend == "sqlite":
-        return None
+        return _sqlite_folder_problem(url, settings, service_user)
     if url.drivername != "postgresql+asyncpg":
         return f"HERMES_DATABASE_URL names the database driver {url.drivername!r}, which is not supported: use {shape}."
     where = f"PostgreSQL at {url.host or 'localhost'}:{url.port or 5432}"
@@ -149,6 +152,18 @@ async def database_problem(settings: Settings) -> str | None:
         return f"{where} cannot be used ({type(exc).__name__}: {exc}): check HERMES_DATABASE_URL."
     await conn.close()
     return None
+
+
+def _sqlite_folder_problem(url: URL, settings: Settings, service_user: ServiceUser | None) -> str | None:
+    from storage.engine import is_memory_sqlite
+
+    if is_memory_sqlite(url):
+        return None
+    folder = Path((url.database or "").removeprefix("file:")).expanduser().absolute().parent
+    if folder.is_relative_to(Path(settings.home).absolute()):
+        return None  # the home's own check covers it
+    return folder_problem(folder, f"The folder {folder} of the SQLite database in HERMES_DATABASE_URL",
+                          "HERMES_DATABASE_URL", service_user)
 
 
 def usable(profile: BotProfile, settings: Settings) -> BotProfile:
@@ -261,7 +276,7 @@ class Preflight:
                 yield Finding("fix", _nothing_to_serve(self.profiles, off))
             busy = port_problem(self.settings)
             yield Finding("fix", busy) if busy else Finding("ok", f"HTTP port {self.settings.http_port} free")
-        bad_database = await database_problem(self.settings)
+        bad_database = await database_problem(self.settings, self.service_user)
         yield Finding("fix", bad_database) if bad_database else Finding("ok", "database reachable")
         if self.starting:
             for finding in await asyncio.gather(*(self._verify(item, env) for item in self.starting)):

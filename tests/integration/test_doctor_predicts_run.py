@@ -56,7 +56,7 @@ def environment(fake_llm, telegram: FakeTelegram, home: Path) -> dict[str, str]:
 
 
 CASES = ["wrong telegram token", "no token at all", "empty profile", "home is a file", "home not writable",
-         "busy port", "bad database URL"]
+         "busy port", "bad database URL", "database folder is a file"]
 
 
 @pytest.mark.parametrize("case", [
@@ -86,8 +86,12 @@ async def test_run_stops_with_the_sentence_doctor_gives_and_creates_nothing(fake
             elif case == "busy port":
                 env["HERMES_HTTP_PORT"] = str(port := held.enter_context(port_taken()))
                 says = f"HERMES_HTTP_PORT {port} on 127.0.0.1 is already in use"
-            else:
+            elif case == "bad database URL":
                 env["HERMES_DATABASE_URL"], says = "nonsense", "HERMES_DATABASE_URL is not a database URL"
+            else:
+                (tmp_path / "db").write_text("not a folder")
+                env["HERMES_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'db' / 'hermes.db'}"
+                says = f"The folder {tmp_path / 'db'} of the SQLite database in HERMES_DATABASE_URL is a file"
             before = tree(tmp_path)
             args = [arg for path in bots for arg in ("--bot", path)]
             run_code, _, run_err = await cli("run", *args, env=env, timeout=30)
