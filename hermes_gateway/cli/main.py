@@ -103,8 +103,9 @@ def run(bot: list[str] = typer.Option(None, "--bot", help="Bot profile(s) to ser
 @app.command()
 def doctor(bot: list[str] = typer.Option(None, "--bot", help="Bot profile(s) to check, as `run` takes them; "
                                                             "repeatable."),
-           service_user: str | None = typer.Option(None, "--service-user", help="Also try HERMES_HOME as this "
-                                                   "user, the one the service runs as (needs root).")) -> None:
+           service_user: str | None = typer.Option(None, "--service-user", help="Try HERMES_HOME (and a SQLite "
+                                                   "database's folder) as this user, the one the service runs as "
+                                                   "(needs root).")) -> None:
     """Make every check `run` makes, without creating anything, and say what is missing."""
     from hermes_gateway.cli.doctor import diagnose
 
