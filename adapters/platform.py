@@ -38,9 +38,24 @@ class PlatformOptions(BaseModel):
 
 @dataclass(frozen=True)
 class EnvVar:
+    """`token`: the platform's own credential. Leaving it unset is how an operator leaves a platform off, so
+    its absence is a warning, where any other required variable missing is an error."""
+
     name: str
     purpose: str
     required: bool = True
+    token: bool = False
+
+
+@dataclass(frozen=True)
+class CredentialCheck:
+    """What the platform's API said of the credentials, each a sentence: `refused` when it turned them down
+    (the platform cannot start), `unreached` when it could not be asked (they stay untested; the adapter
+    keeps trying once started). Neither: accepted, and `who` names the account."""
+
+    refused: str | None = None
+    unreached: str | None = None
+    who: str = ""
 
 
 class Platform(ABC):
@@ -60,10 +75,20 @@ class Platform(ABC):
     def environment(self, options: PlatformOptions, env: Mapping[str, str]) -> list[EnvVar]:
         """The environment variables this platform needs with these options (for `doctor`)."""
 
+    def unset_token(self, options: PlatformOptions, env: Mapping[str, str]) -> EnvVar | None:
+        """The platform's token when it is unset (the platform then stays off), else None."""
+        return next((v for v in self.environment(options, env) if v.token and not (env.get(v.name) or "").strip()),
+                    None)
+
     def problems(self, options: PlatformOptions, env: Mapping[str, str]) -> list[str]:
         """One sentence per missing or malformed setting; empty when the platform can start."""
         return [f"{self.name}: set {v.name} ({v.purpose})." for v in self.environment(options, env)
                 if v.required and not (env.get(v.name) or "").strip()]
+
+    @abstractmethod
+    async def verify(self, options: PlatformOptions, env: Mapping[str, str]) -> CredentialCheck:
+        """Ask the platform's API, at the base URL the adapter would use, whom the credentials belong to:
+        a wrong token is found before anything is created, not after the gateway has started."""
 
     @abstractmethod
     def build(self, engine: EnginePort, settings: Settings, options: PlatformOptions,

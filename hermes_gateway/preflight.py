@@ -1,10 +1,12 @@
-"""The configuration, checked before anything happens: every setting, every profile option (platform
-options included), the keys of every model, the database and the HTTP port.
+"""The configuration, checked before anything happens: the home, every setting, every profile option
+(platform options included), the keys of every model, the HTTP port, the database and each platform's
+credentials, tried against its API.
 
-`run` and `chat` call `check` before they create a folder, a database file or a connection that stays
-open; `doctor` lists the same findings one by one. A problem is one sentence naming the setting and what
-to do. A fallback model whose key is missing is no problem: it is left out with one warning, so it can never
-stand between a person and the primary model.
+`Preflight.findings` is the one list of checks. `run` and `chat` go through it with `check`, which stops at
+the first problem, before they create a folder, a database file or a connection that stays open; `doctor`
+prints every finding. So both say the same sentence on the same condition. A problem is one sentence naming
+the setting and what to do. What works with less is a warning, never a stop: a fallback model whose key is
+missing is left out, a platform whose token is unset stays off, as long as one platform can start.
 """
 
 from __future__ import annotations
@@ -14,11 +16,20 @@ import errno
 import logging
 import os
 import socket
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.errors import ConfigError
 from hermes_engine.providers.registry import REGISTRY
+from hermes_gateway.home_check import ServiceUser, folder_problem, home_problem
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+    from adapters.platform import EnvVar, Platform, PlatformOptions
 
 log = logging.getLogger(__name__)
 
@@ -57,32 +68,16 @@ def model_findings(profile: BotProfile, settings: Settings) -> list[Finding]:
                for setting, spec in _aux_models(profile).items())]
     for spec, role, level, todo in roles:
         try:
+            if role == "primary model":
+                REGISTRY.check(spec)  # its problem in its provider's own words, the sentence a start gives
             missing = _missing_key(spec)
         except ConfigError as exc:
-            found.append(Finding("fix", f"{role} {spec!r}: {exc}"))
+            found.append(Finding("fix", str(exc) if role == "primary model" else f"{role} {spec!r}: {exc}"))
             continue
         if missing is None:
             found.append(Finding("ok", f"{role} {spec}: key set"))
         else:
             found.append(Finding(level, f"{missing}: the key of the {role} {spec}, is not set: {todo}."))
-    return found
-
-
-def platform_findings(profile: BotProfile) -> list[Finding]:
-    """Each platform the profile names: known, its options valid, its environment complete."""
-    from adapters.platform import load as load_platform
-
-    found: list[Finding] = []
-    for name, raw_options in profile.platforms.items():
-        try:
-            platform = load_platform(name)
-            problems = platform.problems(platform.parse_options(raw_options), os.environ)
-        except ConfigError as exc:
-            found.append(Finding("fix", f"bot profile '{profile.name}': {exc}"))
-            continue
-        found += [Finding("fix", problem) for problem in problems]
-        if not problems:
-            found.append(Finding("ok", f"{name}: options valid, credentials present"))
     return found
 
 
@@ -120,8 +115,9 @@ def port_problem(settings: Settings) -> str | None:
     return None
 
 
-async def database_problem(settings: Settings) -> str | None:
-    """Whether the database URL is one this gateway can use and, for a server, whether it lets us in."""
+async def database_problem(settings: Settings, service_user: ServiceUser | None = None) -> str | None:
+    """Whether the database URL is one this gateway can use: for a server, whether it lets us in; for a
+    SQLite file outside the home, whether its folder can be made and written (as `service_user`)."""
     from sqlalchemy.exc import ArgumentError
 
     from storage.engine import normalize_url
@@ -133,7 +129,7 @@ async def database_problem(settings: Settings) -> str | None:
         return f"HERMES_DATABASE_URL is not a database URL: write it as {shape}."
     backend = url.get_backend_name()
     if backend == "sqlite":
-        return None
+        return _sqlite_folder_problem(url, settings, service_user)
     if url.drivername != "postgresql+asyncpg":
         return f"HERMES_DATABASE_URL names the database driver {url.drivername!r}, which is not supported: use {shape}."
     where = f"PostgreSQL at {url.host or 'localhost'}:{url.port or 5432}"
@@ -158,42 +154,169 @@ async def database_problem(settings: Settings) -> str | None:
     return None
 
 
+def _sqlite_folder_problem(url: URL, settings: Settings, service_user: ServiceUser | None) -> str | None:
+    from storage.engine import is_memory_sqlite
+
+    if is_memory_sqlite(url):
+        return None
+    folder = Path((url.database or "").removeprefix("file:")).expanduser().absolute().parent
+    if folder.is_relative_to(Path(settings.home).absolute()):
+        return None  # the home's own check covers it
+    return folder_problem(folder, f"The folder {folder} of the SQLite database in HERMES_DATABASE_URL",
+                          "HERMES_DATABASE_URL", service_user)
+
+
 def usable(profile: BotProfile, settings: Settings) -> BotProfile:
     """The profile with its model chain resolved (the environment's choice applied) and every fallback
-    whose key is missing left out, with one warning each."""
+    whose key is missing left out (`model_findings` warned of each)."""
     primary, *fallbacks = profile.models(settings)
-    kept = []
-    for spec in fallbacks:
-        missing = _missing_key(spec)
-        if missing is None:
-            kept.append(spec)
-        else:
-            log.warning("fallback model %s of bot %s is left out: %s is not set", spec, profile.name, missing)
+    kept = [spec for spec in fallbacks if _missing_key(spec) is None]
     return profile.model_copy(update={"model": primary, "fallback_models": kept})
 
 
+def home_finding(settings: Settings, service_user: ServiceUser | None) -> Finding:
+    """The home, tried as this process (or the service user) would use it; nothing is left in it."""
+    problem = home_problem(Path(settings.home), service_user)
+    if problem:
+        return Finding("fix", problem)
+    who = f" by {service_user.name}" if service_user else ""
+    return Finding("ok", f"HERMES_HOME {settings.home}: usable{who}")
+
+
+@dataclass(frozen=True)
+class Starting:
+    """A platform of a profile that has what it needs to start (its credentials are tried next)."""
+
+    profile: str
+    name: str
+    platform: Platform
+    options: PlatformOptions
+
+
+@dataclass(frozen=True)
+class Off:
+    """A platform of a profile left off because its token is unset."""
+
+    profile: str
+    name: str
+    token: EnvVar
+
+    def finding(self) -> Finding:
+        return Finding("warn", f"bot profile '{self.profile}': {self.name} is off: {self.token.name} is not set "
+                               f"({self.token.purpose}).")
+
+
+def _profile_platforms(profile: BotProfile, env: dict[str, str]) -> Iterator[Finding | Off | Starting]:
+    """Each platform the profile names: known, options valid, token set (or off), environment complete."""
+    from adapters.platform import load as load_platform
+
+    where = f"bot profile '{profile.name}'"
+    if not profile.platforms:
+        yield Finding("warn", f"{where} names no platform under platforms:, so it serves nothing.")
+    for name, raw_options in profile.platforms.items():
+        try:
+            platform = load_platform(name)
+            options = platform.parse_options(raw_options)
+        except ConfigError as exc:
+            yield Finding("fix", f"{where}: {exc}")
+            continue
+        token = platform.unset_token(options, env)
+        if token is not None:
+            yield Off(profile.name, name, token)
+            continue
+        problems = platform.problems(options, env)
+        yield from (Finding("fix", problem) for problem in problems)
+        if not problems:
+            yield Starting(profile.name, name, platform, options)
+
+
+def _nothing_to_serve(profiles: list[BotProfile], off: list[Off]) -> str:
+    """Why no platform at all can start, in one sentence."""
+    tokens = sorted({item.token.name for item in off})
+    if tokens:
+        return (f"No platform can start: {' and '.join(tokens)} {'is' if len(tokens) == 1 else 'are'} not set; "
+                f"export the token of at least one platform (a platform whose token is unset stays off).")
+    names = ", ".join(f"'{profile.name}'" for profile in profiles)
+    which = f"bot profile {names} names" if len(profiles) == 1 else f"bot profiles {names} name"
+    return (f"No platform can start: {which} no platform (no platforms: block, or an empty one); give a "
+            f"profile that does, e.g. --bot bots/telegram-dm-assistant.")
+
+
+@dataclass
+class Preflight:
+    """The checks of `run` (`serving`), `chat` and `doctor`, in the order their problems are reported: the
+    home, each profile's models and MCP servers, the platforms, the HTTP port, the database, and last each
+    platform's credentials against its API (the only checks that wait on the network)."""
+
+    settings: Settings
+    profiles: list[BotProfile]
+    serving: bool
+    service_user: ServiceUser | None = None
+    starting: list[Starting] = field(default_factory=list)
+
+    async def findings(self) -> AsyncIterator[Finding]:
+        env = dict(os.environ)
+        yield home_finding(self.settings, self.service_user)
+        for profile in self.profiles:
+            for finding in [*model_findings(profile, self.settings), *mcp_findings(profile)]:
+                yield finding
+        if self.serving:
+            platform_fix, off = False, []
+            for profile in self.profiles:
+                for item in _profile_platforms(profile, env):
+                    if isinstance(item, Starting):
+                        self.starting.append(item)
+                    elif isinstance(item, Off):
+                        off.append(item)
+                        yield item.finding()
+                    else:
+                        platform_fix |= item.level == "fix"
+                        yield item
+            if not self.starting and not platform_fix:  # a platform's own problem is the sentence then
+                yield Finding("fix", _nothing_to_serve(self.profiles, off))
+            busy = port_problem(self.settings)
+            yield Finding("fix", busy) if busy else Finding("ok", f"HTTP port {self.settings.http_port} free")
+        bad_database = await database_problem(self.settings, self.service_user)
+        yield Finding("fix", bad_database) if bad_database else Finding("ok", "database reachable")
+        if self.starting:
+            for finding in await asyncio.gather(*(self._verify(item, env) for item in self.starting)):
+                yield finding
+
+    async def _verify(self, item: Starting, env: dict[str, str]) -> Finding:
+        said = await item.platform.verify(item.options, env)
+        if said.refused:
+            return Finding("fix", said.refused)
+        if said.unreached:
+            return Finding("warn", said.unreached)
+        return Finding("ok", f"{item.name} of bot profile '{item.profile}': credentials accepted ({said.who})")
+
+    def to_run(self) -> tuple[Settings, list[BotProfile]]:
+        """The settings and profiles to run with, once `findings` has gone through: the model chain taken
+        from the environment into each profile, fallbacks without a key left out and, when serving, only the
+        platforms that can start (a profile with none left out)."""
+        resolved = self.settings.model_copy(update={"model": None, "fallback_models": None})
+        profiles = [usable(profile, self.settings) for profile in self.profiles]
+        if not self.serving:
+            return resolved, profiles
+        kept = []
+        for profile in profiles:
+            names = [item.name for item in self.starting if item.profile == profile.name]
+            if names:
+                kept.append(profile.model_copy(update={"platforms": {n: profile.platforms[n] for n in names}}))
+        return resolved, kept
+
+
 async def check(settings: Settings, profiles: list[BotProfile], *, serving: bool) -> tuple[Settings, list[BotProfile]]:
-    """Raise `ConfigError` with the first problem; otherwise the settings and profiles to run with (the
-    model chain taken from the environment into each profile, fallbacks without a key left out).
-    `serving`: the platforms and the HTTP port are checked too (`run`, not `chat`)."""
-    for profile in profiles:
-        findings = [*model_findings(profile, settings), *(platform_findings(profile) if serving else []),
-                    *mcp_findings(profile)]
-        problem = next((f for f in findings if f.level == "fix"), None)
-        if problem is not None:
-            raise ConfigError(_primary_sentence(profile, settings) or problem.text)
-    if serving and (busy := port_problem(settings)):
-        raise ConfigError(busy)
-    if bad := await database_problem(settings):
-        raise ConfigError(bad)
-    resolved = settings.model_copy(update={"model": None, "fallback_models": None})
-    return resolved, [usable(profile, settings) for profile in profiles]
-
-
-def _primary_sentence(profile: BotProfile, settings: Settings) -> str | None:
-    """The primary model's own error (as the provider words it), when that is what is wrong."""
-    try:
-        REGISTRY.check(profile.models(settings)[0])
-    except ConfigError as exc:
-        return str(exc)
-    return None
+    """Raise `ConfigError` with the first problem (alone: the one line a failed start prints); otherwise log
+    each warning and give the settings and profiles to run with (`Preflight.to_run`). `serving`: the
+    platforms and the HTTP port are checked too (`run`, not `chat`)."""
+    preflight = Preflight(settings, profiles, serving=serving)
+    warnings = []
+    async for finding in preflight.findings():
+        if finding.level == "fix":
+            raise ConfigError(finding.text)
+        if finding.level == "warn":
+            warnings.append(finding.text)
+    for text in warnings:
+        log.warning("%s", text)
+    return preflight.to_run()

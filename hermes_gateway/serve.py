@@ -4,7 +4,9 @@ Each bot profile names its platforms under `platforms:`. One aiohttp server carr
 readiness endpoints, Slack events and the Telegram webhook.
 
 The configuration is checked before anything happens (`hermes_gateway.preflight`): a platform the profile
-names must be known, its options valid and its credentials set, or the gateway does not start.
+names must be known, its options valid and its credentials accepted by its API, or the gateway does not
+start. A platform whose token is unset stays off with one warning; the others are served, and the gateway
+does not start only when no platform at all can.
 
 `/health` says the process is alive. `/ready` says whether it should be sent messages: 503 while it is
 starting, while the store cannot write (then each request probes whether it can again) or while a
@@ -135,9 +137,6 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     await site.start()
     log.info("HTTP server on http://%s:%s (health: /health, readiness: /ready, metrics: /metrics)", settings.http_host,
              settings.http_port)
-    if not adapters:
-        log.warning("no platform adapter is running: give a bot profile with platforms (e.g. --bot "
-                    "bots/telegram-dm-assistant) and set its token; serving only the health endpoint")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):

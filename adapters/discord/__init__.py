@@ -40,7 +40,7 @@ from adapters.discord.options import (
     api_base_url,
     env_ids,
 )
-from adapters.platform import EnvVar, Platform, PlatformOptions
+from adapters.platform import CredentialCheck, EnvVar, Platform, PlatformOptions
 from hermes_engine.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class DiscordPlatform(Platform):
 
     def environment(self, options: PlatformOptions, env: Mapping[str, str]) -> list[EnvVar]:
         return [
-            EnvVar(TOKEN_ENV, "the bot token from the Discord developer portal"),
+            EnvVar(TOKEN_ENV, "the bot token from the Discord developer portal", token=True),
             EnvVar(API_BASE_ENV, "a proxy or self-hosted REST base; /api/v10 is added when missing", required=False),
             EnvVar(GATEWAY_ENV, "a proxy or self-hosted gateway URL", required=False),
             EnvVar(GUILDS_ENV, "comma-separated server ids to serve; empty = none, direct messages only",
@@ -75,6 +75,11 @@ class DiscordPlatform(Platform):
             except ConfigError as exc:
                 found.append(f"{self.name}: {exc}")
         return found
+
+    async def verify(self, options: PlatformOptions, env: Mapping[str, str]) -> CredentialCheck:
+        from adapters.discord.credentials import check_token
+
+        return await check_token(DiscordConnection.from_environment(env))
 
     def build(self, engine: EnginePort, settings: Settings, options: PlatformOptions,
               http: web.Application | None, env: Mapping[str, str]) -> DiscordAdapter:

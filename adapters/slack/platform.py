@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from adapters.platform import EnvVar, Platform, PlatformOptions
+from adapters.platform import CredentialCheck, EnvVar, Platform, PlatformOptions
 from adapters.slack.adapter import SlackAdapter
 from adapters.slack.options import SlackOptions
 from adapters.slack.web_api import DEFAULT_API_URL
@@ -48,7 +48,7 @@ class SlackPlatform(Platform):
     def environment(self, options: PlatformOptions, env: Mapping[str, str]) -> list[EnvVar]:
         opts = self._options(options)
         socket_mode = bool(_get(env, opts.app_token_env))
-        variables = [EnvVar(opts.bot_token_env, "the bot token, xoxb-…, from OAuth & Permissions")]
+        variables = [EnvVar(opts.bot_token_env, "the bot token, xoxb-…, from OAuth & Permissions", token=True)]
         if not socket_mode:
             variables.append(EnvVar(opts.signing_secret_env, "Basic Information → Signing Secret, for the "
                                                              f"Events API (or set {opts.app_token_env})"))
@@ -58,6 +58,12 @@ class SlackPlatform(Platform):
             EnvVar(API_URL_ENV, f"a Web API base URL other than {DEFAULT_API_URL}", required=False),
         ]
         return variables
+
+    async def verify(self, options: PlatformOptions, env: Mapping[str, str]) -> CredentialCheck:
+        from adapters.slack.credentials import check_token
+
+        opts = self._options(options)
+        return await check_token(_get(env, opts.bot_token_env), opts.bot_token_env, _get(env, API_URL_ENV) or None)
 
     def build(self, engine: EnginePort, settings: Settings, options: PlatformOptions | Mapping[str, Any] | None,
               http: web.Application | None, env: Mapping[str, str]) -> SlackAdapter:

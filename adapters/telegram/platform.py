@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adapters.platform import EnvVar, Platform, PlatformOptions
+from adapters.platform import CredentialCheck, EnvVar, Platform, PlatformOptions
 from adapters.telegram.adapter import TelegramAdapter
 from adapters.telegram.botapi import DEFAULT_API_BASE_URL, api_file_url
 from adapters.telegram.options import TelegramOptions
@@ -48,13 +48,17 @@ def _get(env: Mapping[str, str], name: str) -> str:
     return (env.get(name) or "").strip()
 
 
+def _base_url(env: Mapping[str, str]) -> str:
+    return (_get(env, "TELEGRAM_API_BASE_URL") or DEFAULT_API_BASE_URL).rstrip("/")
+
+
 class TelegramPlatform(Platform):
     name = "telegram"
     options_model = TelegramOptions
 
     def environment(self, options: PlatformOptions, env: Mapping[str, str]) -> list[EnvVar]:
         variables = [
-            EnvVar("TELEGRAM_BOT_TOKEN", "the bot's token from @BotFather"),
+            EnvVar("TELEGRAM_BOT_TOKEN", "the bot's token from @BotFather", token=True),
             EnvVar("TELEGRAM_ALLOWED_USERS", "comma-separated Telegram user ids to serve besides access.allowed_users",
                    required=False),
             EnvVar("TELEGRAM_API_BASE_URL", f"a Bot API server other than {DEFAULT_API_BASE_URL}", required=False),
@@ -78,6 +82,11 @@ class TelegramPlatform(Platform):
             found.append(f"{self.name}: {BAD_SECRET}")
         return found
 
+    async def verify(self, options: PlatformOptions, env: Mapping[str, str]) -> CredentialCheck:
+        from adapters.telegram.credentials import check_token
+
+        return await check_token(_get(env, "TELEGRAM_BOT_TOKEN"), _base_url(env))
+
     def build(self, engine: EnginePort, settings: Settings, options: PlatformOptions | Mapping[str, Any] | None,
               http: web.Application | None, env: Mapping[str, str]) -> TelegramAdapter:
         """Also takes the raw ``platforms.telegram`` mapping for `options` (validated here then)."""
@@ -87,7 +96,7 @@ class TelegramPlatform(Platform):
             raise ConfigError(NO_TOKEN)
         if not _TOKEN.match(token):
             raise ConfigError(BAD_TOKEN)
-        base_url = (_get(env, "TELEGRAM_API_BASE_URL") or DEFAULT_API_BASE_URL).rstrip("/")
+        base_url = _base_url(env)
         file_url = (_get(env, "TELEGRAM_API_FILE_URL") or api_file_url(base_url)).rstrip("/")
         secret = _get(env, "TELEGRAM_WEBHOOK_SECRET") or None
         webhook_url = opts.webhook_url or _get(env, "TELEGRAM_WEBHOOK_URL") or None

@@ -1,36 +1,40 @@
-"""`hermes-gateway doctor`: the checks `run` makes before it starts, one line each, with what each missing
-key is for."""
+"""`hermes-gateway doctor`: every check `run` makes before it starts (`preflight.Preflight`, the same list),
+for every `--bot` given, one line each; with `--service-user`, the home is tried as the user a service runs
+the gateway as."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 
-from hermes_engine.config import load_profile, load_settings
+from hermes_engine.config import BotProfile, load_profile, load_settings
 from hermes_engine.errors import HermesError
-from hermes_gateway.preflight import (
-    Finding,
-    database_problem,
-    mcp_findings,
-    model_findings,
-    platform_findings,
-    port_problem,
-)
+from hermes_gateway.home_check import ServiceUser
+from hermes_gateway.preflight import Finding, Preflight
 
 
-def diagnose(bot: str | None) -> Iterator[Finding]:
+async def diagnose(bots: list[str], service_user: str | None = None) -> AsyncIterator[Finding]:
     try:
         settings = load_settings()
-        profile = load_profile(bot)
     except HermesError as exc:
         yield Finding("fix", str(exc))
         return
-    yield Finding("ok", f"bot profile '{profile.name}' loaded")
-    yield Finding("ok", f"data folder {settings.home}")
-    yield from model_findings(profile, settings)
-    yield from platform_findings(profile)
-    yield from mcp_findings(profile)
-    bad_database = asyncio.run(database_problem(settings))
-    yield Finding("fix", bad_database) if bad_database else Finding("ok", "database reachable")
-    busy = port_problem(settings)  # the gateway itself may be the one listening there
-    yield Finding("warn", busy) if busy else Finding("ok", f"HTTP port {settings.http_port} free")
+    user = None
+    if service_user is not None:
+        try:
+            user = ServiceUser.named(service_user)
+        except ValueError as exc:
+            yield Finding("fix", str(exc))
+    profiles: list[BotProfile] = []
+    chosen: list[str | None] = list(bots) or [None]  # none given: the default profile, as `run` takes it
+    for bot in chosen:
+        try:
+            profile = load_profile(bot)
+        except HermesError as exc:
+            yield Finding("fix", str(exc))
+            continue
+        profiles.append(profile)
+        yield Finding("ok", f"bot profile '{profile.name}' loaded")
+    if not profiles:
+        return
+    async for finding in Preflight(settings, profiles, serving=True, service_user=user).findings():
+        yield finding

@@ -101,15 +101,22 @@ def run(bot: list[str] = typer.Option(None, "--bot", help="Bot profile(s) to ser
 
 
 @app.command()
-def doctor(bot: str | None = typer.Option(None, "--bot")) -> None:
-    """Check the configuration and say what is missing."""
+def doctor(bot: list[str] = typer.Option(None, "--bot", help="Bot profile(s) to check, as `run` takes them; "
+                                                            "repeatable."),
+           service_user: str | None = typer.Option(None, "--service-user", help="Try HERMES_HOME (and a SQLite "
+                                                   "database's folder) as this user, the one the service runs as "
+                                                   "(needs root).")) -> None:
+    """Make every check `run` makes, without creating anything, and say what is missing."""
     from hermes_gateway.cli.doctor import diagnose
 
-    problems = 0
-    for finding in diagnose(bot):
-        typer.echo(f"{finding.level.upper() if finding.level != 'ok' else 'ok':6}{finding.text}")
-        problems += finding.level == "fix"
-    raise typer.Exit(1 if problems else 0)
+    async def main() -> int:
+        problems = 0
+        async for finding in diagnose(bot or [], service_user):
+            typer.echo(f"{finding.level.upper() if finding.level != 'ok' else 'ok':6}{finding.text}")
+            problems += finding.level == "fix"
+        return problems
+
+    raise typer.Exit(1 if asyncio.run(main()) else 0)
 
 
 @app.command("migrate-files")

@@ -45,8 +45,9 @@ def test_bad_model_spec_and_bad_profile_are_one_sentence_each(tmp_path):
 def test_doctor_says_what_is_missing():
     result = run_cli("doctor", "--bot", "bots/telegram-dm-assistant")
     assert result.returncode == 1
-    assert "FIX   ANTHROPIC_API_KEY: the key of the primary model" in result.stdout
-    assert "FIX   telegram: set TELEGRAM_BOT_TOKEN" in result.stdout
+    assert "FIX   ANTHROPIC_API_KEY is not set" in result.stdout
+    assert "WARN  bot profile 'telegram-dm-assistant': telegram is off: TELEGRAM_BOT_TOKEN is not set" in result.stdout
+    assert "FIX   No platform can start: TELEGRAM_BOT_TOKEN is not set" in result.stdout
 
 
 async def test_piped_chat_answers_one_line_at_a_time(fake_llm, tmp_path):
