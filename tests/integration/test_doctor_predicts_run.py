@@ -116,6 +116,7 @@ async def test_with_one_platform_without_its_token_run_serves_the_others_and_doc
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
             ready = await _ready(f"http://127.0.0.1:{env['HERMES_HTTP_PORT']}/ready", proc)
+            await telegram.wait_for(lambda: any(call.method == "getUpdates" for call in telegram.requests), 30)
         finally:
             proc.terminate()
             _, err = await asyncio.wait_for(proc.communicate(), 60)
@@ -129,7 +130,6 @@ async def test_with_one_platform_without_its_token_run_serves_the_others_and_doc
     assert ready["status"] == "ready", ready
     logged = [line for line in err.decode().splitlines() if "slack is off" in line]
     assert [line[line.index("bot profile"):] for line in logged] == warned
-    assert any(call.method == "getUpdates" for call in telegram.requests)
 
 
 async def _ready(url: str, proc: asyncio.subprocess.Process) -> dict:
