@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from hermes_engine.errors import ConfigError
-from hermes_engine.policy.secrets import install_log_redaction, redact, secret_env_values
+from hermes_engine.secrets import install_log_redaction, redact, secret_env_values
 
 # Loggers that write a line per request or step at INFO: shown (as debug lines) only at HERMES_LOG_LEVEL=DEBUG.
 # httpx carries python-telegram-bot's polls and the model SDKs' calls; aiohttp.access the health probes.

@@ -2,7 +2,7 @@
 the result, and the per-session summary `/status` shows.
 
 The store keeps tool-call arguments and results with secrets redacted (`redact` from
-`hermes_engine.policy.secrets`, the one used for exports and logs), so no key a tool saw or was given rests
+`hermes_engine.secrets`, the one used for exports and logs), so no key a tool saw or was given rests
 in the database, its backups or an export. The live history keeps what the model wrote and what the tool
 returned: a checksum, a commit id or a token the model just read (all shaped like secrets) stays usable for
 the rest of the turn and the session. A session reloaded after eviction or a restart is built from the
@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from hermes_engine.policy.secrets import redact
 from hermes_engine.ports.conversation import Message, ToolCall
+from hermes_engine.secrets import redact
 
 META_KEY = "tool_call"
 

@@ -34,7 +34,6 @@ from hermes_engine.core.turn import TurnRunner
 from hermes_engine.errors import HermesError, StorageError
 from hermes_engine.holders import process_holder
 from hermes_engine.policy.access import AccessGate
-from hermes_engine.policy.secrets import redact
 from hermes_engine.policy.untrusted import has_read_untrusted, sends_files
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.conversation import Usage
@@ -50,6 +49,7 @@ from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import InboundEvent, SessionRecord, Store
 from hermes_engine.ports.tools import ToolContext
 from hermes_engine.providers.chain import ProviderChain
+from hermes_engine.secrets import redact
 from hermes_engine.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)

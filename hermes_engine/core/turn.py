@@ -32,7 +32,6 @@ from hermes_engine.core.journal import Journal
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.core.turn_metrics import FirstRequestRouter, first_request_reporter, report_turn
 from hermes_engine.errors import HermesError, ProviderError, StorageError
-from hermes_engine.policy.secrets import redact
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.host import Host
@@ -43,6 +42,7 @@ from hermes_engine.ports.reply import BufferedStream, Outlet, ReplyStream
 from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import Inbox, SessionStore
 from hermes_engine.providers.continuation import is_cut
+from hermes_engine.secrets import redact
 
 log = logging.getLogger(__name__)
 

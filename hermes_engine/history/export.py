@@ -15,7 +15,7 @@ One line per session, in the OpenAI chat format:
 
 The messages are the stored ones — all of them, whatever compression did to the live context; the
 summaries come along under "compactions". Secrets and tokens are redacted everywhere (`redact` from
-`hermes_engine.policy.secrets`: the shapes the security scan refuses). Session keys (which hold platform chat
+`hermes_engine.secrets`: the shapes the security scan refuses). Session keys (which hold platform chat
 and user ids) are left out. With `person_id`, sessions that person took part in are exported, and what other
 people said in them is replaced by a placeholder.
 """
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from hermes_engine.policy.secrets import REDACTED, redact
 from hermes_engine.ports.conversation import Message
 from hermes_engine.ports.storage import Store, StoredMessage
+from hermes_engine.secrets import REDACTED, redact
 
 __all__ = ["OTHER_PERSON", "REDACTED", "ExportStats", "export_trajectories", "openai_message", "parse_since", "redact",
            "trajectory"]

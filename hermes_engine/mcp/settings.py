@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hermes_engine.errors import ConfigError
-from hermes_engine.policy.secrets import find_secrets
+from hermes_engine.secrets import find_secrets
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # A header or variable by such a name carries a credential: its value must come from the environment.

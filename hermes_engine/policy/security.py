@@ -3,7 +3,7 @@
 What the agent saves today enters a system prompt tomorrow, so text is scanned when it is written (every
 write rescans the whole file) and again when it is loaded. The rules are data, in `scan_rules`: prompt
 injection, command worms, hidden content, exfiltration, persistence, destructive commands (skills), plus
-secrets in clear (`hermes_engine.policy.secrets`, the very spans `redact` replaces). The allowances are
+secrets in clear (`hermes_engine.secrets`, the very spans `redact` replaces). The allowances are
 data too, in `scan_allowances`.
 
 Severity. Outside code every finding is "high". Inside code (a fenced block or an inline code span)
@@ -56,7 +56,7 @@ from hermes_engine.policy.approved import ApprovedHashes
 from hermes_engine.policy.lookalikes import unmask
 from hermes_engine.policy.scan_allowances import SERVICES
 from hermes_engine.policy.scan_rules import DESCRIPTIONS, HIGH, KINDS, LOW, RULES, Rule
-from hermes_engine.policy.secrets import find_secrets, mask
+from hermes_engine.secrets import find_secrets, mask
 
 __all__ = ["ApprovedHashes", "BlockedContent", "Finding", "HIGH", "INVISIBLE_RANGES", "KINDS", "LOW", "RULES",
            "ScanResult", "admin_approval", "blocked_on_load", "explain", "placeholder", "scan", "scan_on_load",

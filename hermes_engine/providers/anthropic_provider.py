@@ -16,7 +16,6 @@ import anthropic
 import httpx2
 
 from hermes_engine.errors import ProviderError
-from hermes_engine.policy.secrets import redact
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.ports.models import Completed, ModelRequest, ModelResponse, StreamBroken, StreamEvent, TextDelta
 from hermes_engine.ports.tools import ToolSchema
@@ -24,6 +23,7 @@ from hermes_engine.providers.continuation import with_continuations
 from hermes_engine.providers.output_limits import output_limit
 from hermes_engine.providers.transport import encodable, encodable_request, retry_after_seconds
 from hermes_engine.providers.vision import for_model
+from hermes_engine.secrets import redact
 
 _CACHE = {"type": "ephemeral"}
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import openai
 
-from hermes_engine.policy.secrets import redact
 from hermes_engine.ports.embedding import EmbeddingError, check_vectors
+from hermes_engine.secrets import redact
 
 BATCH = 64
 PLACEHOLDER_API_KEY = "not-needed"  # local servers accept any key; the SDK insists on one

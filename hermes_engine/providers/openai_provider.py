@@ -14,7 +14,6 @@ import httpx2
 import openai
 
 from hermes_engine.errors import ConfigError, ProviderError
-from hermes_engine.policy.secrets import redact
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
 from hermes_engine.ports.models import Completed, ModelRequest, ModelResponse, StreamBroken, StreamEvent, TextDelta
 from hermes_engine.ports.tools import ToolSchema
@@ -22,6 +21,7 @@ from hermes_engine.providers.continuation import with_continuations
 from hermes_engine.providers.output_limits import output_limit
 from hermes_engine.providers.transport import encodable_request, retry_after_seconds
 from hermes_engine.providers.vision import for_model
+from hermes_engine.secrets import redact
 
 # Finish reasons in the Anthropic vocabulary, so the rest of the engine sees one set of words.
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}

@@ -1,5 +1,5 @@
 """What both SDK-backed providers need around the wire: the wait the server asked for, and a request that
-can always be encoded. (Error text loses its secrets through `hermes_engine.policy.secrets.redact`, with the
+can always be encoded. (Error text loses its secrets through `hermes_engine.secrets.redact`, with the
 provider's key as a known value.)"""
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from hermes_engine.policy.approved import ApprovedHashes  # noqa: E402
-from hermes_engine.policy.secrets import redact  # noqa: E402
 from hermes_engine.policy.security import scan  # noqa: E402
+from hermes_engine.secrets import redact  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 SETS = {"own": DATA / "scanner_own.jsonl", "held-out": DATA / "scanner_heldout.jsonl"}

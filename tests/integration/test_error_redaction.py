@@ -6,9 +6,9 @@ from __future__ import annotations
 from fakes.fake_llm import Reply
 
 from hermes_engine.errors import HermesError
-from hermes_engine.policy.secrets import REDACTED
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
+from hermes_engine.secrets import REDACTED
 
 TELEGRAM_TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw8"
 SLACK_TOKEN = "xoxb-123456789012-abcdefghijkl"

@@ -12,7 +12,7 @@ from pathlib import Path
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
-from hermes_engine.policy.secrets import REDACTED
+from hermes_engine.secrets import REDACTED
 
 FAKE_SERVER = str(Path(__file__).parent.parent / "fakes" / "mcp_server.py")
 SECRET = "sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vX7zB9"

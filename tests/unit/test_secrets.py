@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from hermes_engine.history import export
-from hermes_engine.policy.secrets import (
+from hermes_engine.policy.security import explain, scan_text
+from hermes_engine.secrets import (
     REDACTED,
     SecretFilter,
     find_secrets,
@@ -20,7 +21,6 @@ from hermes_engine.policy.secrets import (
     redact,
     secret_env_values,
 )
-from hermes_engine.policy.security import explain, scan_text
 
 ROOT = Path(__file__).resolve().parents[2]
 

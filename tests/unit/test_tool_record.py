@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from hermes_engine.agent.tool_record import redacted_arguments
-from hermes_engine.policy.secrets import REDACTED
+from hermes_engine.secrets import REDACTED
 
 
 def test_a_secret_named_by_its_key_is_redacted_in_the_arguments():
