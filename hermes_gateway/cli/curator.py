@@ -15,7 +15,7 @@ import typer
 from hermes_engine.config import load_settings
 from hermes_engine.errors import HermesError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True,
                   help="Skill curator: mark stale skills, archive unused ones, merge overlaps.")
 
 

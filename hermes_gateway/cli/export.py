@@ -17,7 +17,7 @@ import typer
 from hermes_engine.config import load_settings
 from hermes_engine.errors import ConfigError
 
-app = typer.Typer(help="Export conversations.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Export conversations.", no_args_is_help=True)
 
 
 @app.callback()

@@ -40,7 +40,8 @@ from hermes_engine.policy.secrets import redact
 from hermes_engine.policy.security import scan_text
 from hermes_gateway.cli.people import PERSON_HELP, person_id, settings
 
-app = typer.Typer(help="Inspect and edit what the agent remembers about a person.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None,
+                  help="Inspect and edit what the agent remembers about a person.", no_args_is_help=True)
 
 
 class Target(StrEnum):

@@ -18,7 +18,8 @@ from hermes_engine.errors import ConfigError
 from hermes_engine.policy.pairing import Pairing
 from hermes_gateway.cli.printable import printable
 
-app = typer.Typer(help="Approve people who asked for access with a pairing code.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None,
+                  help="Approve people who asked for access with a pairing code.", no_args_is_help=True)
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from hermes_engine.errors import ConfigError
 from hermes_engine.ports.storage import Store
 from hermes_gateway.cli.printable import printable
 
-app = typer.Typer(help="Find people and forget a person.", invoke_without_command=True)
+app = typer.Typer(rich_markup_mode=None, help="Find people and forget a person.", invoke_without_command=True)
 
 T = TypeVar("T")
 PERSON_HELP = ("The person's id (see `hermes-gateway people`) or platform:user_id, e.g. telegram:123456789, "

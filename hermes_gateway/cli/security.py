@@ -17,7 +17,8 @@ import typer
 from hermes_engine.policy.approved import ApprovedHashes
 from hermes_engine.policy.security import HIGH, KINDS, ScanResult, admin_approval, scan
 
-app = typer.Typer(help="Scan memory and skill files; approve content held for an admin.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None,
+                  help="Scan memory and skill files; approve content held for an admin.", no_args_is_help=True)
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 _KIND = typer.Option("skill", "--kind", help=f"What the file is: {' or '.join(KINDS)}.")
