@@ -13,7 +13,7 @@ from __future__ import annotations
 import typer
 
 from hermes_engine.ports.storage import InboundEvent, Store
-from hermes_gateway.cli.people import with_store
+from hermes_gateway.cli.home import with_store
 from hermes_gateway.cli.printable import printable
 
 app = typer.Typer(rich_markup_mode=None,
