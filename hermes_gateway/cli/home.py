@@ -60,6 +60,8 @@ def open_existing(settings: Settings) -> Store:
 
 def with_store(work: Callable[[Store], Awaitable[T]]) -> T:
     """Run `work` against the gateway's database (opened, migrated, closed), which must be there."""
+    from sqlalchemy.exc import DBAPIError
+
     from storage.errors import NoDatabase
 
     settings = checked_settings()
@@ -76,6 +78,8 @@ def with_store(work: Callable[[Store], Awaitable[T]]) -> T:
         return asyncio.run(run())
     except NoDatabase as exc:  # gone since the check a moment ago
         refuse(no_database(settings, str(exc)))
+    except DBAPIError as exc:  # not a database, damaged, locked for longer than the busy timeout
+        refuse(f"the gateway's database cannot be used ({_first_line(exc)}) — {RUN_AS_THE_SERVICE}")
 
 
 def no_database(settings: Settings, missing: str) -> str:
@@ -119,9 +123,9 @@ def _sqlite_problem(settings: Settings) -> str | None:
             return no_database(settings, "no hermes.db")
         return f"no data at HERMES_DATABASE_URL (no {path}) — is this the service's database? {RUN_AS_THE_SERVICE}"
     where = f"HERMES_HOME={settings.home}" if default else f"the folder of HERMES_DATABASE_URL ({path.parent})"
-    # SQLite writes beside its file (the write-ahead log), so the folder and the file must both be writable.
     if not path.is_file():
         return f"{path} is not a database file — is this the service's home? {RUN_AS_THE_SERVICE}"
+    # SQLite writes beside its file (the write-ahead log), so the folder and the file must both be writable.
     if not os.access(path.parent, os.R_OK | os.W_OK | os.X_OK) or not os.access(path, os.R_OK | os.W_OK):
         return f"{where} is not writable by user {_user()}, as its database needs — {RUN_AS_THE_SERVICE}"
     return None
@@ -136,14 +140,19 @@ async def _postgres_problem(settings: Settings) -> str | None:
     except NoDatabase as exc:
         return no_database(settings, str(exc))
     except Exception as exc:  # noqa: BLE001 - unreachable, refused, wrong password: each is one sentence
-        from hermes_engine.policy.secrets import redact
-
-        cause = getattr(exc, "orig", None) or exc  # the driver's words, without SQLAlchemy's wrapping
-        first = redact(str(cause).strip().splitlines()[0]) if str(cause).strip() else type(cause).__name__
-        return f"the database of HERMES_DATABASE_URL cannot be opened ({first}) — {RUN_AS_THE_SERVICE}"
+        return f"the database of HERMES_DATABASE_URL cannot be opened ({_first_line(exc)}) — {RUN_AS_THE_SERVICE}"
     finally:
         await store.close()
     return None
+
+
+def _first_line(exc: BaseException) -> str:
+    """The driver's words (without SQLAlchemy's wrapping), first line, secrets masked."""
+    from hermes_engine.policy.secrets import redact
+
+    cause = getattr(exc, "orig", None) or exc
+    text = str(cause).strip()
+    return redact(text.splitlines()[0]) if text else type(cause).__name__
 
 
 def _user() -> str:

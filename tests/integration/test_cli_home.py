@@ -78,6 +78,15 @@ def test_a_home_that_is_a_file_is_named_in_one_sentence(args, tmp_path):
     assert home.read_text() == "not a folder\n"
 
 
+def test_a_file_that_is_not_a_database_is_named_in_one_sentence_and_kept(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "hermes.db").write_bytes(b"not a database, but someone's file " * 10)
+    sentence = one_sentence(run_cli(("people", "list"), home))
+    assert sentence.startswith("Error: the gateway's database cannot be used (file is not a database)")
+    assert (home / "hermes.db").read_bytes() == b"not a database, but someone's file " * 10
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the command as another user")
 def test_a_home_the_user_cannot_read_is_named_in_one_sentence(tmp_path):
     home = tmp_path / "service-home"
