@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -22,8 +23,8 @@ from sqlalchemy.pool import NullPool, StaticPool
 
 from storage.values import json_dumps
 
-__all__ = ["SQLITE_BUSY_TIMEOUT_MS", "SqliteLane", "install_sqlite_pragmas", "is_memory_sqlite", "make_engine",
-           "normalize_url", "single_statement_engine"]
+__all__ = ["SQLITE_BUSY_TIMEOUT_MS", "SqliteLane", "existing_sqlite_file", "install_sqlite_pragmas",
+           "is_memory_sqlite", "make_engine", "normalize_url", "single_statement_engine"]
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +62,26 @@ def is_memory_sqlite(url: URL) -> bool:
         url.database in (None, "", ":memory:") or url.query.get("mode") == "memory")
 
 
+def existing_sqlite_file(url: URL) -> URL | None:
+    """`url` (a SQLite file) as a URI that SQLite opens only if the file exists (`mode=rw`): None when it does
+    not exist now, and a file deleted before the connection is an error, never a new empty database."""
+    database = url.database or ""
+    if url.query.get("uri") == "true":
+        path = Path(unquote(database.removeprefix("file:")))
+    else:
+        path = Path(database).expanduser()
+        database = "file:" + quote(str(path.absolute()), safe="/")
+    if not path.is_file():
+        return None
+    return url.set(database=database, query={**url.query, "uri": "true", "mode": "rw"})
+
+
 def make_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
     """An async engine for `url` (normalized), with this project's connection settings.
 
-    SQLite: the parent directory of the file is created; every connection gets WAL, foreign keys,
-    a busy timeout and `synchronous=NORMAL`. An in-memory database uses one shared connection. A file
+    SQLite: the parent directory of the file is created (not for a URI with `mode=ro` or `rw`, which opens
+    an existing file only); every connection gets WAL, foreign keys, a busy timeout and
+    `synchronous=NORMAL`. An in-memory database uses one shared connection. A file
     database gets one pooled connection per process: SQLite has a single writer anyway, and two
     connections of one process contending for it fall into the busy handler's millisecond sleeps, which
     cost more than the writes; queueing on the pool costs nothing. Other processes (the CLI, replicas)
@@ -82,7 +98,8 @@ def make_engine(url: str | URL, **kwargs: Any) -> AsyncEngine:
             kwargs.setdefault("poolclass", StaticPool)
         else:
             if url.query.get("uri") == "true":  # a `file:` URI names its file after the scheme and before `?`
-                Path((url.database or "").removeprefix("file:")).parent.mkdir(parents=True, exist_ok=True)
+                if url.query.get("mode") not in ("ro", "rw"):  # those open an existing file only
+                    Path((url.database or "").removeprefix("file:")).parent.mkdir(parents=True, exist_ok=True)
             else:
                 path = Path(url.database or "").expanduser()
                 path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ import sqlalchemy.exc as sa_exc
 
 from hermes_engine.errors import StorageError
 
-__all__ = ["as_storage_errors", "storage_error"]
+__all__ = ["NoDatabase", "as_storage_errors", "storage_error"]
 
 DISK_FULL = "the disk is full"
 READ_ONLY = "the database is read-only"
@@ -38,6 +38,13 @@ _SQLITE_TEXTS = (("database or disk is full", DISK_FULL), ("readonly database", 
 _SQLSTATES = {"53100": DISK_FULL, "25006": READ_ONLY, "58030": IO_ERROR, "55P03": LOCKED,
               "57P01": LOST, "57P02": LOST, "57P03": LOST}
 _SQLSTATE_CLASSES = {"08": LOST, "53": NO_RESOURCES}
+
+
+class NoDatabase(Exception):
+    """A store opened with `create=False` found no database of the gateway there; the message says what is
+    missing (the SQLite file, or the schema)."""
+
+
 _ERRNOS = {errno.ENOSPC: DISK_FULL, errno.EDQUOT: DISK_FULL, errno.EROFS: READ_ONLY, errno.EIO: IO_ERROR}
 
 

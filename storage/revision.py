@@ -41,6 +41,16 @@ async def is_current(engine: AsyncEngine) -> bool:
     return version == head()
 
 
+async def has_schema(engine: AsyncEngine) -> bool:
+    """Whether the database was ever migrated (at any revision): it has the version table."""
+    async with engine.connect() as conn:
+        try:
+            await conn.exec_driver_sql("SELECT version_num FROM alembic_version")
+        except DBAPIError:
+            return False
+    return True
+
+
 async def upgrade_in_child(url: str) -> bool:
     """Run `python -m storage.migrate` on `url`; True when it succeeded. A failure is not reported here:
     the caller's own in-process upgrade then meets the same problem and reports it as it always does."""

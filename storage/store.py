@@ -6,6 +6,10 @@ PostgreSQL (asyncpg).
     ...
     await store.close()
 
+`SqlStore(url, create=False)` opens only a database that is there already (an operator command on the wrong
+home must not make an empty one): `init()` raises `NoDatabase` for a SQLite file that does not exist, which
+it then never creates, or a database without the schema, which it never migrates from nothing.
+
 It is made of one repository per role (`storage.repos`), sharing one engine, one SQLite lane and the set
 of calls in flight; engine set-up lives in `storage.engine`, the stored-value rules in `storage.values`.
 
@@ -29,10 +33,19 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from storage import revision
-from storage.engine import SqliteLane, is_memory_sqlite, make_engine, normalize_url, single_statement_engine
+from storage.engine import (
+    SqliteLane,
+    existing_sqlite_file,
+    is_memory_sqlite,
+    make_engine,
+    normalize_url,
+    single_statement_engine,
+)
+from storage.errors import NoDatabase
 from storage.repos.approvals import ApprovalRepository
 from storage.repos.deliveries import DeliveryRepository
 from storage.repos.documents import DocumentRepository
@@ -50,7 +63,7 @@ from storage.repos.tool_lists import ToolListRepository
 from storage.repos.usage import UsageRepository
 from storage.values import utcnow
 
-__all__ = ["SqlStore", "make_engine", "normalize_url", "is_memory_sqlite"]
+__all__ = ["NoDatabase", "SqlStore", "make_engine", "normalize_url", "is_memory_sqlite"]
 
 
 class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalRepository, LeaseRepository,
@@ -64,8 +77,9 @@ class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalReposit
     """
 
     def __init__(self, url: str, *, clock: Callable[[], datetime] | None = None,
-                 engine_options: dict[str, Any] | None = None) -> None:
+                 engine_options: dict[str, Any] | None = None, create: bool = True) -> None:
         self.url = normalize_url(url)
+        self.create = create
         backend = self.url.get_backend_name()
         if backend not in ("sqlite", "postgresql"):
             raise ValueError(f"unsupported database {backend!r}: use sqlite or postgresql")
@@ -86,9 +100,12 @@ class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalReposit
         async with self._init_lock:
             if self._engine is not None:
                 return
-            engine = make_engine(self.url, **self._engine_options)
+            url = self.url if self.create else self._existing_url()
+            engine = make_engine(url, **self._engine_options)
             try:
                 if not await revision.is_current(engine):
+                    if not self.create and not await revision.has_schema(engine):
+                        raise NoDatabase("the database has no tables of the gateway")
                     from storage import migrate  # Alembic loads only when there is something to apply
 
                     await migrate.upgrade(engine)
@@ -100,7 +117,16 @@ class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalReposit
             self._single_engine = single_statement_engine(engine)
             self._single_maker = async_sessionmaker(self._single_engine, expire_on_commit=False)
             if self.dialect == "sqlite" and not is_memory_sqlite(self.url):
-                self._lane = SqliteLane(self.url)
+                self._lane = SqliteLane(url)
+
+    def _existing_url(self) -> URL:
+        """The URL that opens the database only if it is there (for `create=False`)."""
+        if self.dialect != "sqlite" or is_memory_sqlite(self.url):
+            return self.url
+        url = existing_sqlite_file(self.url)
+        if url is None:
+            raise NoDatabase(f"no {self.url.database}")
+        return url
 
     async def close(self) -> None:
         """Wait for store calls still running (their callers may have been cancelled), then dispose

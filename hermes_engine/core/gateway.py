@@ -210,7 +210,7 @@ class Gateway:
         finally:
             new = await recorded
         if not new:
-            log.info("duplicate %s event %s ignored", msg.platform, msg.event_id)
+            log.debug("duplicate %s event %s ignored", msg.platform, msg.event_id)
         return new
 
     def command_menu(self) -> list[CommandInfo]:

@@ -126,15 +126,22 @@ class GoalFeature(Feature):
         background as after a turn here: queued again it would be dropped as answered and the goal stall."""
         assert self.host is not None
         message = self._turn_message(goal)
+        if await self._queued(goal, message):
+            return  # its turn is still to come; handing it in again would only be dropped as a duplicate
         if await self.host.handle(message, purpose="goal"):
             return
-        pending = await self.host.store.pending_inbound(message.platform, session_key=goal.session_key)
-        if any(event.event_id == message.event_id for event in pending):
-            return  # its turn is still to come
+        if await self._queued(goal, message):
+            return
         answer, tokens = await self._stored_turn(goal, message.event_id)
         log.info("goal %s: turn %s was answered but not judged; judging it now", goal.id, goal.turns_used + 1)
         self._judging.add(goal.id)
         self.host.spawn(self._judged(goal.id, message.message_id, answer, tokens), f"goal-judge:{goal.id}")
+
+    async def _queued(self, goal: GoalRecord, message: InboundMessage) -> bool:
+        """Whether the inbox holds `message` unanswered: the goal's turn is queued or running now."""
+        assert self.host is not None
+        pending = await self.host.store.pending_inbound(message.platform, session_key=goal.session_key)
+        return any(event.event_id == message.event_id for event in pending)
 
     async def _stored_turn(self, goal: GoalRecord, event_id: str) -> tuple[str, int]:
         """The final answer and the tokens of the goal turn that answered `event_id`, as its session stored

@@ -14,15 +14,16 @@ import typer
 
 from hermes_engine.config import load_settings
 from hermes_engine.errors import HermesError
+from hermes_gateway.cli.home import checked_settings
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True,
                   help="Skill curator: mark stale skills, archive unused ones, merge overlaps.")
 
 
 def skills_root() -> Path:
     """`<HERMES_HOME>/skills`; refused, with what to do instead, when the libraries live in the database
     (reading the folders would show an old copy, and curating them would change nothing the bot uses)."""
-    settings = load_settings()
+    settings = checked_settings()
     if settings.state_in_database:
         typer.echo("The skill libraries live in the database (HERMES_STATE_BACKEND); use /curator run | report "
                    "and /skills in a chat with the bot as an admin.", err=True)

@@ -8,16 +8,15 @@ described in `hermes_engine.history.export`.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
 import typer
 
-from hermes_engine.config import load_settings
-from hermes_engine.errors import ConfigError
+from hermes_engine.ports.storage import Store
+from hermes_gateway.cli.home import with_store
 
-app = typer.Typer(help="Export conversations.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Export conversations.", no_args_is_help=True)
 
 
 @app.callback()
@@ -38,33 +37,22 @@ def trajectories(
     from hermes_engine.history.export import export_trajectories, parse_since
 
     try:
-        settings = load_settings()
         since_at = parse_since(since)
-    except ConfigError as exc:
-        typer.echo(f"Error: {exc}", err=True)
-        raise typer.Exit(2) from None
     except ValueError:
         typer.echo(f"Error: --since {since!r} is not a date (use YYYY-MM-DD).", err=True)
         raise typer.Exit(2) from None
 
-    async def run() -> tuple[int, int]:
-        from hermes_gateway.wiring import open_store
+    async def run(store: Store) -> tuple[int, int]:
+        if out is None:
+            stats = await export_trajectories(store, sys.stdout, since=since_at, person_id=person)
+        else:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            partial = out.with_name(out.name + ".partial")
+            with partial.open("w", encoding="utf-8") as handle:
+                stats = await export_trajectories(store, handle, since=since_at, person_id=person)
+            partial.replace(out)  # a reader never sees half a file
+        return stats.sessions, stats.messages
 
-        store = open_store(settings)
-        await store.init()
-        try:
-            if out is None:
-                stats = await export_trajectories(store, sys.stdout, since=since_at, person_id=person)
-            else:
-                out.parent.mkdir(parents=True, exist_ok=True)
-                partial = out.with_name(out.name + ".partial")
-                with partial.open("w", encoding="utf-8") as handle:
-                    stats = await export_trajectories(store, handle, since=since_at, person_id=person)
-                partial.replace(out)  # a reader never sees half a file
-            return stats.sessions, stats.messages
-        finally:
-            await store.close()
-
-    sessions, messages = asyncio.run(run())
+    sessions, messages = with_store(run)
     where = f" to {out}" if out is not None else ""
     typer.echo(f"Exported {sessions} session{'s' if sessions != 1 else ''} ({messages} messages){where}.", err=True)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import typer
 
 from hermes_engine.ports.storage import InboundEvent, Store
-from hermes_gateway.cli.people import with_store
+from hermes_gateway.cli.home import with_store
 from hermes_gateway.cli.printable import printable
 
-app = typer.Typer(help="What the gateway received: waiting for an answer, or rejected as unreadable.",
+app = typer.Typer(rich_markup_mode=None,
+                  help="What the gateway received: waiting for an answer, or rejected as unreadable.",
                   no_args_is_help=True)
 
 RAW_SHOWN = 500  # characters of a rejected event's content shown

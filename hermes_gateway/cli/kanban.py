@@ -14,9 +14,9 @@ import typer
 
 from hermes_engine.kanban.board import parse_status, render_board, render_card
 from hermes_engine.ports.storage import CardStatus, Store
-from hermes_gateway.cli.people import with_store
+from hermes_gateway.cli.home import with_store
 
-app = typer.Typer(help="Show and move the cards of the kanban board.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Show and move the cards of the kanban board.", no_args_is_help=True)
 
 ACTOR = "cli"
 

@@ -14,7 +14,9 @@ from hermes_engine import __version__
 from hermes_engine.config import load_profile, load_settings
 from hermes_engine.errors import ConfigError, HermesError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# Plain help pages on every command (each `typer.Typer` of this package says so): typer's Rich pages put a
+# type after each flag (`--dry-run <bool>`), as if it took a value; the plain ones show `--dry-run`.
+app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True,
                   help="Hermes Gateway: a self-improving agent for Telegram, Slack and Discord.")
 
 

@@ -10,7 +10,8 @@ import typer
 from hermes_engine.config import load_profile, load_settings
 from hermes_engine.errors import HermesError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="MCP servers of a bot profile.")
+app = typer.Typer(rich_markup_mode=None,
+                  add_completion=False, no_args_is_help=True, help="MCP servers of a bot profile.")
 
 
 def _first_line(text: str) -> str:

@@ -40,7 +40,8 @@ from hermes_engine.policy.security import scan_text
 from hermes_engine.secrets import redact
 from hermes_gateway.cli.people import PERSON_HELP, person_id, settings
 
-app = typer.Typer(help="Inspect and edit what the agent remembers about a person.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None,
+                  help="Inspect and edit what the agent remembers about a person.", no_args_is_help=True)
 
 
 class Target(StrEnum):
@@ -67,7 +68,7 @@ def _memory() -> Iterator[_Memory]:
     from hermes_engine.memory.database import DatabaseMemoryStore
     from hermes_gateway.cli.state import store_on_thread
 
-    with store_on_thread(config.db_url) as (db, loop):
+    with store_on_thread(config.db_url, create=False) as (db, loop):
         store = DatabaseMemoryStore(db, db)
         yield _Memory(store, lambda call: asyncio.run_coroutine_threadsafe(call, loop).result(),
                       lambda owner, target: f"(in the database: {store.path(owner, target)})")

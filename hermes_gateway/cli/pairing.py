@@ -13,24 +13,19 @@ from contextlib import contextmanager
 
 import typer
 
-from hermes_engine.config import load_settings
-from hermes_engine.errors import ConfigError
 from hermes_engine.policy.pairing import Pairing
+from hermes_gateway.cli.home import checked_settings
 from hermes_gateway.cli.printable import printable
 
-app = typer.Typer(help="Approve people who asked for access with a pairing code.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None,
+                  help="Approve people who asked for access with a pairing code.", no_args_is_help=True)
 
 
 @contextmanager
 def _pairing() -> Iterator[Pairing]:
     from hermes_gateway.cli.state import pairing_for
 
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        typer.echo(f"Error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    with pairing_for(settings) as pairing:
+    with pairing_for(checked_settings()) as pairing:
         yield pairing
 
 

@@ -11,20 +11,15 @@ clear sentence, never an empty person.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
-
 import typer
 
-from hermes_engine.config import Settings, load_settings
-from hermes_engine.errors import ConfigError
+from hermes_engine.config import Settings
 from hermes_engine.ports.storage import Store
+from hermes_gateway.cli.home import checked_settings, with_store
 from hermes_gateway.cli.printable import printable
 
-app = typer.Typer(help="Find people and forget a person.", invoke_without_command=True)
+app = typer.Typer(rich_markup_mode=None, help="Find people and forget a person.", invoke_without_command=True)
 
-T = TypeVar("T")
 PERSON_HELP = ("The person's id (see `hermes-gateway people`) or platform:user_id, e.g. telegram:123456789, "
                "slack:U0123ABCD or discord:123456789012345678.")
 REMAINS = ("Not deleted here: database and HERMES_HOME backups you made, log files, exports already written, "
@@ -38,26 +33,8 @@ class UnknownPerson(Exception):
 
 
 def settings() -> Settings:
-    try:
-        return load_settings()
-    except ConfigError as exc:
-        typer.echo(f"Error: {exc}", err=True)
-        raise typer.Exit(2) from None
-
-
-def with_store(work: Callable[[Store], Awaitable[T]]) -> T:
-    """Run `work` against the gateway's database (opened, migrated, closed)."""
-    from hermes_gateway.wiring import open_store
-
-    async def run() -> T:
-        store = open_store(settings())
-        await store.init()
-        try:
-            return await work(store)
-        finally:
-            await store.close()
-
-    return asyncio.run(run())
+    """The gateway's settings, on a home with its data (see `hermes_gateway.cli.home`)."""
+    return checked_settings()
 
 
 async def resolve_person(store: Store, person: str) -> int:
@@ -135,14 +112,13 @@ def forget(person: str = typer.Argument(..., help=PERSON_HELP),
     pid = person_id(person)
     if not yes:
         typer.confirm(f"Delete everything kept about person {pid}? This cannot be undone.", abort=True)
-    home = settings().home
+    config = settings()  # memory and approvals where the gateway keeps them (HERMES_STATE_BACKEND)
 
     async def run(store: Store) -> str | None:
         from hermes_engine.policy.pairing import Pairing
         from hermes_gateway.wiring import memory_store, pairing_store
 
-        config = settings()  # memory and approvals where the gateway keeps them (HERMES_STATE_BACKEND)
-        outcome = await forget_person(store, home, pid, memory=memory_store(config, store),
+        outcome = await forget_person(store, config.home, pid, memory=memory_store(config, store),
                                       pairing=Pairing(pairing_store(config, store)))
         return outcome.summary() if outcome is not None else None
 

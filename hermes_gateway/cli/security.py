@@ -3,7 +3,8 @@ holds for an admin.
 
 A low-severity finding (injection wording inside code) blocks a write until an admin approves it; the
 approval is recorded by fingerprint under `<HERMES_HOME>/security/approved.json` (HERMES_HOME from the
-environment, as the gateway uses it), so the running gateway accepts the content on the next write. High
+environment, as the gateway uses it; a home without the service's data is refused, see
+`hermes_gateway.cli.home`), so the running gateway accepts the content on the next write. High
 findings are never approved: the content must change.
 """
 
@@ -16,8 +17,10 @@ import typer
 
 from hermes_engine.policy.approved import ApprovedHashes
 from hermes_engine.policy.security import HIGH, KINDS, ScanResult, admin_approval, scan
+from hermes_gateway.cli.home import checked_settings
 
-app = typer.Typer(help="Scan memory and skill files; approve content held for an admin.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None,
+                  help="Scan memory and skill files; approve content held for an admin.", no_args_is_help=True)
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 _KIND = typer.Option("skill", "--kind", help=f"What the file is: {' or '.join(KINDS)}.")
@@ -51,6 +54,7 @@ def scan_files(paths: list[Path] = typer.Argument(..., help="Files to scan (SKIL
                kind: str = _KIND) -> None:
     """Print every finding with its severity and fingerprint; exits 1 when a file would be refused."""
     _check_kind(kind)
+    checked_settings()  # the approvals that count are the service's
     refused = False
     for path in paths:
         result = scan(_read(path), kind=kind)
@@ -66,6 +70,7 @@ def approve(targets: list[str] = typer.Argument(..., help="Files whose low findi
     """Approve content held for an admin: the low findings of each FILE as it is now, or FINGERPRINTs.
     Exits 1 when a file still has high findings (those are never approved)."""
     _check_kind(kind)
+    checked_settings()
     store = ApprovedHashes.default()
     still_blocked = False
     for target in targets:
@@ -87,6 +92,7 @@ def approve(targets: list[str] = typer.Argument(..., help="Files whose low findi
 @app.command("list")
 def list_() -> None:
     """Approved fingerprints: rule, who approved and when, and an excerpt."""
+    checked_settings()
     entries = ApprovedHashes.default().entries()
     if not entries:
         typer.echo("Nothing approved.")
@@ -98,6 +104,7 @@ def list_() -> None:
 @app.command()
 def revoke(fingerprint: str = typer.Argument(..., help="An approved fingerprint (see `list`).")) -> None:
     """Withdraw an approval: the content is held again on its next write."""
+    checked_settings()
     if not ApprovedHashes.default().revoke(fingerprint):
         typer.echo(f"{fingerprint} is not approved.", err=True)
         raise typer.Exit(1)

@@ -19,7 +19,8 @@ from hermes_gateway.cli.curator import library_bots, skills_root
 if TYPE_CHECKING:
     from hermes_engine.skills.usage import SkillUsage
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Saved skills and how they are used.")
+app = typer.Typer(rich_markup_mode=None,
+                  add_completion=False, no_args_is_help=True, help="Saved skills and how they are used.")
 
 
 @app.callback()

@@ -18,14 +18,15 @@ from hermes_engine.ports.storage import Store
 
 
 @contextmanager
-def store_on_thread(url: str) -> Iterator[tuple[Store, asyncio.AbstractEventLoop]]:
-    """An opened (and migrated) store for `url`, living on an event loop that runs in a thread of its own."""
+def store_on_thread(url: str, *, create: bool = True) -> Iterator[tuple[Store, asyncio.AbstractEventLoop]]:
+    """An opened (and migrated) store for `url`, living on an event loop that runs in a thread of its own;
+    with `create=False` only a database that is there (`storage.store.SqlStore`)."""
     from storage.store import SqlStore
 
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="hermes-state", daemon=True)
     thread.start()
-    store = SqlStore(url)
+    store = SqlStore(url, create=create)
     try:
         asyncio.run_coroutine_threadsafe(store.init(), loop).result()
         try:
@@ -40,12 +41,12 @@ def store_on_thread(url: str) -> Iterator[tuple[Store, asyncio.AbstractEventLoop
 
 @contextmanager
 def pairing_for(settings: Settings) -> Iterator[Pairing]:
-    """The gateway's pairing: `pairing.json` under the home, or the database's (see the module docstring)."""
+    """The gateway's pairing: `pairing.json` under the home, or the database's (see the module docstring);
+    `settings` are an operator command's (`hermes_gateway.cli.home.checked_settings`)."""
     if not settings.state_in_database:
         yield Pairing.for_home(settings.home)
         return
     from hermes_engine.policy.pairing_db import DatabasePairingStore
 
-    settings.home.mkdir(parents=True, exist_ok=True)
-    with store_on_thread(settings.db_url) as (store, loop):
+    with store_on_thread(settings.db_url, create=False) as (store, loop):
         yield Pairing(DatabasePairingStore(store, loop))

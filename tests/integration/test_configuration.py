@@ -15,6 +15,7 @@ from cli_kit import ROOT, cli, free_port
 from engine_harness import fake_llm_environment
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
+from home_kit import service_home
 from postgres import BACKENDS, PG_URL
 
 BOT = "bots/telegram-dm-assistant"
@@ -175,7 +176,7 @@ def test_people_without_a_subcommand_lists_everyone_with_their_platform_accounts
     from hermes_gateway.cli.main import app
     from hermes_gateway.cli.people import with_store
 
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HERMES_HOME", str(service_home(tmp_path / "home")))
     ann = with_store(lambda store: store.resolve_account("telegram", "bot", "12345", "Ann")).person_id
     bob = with_store(lambda store: store.resolve_account("slack", "bot", "U123", "Bob")).person_id
     listed = CliRunner().invoke(app, ["people"])

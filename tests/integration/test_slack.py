@@ -551,6 +551,24 @@ async def test_goal_command_acks_at_once_and_works_in_the_anchor_thread(slack_bo
     assert "1. continue: half the notes are in" in status and "2. done: the checklist is complete" in status
 
 
+async def test_a_goal_whose_turns_outlast_a_lease_renewal_logs_no_duplicate_event(
+        slack_bot, fake_slack, fake_llm, monkeypatch, caplog):
+    # Renewals (and the goals' look for orphans) every 0.2 s, each worker turn near a second: several looks land on a
+    # turn still queued or running: none hands it in again (it would be dropped as a duplicate event).
+    monkeypatch.setenv("HERMES_SESSION_LEASE_SECONDS", "0.6")
+    caplog.set_level(logging.DEBUG)
+    bot = await goal_bot(slack_bot)
+    fake_llm.responder, state = goal_script([verdict("continue"), verdict("done")],
+                                            worker=lambda r, n: Reply(text=f"step {n}", delay=0.15))
+    ack = await fake_slack.post_command("/goal", "tidy the notes", channel=CHANNEL)
+    assert ack.status == 200
+    await bot.settle()
+    anchor = fake_slack.top_level(CHANNEL)[0]
+    assert fake_slack.bot_messages(CHANNEL, anchor.ts)[-1].visible.startswith("✅ Goal done: tidy the notes")
+    assert state["worker"] == 2
+    assert [r.getMessage() for r in caplog.records if "duplicate" in r.getMessage()] == []
+
+
 async def test_a_second_goal_in_the_same_thread_is_refused_not_started(slack_bot, fake_slack, fake_llm):
     bot = await goal_bot(slack_bot)
     fake_llm.responder, state = goal_script([verdict("continue")],

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from home_kit import service_home
 from postgres import STATE_BACKENDS
 from state_backends import pairing_store
 from typer.testing import CliRunner
@@ -104,7 +105,7 @@ def test_a_fresh_approval_is_announced_by_the_persons_next_message_and_an_older_
 
 
 def test_cli_approves_lists_and_revokes(tmp_path, monkeypatch):
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    monkeypatch.setenv("HERMES_HOME", str(service_home(tmp_path)))
     pairing = Pairing.for_home(tmp_path)
     code = pairing.request("telegram", "77", "Mallory").code
     runner = CliRunner()
@@ -121,7 +122,7 @@ def test_cli_approves_lists_and_revokes(tmp_path, monkeypatch):
 
 
 def test_file_store_is_private_atomic_and_shared_between_processes(tmp_path):
-    store_path = tmp_path / "pairing.json"
+    store_path = service_home(tmp_path) / "pairing.json"
     gateway_side = Pairing(JsonPairingStore(store_path))
     code = gateway_side.request("telegram", "77", "Mallory").code
     assert oct(store_path.stat().st_mode & 0o777) == "0o600"

@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from home_kit import service_home
 from typer.testing import CliRunner
 
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryOwner
@@ -20,7 +21,7 @@ from hermes_gateway.cli.people import app, with_store
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
+    home = service_home(tmp_path / "home")
     monkeypatch.setenv("HERMES_HOME", str(home))
     return home
 

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from home_kit import service_home
 from postgres import STATE_BACKENDS
 from state_backends import memory_store
 
@@ -458,7 +459,7 @@ def test_cli_show_export_and_edit(tmp_path, monkeypatch, backend):
     from hermes_gateway.cli.memory import app
     from hermes_gateway.cli.people import with_store
 
-    home = tmp_path / "home"
+    home = service_home(tmp_path / "home")
     monkeypatch.setenv("HERMES_HOME", str(home))
     monkeypatch.setenv("HERMES_STATE_BACKEND", backend)
     pid = with_store(lambda store: store.resolve_account("telegram", "bot", "123456789", "Ann")).person_id
@@ -506,7 +507,7 @@ def test_cli_person_is_an_id_or_platform_user_id_and_an_unknown_one_is_one_sente
 
     from hermes_gateway.cli.memory import app
 
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HERMES_HOME", str(service_home(tmp_path / "home")))
     monkeypatch.setenv("EDITOR", "false")
     result = CliRunner().invoke(app, [command, given])
     assert result.exit_code == 1 and result.output.startswith(f"Error: {sentence}")
@@ -519,7 +520,7 @@ def test_cli_shows_an_unreadable_document_as_unreadable(tmp_path, monkeypatch):
     from hermes_gateway.cli.memory import app
     from hermes_gateway.cli.people import with_store
 
-    home = tmp_path / "home"
+    home = service_home(tmp_path / "home")
     monkeypatch.setenv("HERMES_HOME", str(home))
     pid = with_store(lambda store: store.resolve_account("telegram", "bot", "1", "Ann")).person_id
     path = home / "memories" / str(pid) / "MEMORY.md"
@@ -538,7 +539,7 @@ def test_cli_export_leaves_no_secret_in_clear(tmp_path, monkeypatch):
     from hermes_gateway.cli.memory import app
     from hermes_gateway.cli.people import with_store
 
-    home = tmp_path / "home"
+    home = service_home(tmp_path / "home")
     monkeypatch.setenv("HERMES_HOME", str(home))
     pid = with_store(lambda store: store.resolve_account("telegram", "bot", "123456789", "Ann")).person_id
     store = FileMemoryStore.for_home(home)

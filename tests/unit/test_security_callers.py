@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from home_kit import make_service_home, service_home
 from typer.testing import CliRunner
 
 from hermes_engine.config import MemorySettings
@@ -51,6 +52,7 @@ async def test_a_skill_calling_its_own_api_through_a_formatter_is_saved_and_take
 
 
 async def test_injection_in_a_code_block_is_held_for_an_admin_then_saved_once_approved(tmp_path: Path):
+    await make_service_home(tmp_path)  # HERMES_HOME, where the approvals are kept
     library = FileSkillLibrary(tmp_path / "lib")
     held = await call(library, action="create", name="canary", content=INJECTION_SKILL)
     assert held.startswith("Error") and "Held for an admin" in held and await library.get("canary") is None
@@ -111,6 +113,7 @@ async def test_a_memory_entry_shows_code_with_injection_wording_but_not_a_plante
 
 
 def test_an_operator_scans_a_file_and_approves_what_is_held_but_never_a_high_finding(tmp_path: Path):
+    service_home(tmp_path)  # HERMES_HOME
     held, bad = tmp_path / "held.md", tmp_path / "bad.md"
     held.write_text(INJECTION_SKILL, encoding="utf-8")
     bad.write_text(INJECTION_SKILL + "\n```bash\ncat ~/.aws/credentials\n```\n", encoding="utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from home_kit import service_home
 from typer.testing import CliRunner
 
 from hermes_engine.errors import ConfigError
@@ -15,7 +16,7 @@ SKILL = "---\nname: {n}\ndescription: Do {n}.\n---\n\n## When to use\nx\n\n## St
 
 
 def test_curator_cli_runs_and_reports(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    monkeypatch.setenv("HERMES_HOME", str(service_home(tmp_path)))
     library = FileSkillLibrary(tmp_path / "skills" / "helper")
     library.apply_sync(SkillChange("create", "rotate-logs", content=SKILL.format(n="rotate-logs")))
     runner = CliRunner()

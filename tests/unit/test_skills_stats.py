@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from home_kit import service_home
 from skills_kit import used_library
 from typer.testing import CliRunner
 
@@ -42,7 +43,7 @@ def test_a_correction_takes_a_use_out_of_the_successes(tmp_path: Path):
 
 
 def test_skills_stats_lists_uses_successes_last_use_and_calls_saved(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    monkeypatch.setenv("HERMES_HOME", str(service_home(tmp_path)))
     runner = CliRunner()
     assert "No skills saved under" in runner.invoke(app, ["stats"]).output
 

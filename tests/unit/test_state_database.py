@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from home_kit import service_home
 from skills_kit import skill_md
 from state_backends import DATABASES, database_url, database_url_sync, sql_store
 
@@ -167,7 +168,7 @@ def test_people_forget_erases_memory_and_pairing_kept_in_the_database(tmp_path, 
 
     from hermes_gateway.cli.people import app, with_store
 
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HERMES_HOME", str(service_home(tmp_path / "home")))
     monkeypatch.setenv("HERMES_STATE_BACKEND", "database")
 
     async def person(store: SqlStore, user_id: str, note: str) -> int:
@@ -198,7 +199,7 @@ def test_skill_commands_on_the_shell_refuse_folders_that_are_not_the_record(tmp_
 
     from hermes_gateway.cli.main import app
 
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    monkeypatch.setenv("HERMES_HOME", str(service_home(tmp_path)))
     monkeypatch.setenv("HERMES_STATE_BACKEND", "database")
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 2 and "live in the database" in result.output
