@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from hermes_engine.approvals.gate import ApprovalGate
     from hermes_engine.memory.documents import MemoryStore
     from hermes_engine.skills.files import FileSkillLibrary
+    from hermes_gateway.mcp.confined import ServerSandbox
 
 
 def preload_models(gateways: Sequence[Gateway]) -> None:
@@ -182,18 +183,26 @@ def mcp_features(settings: Settings, profile: BotProfile, approvals: ApprovalGat
     from hermes_engine.mcp.feature import McpFeature
     from hermes_engine.workspace.folders import WorkspaceFolders
     from hermes_engine.workspace.mounts import say_what_commands_see
-    from hermes_engine.workspace.uids import pool_for
-    from hermes_gateway.mcp.confined import ServerSandbox
     from hermes_gateway.mcp.manager import ServerManager
 
-    # The servers' own folders lie beside the workspaces, named as opaquely (`workspace/folders.py`).
-    folders = WorkspaceFolders.of(settings.home, settings.workspaces)
     if any(server.sandbox and server.command for server in profile.mcp_servers.values()):
+        folders = WorkspaceFolders.of(settings.home, settings.workspaces)
         say_what_commands_see(folders.root, folders.home)
-    confine = ServerSandbox(folders.servers(profile.name),
-                            pool_for(profile.workspace.uid_first, profile.workspace.uid_count))
-    return [McpFeature(ServerManager(profile.mcp_servers, confine), profile.mcp_servers, profile.mcp_schema_budget,
-                       approvals, start_wait=profile.mcp_start_wait_seconds)]
+    manager = ServerManager(profile.mcp_servers, server_sandbox(settings, profile))
+    return [McpFeature(manager, profile.mcp_servers, profile.mcp_schema_budget, approvals,
+                       start_wait=profile.mcp_start_wait_seconds)]
+
+
+def server_sandbox(settings: Settings, profile: BotProfile) -> ServerSandbox:
+    """Where a profile's sandboxed MCP servers keep their folders: beside the workspaces, named as opaquely
+    (`workspace/folders.py`), run as uids of the terminal's range."""
+    from hermes_engine.workspace.folders import WorkspaceFolders
+    from hermes_engine.workspace.uids import pool_for
+    from hermes_gateway.mcp.confined import ServerSandbox
+
+    folders = WorkspaceFolders.of(settings.home, settings.workspaces)
+    uids = pool_for(profile.workspace.uid_first, profile.workspace.uid_count)
+    return ServerSandbox(folders.servers(profile.name), uids)
 
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,

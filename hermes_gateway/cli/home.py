@@ -148,7 +148,7 @@ async def _postgres_problem(settings: Settings) -> str | None:
 
 def _first_line(exc: BaseException) -> str:
     """The driver's words (without SQLAlchemy's wrapping), first line, secrets masked."""
-    from hermes_engine.policy.secrets import redact
+    from hermes_engine.secrets import redact
 
     cause = getattr(exc, "orig", None) or exc
     text = str(cause).strip()

@@ -20,9 +20,9 @@ def _first_line(text: str) -> str:
 
 async def _listing(bot: str | None) -> tuple[list[str], bool]:
     from hermes_engine.mcp.feature import McpFeature
-    from hermes_gateway.mcp.confined import ServerSandbox
     from hermes_gateway.mcp.manager import ServerManager
     from hermes_gateway.preflight import mcp_findings
+    from hermes_gateway.wiring import server_sandbox
 
     profile = load_profile(bot)
     problem = next((f.text for f in mcp_findings(profile) if f.level == "fix"), None)
@@ -30,7 +30,7 @@ async def _listing(bot: str | None) -> tuple[list[str], bool]:
         raise HermesError(problem)
     if not profile.mcp_servers:
         return [f"bot profile '{profile.name}' has no mcp_servers"], True
-    manager = ServerManager(profile.mcp_servers, ServerSandbox.for_bot(load_settings().home, profile))
+    manager = ServerManager(profile.mcp_servers, server_sandbox(load_settings(), profile))
     feature = McpFeature(manager, profile.mcp_servers, profile.mcp_schema_budget,
                          start_wait=profile.mcp_start_wait_seconds)
     await manager.start()

@@ -119,7 +119,7 @@ def forget(person: str = typer.Argument(..., help=PERSON_HELP),
         from hermes_gateway.wiring import memory_store, pairing_store
 
         outcome = await forget_person(store, config.home, pid, memory=memory_store(config, store),
-                                      pairing=Pairing(pairing_store(config, store)))
+                                      pairing=Pairing(pairing_store(config, store)), workspaces=config.workspaces)
         return outcome.summary() if outcome is not None else None
 
     summary = with_store(run)
