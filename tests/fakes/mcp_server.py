@@ -70,6 +70,16 @@ def peek(gateway_pid: int, home: str) -> dict[str, str]:
 
 
 @server.tool()
+def python(code: str) -> str:
+    """Run Python code in a child process of this server (its interpreter); its output and exit code. What
+    the limit tests run inside a sandboxed server: forks, allocations, connections."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    return f"{done.stdout}{done.stderr}[exit {done.returncode}]"
+
+
+@server.tool()
 def crash_once(marker: str) -> str:
     """The first call (no marker file yet) kills the server process; later calls answer."""
     if not Path(marker).exists():
