@@ -88,7 +88,8 @@ class McpServerSettings(BaseModel):
         confined = [name for name, given in (("network", self.network), ("memory_mb", self.memory_mb is not None),
                                              ("processes", self.processes is not None)) if given]
         if confined and (self.command is None or not self.sandbox):
-            raise ValueError(f"{' and '.join(confined)} bound a sandboxed stdio server; this server has no sandbox")
+            raise ValueError(f"{' and '.join(confined)} are for a sandboxed stdio server; this server has no "
+                             "sandbox")
         relative = next((p for p in granted if not os.path.isabs(p)), None)
         if relative is not None:
             raise ValueError(f"read_paths and write_paths must be absolute paths (got {relative!r})")
