@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,7 +21,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -205,7 +206,7 @@ def wait_for_tree(gateway: int, *parts: str, seconds: float = 60) -> tuple[dict[
         time.sleep(0.1)
 
 
-def left_behind(tree: dict[int, str], folders: list[Path], seconds: float = 10) -> list[str]:
+def left_behind(tree: dict[int, str], folders: list[Path], seconds: float = 5) -> list[str]:
     deadline = time.monotonic() + seconds
     while True:
         left = [f"{pid}: {line}" for pid, line in tree.items() if alive(pid)]
@@ -216,11 +217,12 @@ def left_behind(tree: dict[int, str], folders: list[Path], seconds: float = 10) 
 
 
 PARTS = ("hermes_gateway.mcp.launch", "bwrap", "slirp4netns", "mcp_server.py")
+LINGERING = fake(network=True, env={"FAKE_MCP_LINGER": "1"})  # it must be stopped: closing its stdin is not enough
 
 
 @needs_address
 async def test_after_the_gateway_stops_no_process_of_a_server_and_no_cgroup_of_it_is_left(engine, fake_llm):
-    e = await engine(profile=make_profile(mcp_servers={"fake": fake(network=True)}))
+    e = await engine(profile=make_profile(mcp_servers={"fake": LINGERING}))
     tree, folders = await asyncio.to_thread(wait_for_tree, os.getpid(), *PARTS)
     found = cgroups.hierarchies()
     assert len(folders) == (len(found.parents()) if found else 0)  # a cgroup of its own, in every hierarchy
@@ -228,23 +230,75 @@ async def test_after_the_gateway_stops_no_process_of_a_server_and_no_cgroup_of_i
     assert await asyncio.to_thread(left_behind, tree, folders) == []
 
 
+# -- the gateway as an operator runs it ------------------------------------------------------------------
+@contextlib.asynccontextmanager
+async def gateway_process(fake_llm, telegram: FakeTelegram, servers: dict[str, object],  # type: ignore[no-untyped-def]
+                          home: Path, prefix: Sequence[str] = ()) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`hermes-gateway run` with these servers, polling the fake Telegram; its log in `home`/gateway.log."""
+    bot = write_bot(home / "bot", servers)
+    env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_HOME": str(home),
+           "HERMES_MODEL": "openai:gpt-test", "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(free_port()),
+           "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
+           "TELEGRAM_ALLOWED_USERS": "4242"}
+    log = os.open(home / "gateway.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *prefix, sys.executable, "-m", "hermes_gateway.cli.main", "run", "--bot", str(bot), cwd=ROOT, env=env,
+            stdout=asyncio.subprocess.DEVNULL, stderr=log)
+    finally:
+        os.close(log)
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+        await proc.wait()
+
+
+@pytest.fixture
+def home(request: pytest.FixtureRequest) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="hermes-home-"))
+    request.addfinalizer(lambda: subprocess.run(["rm", "-rf", str(folder)], check=False))
+    return folder
+
+
 @pytest.mark.slow
 @needs_address
-async def test_after_a_kill_9_of_the_gateway_no_process_of_a_server_and_no_cgroup_of_it_is_left(fake_llm, request):
-    home = Path(tempfile.mkdtemp(prefix="hermes-home-"))
-    request.addfinalizer(lambda: subprocess.run(["rm", "-rf", str(home)], check=False))
-    bot = write_bot(home / "bot", {"fake": fake(network=True)})
-    async with FakeTelegram() as telegram:
-        env = {**os.environ, **fake_llm_environment(fake_llm), "HERMES_HOME": str(home),
-               "HERMES_MODEL": "openai:gpt-test", "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(free_port()),
-               "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
-               "TELEGRAM_ALLOWED_USERS": "4242"}
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "hermes_gateway.cli.main", "run", "--bot", str(bot), cwd=ROOT, env=env,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+async def test_after_a_kill_9_of_the_gateway_no_process_of_a_server_and_no_cgroup_of_it_is_left(fake_llm, home):
+    async with FakeTelegram() as telegram, \
+            gateway_process(fake_llm, telegram, {"fake": LINGERING}, home) as proc:
         try:
             tree, folders = await asyncio.to_thread(wait_for_tree, proc.pid, *PARTS)
         finally:
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
     assert await asyncio.to_thread(left_behind, tree, folders) == []
+
+
+def without_cgroups() -> list[str]:
+    """The gateway in a mount namespace of its own where the cgroup file systems are covered (root only)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("hiding the cgroup file systems from the gateway needs root and unshare")
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount -t tmpfs none /sys/fs/cgroup && exec "$@"', "sh"]
+
+
+async def test_where_no_cgroup_can_be_made_the_start_warns_and_the_process_limit_holds_per_uid(fake_llm, home):
+    prefix = without_cgroups()
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        if any(m["role"] == "tool" for m in request.messages):
+            return Reply(text="ran")
+        return Reply(tool_calls=[("fake__python", {"code": FORK_UNTIL_REFUSED})])
+
+    fake_llm.responder = respond
+    async with FakeTelegram() as telegram, \
+            gateway_process(fake_llm, telegram, {"fake": fake(processes=24)}, home, prefix):
+        telegram.user_says(4242, 4242, "fork")
+        await telegram.wait_for_text(4242, "ran", timeout=60)
+    [result] = [m["content"] for r in fake_llm.requests for m in r.messages if m["role"] == "tool"]
+    forked = [int(line.split()[1]) for line in result.splitlines() if line.startswith("forked ")]
+    assert forked and 0 < forked[0] < 24 and "refused BlockingIOError" in result, result
+    log = (home / "gateway.log").read_text(encoding="utf-8")
+    assert log.count("MCP server sandbox: no cgroup can be made here (the cgroup ") == 1, log
+    assert "a server's memory limit holds per process, and its process limit counts the processes of its uid" in log
