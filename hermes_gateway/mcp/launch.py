@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hermes_engine.workspace import cgroups, sandbox, sandbox_network
 
@@ -137,6 +137,8 @@ def run(spec: LaunchSpec) -> int:
         stop.proc = subprocess.Popen(spec.bwrap_argv(pipes.bwrap_args() if pipes else ()), close_fds=True,
                                      pass_fds=pipes.child_fds() if pipes else (),
                                      preexec_fn=_limits(spec, group.procs if group else ()))
+        if stop.asked:  # a signal between the check above and here found no bwrap to kill
+            stop.kill()
         _quiet_pipes()
         if pipes is not None:
             sandbox_network.started(pipes)
@@ -155,7 +157,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     if len(args) != 1:
         raise SystemExit(f"usage: python -m {MODULE} <spec as JSON>")
-    raise SystemExit(run(LaunchSpec.model_validate_json(args[0])))
+    try:
+        spec = LaunchSpec.model_validate_json(args[0])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the spec"
+        raise SystemExit(f"MCP server launcher: {where} is invalid ({first['msg']}); nothing was started.") from None
+    raise SystemExit(run(spec))
 
 
 if __name__ == "__main__":
