@@ -71,7 +71,8 @@ class ServerSandbox:
                                  "servers trusted with the gateway's files).")
         reason = sandbox_network.unavailable_reason() if settings.network else None
         if reason is not None:
-            raise SandboxRefused(f"{reason} Its network (network: true) is never the host's own.")
+            raise SandboxRefused(f"{reason} A sandboxed MCP server given network: true never shares the host's "
+                                 "network.")
         _say_which_limits_hold()
         program = shutil.which(settings.command)
         if program is None:

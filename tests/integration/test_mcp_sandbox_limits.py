@@ -302,3 +302,20 @@ async def test_where_no_cgroup_can_be_made_the_start_warns_and_the_process_limit
     log = (home / "gateway.log").read_text(encoding="utf-8")
     assert log.count("MCP server sandbox: no cgroup can be made here (the cgroup ") == 1, log
     assert "a server's memory limit holds per process, and its process limit counts the processes of its uid" in log
+
+
+def test_without_slirp4netns_a_server_given_a_network_is_not_started_and_one_sentence_says_why(tmp_path):
+    """As the terminal: a sandbox never falls back to the host's network."""
+    bot = write_bot(tmp_path / "bot", {"fake": fake(network=True), "offline": fake()})
+    no_slirp = tmp_path / "bin"  # a PATH with bwrap and without slirp4netns
+    no_slirp.mkdir()
+    for program in ("bwrap", "true"):  # `true`: what the probe of bwrap runs
+        (no_slirp / program).symlink_to(shutil.which(program) or f"/usr/bin/{program}")
+    done = subprocess.run([sys.executable, "-m", "hermes_gateway.cli.main", "mcp", "list", "--bot", str(bot)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
+                          env={**os.environ, "HERMES_HOME": str(tmp_path), "PATH": str(no_slirp)})
+    assert done.returncode == 1, done.stderr
+    assert "offline__echo" in done.stdout and "fake__echo" not in done.stdout
+    assert ("not running: MCP server fake is not running (SandboxRefused: slirp4netns is not installed; install "
+            "the Debian package 'slirp4netns'. A sandboxed MCP server given network: true never shares the host's "
+            "network.)") in done.stdout
