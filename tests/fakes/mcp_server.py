@@ -7,7 +7,7 @@ names a file without which it does the same (a server that comes up once the fil
 `FAKE_MCP_START_DELAY` is how many seconds it takes to start (silent until then, as a server that loads
 something first); `FAKE_MCP_PIDFILE` is where it writes its process id; `FAKE_MCP_CALLS` names a file where each echo call
 appends its text (what reached the server); `FAKE_MCP_LINGER=1` keeps it running after its stdin closed
-(it must be stopped by a signal); `FAKE_MCP_EXTRA` names a file whose lines are tools
+(it must be stopped by a signal); `FAKE_MCP_PYTHON=1` adds the `python` tool; `FAKE_MCP_EXTRA` names a file whose lines are tools
 it adds at start (the `grow` tool adds one at once and announces that the tool list changed).
 """
 
@@ -71,7 +71,6 @@ def peek(gateway_pid: int, home: str) -> dict[str, str]:
             "database": attempt(lambda: len(Path(home, "hermes.db").read_bytes()))}
 
 
-@server.tool()
 def python(code: str) -> str:
     """Run Python code in a child process of this server (its interpreter); its output and exit code. What
     the limit tests run inside a sandboxed server: forks, allocations, connections."""
@@ -79,6 +78,10 @@ def python(code: str) -> str:
 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     return f"{done.stdout}{done.stderr}[exit {done.returncode}]"
+
+
+if os.environ.get("FAKE_MCP_PYTHON"):  # only where asked: the other tests and benchmarks count the tools
+    server.add_tool(python)
 
 
 @server.tool()

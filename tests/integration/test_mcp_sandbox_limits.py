@@ -29,12 +29,18 @@ from engine_harness import fake_llm_environment, make_profile
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
 from sandbox_kit import SIX_HOLDERS, held_at_once
-from test_mcp_sandbox import fake, free_port, write_bot
+from test_mcp_sandbox import fake as plain_fake
+from test_mcp_sandbox import free_port, write_bot
 
 from hermes_engine.workspace import cgroups
 from hermes_gateway.mcp.launch import MODULE
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def fake(env: dict[str, str] | None = None, **extra: object) -> dict[str, object]:
+    """The test server with its `python` tool."""
+    return plain_fake(env={"FAKE_MCP_PYTHON": "1", **(env or {})}, **extra)
 needs_cgroups = pytest.mark.skipif(cgroups.hierarchies() is None,
                                    reason=f"no cgroup can be made here: {cgroups.unavailable_reason()}")
 
