@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from hermes_engine.workspace import cgroups, sandbox, sandbox_network
+from hermes_engine.workspace import sandbox, sandbox_network
 
 MODULE = "hermes_gateway.mcp.launch"
 PR_SET_PDEATHSIG = 1
@@ -146,12 +146,11 @@ def run(spec: LaunchSpec) -> int:
     stop = _Stop()
     _die_with(spec.parent)
     with contextlib.ExitStack() as stack:
-        found = cgroups.hierarchies()
-        try:
-            group = stack.enter_context(cgroups.command_group(found, spec.memory_bytes, spec.processes)) \
-                if found is not None else None
-        except OSError as exc:
-            print(f"MCP server launcher: the server's cgroup could not be made ({exc}).", file=sys.stderr)
+        try:  # the terminal's own: one way to make, bound and remove a cgroup
+            group = sandbox._command_group(stack, sandbox.Limits(memory_bytes=spec.memory_bytes,
+                                                                 processes=spec.processes))
+        except sandbox.SandboxUnavailable as exc:
+            print(f"MCP server launcher: {exc}", file=sys.stderr)
             return FAILED
         pipes = stack.enter_context(sandbox_network.plumbing()) if spec.network else None
         if stop.asked:
