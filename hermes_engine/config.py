@@ -286,10 +286,10 @@ class BotProfile(BaseModel):
     def _server_limits(self) -> BotProfile:
         """A sandboxed server's memory and process limits, where its settings leave them out, are those of
         the terminal's commands (`workspace`): one number for the operator to tune."""
-        for server in self.mcp_servers.values():
-            if server.command is not None and server.sandbox:
-                server.memory_mb = server.memory_mb or self.workspace.memory_mb
-                server.processes = server.processes or self.workspace.processes
+        self.mcp_servers = {name: server.model_copy(update={
+            "memory_mb": server.memory_mb or self.workspace.memory_mb,
+            "processes": server.processes or self.workspace.processes}) if server.command and server.sandbox
+            else server for name, server in self.mcp_servers.items()}
         return self
 
     def models(self, settings: Settings) -> list[str]:
