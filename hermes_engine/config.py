@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hermes_engine.errors import ConfigError
@@ -290,6 +290,16 @@ class BotProfile(BaseModel):
     def _server_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
         check_server_names(value)
         return value
+
+    @model_validator(mode="after")
+    def _server_limits(self) -> BotProfile:
+        """A sandboxed server's memory and process limits, where its settings leave them out, are those of
+        the terminal's commands (`workspace`): one number for the operator to tune."""
+        self.mcp_servers = {name: server.model_copy(update={
+            "memory_mb": server.memory_mb or self.workspace.memory_mb,
+            "processes": server.processes or self.workspace.processes}) if server.command and server.sandbox
+            else server for name, server in self.mcp_servers.items()}
+        return self
 
     def models(self, settings: Settings) -> list[str]:
         """Primary model first, then the fallback chain; the environment overrides the profile."""

@@ -9,8 +9,11 @@ environment (its API keys).
 
 A stdio server runs in the terminal's sandbox unless `sandbox: false`: its own uid (for a root gateway), a
 folder of its own as its home, the system folders and its program's installation read-only, and only the
-host paths listed in `read_paths` and `write_paths`; never the gateway's home, database or process, and no
-network. `sandbox: false` is for a server trusted with everything the gateway's user may read.
+host paths listed in `read_paths` and `write_paths`; never the gateway's home, database or process. No
+network unless `network: true` (the internet through slirp4netns, never this host's 127.0.0.1, where the
+gateway, its database and other servers listen). `memory_mb` and `processes` bound the server's whole process
+tree (a cgroup where one can be made, else per process and per uid); left out, they are the profile's
+`workspace` limits. `sandbox: false` is for a server trusted with everything the gateway's user may read.
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ class McpServerSettings(BaseModel):
     sandbox: bool = True  # stdio only: false runs the server as the gateway's own user, seeing all it sees
     read_paths: list[str] = Field(default_factory=list)  # host paths a sandboxed server may read, at their place
     write_paths: list[str] = Field(default_factory=list)  # and those it may also change
+    network: bool = False  # a sandboxed stdio server's own network (slirp4netns), never the host's loopback
+    memory_mb: int | None = Field(None, ge=64)  # a sandboxed stdio server's tree; None: the profile's workspace
+    processes: int | None = Field(None, ge=8)
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSettings:
@@ -79,6 +85,11 @@ class McpServerSettings(BaseModel):
         if granted and (self.command is None or not self.sandbox):
             raise ValueError("read_paths and write_paths are what a sandboxed stdio server may see; this server "
                              "has no sandbox")
+        confined = [name for name, given in (("network", self.network), ("memory_mb", self.memory_mb is not None),
+                                             ("processes", self.processes is not None)) if given]
+        if confined and (self.command is None or not self.sandbox):
+            raise ValueError(f"{' and '.join(confined)} are for a sandboxed stdio server; this server has no "
+                             "sandbox")
         relative = next((p for p in granted if not os.path.isabs(p)), None)
         if relative is not None:
             raise ValueError(f"read_paths and write_paths must be absolute paths (got {relative!r})")

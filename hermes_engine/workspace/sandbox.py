@@ -187,20 +187,20 @@ def _confinement(uid: int | None) -> tuple[list[str], list[str]]:
 
 
 def server_argv(command: Sequence[str], folder: Path, uid: int | None = None, *, read: Sequence[str] = (),
-                write: Sequence[str] = (), cwd: str = SERVER_DATA) -> list[str]:
+                write: Sequence[str] = (), cwd: str = SERVER_DATA, extra: Sequence[str] = ()) -> list[str]:
     """The argument vector of a long-lived server (an MCP server over stdio) in a sandbox of its own: the
     terminal's confinement, with `folder` (the server's own, writable) at `/data` as its home (and working
     folder unless `cwd` names another), and the host paths the profile grants, read-only or writable, at
-    their own place.
-    Nothing else of the host's files is there (not the gateway's home), no network but its own loopback;
-    it is started by a client that passes no descriptors, so every mount is named by path."""
+    their own place; `extra` as for `bwrap_argv` (the network's descriptors, `sandbox_network`).
+    Nothing else of the host's files is there (not the gateway's home), no network but its own loopback
+    unless one is attached; every mount is named by path."""
     argv, drop = _confinement(uid)
     argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
     for how, paths in (("--ro-bind", read), ("--bind", write)):
         for path in paths:
             argv += [*_open_parents(path), how, path, path]
     argv += ["--bind", str(folder), SERVER_DATA, "--chdir", cwd, "--setenv", "HOME", SERVER_DATA,
-             "--", *drop, *command]
+             *extra, "--", *drop, *command]
     return argv
 
 

@@ -1,22 +1,28 @@
 """A stdio MCP server's command line under the terminal's sandbox (`hermes_engine/workspace/sandbox.py`).
 
-The SDK's stdio client starts whatever command it is given and passes it no descriptors, so the server's
-command becomes the tail of a `bwrap … --` command line whose mounts are all named by path. An MCP server
-is code of someone else's running beside the gateway: without this it could read the gateway's database
-(every conversation of every person) and, as the same user, the keys in the gateway's environment.
+The SDK's stdio client starts whatever command it is given and passes it no descriptors, so it starts the
+launcher (`launch.py`), which makes the server's cgroup and network and runs `bwrap … -- <command>` as its
+own child. An MCP server is code of someone else's running beside the gateway: without this it could read
+the gateway's database (every conversation of every person) and, as the same user, the keys in the
+gateway's environment.
 
 What the server may see: the system folders, its program's own installation (a Python server needs its
 interpreter and the virtual environment's site-packages), files named in its arguments, the profile's
 `read_paths` (read-only) and `write_paths`, and a folder of its own (`<home>/mcp/<bot>/<server>`, mounted at
 `/data`, its home). A root gateway runs it as a uid leased from the terminal's range for the server's
-lifetime. Where bwrap cannot run, a sandboxed server is not started: the terminal's rule, nothing runs
-unsandboxed that was not declared trusted.
+lifetime. What it may reach: its own loopback only, or with `network: true` the world through slirp4netns,
+never this host's 127.0.0.1. What it may hold: `memory_mb` and `processes` for its whole process tree where
+a cgroup can be made (else per process, and per uid: a warning at the first start says so). Where bwrap
+(or, for a network, slirp4netns) cannot run, a sandboxed server is not started: the terminal's rule,
+nothing runs unsandboxed that was not declared trusted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import logging
 import os
 import shutil
 from dataclasses import dataclass
@@ -24,12 +30,15 @@ from pathlib import Path
 
 from mcp.client.stdio import StdioServerParameters
 
-from hermes_engine.config import BotProfile
+from hermes_engine.config import BotProfile, WorkspaceSettings
 from hermes_engine.mcp.settings import McpServerSettings
-from hermes_engine.workspace import sandbox
+from hermes_engine.workspace import cgroups, sandbox, sandbox_network
 from hermes_engine.workspace.uids import UidPool, pool_for
+from hermes_gateway.mcp.launch import LaunchSpec
 
 _SYSTEM = ("/usr/", "/bin/", "/sbin/", "/lib", "/etc/")  # mounted for every sandbox already
+MB = 1024 * 1024
+log = logging.getLogger(__name__)
 
 
 class SandboxRefused(RuntimeError):
@@ -60,6 +69,11 @@ class ServerSandbox:
         if reason is not None:
             raise SandboxRefused(f"{reason} A sandboxed MCP server never runs unsandboxed (sandbox: false is for "
                                  "servers trusted with the gateway's files).")
+        reason = sandbox_network.unavailable_reason() if settings.network else None
+        if reason is not None:
+            raise SandboxRefused(f"{reason} A sandboxed MCP server given network: true never shares the host's "
+                                 "network.")
+        _say_which_limits_hold()
         program = shutil.which(settings.command)
         if program is None:
             raise SandboxRefused(f"{settings.command!r} is not a program on PATH.")
@@ -72,9 +86,25 @@ class ServerSandbox:
         uid = stack.enter_context(self.uids.lease(folder)) if sandbox.drops_privileges() else None
         files = [a for a in settings.args if os.path.isabs(a) and os.path.isfile(a)]
         readable = dict.fromkeys([*program_paths(Path(program)), *files, *settings.read_paths])
-        argv = sandbox.server_argv([program, *settings.args], folder, uid, read=list(readable),
-                                   write=settings.write_paths, cwd=settings.cwd or sandbox.SERVER_DATA)
+        defaults = WorkspaceSettings()  # the profile put its own workspace's limits where the server set none
+        spec = LaunchSpec(command=[program, *settings.args], folder=str(folder), uid=uid, read=list(readable),
+                          write=settings.write_paths, cwd=settings.cwd or sandbox.SERVER_DATA,
+                          memory_bytes=(settings.memory_mb or defaults.memory_mb) * MB,
+                          processes=settings.processes or defaults.processes, network=settings.network,
+                          parent=os.getpid())
+        argv = spec.argv()
         return StdioServerParameters(command=argv[0], args=argv[1:], env=settings.resolved_env())
+
+
+@functools.cache
+def _say_which_limits_hold() -> None:
+    """Once a process, at the first sandboxed server's start: whether its limits hold for its whole tree."""
+    if cgroups.hierarchies() is not None:
+        log.info("MCP server sandbox: memory and process limits hold for each server's whole process tree (a "
+                 "cgroup per server).")
+    else:
+        log.warning("MCP server sandbox: no cgroup can be made here (%s): a server's memory limit holds per "
+                    "process, and its process limit counts the processes of its uid.", cgroups.unavailable_reason())
 
 
 def program_paths(program: Path) -> list[str]:

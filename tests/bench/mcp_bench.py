@@ -8,6 +8,9 @@
   registry, the feature's untrusted marking and size cap, the gateway's server manager, then the redaction
   of the arguments and the result the store keeps) against the server's own round trip through a bare
   SDK `Client`, and the characters the untrusted marking adds to each result.
+- Start and stop of the test server (median of five, to its listed tools and back to nothing left): with
+  `sandbox: false`, in the sandbox (through the launcher: cgroup, bwrap), and with `network: true`
+  (slirp4netns too); and the memory (RSS) the launcher holds beside each sandboxed server.
 
     python tests/bench/mcp_bench.py [--calls 200]
 """
@@ -18,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -34,6 +38,9 @@ from hermes_engine.agent.tool_record import as_kept  # noqa: E402
 from hermes_engine.config import BotProfile  # noqa: E402
 from hermes_engine.ports.conversation import Message, ToolCall  # noqa: E402
 from hermes_engine.ports.tools import ToolContext  # noqa: E402
+from hermes_gateway.mcp.confined import ServerSandbox  # noqa: E402
+from hermes_gateway.mcp.launch import MODULE  # noqa: E402
+from hermes_gateway.mcp.manager import ServerManager  # noqa: E402
 
 FAKE_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
 SERVERS = {"time": {"command": "mcp-server-time"},
@@ -92,6 +99,36 @@ async def per_call(engine: Engine, calls: int) -> tuple[float, float, int]:
     return through / done, bare / done, marking
 
 
+def launcher_rss_kib() -> int:
+    """The RSS of this process's MCP launchers (one server runs), read from /proc."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and MODULE.encode() in (entry / "cmdline").read_bytes() and \
+                    int((entry / "stat").read_text().rpartition(")")[2].split()[1]) == os.getpid():
+                total += int((entry / "status").read_text().split("VmRSS:")[1].split()[0])
+        except (OSError, IndexError):
+            continue
+    return total
+
+
+async def start_stop(home: Path, settings: dict[str, object], rounds: int = 5) -> tuple[float, float, int]:
+    """Median seconds to start the server (its tools listed) and to stop it, and the launcher's RSS."""
+    profile = BotProfile(name="bench", mcp_servers={"fake": settings})
+    starts, stops, rss = [], [], 0
+    for _ in range(rounds):
+        manager = ServerManager(profile.mcp_servers, ServerSandbox.for_bot(home, profile))
+        started = time.perf_counter()
+        await manager.start()
+        starts.append(time.perf_counter() - started)
+        assert manager.tools(), manager.not_ready()
+        rss = launcher_rss_kib()
+        started = time.perf_counter()
+        await manager.stop()
+        stops.append(time.perf_counter() - started)
+    return statistics.median(starts), statistics.median(stops), rss
+
+
 async def main(calls: int) -> int:
     fake = await FakeLLM().start()
     os.environ.update(fake_llm_environment(fake))
@@ -120,6 +157,13 @@ async def main(calls: int) -> int:
             for engine in engines:
                 await engine.stop()
             engines.clear()
+            fake_server = {"command": sys.executable, "args": [FAKE_SERVER, "stdio"]}
+            for label, settings in [("sandbox: false", {**fake_server, "sandbox": False}),
+                                    ("sandboxed", fake_server), ("sandboxed, network: true",
+                                                                 {**fake_server, "network": True})]:
+                start, stop, rss = await start_stop(Path(tmp) / "servers", settings)
+                print(f"server start / stop, {label}: {start:.2f} s / {stop:.2f} s"
+                      + (f"; the launcher holds {rss / 1024:.0f} MB" if rss else ""))
             return 0 if ok else 1
     finally:
         for engine in engines:

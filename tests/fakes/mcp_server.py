@@ -6,13 +6,15 @@ Run as `python mcp_server.py stdio` or `python mcp_server.py http PORT` (Streama
 names a file without which it does the same (a server that comes up once the file exists);
 `FAKE_MCP_START_DELAY` is how many seconds it takes to start (silent until then, as a server that loads
 something first); `FAKE_MCP_PIDFILE` is where it writes its process id; `FAKE_MCP_CALLS` names a file where each echo call
-appends its text (what reached the server); `FAKE_MCP_EXTRA` names a file whose lines are tools
+appends its text (what reached the server); `FAKE_MCP_LINGER=1` keeps it running after its stdin closed
+(it must be stopped by a signal); `FAKE_MCP_PYTHON=1` adds the `python` tool; `FAKE_MCP_EXTRA` names a file whose lines are tools
 it adds at start (the `grow` tool adds one at once and announces that the tool list changed).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -67,6 +69,19 @@ def peek(gateway_pid: int, home: str) -> dict[str, str]:
             "gateway environ": attempt(lambda: Path(f"/proc/{gateway_pid}/environ").read_bytes().decode("utf-8", "replace")),
             "home listing": attempt(lambda: sorted(os.listdir(home))),
             "database": attempt(lambda: len(Path(home, "hermes.db").read_bytes()))}
+
+
+def python(code: str) -> str:
+    """Run Python code in a child process of this server (its interpreter); its output and exit code. What
+    the limit tests run inside a sandboxed server: forks, allocations, connections."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    return f"{done.stdout}{done.stderr}[exit {done.returncode}]"
+
+
+if os.environ.get("FAKE_MCP_PYTHON"):  # only where asked: the other tests and benchmarks count the tools
+    server.add_tool(python)
 
 
 @server.tool()
@@ -151,4 +166,9 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
-        server.run("stdio")
+        try:
+            server.run("stdio")
+        finally:
+            while os.environ.get("FAKE_MCP_LINGER"):  # a server that does not end when its input does
+                with contextlib.suppress(BaseException):
+                    time.sleep(3600)

@@ -41,6 +41,13 @@ def write_profile(folder: Path, servers: dict[str, object], **extra: object) -> 
     ({"command": "x", "sandbox": False, "read_paths": ["/srv/data"]}, "this server has no sandbox"),
     ({"url": "https://mcp.example.com/mcp", "write_paths": ["/srv/data"]}, "this server has no sandbox"),
     ({"command": "x", "read_paths": ["srv/data"]}, "must be absolute paths (got 'srv/data')"),
+    ({"url": "https://mcp.example.com/mcp", "network": True}, "network are for a sandboxed stdio server; this "
+     "server has no sandbox"),
+    ({"command": "x", "sandbox": False, "memory_mb": 512, "processes": 64},
+     "memory_mb and processes are for a sandboxed stdio server; this server has no sandbox"),
+    ({"command": "x", "memory_mb": 16}, "greater than or equal to 64"),
+    ({"command": "x", "processes": 2}, "greater than or equal to 8"),
+    ({"command": "x", "network": "sometimes"}, "valid boolean"),
     ({"command": "x", "cwd": "/srv/project"}, "cwd /srv/project is outside what the sandboxed server may see"),
 ])
 def test_a_bad_server_setting_is_one_sentence_naming_it(tmp_path, server, says):
@@ -58,6 +65,17 @@ def test_credentials_by_reference_and_plain_settings_are_taken(tmp_path):
                                               "local": {"command": "x", "env": {"LOG_LEVEL": "debug",
                                                                                 "API_KEY": "${LOCAL_KEY}"}}})
     assert set(load_profile(str(folder)).mcp_servers) == {"srv", "local"}
+
+
+def test_a_sandboxed_servers_limits_left_out_are_the_workspaces_and_its_own_are_kept(tmp_path):
+    folder = write_profile(tmp_path / "bot", {"plain": {"command": "x"},
+                                              "own": {"command": "x", "memory_mb": 256, "processes": 16},
+                                              "trusted": {"command": "x", "sandbox": False}},
+                           workspace={"memory_mb": 512, "processes": 40})
+    servers = load_profile(str(folder)).mcp_servers
+    assert (servers["plain"].memory_mb, servers["plain"].processes, servers["plain"].network) == (512, 40, False)
+    assert (servers["own"].memory_mb, servers["own"].processes) == (256, 16)
+    assert (servers["trusted"].memory_mb, servers["trusted"].processes) == (None, None)
 
 
 def test_a_server_name_that_cannot_prefix_tool_names_is_refused(tmp_path):
