@@ -29,10 +29,10 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from hermes_engine.config.mcp import McpServerSettings
 from hermes_engine.mcp.names import tool_names
 from hermes_engine.mcp.remote import McpServers, RemoteResult, RemoteTool, ServerUnavailable
 from hermes_engine.mcp.results import KEPT_RESULTS, ResultPages, render
-from hermes_engine.mcp.settings import McpServerSettings
 from hermes_engine.policy import untrusted
 from hermes_engine.ports.approval import Decision
 from hermes_engine.ports.feature import Feature

@@ -8,14 +8,13 @@ gateway's environment.
 
 What the server may see: the system folders, its program's own installation (a Python server needs its
 interpreter and the virtual environment's site-packages), files named in its arguments, the profile's
-`read_paths` (read-only) and `write_paths`, and a folder of its own (`<home>/mcp/<bot>/<server>`, mounted at
-`/data`, its home). A root gateway runs it as a uid leased from the terminal's range for the server's
-lifetime. What it may reach: its own loopback only, or with `network: true` the world through slirp4netns,
-never this host's 127.0.0.1. What it may hold: `memory_mb` and `processes` for its whole process tree where
-a cgroup can be made (else per process, and per uid: a warning at the first start says so). Where bwrap
-(or, for a network, slirp4netns) cannot run, a sandboxed server is not started: the terminal's rule,
-nothing runs unsandboxed that was not declared trusted.
-"""
+`read_paths` (read-only) and `write_paths`, and a folder of its own beside the workspaces, named as opaquely
+(`hermes_gateway.wiring.server_sandbox`), mounted at `/data` as its home. A root gateway runs it as a uid leased
+from the terminal's range for the server's lifetime. What it may reach: its own loopback only, or with `network:
+true` the world through slirp4netns, never this host's 127.0.0.1. What it may hold: `memory_mb` and `processes`
+for its whole process tree where a cgroup can be made (else per process, and per uid: a warning at the first
+start says so). Where bwrap (or, for a network, slirp4netns) cannot run, a sandboxed server is not started: the
+terminal's rule, nothing runs unsandboxed that was not declared trusted."""
 
 from __future__ import annotations
 
@@ -30,10 +29,10 @@ from pathlib import Path
 
 from mcp.client.stdio import StdioServerParameters
 
-from hermes_engine.config import BotProfile, WorkspaceSettings
-from hermes_engine.mcp.settings import McpServerSettings
+from hermes_engine.config import WorkspaceSettings
+from hermes_engine.config.mcp import McpServerSettings
 from hermes_engine.workspace import cgroups, sandbox, sandbox_network
-from hermes_engine.workspace.uids import UidPool, pool_for
+from hermes_engine.workspace.uids import UidPool
 from hermes_gateway.mcp.launch import LaunchSpec
 
 _SYSTEM = ("/usr/", "/bin/", "/sbin/", "/lib", "/etc/")  # mounted for every sandbox already
@@ -49,13 +48,8 @@ class SandboxRefused(RuntimeError):
 class ServerSandbox:
     """Where one bot's sandboxed servers keep their files, and the uids a root gateway runs them as."""
 
-    home: Path
+    home: Path  # the bot's servers' folders, one per server
     uids: UidPool
-
-    @classmethod
-    def for_bot(cls, home: Path, profile: BotProfile) -> ServerSandbox:
-        """Under the gateway's home (`home`), sharing the uid range of the profile's terminal."""
-        return cls(home / "mcp" / profile.name, pool_for(profile.workspace.uid_first, profile.workspace.uid_count))
 
     async def parameters(self, name: str, settings: McpServerSettings,
                          stack: contextlib.ExitStack) -> StdioServerParameters:

@@ -25,8 +25,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED, ToolListChangedNotification
 
+from hermes_engine.config.mcp import McpServerSettings
 from hermes_engine.mcp.remote import RemotePart, RemoteResult, RemoteTool, ServerUnavailable
-from hermes_engine.mcp.settings import McpServerSettings
 from hermes_gateway.mcp.confined import ServerSandbox
 
 log = logging.getLogger(__name__)

@@ -35,12 +35,12 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from hermes_engine.agent.tool_record import as_kept  # noqa: E402
-from hermes_engine.config import BotProfile  # noqa: E402
+from hermes_engine.config import BotProfile, Settings  # noqa: E402
 from hermes_engine.ports.conversation import Message, ToolCall  # noqa: E402
 from hermes_engine.ports.tools import ToolContext  # noqa: E402
-from hermes_gateway.mcp.confined import ServerSandbox  # noqa: E402
 from hermes_gateway.mcp.launch import MODULE  # noqa: E402
 from hermes_gateway.mcp.manager import ServerManager  # noqa: E402
+from hermes_gateway.wiring import server_sandbox  # noqa: E402
 
 FAKE_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
 SERVERS = {"time": {"command": "mcp-server-time"},
@@ -117,7 +117,7 @@ async def start_stop(home: Path, settings: dict[str, object], rounds: int = 5) -
     profile = BotProfile(name="bench", mcp_servers={"fake": settings})
     starts, stops, rss = [], [], 0
     for _ in range(rounds):
-        manager = ServerManager(profile.mcp_servers, ServerSandbox.for_bot(home, profile))
+        manager = ServerManager(profile.mcp_servers, server_sandbox(Settings(home=home), profile))
         started = time.perf_counter()
         await manager.start()
         starts.append(time.perf_counter() - started)

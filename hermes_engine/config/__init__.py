@@ -13,8 +13,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from hermes_engine.config.mcp import McpServerSettings, check_server_names
 from hermes_engine.errors import ConfigError
-from hermes_engine.mcp.settings import McpServerSettings, check_server_names
 
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
 PROFILE_FILE = "profile.yaml"
@@ -367,4 +367,4 @@ def load_profile(bot: str | None = None) -> BotProfile:
 
 
 def default_soul() -> str:
-    return (Path(__file__).parent / "prompts" / "default_soul.md").read_text(encoding="utf-8")
+    return (Path(__file__).parents[1] / "prompts" / "default_soul.md").read_text(encoding="utf-8")
