@@ -162,9 +162,6 @@ class PlatformAdapter(ABC):
         """A final split into messages, each rendered to fit (see `adapters.part_rendering`)."""
         return self.delivery.render_parts(markdown)
 
-    def measure(self, text: str) -> int:
-        return self.delivery.measure(text)
-
     async def call(self, target: ReplyTarget, fn: Callable[[], Awaitable[Any]], *, interim: bool = False,
                    merge_key: Hashable | None = None, tag: Hashable | None = None, paced: bool = True) -> Any:
         """Run one platform call through this target's lane (a `PacedCall`: approval questions, notices

@@ -121,9 +121,6 @@ class Outbound:
             self.scheduler.enqueue(key, typing_call, interim=True, merge_key=("typing",), paced=False)
 
     # -- rendering ----------------------------------------------------------------------------------
-    def measure(self, text: str) -> int:
-        return self.renderer.measure(text)
-
     def render_parts(self, markdown: str) -> list[OutPart]:
         return self.renderer.parts(markdown)
 

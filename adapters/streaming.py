@@ -40,7 +40,7 @@ from adapters.ledger import OnceLedger
 from adapters.native_stream import NO_NATIVE_STREAM, NativeStreamWriter
 from adapters.outbound import DROPPED
 from adapters.parts import Capabilities, OutPart, SentMessage
-from adapters.splitting import split_message
+from adapters.splitting import measure, split_message
 from adapters.transport import NativeStream, Transport
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
@@ -66,8 +66,6 @@ class StreamingAdapter(Protocol):
                    merge_key: Hashable | None = None, tag: Hashable | None = None, paced: bool = True) -> Any: ...
 
     def drop_interim(self, tag: Hashable) -> None: ...
-
-    def measure(self, text: str) -> int: ...
 
     def render_parts(self, markdown: str) -> list[OutPart]: ...
 
@@ -117,7 +115,7 @@ class StreamingReply(ReplyStream):
         self._interim = caps.can_edit or self._native
         cursor = adapter.stream_cursor
         self._cursor = cursor
-        self._frame_limit = caps.max_message_length - adapter.measure(cursor)
+        self._frame_limit = caps.max_message_length - measure(cursor, caps.length_unit)
 
     # -- ReplyStream --------------------------------------------------------------------------------
     @property
