@@ -12,33 +12,42 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
 
 from adapters.parts import SentMessage
 from adapters.splitting import Fence, find_fences
+from adapters.transport import NativeStream
+from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
 
-__all__ = ["NativeStreamWriter"]
+__all__ = ["NO_NATIVE_STREAM", "NativeStreamWriter"]
 
 _BOUNDARIES = (re.compile(r"\n[ \t]*\n"), re.compile(r"\n"), re.compile(r"[ \t]"))
 _MIN_FILL = 0.5  # a boundary is used only if the message it ends is at least half full
 
 
-class NativeStreamer(Protocol):
-    async def _native_stream_start(self, target: ReplyTarget, markdown: str) -> str: ...
+class _NoNativeStream:
+    """The stream of a reply that posts and edits: a writer on it is never started."""
 
-    async def _native_stream_append(self, target: ReplyTarget, stream_id: str, markdown: str) -> None: ...
+    async def start(self, target: ReplyTarget, markdown: str) -> str:
+        raise PlatformError("this reply has no native stream")
 
-    async def _native_stream_stop(self, target: ReplyTarget, stream_id: str, markdown: str) -> None: ...
+    async def append(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
+        raise PlatformError("this reply has no native stream")
+
+    async def stop(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
+        raise PlatformError("this reply has no native stream")
+
+
+NO_NATIVE_STREAM: NativeStream = _NoNativeStream()
 
 
 class NativeStreamWriter:
     """Keeps the chat in step with an answer that only grows. `messages` are the streams' messages in
     order (the last one may still be open); `consumed` is how much of the answer they hold."""
 
-    def __init__(self, adapter: NativeStreamer, target: ReplyTarget, *, limit: int,
+    def __init__(self, stream: NativeStream, target: ReplyTarget, *, limit: int,
                  on_new_message: Callable[[Sequence[SentMessage]], Awaitable[None]]) -> None:
-        self.adapter = adapter
+        self.stream = stream
         self.target = target
         self.limit = limit
         self.on_new_message = on_new_message
@@ -84,22 +93,22 @@ class NativeStreamWriter:
         """Stop the open stream, if any; what it shows stays."""
         stream_id, self._open = self._open, None
         if stream_id is not None:
-            await self.adapter._native_stream_stop(self.target, stream_id, "")
+            await self.stream.stop(self.target, stream_id, "")
 
     async def _append(self, chunk: str, *, last: bool = False) -> None:
         if self._open is None:
             text, self._carry = self._carry + chunk, ""
-            self._open = await self.adapter._native_stream_start(self.target, text)
+            self._open = await self.stream.start(self.target, text)
             self.messages.append(SentMessage(self._open, text, True))
             await self.on_new_message(self.messages)
             if last:
                 await self.close()
         elif last:
             stream_id, self._open = self._open, None
-            await self.adapter._native_stream_stop(self.target, stream_id, chunk)
+            await self.stream.stop(self.target, stream_id, chunk)
             self.messages[-1].text += chunk
         else:
-            await self.adapter._native_stream_append(self.target, self._open, chunk)
+            await self.stream.append(self.target, self._open, chunk)
             self.messages[-1].text += chunk
 
 

@@ -1,6 +1,6 @@
 """Per-chat outbound scheduler: every platform call an adapter makes to a chat goes through here.
 
-One `OutboundScheduler` per adapter. Each chat (the adapter's `scheduler_key(target)`) gets a lane: a
+One `OutboundScheduler` per adapter. Each chat (`adapters.delivery.Lanes.key(target)`) gets a lane: a
 FIFO queue worked by its own task, so a slow or rate-limited chat never holds up another.
 
 - Pacing: two paced calls to one lane start at least `interval` seconds apart.

@@ -1,7 +1,7 @@
 """Final-frame renderers: the model's Markdown turned into what each platform displays.
 
 Interim (streaming) frames are sent as plain text; only the final is rendered, one split part at a time
-(see `PlatformAdapter.render_parts`, which splits the Markdown source with headroom first, renders each
+(see `adapters.part_rendering.PartRenderer`, which splits the Markdown source with headroom first, renders each
 part, and re-splits any part whose rendering came out over the limit).
 
 A renderer returns a `Rendered`: the text to send and, when the platform needs more than a string,
@@ -26,7 +26,7 @@ it with **no parse_mode**::
 
 Set ``parse_mode=None`` explicitly if the application has a default parse mode (`Defaults`). A Bad
 Request about entities (for example an invalid URL in a ``text_link``) should be classified by the
-adapter's `is_markup_error`, and the base class then resends the part as plain text.
+adapter's `is_markup_error`, and `adapters.delivery.Outbound` then resends the part as plain text.
 
 Slack — `render_slack` escapes ``& < >`` (so model output can never produce ``<!channel>`` or a fake
 link) and converts with markdown_to_mrkdwn; send it as ``text`` (mrkdwn is on by default). The converter

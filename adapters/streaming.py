@@ -22,7 +22,7 @@ Post-then-edit (Telegram, Discord, Slack outside threads):
   died mid-reply) takes over the messages left in the chat and edits them; it never posts them again.
 
 Native streaming (Slack `chat.startStream/appendStream/stopStream`) is used instead when
-`adapter.uses_native_stream(target)`: deltas are appended (batched at the paced rate) by a
+`adapter.native_stream(target)` gives one: deltas are appended (batched at the paced rate) by a
 `NativeStreamWriter`, which continues in a new streamed message whenever one is full; the final writes
 the rest and closes the streams. If the final is not a continuation of what was streamed, the streams'
 messages are edited/split like interim messages. A native call that fails makes the stream fall back
@@ -33,20 +33,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, Protocol
 
-from adapters.native_stream import NativeStreamWriter
-from adapters.outbound import DROPPED, OutboundScheduler
+from adapters.ledger import OnceLedger
+from adapters.native_stream import NO_NATIVE_STREAM, NativeStreamWriter
+from adapters.outbound import DROPPED
 from adapters.parts import Capabilities, OutPart, SentMessage
-from adapters.splitting import split_message
+from adapters.splitting import measure, split_message
+from adapters.transport import NativeStream, Transport
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.reply import Delivery, DeliveryLedger, ReplyStream
+from hermes_engine.ports.reply import Delivery, ReplyStream
 
 
 class StreamingAdapter(Protocol):
-    """What a streaming reply needs of its adapter (`adapters.base.PlatformAdapter` provides it)."""
+    """What a streaming reply needs of its adapter's outbound side (`adapters.delivery.Outbound`)."""
 
     @property
     def capabilities(self) -> Capabilities: ...
@@ -55,48 +57,31 @@ class StreamingAdapter(Protocol):
     def stream_cursor(self) -> str: ...
 
     @property
-    def scheduler(self) -> OutboundScheduler: ...
+    def transport(self) -> Transport: ...
 
     @property
-    def ledger(self) -> DeliveryLedger: ...
+    def once(self) -> OnceLedger: ...
 
     async def call(self, target: ReplyTarget, fn: Callable[[], Awaitable[Any]], *, interim: bool = False,
                    merge_key: Hashable | None = None, tag: Hashable | None = None, paced: bool = True) -> Any: ...
 
-    def measure(self, text: str) -> int: ...
+    def drop_interim(self, tag: Hashable) -> None: ...
 
     def render_parts(self, markdown: str) -> list[OutPart]: ...
 
-    def uses_native_stream(self, target: ReplyTarget) -> bool: ...
+    def native_stream(self, target: ReplyTarget) -> NativeStream | None: ...
 
     async def send(self, target: ReplyTarget, text: str, *, idempotency_key: str | None = None) -> None: ...
 
     async def edit_part(self, target: ReplyTarget, message: SentMessage, part: OutPart) -> SentMessage: ...
 
     async def deliver_parts(self, target: ReplyTarget, parts: Sequence[OutPart], existing: list[SentMessage],
-                            *, remember: Callable[[Sequence[SentMessage]], Awaitable[None]] | None = None,
-                            ) -> list[SentMessage]: ...
+                            *, key: str | None = None) -> list[SentMessage]: ...
 
-    async def deliver_once(self, key: str | None,
-                           deliver: Callable[[Delivery | None], Awaitable[Sequence[str]]]) -> bool: ...
-
-    def remembering(self, key: str | None) -> Callable[[Sequence[SentMessage]], Awaitable[None]] | None: ...
+    async def delete_quietly(self, target: ReplyTarget, message: SentMessage) -> None: ...
 
     async def resume(self, target: ReplyTarget, earlier: Delivery | None) -> list[SentMessage]: ...
 
-    async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool,
-                        extras: Mapping[str, Any]) -> str: ...
-
-    async def _edit_raw(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
-                        extras: Mapping[str, Any]) -> None: ...
-
-    async def _delete_quietly(self, target: ReplyTarget, message: SentMessage) -> None: ...
-
-    async def _native_stream_start(self, target: ReplyTarget, markdown: str) -> str: ...
-
-    async def _native_stream_append(self, target: ReplyTarget, stream_id: str, markdown: str) -> None: ...
-
-    async def _native_stream_stop(self, target: ReplyTarget, stream_id: str, markdown: str) -> None: ...
 
 __all__ = ["StreamingReply"]
 
@@ -106,7 +91,7 @@ _OPEN, _CLOSING, _FINISHED, _ABORTED = "open", "closing", "finished", "aborted"
 
 
 class StreamingReply(ReplyStream):
-    """See the module docstring. Created by `PlatformAdapter.open_stream`."""
+    """See the module docstring. Created by `Outbound.open_stream`."""
 
     def __init__(self, adapter: StreamingAdapter, target: ReplyTarget, *, idempotency_key: str) -> None:
         self.adapter = adapter
@@ -122,13 +107,15 @@ class StreamingReply(ReplyStream):
         self._lock = asyncio.Lock()  # serialises finish/abort on this stream
         self._tag = ("stream", id(self), idempotency_key)
         caps = adapter.capabilities
-        self._native = adapter.uses_native_stream(target)
-        self._writer = NativeStreamWriter(adapter, target, limit=int(caps.max_message_length * caps.render_headroom),
+        stream = adapter.native_stream(target)
+        self._native = stream is not None
+        self._writer = NativeStreamWriter(stream or NO_NATIVE_STREAM, target,
+                                          limit=int(caps.max_message_length * caps.render_headroom),
                                           on_new_message=lambda ms: self._remember([m.id for m in ms]))
         self._interim = caps.can_edit or self._native
         cursor = adapter.stream_cursor
         self._cursor = cursor
-        self._frame_limit = caps.max_message_length - adapter.measure(cursor)
+        self._frame_limit = caps.max_message_length - measure(cursor, caps.length_unit)
 
     # -- ReplyStream --------------------------------------------------------------------------------
     @property
@@ -165,13 +152,13 @@ class StreamingReply(ReplyStream):
         async with self._lock:
             if self._delivered or self._state == _ABORTED:
                 return
-            delivered = await self.adapter.deliver_once(
+            delivered = await self.adapter.once.deliver_once(
                 self.idempotency_key, lambda earlier: self._deliver_final(text, earlier))
             if not delivered and not self._delivered:
                 # Another stream with this key already delivered the final: retire our interim frames.
                 await self._stop_interim()
                 for message in reversed(self.messages):
-                    await self.adapter._delete_quietly(self.target, message)
+                    await self.adapter.delete_quietly(self.target, message)
                 self.messages.clear()
                 self._state = _FINISHED
 
@@ -200,8 +187,7 @@ class StreamingReply(ReplyStream):
         parts = adapter.render_parts(text)
         if not parts:
             parts = adapter.render_parts(text.strip() or "…")
-        sent = await adapter.deliver_parts(self.target, parts, self.messages,
-                                           remember=adapter.remembering(self.idempotency_key))
+        sent = await adapter.deliver_parts(self.target, parts, self.messages, key=self.idempotency_key)
         self._delivered = True
         self._state = _FINISHED
         return [m.id for m in sent]
@@ -238,14 +224,14 @@ class StreamingReply(ReplyStream):
                 if bare.strip():
                     self.messages[-1] = await adapter.edit_part(target, last, OutPart(bare, None))
                 else:
-                    await adapter._delete_quietly(target, last)
+                    await adapter.delete_quietly(target, last)
                     self.messages.pop()
 
     async def _stop_interim(self) -> None:
         """Stop the pump; queued interim calls are dropped, a running one completes and is recorded."""
         if self._state == _OPEN:
             self._state = _CLOSING
-        self.adapter.scheduler.drop_pending(tag=self._tag)
+        self.adapter.drop_interim(self._tag)
         self._dirty.set()
         task = self._pump_task
         if task is not None and not task.done():
@@ -264,7 +250,7 @@ class StreamingReply(ReplyStream):
             self._interim = self.adapter.capabilities.can_edit
 
     async def _remember(self, message_ids: Sequence[str]) -> None:
-        await self.adapter.ledger.record(self.idempotency_key, message_ids, final=False)
+        await self.adapter.once.record(self.idempotency_key, message_ids)
 
     # -- interim frames -----------------------------------------------------------------------------
     def _frames(self) -> list[str]:
@@ -280,7 +266,7 @@ class StreamingReply(ReplyStream):
 
     async def _pump(self) -> None:
         try:
-            earlier = await self.adapter.ledger.get(self.idempotency_key)
+            earlier = await self.adapter.once.get(self.idempotency_key)
             if earlier is not None and earlier.final:
                 self._interim = False  # already answered in full before a restart; finish will see it
                 return
@@ -313,7 +299,7 @@ class StreamingReply(ReplyStream):
                 async def edit(message: SentMessage = message, index: int = index, frame: str = frame) -> str:
                     text = self._frame(index, frame)
                     if text != message.text:
-                        await adapter._edit_raw(target, message.id, text, rendered=False, extras={})
+                        await adapter.transport.edit(target, message.id, text, rendered=False, extras={})
                     return text
 
                 shown = await adapter.call(target, edit, interim=True, merge_key=(self._tag, index),
@@ -325,7 +311,7 @@ class StreamingReply(ReplyStream):
 
             async def post(index: int = index, frame: str = frame) -> tuple[str, str]:
                 text = self._frame(index, frame)
-                return await adapter._send_raw(target, text, rendered=False, extras={}), text
+                return await adapter.transport.send(target, text, rendered=False, extras={}), text
 
             result = await adapter.call(target, post, interim=True, merge_key=(self._tag, index), tag=self._tag)
             if result is DROPPED:

@@ -17,8 +17,8 @@ Where the bot answers
   posted meanwhile in the conversations it served lately is read back and answered once.
 
 Modules: `options` (profile block and environment), `inbound` (messages in), `catch_up` (what a new session
-missed), `parsing` (gateway events read one at a time), `commands` (slash commands), `outbound` (REST
-primitives), `adapter` (lifecycle).
+missed), `parsing` (gateway events read one at a time), `commands` (slash commands), `outbound` (its
+`Transport` over REST), `adapter` (lifecycle).
 """
 
 from __future__ import annotations

@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
 import discord
@@ -49,13 +48,12 @@ from adapters.discord.catch_up import CatchUp
 from adapters.discord.commands import SlashCommands
 from adapters.discord.inbound import MessageReceiver
 from adapters.discord.options import GUILDS_ENV, TOKEN_ENV, DiscordConnection, DiscordOptions
-from adapters.discord.outbound import UNREACHABLE, DiscordOutbound, is_transient
+from adapters.discord.outbound import UNREACHABLE, DiscordLanes, DiscordOutbound, DiscordTransport, is_transient
 from adapters.discord.parsing import RejectedEvent, TolerantShardedState, TolerantState
 from adapters.election import Election
 from adapters.parts import DISCORD, Capabilities
 from adapters.render import render_discord
 from hermes_engine.ports.engine import AccessDecision, EnginePort
-from hermes_engine.ports.inbound import ReplyTarget
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +134,9 @@ class DiscordAdapter(PlatformAdapter):
 
     def __init__(self, engine: EnginePort, options: DiscordOptions, connection: DiscordConnection,
                  **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        self.outbound = DiscordOutbound(lambda: self.client)
+        super().__init__(DiscordTransport(self.outbound, self.capabilities.max_message_length),
+                         lanes=DiscordLanes(options.edit_interval_seconds), **kwargs)
         self.engine = engine
         self.options = options
         self.connection = connection
@@ -148,7 +148,6 @@ class DiscordAdapter(PlatformAdapter):
         self.receiver = MessageReceiver(self)
         self.catch_up = CatchUp(self, self.receiver.on_message)
         self.commands = SlashCommands(self)
-        self.outbound = DiscordOutbound(lambda: self.client)
         self.approvals = DiscordApprovals(lambda: self.client, self.call)
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -326,35 +325,9 @@ class DiscordAdapter(PlatformAdapter):
     def approval_asker(self) -> DiscordApprovals:
         return self.approvals
 
-    # -- outbound primitives (see adapters.discord.outbound) ------------------------------------------------
-    def scheduler_key(self, target: ReplyTarget) -> Hashable:
-        return (target.account, target.thread_id or target.chat_id)  # a thread is a channel of its own
-
-    def pacing_interval(self, target: ReplyTarget) -> float:
-        return self.options.edit_interval_seconds
-
+    # -- outbound (see adapters.discord.outbound) ----------------------------------------------------------
     def render(self, markdown: str) -> str:
         return render_discord(markdown)
 
     def is_transient_error(self, exc: BaseException) -> bool:
         return is_transient(exc)
-
-    async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool, extras: Mapping[str, Any]) -> str:
-        return await self.outbound.send(target, text if rendered else self._as_written(text))
-
-    async def _edit_raw(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
-                        extras: Mapping[str, Any]) -> None:
-        await self.outbound.edit(target, message_id, text if rendered else self._as_written(text))
-
-    def _as_written(self, text: str) -> str:
-        """Discord reads Markdown in every message, streamed frames too: they are escaped as a final is, so
-        what the model wrote shows as written while it streams. A frame the escapes would push over the
-        limit goes as it is."""
-        shown = render_discord(text)
-        return shown if self.measure(shown) <= self.capabilities.max_message_length else text
-
-    async def _delete_raw(self, target: ReplyTarget, message_id: str) -> None:
-        await self.outbound.delete(target, message_id)
-
-    async def _typing_raw(self, target: ReplyTarget) -> None:
-        await self.outbound.typing(target)

@@ -86,7 +86,8 @@ class DiscordApprovals:
         return interaction.type is discord.InteractionType.component and _custom_id(interaction).startswith(PREFIX)
 
     async def on_press(self, interaction: discord.Interaction) -> None:
-        """Hand the choice to the engine, then answer the presser alone."""
+        """Hand the choice to the engine, then answer the presser alone. That answer is the interaction's
+        own response, due within 3 s and no message in the channel, so it does not queue in its lane."""
         request_id, _, choice = _custom_id(interaction).removeprefix(PREFIX).partition(":")
         pressed = Pressed.ENDED
         if self._answers is not None and choice in set(Decision):

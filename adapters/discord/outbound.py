@@ -1,4 +1,4 @@
-"""Discord's half of the outbound primitives: one REST call each, its refusals as `PlatformError`.
+"""Discord's `Transport`: one REST call each, its refusals as `PlatformError`.
 
 An answer to a slash command must go through the interaction (edit the deferred "thinking…" response,
 then follow-ups) while its token lives, and to the channel after that, so the primitives route each call
@@ -11,13 +11,17 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiohttp
 import discord
 
+from adapters.delivery import Lanes
+from adapters.render import render_discord
+from adapters.splitting import measure
+from adapters.transport import NativeStream
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
 
@@ -169,3 +173,37 @@ class DiscordOutbound:
     async def typing(self, target: ReplyTarget) -> None:
         await call(self._destination(target).typing())
 
+
+class DiscordLanes(Lanes):
+    def key(self, target: ReplyTarget) -> Hashable:
+        return (target.account, target.thread_id or target.chat_id)  # a thread is a channel of its own
+
+
+class DiscordTransport:
+    """The `Transport` of one bot. Discord reads Markdown in every message, streamed frames too: plain text
+    is escaped as a final is, so what the model wrote shows as written while it streams."""
+
+    def __init__(self, outbound: DiscordOutbound, max_length: int) -> None:
+        self.outbound = outbound
+        self.max_length = max_length
+
+    async def send(self, target: ReplyTarget, text: str, *, rendered: bool, extras: Mapping[str, Any]) -> str:
+        return await self.outbound.send(target, text if rendered else self._as_written(text))
+
+    async def edit(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
+                   extras: Mapping[str, Any]) -> None:
+        await self.outbound.edit(target, message_id, text if rendered else self._as_written(text))
+
+    async def delete(self, target: ReplyTarget, message_id: str) -> None:
+        await self.outbound.delete(target, message_id)
+
+    async def typing(self, target: ReplyTarget) -> None:
+        await self.outbound.typing(target)
+
+    def native_stream(self, target: ReplyTarget) -> NativeStream | None:
+        return None  # Discord has no streaming: replies are posted and edited
+
+    def _as_written(self, text: str) -> str:
+        """A frame the escapes would push over the limit goes as it is."""
+        shown = render_discord(text)
+        return shown if measure(shown, "chars") <= self.max_length else text

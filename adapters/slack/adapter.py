@@ -1,4 +1,4 @@
-"""The Slack adapter: the `PlatformAdapter` primitives over the Web API, and the lifecycle that connects
+"""The Slack adapter: its `Transport` over the Web API (`adapters.slack.outbound`), and the lifecycle that connects
 Slack's events to the engine (Events API on the gateway's HTTP server, or Socket Mode when an app-level
 token is given; slack-sdk's Socket Mode client reconnects by itself).
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Hashable, Mapping
+from collections.abc import Awaitable
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +26,7 @@ from adapters.slack.commands import SlashCommands
 from adapters.slack.events import EventsEndpoint, bolt_app
 from adapters.slack.inbound import MessageReader, UserNames
 from adapters.slack.options import SlackOptions
-from adapters.slack.outbound import NativeStreams, SlackMessages, escape
+from adapters.slack.outbound import NativeStreams, SlackMessages, SlackTransport
 from adapters.slack.threads import ThreadBook
 from adapters.slack.web_api import REFUSED_TOKEN, SlackCallError, SlackWebApi, is_transient
 from hermes_engine.errors import ConfigError
@@ -48,7 +48,6 @@ class SlackAdapter(PlatformAdapter):
                                     edit_interval_seconds=opts.edit_interval_seconds,
                                     native_streaming=opts.native_streaming,
                                     max_message_length=opts.max_message_length)
-        super().__init__()
         self.engine = engine
         self.app_token = app_token
         self.signing_secret = signing_secret or ""
@@ -57,6 +56,8 @@ class SlackAdapter(PlatformAdapter):
         self.names = UserNames(self.api, ttl=opts.user_cache_seconds)
         self.messages = SlackMessages(self.api)
         self.streams = NativeStreams(self.api, self.capabilities.max_message_length)
+        self.transport = SlackTransport(self.messages, self.streams, self.threads)
+        super().__init__(self.transport)
         self.reader = MessageReader(engine, self.api, self.threads, self.names, tell=self.send)
         self.commands = SlashCommands(engine, self.api, self.threads, self.names,
                                       hermes_command=opts.hermes_command, post_anchor=self._post_anchor,
@@ -66,7 +67,7 @@ class SlackAdapter(PlatformAdapter):
                             commands={opts.goal_command: self.commands.on_goal,
                                       opts.hermes_command: self.commands.on_hermes,
                                       opts.kanban_command: self.commands.on_kanban})
-        self.approvals = SlackApprovals(self.api)
+        self.approvals = SlackApprovals(self.api, self.call)
         self.approvals.listen(self.app)
         self.endpoint = EventsEndpoint(self.app, self.signing_secret)
         self._socket: Any = None
@@ -145,57 +146,14 @@ class SlackAdapter(PlatformAdapter):
         self._spawn(self.reader.read(body, event), f"event {event.get('type')}")
 
     async def _post_anchor(self, target: ReplyTarget, text: str) -> str:
-        return str(await self.call(target, lambda: self._post(target, text, mrkdwn=True)))
+        return str(await self.call(target, lambda: self.transport.send(target, text, rendered=True, extras={})))
 
-    # -- primitives ---------------------------------------------------------------------------------------
-    async def _post(self, target: ReplyTarget, text: str, *, mrkdwn: bool) -> str:
-        ts = await self.messages.post(target, text, mrkdwn=mrkdwn)
-        if target.thread_id:
-            self.threads.join(target.chat_id, target.thread_id)
-        return ts
-
+    # -- outbound (see adapters.slack.outbound) --------------------------------------------------------------
     def approval_asker(self) -> SlackApprovals:
         return self.approvals
 
     def is_transient_error(self, exc: BaseException) -> bool:
         return is_transient(exc)
 
-    def scheduler_key(self, target: ReplyTarget) -> Hashable:
-        return (target.account, target.chat_id)
-
     def render(self, markdown: str) -> str:
         return render_slack(markdown)
-
-    async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool,
-                        extras: Mapping[str, Any]) -> str:
-        return await self._post(target, text if rendered else escape(text), mrkdwn=rendered)
-
-    async def _edit_raw(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
-                        extras: Mapping[str, Any]) -> None:
-        await self.messages.update(target, message_id, text if rendered else escape(text), mrkdwn=rendered)
-
-    async def _delete_raw(self, target: ReplyTarget, message_id: str) -> None:
-        await self.messages.delete(target, message_id)
-
-    async def _typing_raw(self, target: ReplyTarget) -> None:
-        return None  # bots have no typing indicator in Slack (capabilities.typing_indicator is False)
-
-    # -- native streaming -----------------------------------------------------------------------------------
-    def uses_native_stream(self, target: ReplyTarget) -> bool:
-        """Slack's streams need a thread and, outside DMs, the person streamed to (known once they spoke)."""
-        if self.streams.off is not None or not super().uses_native_stream(target):
-            return False
-        return target.chat_id.startswith("D") or self.threads.recipient(target.chat_id, target.thread_id) is not None
-
-    async def _native_stream_start(self, target: ReplyTarget, markdown: str) -> str:
-        recipient = self.threads.recipient(target.chat_id, target.thread_id)
-        stream_id = await self.streams.start(target, markdown, recipient)
-        if target.thread_id:
-            self.threads.join(target.chat_id, target.thread_id)
-        return stream_id
-
-    async def _native_stream_append(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
-        await self.streams.append(target, stream_id, markdown)
-
-    async def _native_stream_stop(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
-        await self.streams.stop(target, stream_id, markdown)

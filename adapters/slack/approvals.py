@@ -19,9 +19,11 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
+from adapters.outbound import PacedCall
 from adapters.slack.outbound import escape
 from adapters.slack.web_api import SlackCallError, SlackWebApi
 from hermes_engine.ports.approval import ApprovalAnswers, ApprovalRequest, Decision, Pressed
+from hermes_engine.ports.inbound import ReplyTarget
 
 log = logging.getLogger(__name__)
 PREFIX = "hermes_approval:"
@@ -38,8 +40,9 @@ Ack = Callable[..., Awaitable[Any]]
 class SlackApprovals:
     """The `ApprovalAsker` of one Slack bot; `listen` wires its button presses into the Bolt app."""
 
-    def __init__(self, api: SlackWebApi) -> None:
+    def __init__(self, api: SlackWebApi, paced: PacedCall) -> None:
         self.api = api
+        self._paced = paced  # the question, its ending and private answers wait out a 429 in the channel's lane
         self._shown: dict[str, _Shown] = {}
         self._answers: ApprovalAnswers | None = None
 
@@ -58,9 +61,9 @@ class SlackApprovals:
         buttons = [_button(label, request.id, choice, style) for label, choice, style in _BUTTONS]
         blocks = [_section(request), {"type": "actions", "block_id": f"approval-{request.id}", "elements": buttons}]
         try:
-            data = await self.api.call("chat.postMessage", channel=request.target.chat_id,
-                                       text=escape(_question(request)), blocks=blocks,
-                                       thread_ts=request.target.thread_id, unfurl_links=False)
+            data = await self._paced(request.target, lambda: self.api.call(
+                "chat.postMessage", channel=request.target.chat_id, text=escape(_question(request)), blocks=blocks,
+                thread_ts=request.target.thread_id, unfurl_links=False))
         except SlackCallError as exc:
             answers.deny(request.id, f"the question could not be shown in Slack ({exc.error or exc})")
             return
@@ -73,8 +76,9 @@ class SlackApprovals:
             return
         ending = {"type": "context", "elements": [{"type": "mrkdwn", "text": f"→ {_mention_decider(note)}"}]}
         try:
-            await self.api.call("chat.update", channel=shown.channel, ts=shown.ts,
-                                text=escape(f"{_question(request)}\n\n→ {note}"), blocks=[_section(request), ending])
+            await self._paced(request.target, lambda: self.api.call(
+                "chat.update", channel=shown.channel, ts=shown.ts, text=escape(f"{_question(request)}\n\n→ {note}"),
+                blocks=[_section(request), ending]))
         except SlackCallError as exc:
             log.warning("could not update the approval message in %s: %s", shown.channel, exc)
 
@@ -92,10 +96,11 @@ class SlackApprovals:
         shown = self._shown.get(request_id)
         channel = str((body.get("channel") or {}).get("id", "")) or (shown.channel if shown else "")
         thread_ts = (body.get("message") or {}).get("thread_ts")
+        team = str((body.get("team") or {}).get("id", "") or (body.get("user") or {}).get("team_id", ""))
+        text = NOT_AN_APPROVER if pressed is Pressed.NOT_AN_APPROVER else ENDED
         try:
-            await self.api.call("chat.postEphemeral", channel=channel, user=user,
-                                text=NOT_AN_APPROVER if pressed is Pressed.NOT_AN_APPROVER else ENDED,
-                                thread_ts=thread_ts)
+            await self._paced(ReplyTarget("slack", team, channel), lambda: self.api.call(
+                "chat.postEphemeral", channel=channel, user=user, text=text, thread_ts=thread_ts))
         except SlackCallError as exc:
             log.warning("could not answer a Slack button press privately: %s", exc)
 

@@ -1,5 +1,5 @@
-"""What the bot posts: one Web API call per primitive; pacing, splitting, rendering and idempotency are
-the shared `PlatformAdapter` machinery's.
+"""Slack's `Transport`: one Web API call per primitive; pacing, splitting, rendering and idempotency are
+the shared `adapters.delivery.Outbound`'s.
 
 - Post-then-edit (`chat.postMessage` / `chat.update`) everywhere, paced per channel by the shared layer
   (`edit_interval_seconds`, 1.2 s: `chat.update` is Tier 3, ~50 a minute).
@@ -19,10 +19,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from adapters.slack.recent import Recent
+from adapters.slack.threads import ThreadBook
 from adapters.slack.web_api import SlackCallError, SlackWebApi
+from adapters.transport import NativeStream
 from hermes_engine.ports.inbound import ReplyTarget
 
 log = logging.getLogger(__name__)
@@ -138,3 +141,58 @@ class NativeStreams:
     def _check_size(self, streamed: int, more: str) -> None:
         if streamed + len(more) > self.max_length:
             raise SlackCallError("the streamed reply outgrew one Slack message", error="msg_too_long")
+
+
+class SlackTransport:
+    """The `Transport` of one bot: finals as mrkdwn, everything else escaped plain text; a thread the bot
+    posts in is one it follows."""
+
+    def __init__(self, messages: SlackMessages, streams: NativeStreams, threads: ThreadBook) -> None:
+        self.messages = messages
+        self.streams = streams
+        self.threads = threads
+
+    async def send(self, target: ReplyTarget, text: str, *, rendered: bool, extras: Mapping[str, Any]) -> str:
+        ts = await self.messages.post(target, text if rendered else escape(text), mrkdwn=rendered)
+        if target.thread_id:
+            self.threads.join(target.chat_id, target.thread_id)
+        return ts
+
+    async def edit(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
+                   extras: Mapping[str, Any]) -> None:
+        await self.messages.update(target, message_id, text if rendered else escape(text), mrkdwn=rendered)
+
+    async def delete(self, target: ReplyTarget, message_id: str) -> None:
+        await self.messages.delete(target, message_id)
+
+    async def typing(self, target: ReplyTarget) -> None:
+        return None  # bots have no typing indicator in Slack (capabilities.typing_indicator is False)
+
+    def native_stream(self, target: ReplyTarget) -> NativeStream | None:
+        """Slack's streams need a thread and, outside DMs, the person streamed to (known once they spoke)."""
+        if self.streams.off is not None or target.thread_id is None:
+            return None
+        if target.chat_id.startswith("D") or self.threads.recipient(target.chat_id, target.thread_id) is not None:
+            return ThreadStream(self.streams, self.threads)
+        return None
+
+
+class ThreadStream:
+    """A native stream in a thread, streamed to the person who spoke there."""
+
+    def __init__(self, streams: NativeStreams, threads: ThreadBook) -> None:
+        self.streams = streams
+        self.threads = threads
+
+    async def start(self, target: ReplyTarget, markdown: str) -> str:
+        recipient = self.threads.recipient(target.chat_id, target.thread_id)
+        stream_id = await self.streams.start(target, markdown, recipient)
+        if target.thread_id:
+            self.threads.join(target.chat_id, target.thread_id)
+        return stream_id
+
+    async def append(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
+        await self.streams.append(target, stream_id, markdown)
+
+    async def stop(self, target: ReplyTarget, stream_id: str, markdown: str) -> None:
+        await self.streams.stop(target, stream_id, markdown)

@@ -20,7 +20,7 @@ Outbound
     ``group_interval_seconds``, 3 s = 20 a minute), 30 calls a second overall, 429 ``retry_after``
     honoured exactly, streaming as one message edited in place, finals rendered to text + entities
     (`adapters.render.render_telegram`, no parse mode) and re-sent as plain text if Telegram rejects the
-    formatting, parts split at 4,096 UTF-16 units. The Bot API calls themselves are in `sending`.
+    formatting, parts split at 4,096 UTF-16 units. The Bot API calls themselves are in `outbound` (its `Transport`).
 
 Options (``platforms.telegram``) are `TelegramOptions`; the environment gives secrets and endpoints
 (`platform`). Nothing here imports python-telegram-bot until an adapter is built, so loading the platform

@@ -26,7 +26,7 @@ import logging
 import random
 import re
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -35,20 +35,19 @@ from typing import TYPE_CHECKING, Any
 from adapters.base import PlatformAdapter
 from adapters.election import Election
 from adapters.outbound import OutboundScheduler, default_is_transient
-from adapters.parts import TELEGRAM, OutPart
+from adapters.parts import TELEGRAM
 from adapters.render import Rendered, render_telegram
 from adapters.telegram.approvals import TelegramApprovals
 from adapters.telegram.botapi import (
     ALLOWED_UPDATES,
     TelegramCallError,
-    is_group_chat,
     redact_token_in_logs,
     retry_after_seconds,
 )
 from adapters.telegram.inbound import UpdateReader
 from adapters.telegram.media import AttachmentFetcher, has_media
 from adapters.telegram.options import TelegramOptions
-from adapters.telegram.sending import TelegramSender
+from adapters.telegram.outbound import TelegramLanes, TelegramPartRenderer, TelegramSender
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.engine import EnginePort
 from hermes_engine.ports.inbound import ChatKind, ReplyTarget
@@ -80,7 +79,6 @@ class TelegramAdapter(PlatformAdapter):
         scheduler = OutboundScheduler(opts.edit_interval_seconds, global_rate=opts.global_rate_per_second,
                                       max_retries=opts.send_retries, backoff=opts.send_backoff,
                                       max_backoff=opts.send_backoff_max, is_transient=self.is_transient_error)
-        super().__init__(scheduler=scheduler)
         self.engine = engine
         self.account = token.split(":", 1)[0]  # the bot's user id: stable, unlike its @username
         self.allowed_users = frozenset(allowed_users)
@@ -99,6 +97,8 @@ class TelegramAdapter(PlatformAdapter):
                                              read_timeout=opts.read_timeout))
         self.reader = UpdateReader(self.platform, self.account, knows_command=engine.knows_command)
         self.sender = TelegramSender(self.bot, opts)
+        super().__init__(self.sender, scheduler=scheduler, lanes=TelegramLanes(opts),
+                         renderer=TelegramPartRenderer(self.render, self.capabilities, platform=self.platform))
         self.approvals = TelegramApprovals(self.bot, self.call)
         self.media = AttachmentFetcher(self.bot, Path(home), opts)
         self.ready = asyncio.Event()  # set once getMe succeeded and the bot is set up
@@ -414,43 +414,18 @@ class TelegramAdapter(PlatformAdapter):
             return web.Response(status=500, text="try again")
         return web.Response(status=200, text="ok")
 
-    # ----------------------------------------------------------------- sending (see `sending`)
+    # ----------------------------------------------------------------- sending (see `outbound`)
     def approval_asker(self) -> TelegramApprovals:
         return self.approvals
 
     def render(self, markdown: str) -> Rendered:
         return render_telegram(markdown)
 
-    def render_parts(self, markdown: str) -> list[OutPart]:
-        """A part without entities goes out as plain text, which is what Telegram shows for it either way:
-        a message already showing it (the last streamed frame, as a rule) is then not edited into itself,
-        an edit Telegram refuses as "message is not modified" after it has cost the chat's paced slot."""
-        return [OutPart(part.rendered.text, None) if part.rendered is not None and not part.rendered.extras else part
-                for part in super().render_parts(markdown)]
-
     def is_markup_error(self, exc: BaseException) -> bool:
         return isinstance(exc, TelegramCallError) and exc.markup
 
     def is_transient_error(self, exc: BaseException) -> bool:
         return bool(getattr(exc, "transient", False)) or default_is_transient(exc)
-
-    def pacing_interval(self, target: ReplyTarget) -> float:
-        if is_group_chat(target.chat_id):
-            return self.options.group_interval_seconds
-        return self.options.edit_interval_seconds
-
-    async def _send_raw(self, target: ReplyTarget, text: str, *, rendered: bool, extras: Mapping[str, Any]) -> str:
-        return await self.sender.send(target, text, rendered=rendered, extras=extras)
-
-    async def _edit_raw(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,
-                        extras: Mapping[str, Any]) -> None:
-        await self.sender.edit(target, message_id, text, rendered=rendered, extras=extras)
-
-    async def _delete_raw(self, target: ReplyTarget, message_id: str) -> None:
-        await self.sender.delete(target, message_id)
-
-    async def _typing_raw(self, target: ReplyTarget) -> None:
-        await self.sender.typing(target)
 
 
 def _log_crash(task: asyncio.Task[Any]) -> None:

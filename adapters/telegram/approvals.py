@@ -69,7 +69,9 @@ class TelegramApprovals:
             log.warning("could not update the approval message in chat %s: %s", shown.chat_id, exc)
 
     async def on_press(self, query: Any) -> None:
-        """A callback query: hand the choice to the engine, then acknowledge the press."""
+        """A callback query: hand the choice to the engine, then acknowledge the press. The acknowledgement
+        is the query's own answer, due within seconds and no message in the chat, so it does not queue
+        behind the chat's paced calls."""
         data = str(query.data or "")
         request_id, _, choice = data.removeprefix(PREFIX).partition(":")
         pressed = Pressed.ENDED

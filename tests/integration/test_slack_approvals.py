@@ -161,3 +161,16 @@ def test_the_slack_manifest_sends_button_presses_to_the_events_path():
     assert interactivity["is_enabled"] is True
     assert interactivity["request_url"] == manifest["settings"]["event_subscriptions"]["request_url"]
     assert "chat:write" in manifest["oauth_config"]["scopes"]["bot"]  # chat.update and chat.postEphemeral
+
+
+async def test_an_approval_question_that_meets_a_rate_limit_waits_retry_after_and_is_shown(slack_terminal):
+    bot = await slack_terminal()
+    fake = bot.fake
+    fake.fail("chat.postMessage", status=429, retry_after=1)  # the question is the bot's first post
+    asked, question = await bot.ask()
+    refused, shown = fake.calls_to("chat.postMessage")[:2]
+    assert shown.at - refused.at >= 1.0, "asked again only after Retry-After"
+    assert question.buttons() and bot.feature.approvals.pending()
+
+    await fake.press(ADMIN, question, "Approve once")
+    await bot.reply_containing("done: purged", asked.ts)

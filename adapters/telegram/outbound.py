@@ -1,5 +1,5 @@
-"""The four outbound primitives as Bot API calls: one call each, no retry and no pacing (the shared
-scheduler in `adapters.base` does both, per chat).
+"""Telegram's `Transport`: the four outbound calls as Bot API calls, one call each, no retry and no pacing
+(the shared pacer in `adapters.delivery` does both, per chat), and how Telegram paces and renders.
 
 Finals are sent as text plus entities with no parse mode (`adapters.render.render_telegram`), so model text
 never needs escaping; interim frames and the plain fallback carry neither. Answers in groups quote the
@@ -12,12 +12,40 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
+from adapters.delivery import Lanes
+from adapters.part_rendering import PartRenderer
+from adapters.parts import OutPart
 from adapters.telegram.botapi import TelegramCallError, call_api, is_group_chat
 from adapters.telegram.options import TelegramOptions
+from adapters.transport import NativeStream
 from hermes_engine.ports.inbound import ReplyTarget
 
 
+class TelegramLanes(Lanes):
+    """Per chat, as everywhere; groups allow 20 messages a minute, so their calls go further apart."""
+
+    def __init__(self, options: TelegramOptions) -> None:
+        super().__init__(options.edit_interval_seconds)
+        self.options = options
+
+    def interval_for(self, target: ReplyTarget) -> float:
+        if is_group_chat(target.chat_id):
+            return self.options.group_interval_seconds
+        return self.options.edit_interval_seconds
+
+
+class TelegramPartRenderer(PartRenderer):
+    def parts(self, markdown: str) -> list[OutPart]:
+        """A part without entities goes out as plain text, which is what Telegram shows for it either way:
+        a message already showing it (the last streamed frame, as a rule) is then not edited into itself,
+        an edit Telegram refuses as "message is not modified" after it has cost the chat's paced slot."""
+        return [OutPart(part.rendered.text, None) if part.rendered is not None and not part.rendered.extras else part
+                for part in super().parts(markdown)]
+
+
 class TelegramSender:
+    """The `Transport` of one bot."""
+
     def __init__(self, bot: Any, options: TelegramOptions) -> None:
         self.bot = bot
         self.options = options
@@ -51,6 +79,9 @@ class TelegramSender:
         if target.thread_id:
             kwargs["message_thread_id"] = int(target.thread_id)
         await call_api(self.bot.send_chat_action(**kwargs))
+
+    def native_stream(self, target: ReplyTarget) -> NativeStream | None:
+        return None  # the Bot API has no streaming: replies are posted and edited
 
     def _target_kwargs(self, target: ReplyTarget) -> dict[str, Any]:
         from telegram import ReplyParameters
