@@ -566,7 +566,9 @@ async def test_a_goal_whose_turns_outlast_a_lease_renewal_logs_no_duplicate_even
     anchor = fake_slack.top_level(CHANNEL)[0]
     assert fake_slack.bot_messages(CHANNEL, anchor.ts)[-1].visible.startswith("✅ Goal done: tidy the notes")
     assert state["worker"] == 2
-    assert [r.getMessage() for r in caplog.records if "duplicate" in r.getMessage()] == []
+    # A look that lands between a turn's end and its judge's start hands the answered turn in again, and the
+    # inbox drops it (goals.py `_judged`): a debug line at most, never one an operator sees.
+    assert [r.getMessage() for r in caplog.records if "duplicate" in r.getMessage() and r.levelno >= logging.INFO] == []
 
 
 async def test_a_second_goal_in_the_same_thread_is_refused_not_started(slack_bot, fake_slack, fake_llm):
