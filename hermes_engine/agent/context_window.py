@@ -124,7 +124,7 @@ def prompt_tokens(usage: Usage) -> int:
 
 @dataclass
 class _Report:
-    history: int  # id() of the history list the count is for
+    history: int  # id() of the history view the count is for
     count: int  # messages the reported request held
     tokens: int  # the provider's count for that request
     generation: int
@@ -144,11 +144,11 @@ class TokenMeter:
         self._report: _Report | None = None
 
     def touch(self) -> None:
-        """The history was rewritten in place (pruned, summarised, truncated)."""
+        """The history has a new view (pruned, summarised, truncated)."""
         self.generation += 1
         self._report = None
 
-    def observe(self, history: list[Message], count: int, usage: Usage, estimated: int | None = None) -> None:
+    def observe(self, history: Sequence[Message], count: int, usage: Usage, estimated: int | None = None) -> None:
         """A request of the first `count` messages of `history` was counted as `usage` by the provider
         (`estimated`: the chars/4 estimate of that same request, for calibration)."""
         tokens = prompt_tokens(usage)
@@ -160,7 +160,7 @@ class TokenMeter:
     def scaled(self, tokens: int) -> int:
         return int(tokens * self.ratio)
 
-    def measure(self, history: list[Message], fixed: int,
+    def measure(self, history: Sequence[Message], fixed: int,
                 estimate: Callable[[Sequence[Message]], int] = messages_tokens) -> tuple[int, bool]:
         """(tokens of a request of `history` now, whether a provider count was the base of it). `fixed` is
         the system prompt and tool schemas; `estimate` sizes messages that were not counted."""

@@ -36,6 +36,7 @@ from hermes_engine.agent.prompt import for_history, for_this_turn
 from hermes_engine.agent.tool_record import as_kept, record
 from hermes_engine.errors import EmptyAnswer
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
+from hermes_engine.ports.history import SessionHistory
 from hermes_engine.ports.models import CallHook, Completed, ModelRequest, ModelResponse, Restart, Router, TextDelta
 from hermes_engine.ports.tools import ToolContext, Tools
 from hermes_engine.tools.registry import ToolRegistry
@@ -70,13 +71,16 @@ class AgentLoop:
     max_output_tokens: int | None = None  # None: each model's own maximum (`providers.output_limits`)
     budget_warning_at: int = 5  # iterations left when the budget note is injected
 
-    async def run(self, *, router: Router, system: str, history: list[Message], user: Message | None,
-                  ctx: ToolContext, persist: Persist, on_delta: OnDelta | None = None,
+    async def run(self, *, router: Router, system: str, history: SessionHistory | list[Message],
+                  user: Message | None, ctx: ToolContext, persist: Persist, on_delta: OnDelta | None = None,
                   on_restart: OnRestart | None = None, purpose: str = "turn",
                   context: CallHook | None = None, tools: Tools | None = None) -> TurnResult:
-        """Run one turn. `history` is extended in place with everything the turn appends; `context`
-        (compression) may rewrite it before each model call. `on_restart` takes back the streamed deltas.
+        """Run one turn. Everything the turn appends goes to `history` (a plain list is run on as a detached
+        history, so it is extended in place); `context` (compression) may give it a new view before each
+        model call, and each call sends the view as it is then. `on_restart` takes back the streamed deltas.
         `tools`: the session's frozen tool list, when it has one (else the loop's own)."""
+        if not isinstance(history, SessionHistory):
+            history = SessionHistory(history)
         result = TurnResult(final_text="")
         started = time.perf_counter()
         this_turn = None
@@ -91,21 +95,18 @@ class AgentLoop:
                                     self.tools if tools is None else tools)
         finally:
             if this_turn is not None and user is not None:
-                # The private note was for this turn only. Found by identity: compression may have moved it.
-                at = next((i for i in range(len(history) - 1, -1, -1) if history[i] is this_turn), None)
-                if at is not None:
-                    history[at] = for_history(user)
+                history.swap(this_turn, for_history(user))  # the private note was for this turn only
         result.engine_seconds = time.perf_counter() - started - result.model_seconds
         return result
 
-    async def _iterate(self, router: Router, system: str, history: list[Message], ctx: ToolContext,
+    async def _iterate(self, router: Router, system: str, history: SessionHistory, ctx: ToolContext,
                        persist: Persist, streamed: _Streamed, purpose: str, result: TurnResult,
                        context: CallHook | None, tools: Tools) -> None:
         schemas = tools.schemas()
         empty_retries = 0
         cut_calls = 0  # responses in a row cut while writing tool calls
         for iteration in range(1, self.max_iterations + 1):
-            messages = tuple(history) if context is None else tuple(await context.before_call(history, router))
+            messages = tuple(history.view() if context is None else await context.before_call(history, router))
             room = context.output_room() if context is not None else None
             request = ModelRequest(system=system, messages=messages, tools=schemas,
                                    max_tokens=_at_most(self.max_output_tokens, room), purpose=purpose)
@@ -126,7 +127,7 @@ class AgentLoop:
                 break
             cut_calls = 0
             if not response.tool_calls:
-                parts = parts_before_end(history)
+                parts = parts_before_end(history.view())
                 if not response.text.strip() and not parts:
                     empty_retries += 1
                     if empty_retries <= 1:
@@ -143,7 +144,7 @@ class AgentLoop:
                     response.text += f"\n\n{CUT_NOTE}"
                 await self._append(history, result, persist, Message(role="assistant", content=response.text),
                                    response.usage, response.model)
-                result.final_text = answer_text(history)
+                result.final_text = answer_text(history.view())
                 break
             result.tool_iterations += 1
             assistant = Message(role="assistant", content=response.text, tool_calls=tuple(response.tool_calls))
@@ -175,7 +176,7 @@ class AgentLoop:
         streamed.call_completed()
         return response
 
-    async def _refuse_cut_calls(self, response: ModelResponse, history: list[Message], result: TurnResult,
+    async def _refuse_cut_calls(self, response: ModelResponse, history: SessionHistory, result: TurnResult,
                                 persist: Persist) -> None:
         log.warning("model output reached its limit inside a tool call; its calls are not run")
         assistant, refusals = without_cut_calls(response)
@@ -183,7 +184,7 @@ class AgentLoop:
         for refusal in refusals:
             await self._append(history, result, persist, refusal, None, None)
 
-    async def _run_tools(self, calls: list[ToolCall], ctx: ToolContext, history: list[Message],
+    async def _run_tools(self, calls: list[ToolCall], ctx: ToolContext, history: SessionHistory,
                          result: TurnResult, persist: Persist, iterations_left: int, tools: Tools) -> None:
         """Run the calls in parallel. Each result is persisted the moment its tool finishes (a crash then
         never runs a finished tool again, however long its neighbours take); the history gets them in
@@ -227,7 +228,7 @@ class AgentLoop:
             raise
 
     @staticmethod
-    async def _append(history: list[Message], result: TurnResult, persist: Persist, message: Message,
+    async def _append(history: SessionHistory, result: TurnResult, persist: Persist, message: Message,
                       usage: Usage | None, model: str | None) -> None:
         await persist(as_kept(message), usage, model)
         history.append(message)

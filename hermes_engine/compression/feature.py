@@ -70,11 +70,12 @@ class CompressionFeature(Feature):
         if self.service is None:
             return []
         session = self.service.host.session_by_id(scope.session_id)
-        if session is None or session.history is None:
+        if session is None or not session.history.loaded:
             return []
         context = self.service.context(session)
-        tokens, window = context.measure(session.history), context.window()
-        summary = next((m for m in session.history if is_summary(m)), None)
+        view = session.history.view()
+        tokens, window = context.measure(view), context.window()
+        summary = next((m for m in view if is_summary(m)), None)
         line = f"Context: ~{tokens:,} of {window:,} tokens ({tokens * 100 // max(1, window)}%)"
         if summary is not None:
             line += f", earlier part summarised (compaction #{summary.meta['compaction'].get('id')})"

@@ -5,8 +5,10 @@ model call of a turn (`SessionContext.before_call`, hooked into `AgentLoop.run`)
 measured (`TokenMeter`: the provider's count for the last request + chars/4 for what is new). Above
 `threshold` (50%) of the window, old tool results become placeholders, and if that is not enough the
 middle of the history is summarised and replaced by one summary message (`SessionContext.compress`; the
-steps are in `planning`, `summariser` and `lineage`). What the window leaves beside the request bounds the
-call's output limit (`output_room`), so a model with a large maximum is never asked for more than fits.
+steps are in `planning`, `summariser` and `lineage`). A pass makes a new view and leaves the one it read
+alone; the hooks hand the new view to the session's history (`SessionHistory.replace_view`). What the
+window leaves beside the request bounds the call's output limit (`output_room`), so a model with a large
+maximum is never asked for more than fits.
 
 Gateway hygiene (`SessionContext.hygiene`, before a turn starts): a history above `hygiene_threshold` (85%)
 of the window by rough estimate — e.g. after `/model` switched to a smaller model — is compressed first.
@@ -20,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_engine.agent.context_window import TokenMeter, fixed_tokens, messages_tokens, window_for
 from hermes_engine.compression.lineage import provisional_summary, summary_message, sync_stored_ids
@@ -47,6 +49,7 @@ from hermes_engine.ports.conversation import Message, estimate_tokens
 from hermes_engine.ports.models import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
+    from hermes_engine.ports.history import SessionHistory
     from hermes_engine.ports.host import Host
     from hermes_engine.ports.inbound import InboundMessage
     from hermes_engine.ports.session import SessionHandle
@@ -63,6 +66,13 @@ MIN_SINGLE_MESSAGE_TOKENS = 1000
 # and max_tokens together exceed the window (OpenAI, vLLM, llama.cpp).
 MIN_OUTPUT_ROOM = 1024
 OUTPUT_MARGIN = 0.05
+
+
+class Compressed(NamedTuple):
+    """What a compression pass made: the new view (the same messages, when nothing changed) and its report."""
+
+    view: list[Message]
+    report: CompactionReport
 
 
 # ---------------------------------------------------------------------------------------- per session
@@ -111,7 +121,7 @@ class SessionContext:
         self.message = message
         self.meter = service.meter(session.record.id)
         self.reports: list[CompactionReport] = []
-        self._history: list[Message] | None = None
+        self._history: SessionHistory | None = None
         self._cut: dict[tuple[int, int], tuple[Message, Message]] = {}  # oversize message → its cut copy
         self._told = False
         self._room: int | None = None
@@ -135,7 +145,7 @@ class SessionContext:
         messages with oversize ones cut; chars/4 scaled by the provider's last count, see `TokenMeter`)."""
         return self.meter.scaled(self.fixed + messages_tokens(self.view(history, window or self.window())))
 
-    def measure(self, history: list[Message], window: int | None = None) -> int:
+    def measure(self, history: Sequence[Message], window: int | None = None) -> int:
         """The provider's count for the last request plus an estimate of what is new."""
         window = window or self.window()
         return self.meter.measure(history, self.fixed, lambda new: messages_tokens(self.view(new, window)))[0]
@@ -159,27 +169,28 @@ class SessionContext:
     async def hygiene(self) -> CompactionReport | None:
         """Before a turn: compress a stored history above `hygiene_threshold` of the window (rough estimate)."""
         history = self.session.history
-        if history is None:
+        if not history.loaded:
             return None
         window = self.window()
-        tokens = self.estimate(history, window)
+        tokens = self.estimate(history.view(), window)
         if tokens <= self.config.hygiene_threshold * window:
             return None
         log.info("session %s: history of ~%d tokens is above %.0f%% of the %d-token window; compressing first",
                  self.session.key, tokens, self.config.hygiene_threshold * 100, window)
-        return await self.compress(history, self.host.chain_for(self.session).route(), reason="hygiene",
-                                   window=window)
+        return self._hand_over(history, await self.compress(
+            history.view(), self.host.chain_for(self.session).route(), reason="hygiene", window=window))
 
-    async def before_call(self, history: list[Message], router: Any) -> list[Message]:
+    async def before_call(self, history: SessionHistory, router: Any) -> list[Message]:
         """Before each model call of the turn: keep the request under `threshold` of the window. Returns
         the messages to send (`view`)."""
         self._history = history
         window = self.window(router)
-        if self.measure(history, window) > self.config.threshold * window:
-            await self.compress(history, router, reason="agent", window=window)
-        messages = self.view(history, window)
-        await self._tell_if_cut(history, messages, window)
-        self._room = max(MIN_OUTPUT_ROOM, int(window * (1 - OUTPUT_MARGIN)) - self.measure(history, window))
+        if self.measure(history.view(), window) > self.config.threshold * window:
+            self._hand_over(history, await self.compress(history.view(), router, reason="agent", window=window))
+        current = history.view()
+        messages = self.view(current, window)
+        await self._tell_if_cut(current, messages, window)
+        self._room = max(MIN_OUTPUT_ROOM, int(window * (1 - OUTPUT_MARGIN)) - self.measure(current, window))
         return messages
 
     def output_room(self) -> int | None:
@@ -189,39 +200,46 @@ class SessionContext:
     def after_call(self, request: ModelRequest, response: ModelResponse) -> None:
         """The provider counted the request: later measurements build on that count."""
         if self._history is not None:
-            self.meter.observe(self._history, len(request.messages), response.usage,
+            self.meter.observe(self._history.view(), len(request.messages), response.usage,
                                estimated=self.fixed + messages_tokens(request.messages))
 
     async def compress_now(self) -> CompactionReport:
         """`/compress`: compress regardless of size, keeping only the last exchange verbatim."""
         history = self.session.history
-        assert history is not None, "ensure_loaded first"
-        return await self.compress(history, self.host.chain_for(self.session).route(), reason="command",
-                                   force=True)
+        assert history.loaded, "ensure_loaded first"
+        return self._hand_over(history, await self.compress(
+            history.view(), self.host.chain_for(self.session).route(), reason="command", force=True))
+
+    def _hand_over(self, history: SessionHistory, compressed: Compressed) -> CompactionReport:
+        """The session's history takes the new view (a pass runs while nothing else appends: before a turn,
+        as a queued command, or while the turn waits for `before_call`)."""
+        if compressed.report.changed:
+            history.replace_view(compressed.view)
+            self.meter.touch()
+        return compressed.report
 
     # -- the pass
 
-    async def compress(self, history: list[Message], router: Any, *, reason: str, window: int | None = None,
-                       force: bool = False) -> CompactionReport:
-        """Prune, then summarise the middle if still needed (or forced). Never raises for a failed
-        summary: the report says what happened and the history stays valid either way."""
+    async def compress(self, history: Sequence[Message], router: Any, *, reason: str, window: int | None = None,
+                       force: bool = False) -> Compressed:
+        """A new view of `history`: pruned, then with the middle summarised if still needed (or forced).
+        Never raises for a failed summary: the report says what happened and the view is valid either way."""
         window = window or self.window(router)
         threshold = int(self.config.threshold * window)
         report = CompactionReport(reason=reason, tokens_before=self.measure(history, window), tokens_after=0)
+        view = list(history)
         try:
-            report.pruned = prune_tool_results(history, protect_last=self.config.protect_tail_messages,
+            report.pruned = prune_tool_results(view, protect_last=self.config.protect_tail_messages,
                                                min_chars=self.config.placeholder_chars)
-            if report.pruned:
-                self.meter.touch()
-            report.tokens_after = self.estimate(history, window)
+            report.tokens_after = self.estimate(view, window)
             if force or report.tokens_after > threshold:
-                await self._summarise(history, router, report, window, threshold, force)
+                view = await self._summarise(view, router, report, window, threshold, force)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # compression must never cost the person their answer
             log.exception("session %s: compression failed", self.session.key)
             report.failed = report.failed or f"{type(exc).__name__}: {exc}"
-            report.tokens_after = self.estimate(history, window)
+            report.tokens_after = self.estimate(view, window)
         self.reports.append(report)
         if report.summary_usage.total:  # off the turn's path, as the turn's own tokens are counted
             self.host.spawn(self._charge(report.summary_usage.total), "usage-tokens")
@@ -230,7 +248,7 @@ class SessionContext:
                      self.session.key, reason, "failed" if report.failed else "done", report.tokens_before,
                      report.tokens_after, report.pruned, report.summarised,
                      f": {report.failed}" if report.failed else "")
-        return report
+        return Compressed(view, report)
 
     async def _charge(self, tokens: int) -> None:
         """A summary is made for the person whose message (or /compress) needed it: its tokens are theirs."""
@@ -241,14 +259,15 @@ class SessionContext:
         await charge(self.host, person, tokens)
 
     async def _summarise(self, history: list[Message], router: Any, report: CompactionReport, window: int,
-                         threshold: int, force: bool) -> None:
+                         threshold: int, force: bool) -> list[Message]:
+        """`history` with its middle summarised, or `history` itself when there is nothing worth it."""
         split = plan_split(history, protect_tail=self.config.protect_tail_messages,
                            tail_budget=int(threshold * self.config.tail_share),
                            head_budget=int(threshold * self.config.head_share), force=force)
         if split is None:
-            return
+            return history
         if not force and messages_tokens(split.middle) < max(200, threshold // 20):
-            return  # too little to gain for a model call; the tail itself is what is large
+            return history  # too little to gain for a model call; the tail itself is what is large
         goal = await self._open_goal()
         previous = strip_goal(split.previous.meta[COMPACTION]["summary"]) if split.previous else None
         try:
@@ -256,7 +275,7 @@ class SessionContext:
                                                            window=window, goal=goal, usage=report.summary_usage)
         except SummaryFailed as exc:
             report.failed = str(exc)
-            return
+            return history
         stored_summary = f"{GOAL_LINE}{goal}\n\n{text}" if goal else text
         first_id, last_id, parent_id = await self._covered(history, split)
         earlier = (split.previous.meta[COMPACTION].get("count") or 0) if split.previous is not None else 0
@@ -275,13 +294,13 @@ class SessionContext:
             message = summary_message(record, count)
         else:
             message = provisional_summary(stored_summary, count, first_id, last_id)
-        history[:] = [*split.head, message, *split.tail]
-        self.meter.touch()
+        view = [*split.head, message, *split.tail]
         report.summarised = len(split.middle)
         report.compaction_id = record.id if record is not None else None
-        report.tokens_after = self.estimate(history, window)
+        report.tokens_after = self.estimate(view, window)
+        return view
 
-    async def _covered(self, history: list[Message],
+    async def _covered(self, history: Sequence[Message],
                        split: Split) -> tuple[int | None, int | None, int | None]:
         """(first, last) stored ids the new summary covers — cumulative over earlier compactions — and the
         compaction it updates."""
@@ -305,7 +324,7 @@ class SessionContext:
         """Tokens one user message may take: whatever is left under the threshold by the fixed part."""
         return max(MIN_SINGLE_MESSAGE_TOKENS, int(self.config.threshold * window) - self.fixed - 256)
 
-    async def _tell_if_cut(self, history: list[Message], sent: list[Message], window: int) -> None:
+    async def _tell_if_cut(self, history: Sequence[Message], sent: list[Message], window: int) -> None:
         """Tell the person once when their message of this turn reaches the model cut."""
         if self.message is None or self.notify is None or self._told:
             return

@@ -44,7 +44,7 @@ def register_builtin_commands(registry: CommandRegistry, gateway: Host, features
             f"Bot: {gateway.bot}",
             f"Model: {models}" + (f" (last answer from {session.last_model})"
                                   if session.last_model and session.last_model != models else ""),
-            f"Session: #{session.record.id}, {len(session.history or [])} messages",
+            f"Session: #{session.record.id}, {len(session.history)} messages",
             f"Tokens: {usage.input_tokens} in, {usage.output_tokens} out, "
             f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write",
             tool_summary(await gateway.store.load_messages(session.record.id)),

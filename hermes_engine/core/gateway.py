@@ -28,7 +28,7 @@ from hermes_engine.core.pending import PendingEvents
 from hermes_engine.core.people_cache import PeopleCache
 from hermes_engine.core.scheduler import JobFunc, Scheduler
 from hermes_engine.core.session_load import ensure_loaded
-from hermes_engine.core.sessions import SessionTable, new_handle
+from hermes_engine.core.sessions import SessionTable, new_handle, unload
 from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.core.turn import TurnRunner
 from hermes_engine.errors import HermesError, StorageError
@@ -36,7 +36,6 @@ from hermes_engine.holders import process_holder
 from hermes_engine.policy.access import AccessGate
 from hermes_engine.policy.untrusted import has_read_untrusted, sends_files
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
-from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.inbound import InboundMessage, LastInbound, ReplyTarget, message_to_payload
@@ -265,7 +264,7 @@ class Gateway:
     def tool_context(self, session: SessionHandle, person_id: int | None, *, in_review: bool = False,
                      is_admin: bool = False, message: InboundMessage | None = None) -> ToolContext:
         # A goal continuation (synthetic) acts for the person who set the goal, with that person's access.
-        untrusted = has_read_untrusted(session.history or ()) or (message is not None and sends_files(message))
+        untrusted = has_read_untrusted(session.history.view()) or (message is not None and sends_files(message))
         return ToolContext(bot=self.bot, session_id=session.record.id, session_key=session.key,
                            person_id=person_id, chat_kind=session.scope.chat_kind,
                            shared_scope=session.scope.shared_scope, services=self.services, in_review=in_review,
@@ -296,15 +295,16 @@ class Gateway:
         self._adopt(session, record)
         return session
 
+    def drop_session(self, key: str) -> None:
+        if (session := self.sessions.get(key)) is not None:
+            unload(session)
+
     def _adopt(self, session: SessionHandle, record: SessionRecord) -> None:
         """The key's session is now `record`: prompts are frozen anew."""
         self._evicted(session)  # what features keep for the old session goes with it
         session.record = record
         session.scope = replace(session.scope, session_id=record.id)
-        session.history = None
-        session.system_prompt = None
-        session.tools = None
-        session.usage = Usage()
+        unload(session)
 
     async def interrupt(self, session: SessionHandle) -> bool:
         """Cancel the turn in flight (if any). Queued messages stay queued."""
@@ -434,7 +434,7 @@ class Gateway:
             self._adopt(session, record)
         session.record = record
         if await self.store.last_message_id(record.id) != session.seen_message_id:
-            session.history = None
+            session.history.drop()
 
     async def _run_job(self, session: SessionHandle, lane: Lane, job: TurnJob) -> TurnResult | None:
         if job.known_duplicate():

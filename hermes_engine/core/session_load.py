@@ -21,8 +21,8 @@ from hermes_engine.tools.registry import ToolRegistry
 
 async def ensure_loaded(session: SessionHandle, person_id: int | None, *, store: Store, prompts: PromptBuilder,
                         tools: ToolRegistry, features: Sequence[Feature]) -> None:
-    if session.history is None:
-        session.history = await load_history(store, session.record.id)
+    if not session.history.loaded:
+        session.history.load(await load_history(store, session.record.id))
         session.usage = await store.session_usage(session.record.id)
     if session.tools is None:  # first: the prompt says how to use tools when there are any
         session.tools = await session_tools(store, session, tools, features)

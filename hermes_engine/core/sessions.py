@@ -15,6 +15,7 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
 
+from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 from hermes_engine.ports.session import SessionHandle, SessionScope
 from hermes_engine.ports.storage import SessionRecord
@@ -27,6 +28,15 @@ def new_handle(bot: str, key: str, record: SessionRecord, msg: InboundMessage) -
                          person_id=None, shared_scope=None if dm else f"{msg.platform}:{msg.account}:{msg.chat_id}")
     return SessionHandle(key=key, record=record, scope=scope,
                          target=ReplyTarget(msg.platform, msg.account, msg.chat_id, msg.thread_id))
+
+
+def unload(session: SessionHandle) -> None:
+    """What the session loaded goes together (history and its usage, frozen prompt, tool list):
+    `ensure_loaded` reads them from the store again."""
+    session.history.drop()
+    session.usage = Usage()
+    session.system_prompt = None
+    session.tools = None
 
 
 class SessionTable:

@@ -117,7 +117,7 @@ class TurnRunner:
         except DuplicateEvent:
             turn.duplicate = True
             await _stop(typing)
-            session.history = None  # drop what this turn added in memory; the store has none of it
+            session.history.drop()  # what this turn added in memory goes; the store has none of it
         except StorageError as exc:
             await _stop(typing)
             await self.pause(turn, exc)
@@ -137,7 +137,7 @@ class TurnRunner:
                 await turn.journal.flush()
             # What broke this turn may be in what it added to the history in memory (text the model's API
             # cannot take): the next turn reads the stored history again, which the store keeps valid.
-            session.history = None
+            session.history.drop()
             with contextlib.suppress(Exception):
                 await turn.stream.finish(BROKEN)
             raise
@@ -169,7 +169,7 @@ class TurnRunner:
         the turn goes on from what it stored (a call cut short gets an "interrupted" result,
         `repair_history`), and an answer already stored is delivered (once) instead of generated again.
         True when the turn is thereby done."""
-        history = turn.session.history or []
+        history = turn.session.history.view()
         event_id = turn.message.event_id
         # Not only a replay here: another replica may have begun this event's turn before it died.
         if not any(m.meta.get("event_id") == event_id for m in reversed(history)):
@@ -184,7 +184,7 @@ class TurnRunner:
 
     async def run_agent(self, turn: Turn) -> None:
         session, job = turn.session, turn.job
-        assert session.history is not None and session.system_prompt is not None
+        assert session.history.loaded and session.system_prompt is not None
 
         async def ensure_new() -> None:
             if not await job.is_new():
@@ -279,7 +279,7 @@ class TurnRunner:
         dropped (the store has not got it); the event, if it was recorded, stays in the inbox."""
         turn.paused = True
         self.metrics.error(self.host.bot, "storage")
-        turn.session.history = None
+        turn.session.history.drop()
         await turn.journal.settle()
         # The notice goes under its own key: the reply's stays open for the answer once writing works again
         # (what was streamed so far is then edited into it).
@@ -376,7 +376,7 @@ def _outcome(turn: Turn) -> str:
             if turn.undelivered else "error" if turn.result is None else "answered")
 
 
-def _stored_answer(history: list[Message], event_id: str) -> str | None:
+def _stored_answer(history: Sequence[Message], event_id: str) -> str | None:
     """The final answer stored for the user message of `event_id`, if the turn got that far."""
     for index in range(len(history) - 1, -1, -1):
         if history[index].role == "user" and history[index].meta.get("event_id") == event_id:

@@ -28,6 +28,7 @@ from hermes_engine.kanban.worker import (
 from hermes_engine.loops.goals import JUDGE_SYSTEM, parse_verdict
 from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.history import SessionHistory
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.models import Completed, ModelRequest
 from hermes_engine.ports.services import Services
@@ -189,7 +190,7 @@ class AttemptRunner:
         """What the worker produced; a goal card runs rounds judged like /goal."""
         agent = AgentLoop(self._registry(), max_iterations=self.settings.max_iterations,
                           max_output_tokens=self.host.profile.max_output_tokens)
-        history: list[Message] = []
+        history = SessionHistory([])  # the worker's own, across its rounds
         user = Message(role="user", content=await card_prompt(self.host.store, card))
         rounds = self.settings.goal_rounds if card.goal_mode else 1
         text = ""

@@ -25,6 +25,7 @@ from hermes_engine.errors import HermesError
 from hermes_engine.policy.limits import charge
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.history import SessionHistory
 from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
 from hermes_engine.tools.registry import ToolRegistry, tool
@@ -140,9 +141,9 @@ class DelegationFeature(Feature):
 
         async with self._slot(depth):
             try:
-                result = await agent.run(router=self._router(ctx), system=SUBAGENT_SYSTEM, history=[],
-                                         user=Message(role="user", content=text), ctx=sub_ctx, persist=persist,
-                                         purpose="delegate")
+                result = await agent.run(router=self._router(ctx), system=SUBAGENT_SYSTEM,
+                                         history=SessionHistory([]), user=Message(role="user", content=text),
+                                         ctx=sub_ctx, persist=persist, purpose="delegate")
             except asyncio.CancelledError:
                 raise
             except HermesError as exc:

@@ -160,7 +160,7 @@ class ReviewFeature(Feature):
         """Run one review of `due`'s session; returns the reviewer's last words."""
         host = self.host
         assert host is not None
-        loaded = live is not None and live.history is not None and live.system_prompt is not None
+        loaded = live is not None and live.history.loaded and live.system_prompt is not None
         session = live if loaded else await stored_session(host, due)
         if session is None:
             return ""

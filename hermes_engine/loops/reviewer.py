@@ -9,12 +9,13 @@ replica's sweep; the copy never joins the replica's live sessions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from hermes_engine.agent.loop import AgentLoop, TurnResult, repair_history
 from hermes_engine.config import ReviewSettings
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
+from hermes_engine.ports.history import SessionHistory
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.session import SessionHandle, SessionScope
 from hermes_engine.ports.storage import DueReview
@@ -90,7 +91,7 @@ class _ReviewTools(ToolRegistry):
 async def run_review(host: Host, settings: ReviewSettings, session: SessionHandle, person_id: int | None,
                      prompt: str, on_usage: Callable[[Usage], None]) -> TurnResult | None:
     """Run one review on a snapshot of `session`; None when the session has nothing loaded to review."""
-    if session.history is None or session.system_prompt is None:
+    if not session.history.loaded or session.system_prompt is None:
         return None
     chain = host.chain([settings.model]) if settings.model else host.chain_for(session)
     agent = AgentLoop(_ReviewTools(host.tools), max_iterations=settings.max_iterations,
@@ -100,13 +101,14 @@ async def run_review(host: Host, settings: ReviewSettings, session: SessionHandl
         if usage is not None:
             on_usage(usage)
 
-    return await agent.run(router=chain.route(), system=session.system_prompt, history=snapshot(session.history),
+    history = SessionHistory(snapshot(session.history.view()))  # the review's own: the session's is not touched
+    return await agent.run(router=chain.route(), system=session.system_prompt, history=history,
                            user=Message(role="user", content=prompt),
                            ctx=host.tool_context(session, person_id, in_review=True),
                            persist=persist, purpose="review")
 
 
-def snapshot(history: list[Message]) -> list[Message]:
+def snapshot(history: Sequence[Message]) -> list[Message]:
     """The recent part of the conversation, starting at a user message so it is valid on its own."""
     messages = repair_history(list(history))
     start = max(0, len(messages) - SNAPSHOT_MESSAGES)

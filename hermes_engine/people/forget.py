@@ -231,7 +231,7 @@ class ForgetFeature(Feature):
                                       memory=memory if isinstance(memory, MemoryStore) else None,
                                       pairing=self.pairing, workspaces=host.settings.workspaces)
         for handle in shared:
-            handle.history = None
+            host.drop_session(handle.key)
         host.forget_people()
         return outcome
 

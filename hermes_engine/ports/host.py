@@ -105,6 +105,11 @@ class Host(Protocol):
         """A fresh session for the same key, linked to the old one."""
         ...
 
+    def drop_session(self, key: str) -> None:
+        """The session of `key` loaded here, if any, lets go of what it loaded (history, frozen prompt, tool
+        list): its next turn reads them from the store again (after the store changed under it: /forget)."""
+        ...
+
     async def interrupt(self, session: SessionHandle) -> bool:
         """Cancel the turn in flight, if any (queued messages stay queued)."""
         ...

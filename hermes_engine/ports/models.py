@@ -10,12 +10,13 @@ Which providers exist is the registry's business (`hermes_engine.providers.regis
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from hermes_engine.errors import ProviderError
 from hermes_engine.ports.conversation import Message, ToolCall, Usage
+from hermes_engine.ports.history import SessionHistory
 from hermes_engine.ports.tools import ToolSchema
 
 
@@ -107,7 +108,9 @@ class CallHook(Protocol):
     """Around each model call of a turn (compression): may give the model a different view of the
     history, says how much room the context window leaves the answer, and learns what the call cost."""
 
-    async def before_call(self, history: list[Message], router: Router) -> list[Message]: ...
+    async def before_call(self, history: SessionHistory, router: Router) -> Sequence[Message]:
+        """The messages to send now; a shorter view it made of `history` is handed to `history` first."""
+        ...
 
     def output_room(self) -> int | None:
         """Output tokens the window leaves beside the request `before_call` just prepared (None: no bound)."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.conversation import Usage
+from hermes_engine.ports.history import SessionHistory
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.storage import SessionRecord
 
@@ -36,13 +37,13 @@ class SessionScope:
 @dataclass
 class SessionHandle:
     """A session loaded in this process: its record, frozen system prompt and cached history (a view:
-    compression may fold it; the stored messages never change)."""
+    compression may fold it; the stored messages never change). The history is the session's own object
+    for its whole life here: only its methods change it (`SessionHistory`)."""
 
     key: str
     record: SessionRecord
     scope: SessionScope
     target: ReplyTarget
-    history: list[Message] | None = None
     system_prompt: str | None = None
     # The tools its requests list, taken when it loaded: a tool list that changes later (an MCP server's)
     # applies from the next session, so the request's prefix (and the provider's cache) stays the same.
@@ -50,3 +51,15 @@ class SessionHandle:
     usage: Usage = field(default_factory=Usage)
     last_model: str | None = None
     seen_message_id: int | None = None  # the newest stored message when this replica last answered here
+    _history: SessionHistory = field(default_factory=SessionHistory, init=False, repr=False)
+
+    @property
+    def history(self) -> SessionHistory:
+        return self._history
+
+    @history.setter
+    def history(self, value: None) -> None:
+        """`handle.history = None` is `handle.history.drop()`: the next turn reads the store again."""
+        if value is not None:
+            raise TypeError("a session keeps its own history; change it through its methods")
+        self._history.drop()

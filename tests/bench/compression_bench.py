@@ -73,7 +73,7 @@ async def main(turns: int, window: int) -> dict:
 
     async def measured(self, history, router):
         messages = await original(self, history, router)
-        estimates.append(self.measure(history))
+        estimates.append(self.measure(history.view()))
         return messages
 
     SessionContext.before_call = measured  # record the engine's own estimate of each request it sends

@@ -345,3 +345,36 @@ async def test_a_summarys_tokens_count_against_the_person_who_needed_it(engine, 
     await e.idle()
     after = await e.store.usage_of("testbot", person, today)
     assert (after.turns, after.tokens - before.tokens) == (before.turns, 3300)  # /compress is not a turn
+
+
+
+async def test_a_compression_between_two_calls_of_a_turn_is_the_view_the_next_call_and_the_next_turn_send(
+        engine, fake_llm):
+    Agent(fake_llm)
+    e = await start(engine)
+    await chat(e, 12)
+    requests = fake_llm.requests
+    at = next(i for i, r in enumerate(requests) if is_summary_request(r))
+    before, after, next_turn = requests[at - 1], requests[at + 1], requests[at + 2]
+    assert before.messages[-1]["role"] == "user" and after.messages[-1]["role"] == "tool"  # one turn's two calls
+    assert LABEL not in json.dumps(before.messages) and LABEL in json.dumps(after.messages)
+    asked = [m["content"] for m in before.messages if m["role"] == "user"]
+    kept = [m["content"] for m in after.messages if m["role"] == "user" and LABEL not in str(m["content"])]
+    assert kept[-1] == asked[-1] and len(kept) < len(asked)  # the middle went into the summary; this turn stayed
+    summary = next(m for m in after.messages if LABEL in str(m["content"]))
+    assert next_turn.messages[-1]["role"] == "user" and not is_summary_request(next_turn)
+    assert summary in next_turn.messages  # the session kept the compressed view...
+    assert len(next_turn.messages) == len(after.messages) + 2  # ...and the turn's answer, then the new question
+
+
+async def test_a_compression_pass_makes_a_new_view_and_the_session_keeps_its_own_until_handed_it(engine, fake_llm):
+    Agent(fake_llm)
+    e = await start(engine)
+    await chat(e, 4)
+    session = session_of(e)
+    before = list(session.history)
+    compressed = await compression_of(e).context(session).compress(
+        session.history.view(), e.gateway.chain_for(session).route(), reason="command", force=True)
+    assert compressed.report.summarised and len(compressed.view) < len(before)
+    assert any(LABEL in m.content for m in compressed.view)
+    assert list(session.history) == before  # nothing rewritten in place

@@ -74,6 +74,25 @@ async def test_forget_deletes_everything_about_the_person_after_a_one_time_code(
     assert "hello all" in str(fake_llm.requests[-1].body)  # the group kept the others' words
 
 
+async def test_forget_has_the_gateway_drop_a_shared_live_session_whole_and_it_reloads_without_the_person(
+        engine, fake_llm):
+    e = await engine(profile=make_profile(shared_sessions=True))
+    fake_llm.responder = lambda request: Reply(text="hi group")
+    await e.say(f"my code is {SECRET}", user="u1", chat="g1", kind=ChatKind.GROUP, name="Alice")
+    await e.say("hello all", user="bob", chat="g1", kind=ChatKind.GROUP, name="Bob")
+    group = e.gateway.session("test:acct:group:g1")
+    assert group.history.loaded and SECRET in str(list(group.history))
+    code = re.search(r"/forget (\w+)", await e.say("/forget")).group(1)
+    assert "Done" in await e.say(f"/forget {code}")
+
+    # History, frozen prompt and tool list went together; the next turn reads them from the store again.
+    assert not group.history.loaded and group.system_prompt is None and group.tools is None
+    fake_llm.requests.clear()
+    assert await e.say("anyone there?", user="bob", chat="g1", kind=ChatKind.GROUP, name="Bob") == "hi group"
+    assert SECRET not in str(fake_llm.requests[-1].body) and "hello all" in str(fake_llm.requests[-1].body)
+    assert group.history.loaded and group.system_prompt is not None and group.tools is not None
+
+
 async def test_forget_deletes_the_persons_workspace_under_the_workspaces_own_root(engine, fake_llm, tmp_path,
                                                                                    monkeypatch):
     from hermes_engine.workspace.folders import WorkspaceFolders
