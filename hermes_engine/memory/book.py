@@ -3,7 +3,9 @@
 The `memory` tool, the prompt contributor and the `/memory` command all change documents through
 `MemoryBook`, so one set of rules holds wherever a change comes from; every change is a read-modify-write
 inside `store.lock(owner)`. A call is a list of `Change`s applied all or nothing: one `add`, `replace` or
-`remove` is a list of one, the tool's `operations` form a longer one. Messages are written for the model:
+`remove` is a list of one, the tool's `operations` form a longer one. The caller says how strictly its new
+text is scanned (`scan_mode`): the tool strictly when its turn read untrusted content, a person's command
+ordinarily. Messages are written for the model:
 they say what happened and what to do next, never echo an entry that fails the scan, and a `replace` says
 what it overwrote, so no text leaves a document unseen.
 """
@@ -25,7 +27,7 @@ from hermes_engine.memory.documents import (
     usage_text,
     used_chars,
 )
-from hermes_engine.policy.security import Finding, explain, scan_on_load, scan_text
+from hermes_engine.policy.security import ORDINARY, Finding, ScanMode, explain, scan_on_load, scan_text
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +133,8 @@ class MemoryBook:
     """Add / replace / remove (alone or as a batch) with limits, duplicate and match rules, and the scan.
 
     `show_entries=False` on a call keeps entry text out of messages (used when the model works in a
-    multi-speaker session, where a person's private notes must not be echoed).
+    multi-speaker session, where a person's private notes must not be echoed). `scan_mode` is how the new
+    text of a call is scanned (`security.ScanMode`).
     """
 
     def __init__(self, store: MemoryStore, limits: MemorySettings | None = None) -> None:
@@ -174,22 +177,25 @@ class MemoryBook:
 
     # -- changing --
 
-    async def add(self, owner: MemoryOwner, target: str, content: str, *, show_entries: bool = True) -> MemoryResult:
-        return await self.apply(owner, target, [Change.of("add", content)], show_entries=show_entries)
+    async def add(self, owner: MemoryOwner, target: str, content: str, *, show_entries: bool = True,
+                  scan_mode: ScanMode = ORDINARY) -> MemoryResult:
+        return await self.apply(owner, target, [Change.of("add", content)], show_entries=show_entries,
+                                scan_mode=scan_mode)
 
     async def replace(self, owner: MemoryOwner, target: str, old_text: str, content: str, *,
-                      show_entries: bool = True) -> MemoryResult:
-        return await self.apply(owner, target, [Change.of("replace", content, old_text)], show_entries=show_entries)
+                      show_entries: bool = True, scan_mode: ScanMode = ORDINARY) -> MemoryResult:
+        return await self.apply(owner, target, [Change.of("replace", content, old_text)], show_entries=show_entries,
+                                scan_mode=scan_mode)
 
     async def remove(self, owner: MemoryOwner, target: str, old_text: str, *,
                      show_entries: bool = True) -> MemoryResult:
         return await self.apply(owner, target, [Change.of("remove", None, old_text)], show_entries=show_entries)
 
     async def apply(self, owner: MemoryOwner, target: str, changes: list[Change], *,
-                    show_entries: bool = True) -> MemoryResult:
+                    show_entries: bool = True, scan_mode: ScanMode = ORDINARY) -> MemoryResult:
         """Apply every change in order, or none: one scan for all of them, and only the final document has to
         fit the limit (so a batch can consolidate a full document)."""
-        problem = self.check_changes(changes)
+        problem = self.check_changes(changes, scan_mode)
         if problem:
             return problem
         label = self.label(owner, target)
@@ -209,9 +215,9 @@ class MemoryBook:
         return await self._locked(owner, label, work)
 
     async def check(self, owner: MemoryOwner, target: str, changes: list[Change], *,
-                    show_entries: bool = True) -> MemoryResult | list[str]:
+                    show_entries: bool = True, scan_mode: ScanMode = ORDINARY) -> MemoryResult | list[str]:
         """What `apply` would refuse, without writing; else, per change, the entry it names ("" for add)."""
-        problem = self.check_changes(changes)
+        problem = self.check_changes(changes, scan_mode)
         if problem:
             return problem
         label = self.label(owner, target)
@@ -251,7 +257,7 @@ class MemoryBook:
                                        f"({exc.strerror or type(exc).__name__}); nothing was changed.")
 
     @staticmethod
-    def check_changes(changes: list[Change]) -> MemoryResult | None:
+    def check_changes(changes: list[Change], scan_mode: ScanMode = ORDINARY) -> MemoryResult | None:
         """Refuse malformed changes and scan every new text once, before anything is read or written."""
         if not changes:
             return MemoryResult(False, "Error: no operations were given; nothing was changed.")
@@ -273,7 +279,7 @@ class MemoryBook:
                 return MemoryResult(False, f"Error: {where}content must not contain a line holding only "
                                            f"{SEPARATOR} (it separates entries); save one fact per entry.")
         texts = [c.content for c in changes if c.action != "remove"]
-        findings = scan_text("\n\n".join(texts), kind="memory") if texts else []
+        findings = scan_text("\n\n".join(texts), kind="memory", mode=scan_mode) if texts else []
         if findings:
             return MemoryResult(False, f"Error: nothing was saved. {explain(findings)}", findings=tuple(findings))
         return None

@@ -16,6 +16,7 @@ from typing import Any
 
 from hermes_engine.memory.book import LABELS, Change, MemoryBook, MemoryResult, preview, unreadable_result
 from hermes_engine.memory.documents import MemoryOwner, UnreadableDocument
+from hermes_engine.policy.security import ORDINARY, ScanMode
 from hermes_engine.ports.storage import PeopleStore
 
 MAX_PENDING = 20
@@ -71,8 +72,10 @@ class PendingChanges:
         return self.people is not None and await self.people.get_person(person_id) is None
 
     async def stage(self, owner: MemoryOwner, target: str, changes: list[Change], *,
-                    show_entries: bool = True) -> MemoryResult:
-        named = await self.book.check(owner, target, changes, show_entries=show_entries)
+                    show_entries: bool = True, scan_mode: ScanMode = ORDINARY) -> MemoryResult:
+        """Check the changes as the reviewer asked them scanned, then keep them for the person; applying them
+        later is the person's own write, scanned ordinarily."""
+        named = await self.book.check(owner, target, changes, show_entries=show_entries, scan_mode=scan_mode)
         if isinstance(named, MemoryResult):
             return named  # would fail anyway: tell the reviewer now, stage nothing
         proposal = Proposal(target, tuple(changes), tuple(named), self.clock())

@@ -10,6 +10,7 @@ A failed change lists the current entries so the model can correct itself; after
 one turn it no longer does, and asks the model to go on with its reply instead of spending the turn on them.
 Inside the background review (`ctx.in_review`) the tool may add; a call that would rewrite or remove an
 entry is staged for the person instead (`hermes_engine.memory.pending`).
+A turn whose session read untrusted content (`ctx.untrusted`) has its new entries scanned strictly.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Literal
 from hermes_engine.memory.book import Change, MemoryBook, MemoryResult
 from hermes_engine.memory.documents import MemoryOwner
 from hermes_engine.memory.pending import PendingChanges
+from hermes_engine.policy.security import ScanMode
 from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.tools import ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
@@ -84,6 +86,7 @@ async def memory(*, action: Literal["add", "replace", "remove"] | None = None,
         owner, document = MemoryOwner.person(ctx.person_id), target
         show_entries = ctx.chat_kind == "dm"  # private entries are not echoed into a multi-speaker chat
 
+    scan_mode = ScanMode(strict=ctx.untrusted)  # a turn that read untrusted content writes under every rule
     pending = ctx.services.get(MEMORY_PENDING) or PendingChanges(book)
     if ctx.in_review and ctx.person_id is not None and await pending.person_gone(ctx.person_id):
         return ToolResult("Error: the person this review is about asked to be forgotten; nothing was saved.",
@@ -92,9 +95,9 @@ async def memory(*, action: Literal["add", "replace", "remove"] | None = None,
         if owner.is_shared:
             return ToolResult("Error: a background review may only add to the group's shared memory; rewriting or "
                               "removing its entries needs a live conversation. Nothing was changed.", is_error=True)
-        result = await pending.stage(owner, document, changes, show_entries=show_entries)
+        result = await pending.stage(owner, document, changes, show_entries=show_entries, scan_mode=scan_mode)
     else:
-        result = await book.apply(owner, document, changes, show_entries=show_entries)
+        result = await book.apply(owner, document, changes, show_entries=show_entries, scan_mode=scan_mode)
     return _reply(result, ctx)
 
 

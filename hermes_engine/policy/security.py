@@ -19,23 +19,29 @@ Fairness comes from precise rules plus two exemptions, both data or documented h
 
 Approval. A "high" finding always blocks. A "low" finding blocks until an admin approves it; the approval
 is recorded by fingerprint (the rule and the code span it sits in) in `ApprovedHashes`, under HERMES_HOME,
-so later writes that keep that code are not flagged again. Scans run inside `admin_approval(by)` (an
-admin approving a queued change) accept and record their low findings.
+so later writes that keep that code are not flagged again. A scan asked with `ScanMode(approved_by=…)` (an
+admin approving a queued change) accepts and records its low findings.
+
+Strictness. The writes of a turn that read untrusted content (web pages, MCP results, a file a person sent)
+are scanned with `ScanMode(strict=True)`: text that came from outside may be trying to plant itself in memory
+or a skill. The writer says so (the memory and skill tools pass their `ToolContext.untrusted`), because a
+mode read from the surroundings is one no signature shows and every caller inherits unasked.
 
 On load (`scan_on_load`) only "high" findings block: such text is shown as `[blocked entry: <rules>]`; a
 "low" finding could only have been written with an admin's approval, or by hand by someone with access to
-the files.
+the files. A load is scanned the same whoever reads it, never strictly: what it gives (a prompt, a skill's
+parse cached by the library) is shared by every turn.
 
 API (imported by memory, skills and the CLI):
-    scan(text, kind) -> ScanResult     every finding with its severity; .blocking, .blocked, .explain()
-    scan_text(text, kind) -> list[Finding]   the findings that block a write (empty: it may be saved)
+    scan(text, kind, mode) -> ScanResult   every finding with its severity; .blocking, .blocked, .explain()
+    scan_text(text, kind, mode) -> list[Finding]   the findings that block a write (empty: it may be saved)
     scan_on_load(text, kind) -> str    the text, or its `[blocked entry: …]` placeholder
     blocked_on_load(text, kind)        the findings behind that placeholder (a skill file is then not loaded)
-    admin_approval(by)                 context in which low findings are accepted and recorded
-    strict_scans(on)                   context of a turn that read untrusted content (web pages, MCP results):
-                                       every rule of every kind applies (with the rules kept for such turns,
+    ScanMode(strict, approved_by)      how a write is scanned; `ORDINARY` by default. `strict`: every rule of
+                                       every kind applies (with the rules kept for such turns,
                                        `scan_rules.UNTRUSTED`: sending, forwarding or copying to an address)
-                                       and a low finding blocks, approved or not
+                                       and a low finding blocks, approved or not; `approved_by`: low findings
+                                       are accepted and recorded as that admin's
     ApprovedHashes                     the store of approved fingerprints
     BlockedContent, explain, placeholder
 """
@@ -43,8 +49,6 @@ API (imported by memory, skills and the CLI):
 from __future__ import annotations
 
 import bisect
-import contextlib
-import contextvars
 import functools
 import hashlib
 import re
@@ -58,9 +62,20 @@ from hermes_engine.policy.scan_allowances import SERVICES
 from hermes_engine.policy.scan_rules import DESCRIPTIONS, HIGH, KINDS, LOW, RULES, Rule
 from hermes_engine.secrets import find_secrets, mask
 
-__all__ = ["ApprovedHashes", "BlockedContent", "Finding", "HIGH", "INVISIBLE_RANGES", "KINDS", "LOW", "RULES",
-           "ScanResult", "admin_approval", "blocked_on_load", "explain", "placeholder", "scan", "scan_on_load",
-           "scan_text", "strict_scans"]
+__all__ = ["ApprovedHashes", "BlockedContent", "Finding", "HIGH", "INVISIBLE_RANGES", "KINDS", "LOW", "ORDINARY",
+           "RULES", "ScanMode", "ScanResult", "blocked_on_load", "explain", "placeholder", "scan", "scan_on_load",
+           "scan_text"]
+
+
+@dataclass(frozen=True)
+class ScanMode:
+    """How a write is scanned, said by whoever asks for the write (see the module docstring)."""
+
+    strict: bool = False  # the writer's turn read untrusted content: every rule of every kind, low findings block
+    approved_by: str | None = None  # an admin's decision: low findings are accepted and recorded under this name
+
+
+ORDINARY = ScanMode()
 
 
 @dataclass(frozen=True)
@@ -143,20 +158,6 @@ def _compiled(kind: str | None) -> list[_Compiled]:
     anything is scanned."""
     return [(rule, re.compile(rule.pattern, _FLAGS), re.compile(rule.within, _FLAGS) if rule.within else None)
             for rule in RULES if kind is None or kind in rule.kinds]
-
-
-_strict: contextvars.ContextVar[bool] = contextvars.ContextVar("hermes_strict_scans", default=False)
-
-
-@contextlib.contextmanager
-def strict_scans(on: bool = True) -> Iterator[None]:
-    """Scans inside use the strictest rules. For the writes of a turn whose session read untrusted content:
-    text that came from outside may be trying to plant itself in memory or a skill."""
-    token = _strict.set(on or _strict.get())
-    try:
-        yield
-    finally:
-        _strict.reset(token)
 
 
 def _matches(pattern: re.Pattern[str], within: re.Pattern[str] | None, text: str) -> Iterator[re.Match[str]]:
@@ -366,29 +367,17 @@ def _fold(text: str) -> str:
     return unmask(unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))).replace("\\\n", "  ")
 
 
-_approver: contextvars.ContextVar[str | None] = contextvars.ContextVar("security_approver", default=None)
-
-
-@contextlib.contextmanager
-def admin_approval(by: str) -> Iterator[None]:
-    """Scans inside accept their low findings and record them as approved by `by` (an admin's decision)."""
-    token = _approver.set(by)
-    try:
-        yield
-    finally:
-        _approver.reset(token)
-
-
 def _check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise ValueError(f"scan: kind must be one of {KINDS}, not {kind!r}")
 
 
-def scan(text: str, *, kind: str = "memory", approvals: ApprovedHashes | None = None) -> ScanResult:
+def scan(text: str, *, kind: str = "memory", mode: ScanMode = ORDINARY,
+         approvals: ApprovedHashes | None = None) -> ScanResult:
     """Every finding in `text`, in order of appearance (one per rule and place), with approvals applied.
 
-    `kind` is "memory" or "skill" (skills add destructive commands). `approvals` defaults to the store under
-    HERMES_HOME."""
+    `kind` is "memory" or "skill" (skills add destructive commands); `mode` is how strictly, and whether an
+    admin approves (`ScanMode`). `approvals` defaults to the store under HERMES_HOME."""
     _check_kind(kind)
     if not text:
         return ScanResult()
@@ -400,7 +389,7 @@ def scan(text: str, *, kind: str = "memory", approvals: ApprovedHashes | None = 
     doc = _Text.of(_fold(text))
     secrets = find_secrets(doc.text)
     hits.extend((s.start, Finding("secret", s.describe())) for s in secrets)
-    strict = _strict.get()
+    strict = mode.strict
     for rule, pattern, within in _compiled(None if strict else kind):
         for match in _matches(pattern, within, doc.text):
             code = doc.code_at(match.start())
@@ -419,15 +408,14 @@ def scan(text: str, *, kind: str = "memory", approvals: ApprovedHashes | None = 
     if strict or not any(f.severity == LOW for f in findings):
         return ScanResult(findings)
     store = approvals or ApprovedHashes.default()
-    approver = _approver.get()
-    if approver is not None:
-        store.approve([f for f in findings if f.severity == LOW], by=approver)
+    if mode.approved_by is not None:
+        store.approve([f for f in findings if f.severity == LOW], by=mode.approved_by)
     return ScanResult(findings, store.fingerprints())
 
 
-def scan_text(text: str, *, kind: str = "memory") -> list[Finding]:
+def scan_text(text: str, *, kind: str = "memory", mode: ScanMode = ORDINARY) -> list[Finding]:
     """The findings that block writing `text` (empty: it may be saved). See `scan`."""
-    return list(scan(text, kind=kind).blocking)
+    return list(scan(text, kind=kind, mode=mode).blocking)
 
 
 def placeholder(findings: Iterable[Finding | str]) -> str:

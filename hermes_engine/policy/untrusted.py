@@ -1,6 +1,7 @@
 """Content from outside the conversation's people (MCP tool results, web pages) enters the history marked, so the
 model weighs it as data, and the engine can tell afterwards that a session has read such content: its
-turns then write memory and skills under the strictest scan (`security.strict_scans`). Files a person sends
+turns then write memory and skills under the strictest scan (`ToolContext.untrusted`, which the memory and
+skill tools pass on as `security.ScanMode(strict=True)`). Files a person sends
 count as read from outside too: the person chose to send them but did not write them (a picture can carry
 an injected instruction as well as a page can), and the message that brought one says so in its text."""
 

@@ -16,7 +16,7 @@ import json
 import logging
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -106,8 +106,8 @@ class PendingQueue:
         entry = self.get(pending_id)
         if entry is None:
             raise SkillError(f"No pending change {pending_id!r}.")
-        with security.admin_approval(by=f"skills approve {pending_id}"):  # accepts low findings, by fingerprint
-            result = await library.apply(entry.change, author=entry.author)
+        approved = security.ScanMode(approved_by=f"skills approve {pending_id}")  # accepts low findings, by fingerprint
+        result = await library.apply(replace(entry.change, scan_mode=approved), author=entry.author)
         self.remove(pending_id)
         return result
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from hermes_engine.policy.security import ORDINARY, ScanMode
 from hermes_engine.skills.model import Skill
 
 Action = Literal["create", "patch", "edit", "delete", "write_file", "remove_file", "archive"]
@@ -26,7 +27,10 @@ USAGE_FILE = ".usage.json"
 
 @dataclass(frozen=True)
 class SkillChange:
-    """One requested write, as `skill_manage` receives it (also what the approval queue stores)."""
+    """One requested write, as `skill_manage` receives it (also what the approval queue stores).
+
+    `scan_mode` is how its text is scanned, which belongs to who asks rather than to what is written: the
+    queue keeps the change without it, and the admin's approval applies it with its own."""
 
     action: str
     name: str
@@ -38,13 +42,14 @@ class SkillChange:
     file_content: str | None = None
     replace_all: bool = False  # patch: every occurrence of old_string, not exactly one
     absorbed_into: str | None = None  # delete: the skill that now holds this one's content
+    scan_mode: ScanMode = field(default=ORDINARY, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None and v is not False}
+        return {k: v for k, v in asdict(self).items() if k != "scan_mode" and v is not None and v is not False}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SkillChange:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "scan_mode"})
 
     def summary(self) -> str:
         target = f" {self.file_path}" if self.file_path else ""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_engine.errors import ProviderError
+from hermes_engine.policy.security import ORDINARY
 from hermes_engine.ports.conversation import Message
 from hermes_engine.ports.models import Completed, ModelRequest, Provider, TextDelta
 from hermes_engine.skills.approvals import GatedLibrary, PendingQueue
@@ -300,8 +301,9 @@ class Curator:
             if tools:  # the umbrella calls every tool its sources did (the model may drop some)
                 content = with_meta(content, tools=tools)
             category = Counter(s.category for s in sources).most_common(1)[0][0]
-            change = (SkillChange("edit", name, content=content) if name in names else
-                      SkillChange("create", name, content=content, category=category))
+            # The merge is made of skills already in the library, read by no turn: scanned ordinarily.
+            change = (SkillChange("edit", name, content=content, scan_mode=ORDINARY) if name in names else
+                      SkillChange("create", name, content=content, category=category, scan_mode=ORDINARY))
             await self.library.check(change, author="agent")
         except SkillError as exc:
             report.skipped.append({"what": what, "reason": f"the merged skill was refused: {exc}"})

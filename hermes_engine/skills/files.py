@@ -25,6 +25,7 @@ from typing import Any
 from hermes_engine.atomic import atomic_write, atomic_write_text
 from hermes_engine.confine import inside, is_real_dir, is_regular_file, own_dir, read_text
 from hermes_engine.filelock import FileLock
+from hermes_engine.policy import security
 from hermes_engine.skills.contract import (
     ACTIONS,
     ARCHIVE_DIR,
@@ -58,13 +59,9 @@ _LOCK_DIR = ".locks"
 LOCK_FILE = f"{_LOCK_DIR}/library.lock"
 
 
-def scan_or_raise(text: str, what: str) -> None:
-    """Run the shared security scanner over text the agent wants to save. Fails closed."""
-    try:
-        from hermes_engine.policy import security
-    except ImportError as exc:  # the scanner is part of the engine; without it nothing is written
-        raise SkillError(f"The security scanner is unavailable ({exc}); skill writes are disabled.") from None
-    findings = security.scan_text(text, kind="skill")
+def scan_or_raise(text: str, what: str, mode: security.ScanMode = security.ORDINARY) -> None:
+    """Run the shared security scanner over text the agent wants to save, as the change asks (`mode`)."""
+    findings = security.scan_text(text, kind="skill", mode=mode)
     if findings:
         raise SkillBlocked(f"Blocked by the security scan in {what}: {security.explain(findings)} "
                            f"Nothing was written; remove that content and try again.", findings)
@@ -128,7 +125,8 @@ class FileSkillLibrary(SkillFolders):
         tmp.mkdir()
         return tmp
 
-    def _finalize_text(self, text: str, name: str, category: str | None, created_by: str) -> tuple[Skill, str]:
+    def _finalize_text(self, text: str, name: str, category: str | None, created_by: str,
+                       mode: security.ScanMode) -> tuple[Skill, str]:
         """Validate SKILL.md text and pin the fields the library owns: `created_by`, and `category` unless the
         folder layout decides it (None). The front matter is rewritten only when one of them would read
         differently, so patching a hand-written skill keeps its front matter as the person wrote it."""
@@ -145,7 +143,7 @@ class FileSkillLibrary(SkillFolders):
             text = with_meta(text, **pins)
         check_skill_length(text)
         skill = parse_skill(text, folder_name=name, category=category)
-        scan_or_raise(text, "SKILL.md")
+        scan_or_raise(text, "SKILL.md", mode)
         return skill, text
 
     def _own_category(self, skill: Skill) -> str | None:
@@ -184,7 +182,7 @@ class FileSkillLibrary(SkillFolders):
             raise SkillError(f"'{name}' is a support folder of the skill in {category}/; choose another name.")
         parse_skill(change.content, folder_name=name)  # clear errors first, on the model's own text
         content = with_meta(change.content, category=category, created_by=author)  # a new skill says both
-        skill, text = self._finalize_text(content, name, category, author)
+        skill, text = self._finalize_text(content, name, category, author, change.scan_mode)
         if commit:
             staging = self._staging()
             try:
@@ -202,7 +200,7 @@ class FileSkillLibrary(SkillFolders):
         if change.content is None:
             raise SkillError("edit needs content: the full new SKILL.md. For small changes prefer patch.")
         new_skill, text = self._finalize_text(change.content, skill.name, self._own_category(skill),
-                                              skill.created_by)
+                                              skill.created_by, change.scan_mode)
         if commit:
             assert skill.path is not None
             atomic_write_text(skill.path / SKILL_FILE, text)
@@ -239,11 +237,11 @@ class FileSkillLibrary(SkillFolders):
             if new_meta_skill.created_by != skill.created_by and "created_by" in new_meta_skill.meta:
                 raise SkillError("created_by cannot be changed.")
             new_skill, updated = self._finalize_text(updated, skill.name, self._own_category(skill),
-                                                     skill.created_by)
+                                                     skill.created_by, change.scan_mode)
             warnings = self._warnings(new_skill)
         else:
             check_size(updated, MAX_FILE_BYTES, label)
-            scan_or_raise(updated, label)
+            scan_or_raise(updated, label, change.scan_mode)
         if commit:
             atomic_write_text(target, updated)
         times = f" ({count} occurrences)" if count > 1 else ""
@@ -286,7 +284,7 @@ class FileSkillLibrary(SkillFolders):
         if change.file_content is None:
             raise SkillError("write_file needs file_content.")
         data = check_size(change.file_content, MAX_FILE_BYTES, rel.as_posix())
-        scan_or_raise(change.file_content, rel.as_posix())
+        scan_or_raise(change.file_content, rel.as_posix(), change.scan_mode)
         assert skill.path is not None
         target = inside(skill.path, rel, owner="skills", error=SkillError)
         if os.path.lexists(target) and not is_regular_file(target):

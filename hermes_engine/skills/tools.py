@@ -5,7 +5,8 @@ serves one library per bot profile) or a single `SkillLibrary` (one bot, tests).
 Protocols, so a service that fits neither is reported as "not enabled" instead of failing mid-call.
 Inside the background review (`ctx.in_review`) writes go through `review_gate`: the review is a guest in
 the library. A skill is the person's (`created_by: user`, never curated away) when the model says the person
-asked for it (`requested_by_person`); the review has no person to ask, so it cannot say so.
+asked for it (`requested_by_person`); the review has no person to ask, so it cannot say so. A turn whose
+session read untrusted content (`ctx.untrusted`) asks for its writes to be scanned strictly.
 Tool docstrings are the schemas the model pays for on every request: keep them short.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from hermes_engine.policy.security import ScanMode
 from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
 from hermes_engine.skills.approvals import review_gate
@@ -137,7 +139,8 @@ async def skill_manage(
     """
     change = SkillChange(action=action, name=name, content=content, category=category, old_string=old_string,
                          new_string=new_string, file_path=file_path, file_content=file_content,
-                         replace_all=replace_all, absorbed_into=absorbed_into)
+                         replace_all=replace_all, absorbed_into=absorbed_into,
+                         scan_mode=ScanMode(strict=ctx.untrusted))
     requested_by: dict[str, Any] = {"bot": ctx.bot, "session_key": ctx.session_key, "person_id": ctx.person_id,
                                     "in_review": ctx.in_review}
     try:

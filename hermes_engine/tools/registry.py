@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin, overload
 
 from hermes_engine.errors import MalformedToolArguments, UnknownTool
-from hermes_engine.policy.security import strict_scans
 from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.ports.tools import Tool, ToolContext, ToolResult, ToolSchema, ToolTimedOut
 from hermes_engine.tools.arguments import Arguments
@@ -87,8 +86,7 @@ class FunctionTool:
             kwargs[self.context_param] = ctx
         deadline = asyncio.timeout(self.time_limit)
         try:
-            with strict_scans(ctx.untrusted):
-                return await self._run(kwargs, deadline)
+            return await self._run(kwargs, deadline)
         except TimeoutError:
             if not deadline.expired():
                 raise  # the tool's own timeout (e.g. a remote call): reported like any other failure
@@ -96,7 +94,8 @@ class FunctionTool:
                                "and was given up; its result is lost. Try a smaller request.") from None
 
     async def _run(self, kwargs: dict[str, Any], deadline: asyncio.Timeout) -> ToolResult:
-        """The call itself; a sync tool runs in a tool thread, in a copy of this context (strict scans)."""
+        """The call itself; a sync tool runs in a tool thread, in a copy of this context (as `asyncio.to_thread`
+        gives one)."""
         async with deadline:
             if inspect.iscoroutinefunction(self.func):
                 return as_result(await self.func(**kwargs))

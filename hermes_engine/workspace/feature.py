@@ -141,7 +141,7 @@ class WorkspaceFeature(Feature):
             ws = await asyncio.to_thread(self._workspace, ctx)
         except WorkspaceError as exc:
             return ToolResult(str(exc), is_error=True)
-        risk = classify(command)
+        risk = classify(command, strict=ctx.untrusted)
         if risk.level in self.settings.approve:
             if ctx.target is None:
                 return ToolResult(f"Denied: this command needs approval ({risk.reason}) and nobody can be asked.",

@@ -4,7 +4,8 @@ Dangerous is what a person would want to see first: network use, package install
 (recursive or wildcard removal), and anything the security scanner's rules flag (`policy.scan_rules`:
 piping downloads to a shell, reading secret files, destructive commands). Read-only is a short list of
 commands that only look, chained with pipes. Everything else counts as a write. The classes are a guide
-for approval, not the boundary: the sandbox is the boundary.
+for approval, not the boundary: the sandbox is the boundary. A command asked for in a turn that read untrusted
+content (`strict`) is judged by every rule of every kind, as that turn's writes are.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hermes_engine.policy.security import scan
+from hermes_engine.policy.security import ScanMode, scan
 
 READ_ONLY, WRITES, DANGEROUS = "read-only", "writes", "dangerous"
 RISKS = (READ_ONLY, WRITES, DANGEROUS)
@@ -36,8 +37,8 @@ class Risk:
     reason: str
 
 
-def classify(command: str) -> Risk:
-    findings = [f.rule for f in scan(f"```\n{command}\n```", kind="skill").findings]
+def classify(command: str, *, strict: bool = False) -> Risk:
+    findings = [f.rule for f in scan(f"```\n{command}\n```", kind="skill", mode=ScanMode(strict=strict)).findings]
     if findings:
         return Risk(DANGEROUS, "flagged by the security rules: " + ", ".join(dict.fromkeys(findings)))
     for pattern, reason in ((_NETWORK, "uses the network"), (_INSTALL, "installs packages"),

@@ -142,6 +142,7 @@ class ApiCall:
     at: float  # time.monotonic() when the call arrived
     status: int = 200
     error: str | None = None
+    answered: float | None = None  # time.monotonic() when Slack answered it (None: not yet)
 
 
 @dataclass
@@ -159,7 +160,7 @@ class Delivery:
 
     status: int
     body: str
-    seconds: float  # time until the app answered (the ack time)
+    answered: float  # time.monotonic() when the app's answer (the ack) reached Slack, to order against `ApiCall.at`
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -198,6 +199,7 @@ class FakeSlack(LoopbackServer):
         self.connections_opened = 0  # apps.connections.open calls
         self.sockets_accepted = 0  # websocket connections made
         self._faults: deque[Fault] = deque()
+        self._slow: list[tuple[str, float]] = []
         self._sockets: list[web.WebSocketResponse] = []
         self._socket_ready = asyncio.Event()
         self._acks: dict[str, asyncio.Future] = {}
@@ -242,6 +244,11 @@ class FakeSlack(LoopbackServer):
              retry_after: float | None = 1, times: int = 1) -> None:
         """Answer the next `times` calls of `method` with this failure (default: HTTP 429 Retry-After: 1)."""
         self._faults.append(Fault(method, status, error, retry_after if status == 429 else None, times))
+
+    def slow(self, method: str, seconds: float, *, times: int = 1) -> None:
+        """Take `seconds` to answer each of the next `times` calls of `method` (a busy Slack): work that
+        waits for such a call before acknowledging its request is then acknowledged after Slack answered."""
+        self._slow.extend([(method, seconds)] * times)
 
     def calls_to(self, method: str) -> list[ApiCall]:
         return [c for c in self.calls if c.method == method]
@@ -394,10 +401,8 @@ class FakeSlack(LoopbackServer):
         if retry_num is not None:
             headers["X-Slack-Retry-Num"] = str(retry_num)
             headers["X-Slack-Retry-Reason"] = "http_timeout"
-        started = time.perf_counter()
         async with self._session.post(self.events_url, data=body.encode(), headers=headers) as response:
-            text = await response.text()
-            delivery = Delivery(response.status, text, time.perf_counter() - started, dict(response.headers))
+            delivery = Delivery(response.status, await response.text(), time.monotonic(), dict(response.headers))
         self.deliveries.append(delivery)
         return delivery
 
@@ -434,7 +439,7 @@ class FakeSlack(LoopbackServer):
                         self.socket_acks.append(envelope_id)
                         future = self._acks.pop(envelope_id, None)
                         if future is not None and not future.done():
-                            future.set_result(data)
+                            future.set_result((time.monotonic(), data))
         finally:
             if ws in self._sockets:
                 self._sockets.remove(ws)
@@ -467,7 +472,6 @@ class FakeSlack(LoopbackServer):
         envelope_id = f"env-{next(self._ids)}"
         future = asyncio.get_running_loop().create_future()
         self._acks[envelope_id] = future
-        started = time.perf_counter()
         deadline = time.monotonic() + 10
         while True:
             await self.wait_for_socket(max(0.1, deadline - time.monotonic()))
@@ -490,8 +494,8 @@ class FakeSlack(LoopbackServer):
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"no ack for envelope {envelope_id}")
             retry += 1
-        ack = future.result()
-        delivery = Delivery(200, json.dumps(ack.get("payload") or {}), time.perf_counter() - started)
+        answered, ack = future.result()
+        delivery = Delivery(200, json.dumps(ack.get("payload") or {}), answered)
         self.deliveries.append(delivery)
         return delivery
 
@@ -525,6 +529,10 @@ class FakeSlack(LoopbackServer):
         call = ApiCall(method, params, time.monotonic())
         self.calls.append(call)
         try:
+            slow = next((s for s in self._slow if s[0] == method), None)
+            if slow is not None:
+                self._slow.remove(slow)
+                await asyncio.sleep(slow[1])
             fault = next((f for f in self._faults if f.method == method), None)
             if fault is not None:
                 fault.times -= 1
@@ -546,6 +554,7 @@ class FakeSlack(LoopbackServer):
                 call.error = result.get("error")
             return web.json_response(result)
         finally:
+            call.answered = time.monotonic()
             await self._notify()
 
     async def _notify(self) -> None:

@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 from engine_harness import goal_script, is_judge, make_profile, verdict
 from fakes.fake_llm import Reply
-from fakes.fake_slack import APP_TOKEN, BOT_TOKEN, MAX_TEXT, SIGNING_SECRET, FakeSlack
+from fakes.fake_slack import APP_TOKEN, BOT_TOKEN, MAX_TEXT, SIGNING_SECRET, ApiCall, Delivery, FakeSlack
 from kanban_kit import QUIET_BOARD, board_markdown, planning, shipped_profile
 from slack_kit import serve_slack, slack_environment
 
@@ -87,6 +87,15 @@ def mention(fake: FakeSlack, text: str) -> str:
 
 def worker_requests(fake_llm):
     return [r for r in fake_llm.requests if not is_judge(r)]
+
+
+BUSY = 0.3  # seconds the fake Slack takes to answer the first Web API call of a request's work
+
+
+def acked_before_its_work(delivery: Delivery, call: ApiCall) -> bool:
+    """The app answered Slack's request before Slack answered `call`, a Web API call its work made (made slow
+    with `FakeSlack.slow`): an app that waited for that work before acknowledging would answer after it."""
+    return call.answered is not None and delivery.answered < call.answered
 
 
 # -- conversations ---------------------------------------------------------------------------------------
@@ -351,13 +360,14 @@ async def test_a_slightly_old_but_valid_timestamp_is_accepted(slack_bot, fake_sl
 async def test_an_event_retried_three_times_is_answered_once(slack_bot, fake_slack, fake_llm):
     bot = await slack_bot()
     fake_llm.script(Reply(text="Answered once.", delay=0.05))
+    fake_slack.slow("users.info", BUSY)  # reading the event asks who wrote it first
     message = fake_slack.store_user_message("UALICE", DM, "are you there?")
     event = fake_slack.message_event(message, channel_type="im")
     first = await fake_slack.post_event(event, event_id="EvRETRIED")
     retries = [await fake_slack.post_event(event, event_id="EvRETRIED", retry_num=n) for n in (1, 2, 3)]
     await bot.settle()
     assert [d.status for d in (first, *retries)] == [200] * 4
-    assert all(d.seconds < 1 for d in (first, *retries))
+    assert all(acked_before_its_work(d, fake_slack.calls_to("users.info")[0]) for d in (first, *retries))
     assert [d.headers.get("X-Slack-No-Retry") for d in retries] == ["1"] * 3  # short-circuited
     assert len(fake_llm.requests) == 1
     assert [m.visible for m in fake_slack.bot_messages(DM)] == ["Answered once."]
@@ -529,9 +539,11 @@ async def test_goal_command_acks_at_once_and_works_in_the_anchor_thread(slack_bo
     bot = await goal_bot(slack_bot)
     fake_llm.responder, state = goal_script([verdict("continue", "half the notes are in"),
                                              verdict("done", "the checklist is complete")])
+    fake_slack.slow("chat.postMessage", BUSY)  # the goal's anchor
     ack = await fake_slack.post_command("/goal", "migrate these notes into a checklist", channel=CHANNEL)
-    assert ack.status == 200 and ack.seconds < 1.0
+    assert ack.status == 200
     await bot.settle()
+    assert acked_before_its_work(ack, fake_slack.calls_to("chat.postMessage")[0])
 
     anchors = fake_slack.top_level(CHANNEL)
     assert len(anchors) == 1 and anchors[0].from_bot
@@ -543,9 +555,11 @@ async def test_goal_command_acks_at_once_and_works_in_the_anchor_thread(slack_bo
     assert state["worker"] == 2
     assert worker_requests(fake_llm)[0].last_user_text.endswith("migrate these notes into a checklist")
 
-    status_ack = await fake_slack.post_command("/goal", "status", channel=CHANNEL)
-    assert status_ack.status == 200 and status_ack.seconds < 1.0 and "thread" in status_ack.body
+    fake_slack.slow("users.info", BUSY)  # the command's work first asks who Bob is
+    status_ack = await fake_slack.post_command("/goal", "status", channel=CHANNEL, user="UBOB")
+    assert status_ack.status == 200 and "thread" in status_ack.body
     await bot.settle()
+    assert acked_before_its_work(status_ack, fake_slack.calls_to("users.info")[-1])
     status = fake_slack.bot_messages(CHANNEL, anchors[0].ts)[-1].visible
     assert "Status: done" in status and "Turns used: 2" in status
     assert "1. continue: half the notes are in" in status and "2. done: the checklist is complete" in status
@@ -676,8 +690,15 @@ async def test_socket_mode_answers_and_reconnects_after_a_disconnect(slack_bot, 
     assert fake_slack.connections_opened >= 3  # a fresh URL from apps.connections.open each time
     # Slash commands come over the socket too, acknowledged with their ephemeral answer as the payload.
     ack = await fake_slack.post_command("/goal", "status", channel=CHANNEL)
-    assert "no goal in this channel" in ack.body and ack.seconds < 1.0
+    assert "no goal in this channel" in ack.body
     assert len(fake_slack.socket_acks) >= 3
+    # A command's work (here a goal's anchor post) runs after its acknowledgement, over the socket as well.
+    posted = len(fake_slack.calls_to("chat.postMessage"))
+    fake_slack.slow("chat.postMessage", BUSY)
+    ack = await fake_slack.post_command("/goal", "tidy the notes", channel=CHANNEL)
+    await bot.settle()
+    anchor = fake_slack.calls_to("chat.postMessage")[posted]
+    assert "🎯 Goal: tidy the notes" in anchor.params["text"] and acked_before_its_work(ack, anchor)
 
 
 # -- configuration -----------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from test_memory import ALICE, EVIL
 
 from hermes_engine.config import MemorySettings
 from hermes_engine.memory import MemoryFeature, MemoryOwner, memory_tool
+from hermes_engine.policy.security import ORDINARY, ScanMode
 from hermes_engine.ports.commands import CommandContext
 from hermes_engine.ports.conversation import ToolCall
 from hermes_engine.ports.inbound import ChatKind, InboundMessage
@@ -95,9 +96,9 @@ async def test_operations_are_scanned_once_as_a_whole(feature, monkeypatch):
     scanned: list[str] = []
     real = book_module.scan_text
 
-    def counting(text: str, kind: str = "memory"):
+    def counting(text: str, kind: str = "memory", mode: ScanMode = ORDINARY):
         scanned.append(text)
-        return real(text, kind=kind)
+        return real(text, kind=kind, mode=mode)
 
     monkeypatch.setattr(book_module, "scan_text", counting)
     result = await call(feature, target="memory", operations=[

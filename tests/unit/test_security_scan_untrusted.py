@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hermes_engine.policy.lookalikes import unmask
-from hermes_engine.policy.security import scan_text, strict_scans
+from hermes_engine.policy.security import ScanMode, scan_text
 
 
 def rules(text: str, kind: str = "memory") -> set[str]:
@@ -14,8 +14,7 @@ def rules(text: str, kind: str = "memory") -> set[str]:
 
 
 def strict_rules(text: str, kind: str = "memory") -> set[str]:
-    with strict_scans():
-        return rules(text, kind)
+    return {f.rule for f in scan_text(text, kind=kind, mode=ScanMode(strict=True))}
 
 
 @pytest.mark.parametrize("text", [
