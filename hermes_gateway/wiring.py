@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_engine.compression.feature import CompressionFeature
+from hermes_engine.compression.lineage import load_history
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.core.housekeeping import InboxPruning
@@ -220,4 +221,4 @@ def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
                    tools=ToolRegistry(list(CORE_TOOLS)),
                    access=AccessGate(profile.access, Pairing(pairing_store(settings, store))),
-                   features=features, storage_health=storage_health, metrics=metrics)
+                   history_view=load_history, features=features, storage_health=storage_health, metrics=metrics)

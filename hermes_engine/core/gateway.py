@@ -38,6 +38,7 @@ from hermes_engine.policy.untrusted import has_read_untrusted, sends_files
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.engine import AccessDecision, CommandInfo
 from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.history import HistoryView
 from hermes_engine.ports.inbound import InboundMessage, LastInbound, ReplyTarget, message_to_payload
 from hermes_engine.ports.leases import session_lease
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
@@ -59,9 +60,10 @@ class Gateway:
 
     def __init__(self, *, settings: Settings, profile: BotProfile, store: Store,
                  chain_factory: Callable[[Sequence[str]], ProviderChain], tools: ToolRegistry,
-                 access: AccessGate, features: list[Feature] | None = None,
+                 access: AccessGate, history_view: HistoryView, features: list[Feature] | None = None,
                  storage_health: StorageHealth | None = None, metrics: Metrics = NO_METRICS) -> None:
         self.settings = settings
+        self.history_view = history_view
         self.metrics = metrics
         self.profile = profile
         self.bot = profile.name
@@ -287,7 +289,7 @@ class Gateway:
 
     async def ensure_loaded(self, session: SessionHandle, person_id: int | None) -> None:
         await ensure_loaded(session, person_id, store=self.store, prompts=self.prompts, tools=self.tools,
-                            features=self.features)
+                            features=self.features, view=self.history_view)
 
     async def new_session(self, session: SessionHandle) -> SessionHandle:
         """`/new`: a fresh session for the same key, linked to the old one; prompts are frozen anew."""

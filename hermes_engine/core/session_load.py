@@ -11,18 +11,18 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from hermes_engine.agent.prompt import PromptBuilder
-from hermes_engine.compression.lineage import load_history
 from hermes_engine.core.tool_lists import session_tools
 from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.history import HistoryView
 from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import Store
 from hermes_engine.tools.registry import ToolRegistry
 
 
 async def ensure_loaded(session: SessionHandle, person_id: int | None, *, store: Store, prompts: PromptBuilder,
-                        tools: ToolRegistry, features: Sequence[Feature]) -> None:
+                        tools: ToolRegistry, features: Sequence[Feature], view: HistoryView) -> None:
     if not session.history.loaded:
-        session.history.load(await load_history(store, session.record.id))
+        session.history.load(await view(store, session.record.id))
         session.usage = await store.session_usage(session.record.id)
     if session.tools is None:  # first: the prompt says how to use tools when there are any
         session.tools = await session_tools(store, session, tools, features)

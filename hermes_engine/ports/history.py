@@ -11,9 +11,20 @@ loaded from the start, and nothing ever drops it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import overload
+from typing import TYPE_CHECKING, Protocol, overload
 
 from hermes_engine.ports.conversation import Message
+
+if TYPE_CHECKING:
+    from hermes_engine.ports.storage import HistoryStore
+
+
+class HistoryView(Protocol):
+    """How a session's stored messages become the view the model sees (compaction summaries in place of what
+    they cover, a crash's unfinished tool calls closed). Compression implements it
+    (`compression/lineage.load_history`); the gateway is handed it, so the core never imports a feature."""
+
+    async def __call__(self, store: HistoryStore, session_id: int, /) -> list[Message]: ...
 
 
 class SessionHistory(Sequence[Message]):
