@@ -56,7 +56,8 @@ class ClockFeature(Feature):
     async def start(self, host: Host) -> None:
         self._host = host
         self._access.store = host.store
-        self._task = host.spawn(self._tick(host), "clock ticker")
+        # Not `Host.spawn`: that is work the gateway waits for before it is idle, and the ticker never ends.
+        self._task = asyncio.create_task(self._tick(host), name="clock ticker")
 
     async def stop(self) -> None:
         task, self._task = self._task, None

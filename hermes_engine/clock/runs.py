@@ -18,8 +18,8 @@ from hermes_engine.clock.schedule import ScheduleError, local_time, parse_schedu
 from hermes_engine.ports.conversation import Message
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.jobs import JobRecord
 from hermes_engine.ports.leases import job_lease
-from hermes_engine.ports.storage import JobRecord
 
 log = logging.getLogger(__name__)
 

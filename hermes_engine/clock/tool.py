@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from hermes_engine.clock.schedule import ScheduleError, local_time, parse_schedule, zone_named
+from hermes_engine.ports.jobs import JobRecord, JobSpec
 from hermes_engine.ports.services import ServiceKey
-from hermes_engine.ports.storage import JobRecord, JobSpec, Store
+from hermes_engine.ports.storage import Store
 from hermes_engine.ports.tools import ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
 

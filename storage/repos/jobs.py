@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import sqlalchemy as sa
 
-from hermes_engine.ports.storage import CatchUp, JobKind, JobRecord, JobSpec, JobState
+from hermes_engine.ports.jobs import CatchUp, JobKind, JobRecord, JobSpec, JobState
 from storage.models import PersonTimezoneRow, ScheduledJobRow, table_of
 from storage.repos.base import SqlRepository, whole
 from storage.values import clean, clean_text

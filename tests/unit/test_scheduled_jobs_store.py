@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from postgres import BACKENDS, PG_URL, fresh_schema
 
-from hermes_engine.ports.storage import JobSpec
+from hermes_engine.ports.jobs import JobSpec
 from storage.store import SqlStore
 
 NOW = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
