@@ -59,13 +59,12 @@ async def _run(host: Host, job: JobRecord, due: datetime, clock: Callable[[], da
     text = reminder_text(job, due, now)
     target = ReplyTarget.from_dict(job.target)
     try:
-        sent = await host.notify(target, text, idempotency_key=run_key(job, due))
-        problem = None if sent else f"the {target.platform} adapter is not attached"
+        if not await host.notify(target, text, idempotency_key=run_key(job, due)):
+            log.debug("job %s: %s is not attached yet; the slot stays due", job.id, target.platform)
+            return False  # an adapter still starting: the next tick tries again, nothing is counted
     except Exception as exc:  # a platform error: tracked apart from the schedule, retried with back-off
         log.warning("job %s: delivery failed: %s", job.id, exc)
-        problem = str(exc) or type(exc).__name__
-    if problem is not None:
-        return await _failed(host, job, due, now, problem)
+        return await _failed(host, job, due, now, str(exc) or type(exc).__name__)
     if not await host.store.finish_run(job.id, due, next_due=following, outcome="delivered"):
         return False
     session = await host.store.active_session(job.session_key, job.bot)
