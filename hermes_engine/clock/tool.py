@@ -64,7 +64,7 @@ async def cronjob(action: Literal["create", "list", "remove", "pause", "resume"]
         catch_up: a slot missed while the bot was down: `once` fires it at the next start, `skip` drops it
     """
     access = ctx.services.get(CLOCK)
-    if access is None or access.store is None or ctx.person_id is None:
+    if access is None or access.store is None or ctx.person_id is None or ctx.in_review:
         return _error("reminders are not available here.")
     store = access.store
     if action == "list":
