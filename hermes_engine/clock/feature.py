@@ -84,17 +84,20 @@ class ClockFeature(Feature):
     async def _tick(self, host: Host) -> None:
         """Run what is due, then sleep until the next due time, a wake-up or a second, whichever is first.
         A job missed while the gateway was down is due at the first tick, and fires once."""
+        failing = False  # one warning while the store fails, not one a second
         while True:
             self._wake.clear()
             try:
                 for job in await host.store.due_jobs(host.bot, self.clock()):
                     await run_due(host, job, self.clock)
                 nxt = await host.store.next_due_at(host.bot)
+                failing = False
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("the clock's tick failed; trying again")
-                nxt = None
+            except Exception as exc:
+                if not failing:
+                    log.warning("the clock cannot run due reminders (%s); trying again every second", exc)
+                failing, nxt = True, None
             wait = TICK_SECONDS
             if nxt is not None:
                 wait = min(wait, max(0.0, (nxt - self.clock()).total_seconds()))
