@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes_engine.clock import ClockFeature
 from hermes_engine.compression.feature import CompressionFeature
 from hermes_engine.compression.lineage import load_history
 from hermes_engine.config import BotProfile, Settings
@@ -167,6 +168,7 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
         DelegationFeature(profile.delegation),
         workspace,
         KanbanFeature(profile.kanban),
+        ClockFeature(),
         *mcp_features(settings, profile, workspace.approvals),
     ]
     if {"web", "web_fetch", "web_search"} & set(profile.toolsets):  # its HTTP stack is loaded only when used

@@ -423,3 +423,54 @@ class ApprovalRow(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     asked_by: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)  # migration 0014
+
+
+# Scheduled job states (migration 0017). "active" and "paused" are open; "done" and "failed" are over.
+JOB_STATES = ("active", "paused", "done", "failed")
+JOB_KINDS = ("reminder", "task")
+
+
+class ScheduledJobRow(Base):
+    """A reminder or a scheduled task (the clock, migration 0017): its schedule, its zone, where it goes and
+    what its last run did. `next_due` is the slot a run compares and sets."""
+
+    __tablename__ = "scheduled_jobs"
+    __table_args__ = (
+        sa.CheckConstraint(f"state IN ({', '.join(repr(s) for s in JOB_STATES)})", name="state"),
+        sa.CheckConstraint(f"kind IN ({', '.join(repr(k) for k in JOB_KINDS)})", name="kind"),
+        sa.CheckConstraint("catch_up IN ('once', 'skip')", name="catch_up"),
+        sa.Index(None, "bot", "state", "next_due"),
+        sa.Index(None, "owner_id"),
+        _NEVER_REUSED_IDS,
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    owner_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=False)
+    bot: Mapped[str] = mapped_column(sa.String(128), nullable=False)
+    target: Mapped[dict[str, Any]] = mapped_column(JsonType, nullable=False)
+    session_key: Mapped[str] = mapped_column(sa.String(512), nullable=False)
+    name: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    schedule: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    timezone: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    kind: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    text: Mapped[str] = mapped_column(sa.Text(), nullable=False)
+    state: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    next_due: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    once: Mapped[bool] = mapped_column(sa.Boolean(), nullable=False)
+    catch_up: Mapped[str] = mapped_column(sa.String(8), nullable=False)
+    failures: Mapped[int] = mapped_column(sa.Integer(), nullable=False)
+    runs: Mapped[int] = mapped_column(sa.Integer(), nullable=False)
+    last_due: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_outcome: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class PersonTimezoneRow(Base):
+    """The IANA zone a person chose (`/timezone`, migration 0017); none: UTC."""
+
+    __tablename__ = "person_timezones"
+
+    person_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("people.id", ondelete="CASCADE"), primary_key=True)
+    timezone: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

@@ -52,6 +52,7 @@ from storage.repos.documents import DocumentRepository
 from storage.repos.embeddings import EmbeddingRepository
 from storage.repos.goals import GoalRepository
 from storage.repos.inbox import InboxRepository
+from storage.repos.jobs import JobRepository
 from storage.repos.kanban import CardRepository
 from storage.repos.leases import LeaseRepository, LinkCodeRepository
 from storage.repos.lineage import LineageRepository
@@ -69,7 +70,7 @@ __all__ = ["NoDatabase", "SqlStore", "make_engine", "normalize_url", "is_memory_
 class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalRepository, LeaseRepository,
                LinkCodeRepository, SearchRepository, LineageRepository, DeliveryRepository, CardRepository,
                UsageRepository, EmbeddingRepository, DocumentRepository, ToolListRepository, ReviewRepository,
-               ApprovalRepository):
+               ApprovalRepository, JobRepository):
     """`hermes_engine.ports.storage.Store` for SQLite and PostgreSQL. See the module docstring for the guarantees.
 
     `clock` returns the current time (timezone-aware); tests pass a fake one to expire leases without

@@ -4,8 +4,8 @@ that person.
 What is kept about a person, and where it goes:
 - the database (`PeopleStore.forget_person`): the person and everyone merged into them, their accounts and
   /link codes, their own conversations (messages, summaries, goals), their words in conversations shared
-  with others (blanked in place), the inbox rows holding their messages, their usage counts, and the kanban
-  cards their requests made (archived, wiped);
+  with others (blanked in place), the inbox rows holding their messages, their usage counts, the kanban
+  cards their requests made (archived, wiped), and their reminders and the time zone they chose;
 - files under HERMES_HOME: their memory (`memories/<person id>/`: MEMORY.md, USER.md, proposed changes), the
   attachment folders of their own conversations and the attachment files their other messages brought, their
   DM workspace of every bot (`workspace/folders.py`: under the workspaces' root, or in the old layout
@@ -49,8 +49,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 EXPLAIN = """This deletes everything I keep about you, for good:
 - what I remember about you (notes and profile, and changes waiting for you),
 - our conversations and your messages (in group chats your messages are blanked; the others keep theirs),
-- files you sent me or made with me in our chats, tasks you handed me, your /link codes and linked accounts,
-  and your access approval if you were paired.
+- files you sent me or made with me in our chats, tasks you handed me, your reminders and time zone, your
+  /link codes and linked accounts, and your access approval if you were paired.
 I will not recognise you afterwards; if you write again you start as someone new.
 
 To go ahead, send `/forget {code}` within 10 minutes."""
@@ -74,7 +74,8 @@ class ForgetOutcome:
         r = self.record
         text = (f"Deleted {len(r.person_ids)} person record(s), {len(r.accounts)} account(s), {r.sessions} "
                 f"conversation(s), {r.messages} message(s), {r.goals} goal(s), {r.inbound} inbox row(s), "
-                f"{r.link_codes} link code(s), {r.cards} kanban card(s), {self.memory_folders} memory folder(s), "
+                f"{r.link_codes} link code(s), {r.cards} kanban card(s), {r.jobs} reminder(s), "
+                f"{self.memory_folders} memory folder(s), "
                 f"{self.workspaces} workspace(s), {self.attachment_files} attachment(s) and {self.approvals} "
                 f"pairing approval(s).")
         if self.problems:

@@ -21,6 +21,11 @@ def review_lease(bot: str, session_id: int) -> str:
     return f"review:{bot}:{session_id}"
 
 
+def job_lease(job_id: int) -> str:
+    """A scheduled job's due run is taken by the replica holding this."""
+    return f"job:{job_id}"
+
+
 class Leases(Protocol):
     """Named leases held by this replica (`hermes_engine/core/leases.py` keeps them in the store)."""
 

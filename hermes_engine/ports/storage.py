@@ -24,6 +24,7 @@ from hermes_engine.ports.cards import CardViewer as CardViewer
 from hermes_engine.ports.cards import shared_conversation as shared_conversation
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.inbound import LastInbound
+from hermes_engine.ports.jobs import ScheduledJobs
 from hermes_engine.ports.reply import Delivery
 
 
@@ -59,6 +60,7 @@ class ForgottenPerson:
     link_codes: int
     attachment_paths: tuple[str, ...]  # files their messages brought, as the inbox recorded them
     cards: int = 0  # kanban cards made for them: archived, their text and where they came from wiped
+    jobs: int = 0  # reminders and scheduled tasks they made: deleted
 
 
 @dataclass(frozen=True)
@@ -487,7 +489,7 @@ class UsageLedger(Protocol):
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
             CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, DocumentStore, ToolListStore,
-            ReviewQueue, ApprovalStore, Protocol):
+            ReviewQueue, ApprovalStore, ScheduledJobs, Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:

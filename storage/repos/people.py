@@ -26,6 +26,8 @@ from storage.models import (
     LinkCodeRow,
     MessageRow,
     PersonRow,
+    PersonTimezoneRow,
+    ScheduledJobRow,
     SessionRow,
 )
 from storage.repos.base import SqlRepository, whole
@@ -166,13 +168,15 @@ class PeopleRepository(SqlRepository):
             inbound_count = await _delete(session, InboundEventRow, InboundEventRow.id.in_(inbound))
             link_codes = await _delete(session, LinkCodeRow, LinkCodeRow.person_id.in_(ids))
             cards = await self._wipe_cards_for(session, ids)
+            jobs = await _delete(session, ScheduledJobRow, ScheduledJobRow.owner_id.in_(ids))
+            await _delete(session, PersonTimezoneRow, PersonTimezoneRow.person_id.in_(ids))
             await _delete(session, AccountRow, AccountRow.person_id.in_(ids))
             await session.execute(sa.update(PersonRow).where(PersonRow.merged_into.in_(ids)).values(merged_into=None))
             await _delete(session, PersonRow, PersonRow.id.in_(ids))
         return ForgottenPerson(person_ids=tuple(ids), accounts=tuple(accounts),
                                session_keys=tuple(sorted({key for key, _ in keys})), sessions=sessions,
                                messages=messages, inbound=inbound_count, goals=goals, link_codes=link_codes,
-                               attachment_paths=tuple(paths), cards=cards)
+                               attachment_paths=tuple(paths), cards=cards, jobs=jobs)
 
     @staticmethod
     async def _wipe_cards_for(session: AsyncSession, ids: Collection[int]) -> int:

@@ -111,3 +111,19 @@ async def test_forget_deletes_the_persons_workspace_under_the_workspaces_own_roo
     code = re.search(r"/forget (\w+)", await e.say("/forget")).group(1)
     assert "Done" in await e.say(f"/forget {code}")
     assert not mine.exists() and (group / "notes.txt").exists()
+
+
+async def test_forget_deletes_the_persons_reminders_so_none_fires_after(engine, fake_llm):
+    import asyncio
+
+    e = await engine(profile=make_profile(toolsets=["core", "clock"]))
+    fake_llm.script(Reply(tool_calls=[("cronjob", {"action": "create", "message": "call the bank",
+                                                   "schedule": "in 3s"})]), Reply(text="set"))
+    await e.say("remind me in 3 seconds to call the bank")
+    [job] = await e.store.list_jobs("testbot")
+    explained = await e.say("/forget")
+    code = re.search(r"/forget (\w+)", explained).group(1)
+    assert "Done" in await e.say(f"/forget {code}")
+    assert await e.store.get_job(job.id) is None
+    await asyncio.sleep(4)
+    assert not any("call the bank" in text for text in e.outlet.texts)

@@ -1,0 +1,105 @@
+"""The clock as a `Feature`: the `cronjob` tool (toolset `clock`), `/timezone`, and the ticker that runs due
+reminders.
+
+The ticker is a loop of its own rather than `Host.schedule`: it sleeps until the next job is due (at most a
+second, so a job another replica made is seen within one), which keeps lateness under a second. Every replica
+may tick; each run is taken under the job's lease and recorded by compare-and-set (`runs.py`), so it is
+delivered once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from hermes_engine.clock.runs import run_due
+from hermes_engine.clock.schedule import ScheduleError, local_time, zone_named
+from hermes_engine.clock.tool import CLOCK, ClockAccess, cronjob, person_zone
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.feature import Feature
+from hermes_engine.ports.host import Host
+from hermes_engine.ports.services import ServiceKey
+from hermes_engine.ports.tools import Tool
+
+log = logging.getLogger(__name__)
+
+TICK_SECONDS = 1.0  # the longest the ticker sleeps without looking at the store
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class ClockFeature(Feature):
+    name = "clock"
+
+    def __init__(self, clock: Callable[[], datetime] = _utcnow) -> None:
+        self.clock = clock
+        self._host: Host | None = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._access = ClockAccess(clock, self._wake.set)
+
+    def tools(self) -> list[Tool]:
+        return [cronjob]
+
+    def services(self) -> dict[ServiceKey[Any], object]:
+        return {CLOCK: self._access}
+
+    def register_commands(self, registry: CommandRegistry) -> None:
+        registry.command("timezone", "your time zone for reminders, e.g. /timezone Europe/Berlin")(self.timezone)
+
+    async def start(self, host: Host) -> None:
+        self._host = host
+        self._access.store = host.store
+        # Not `Host.spawn`: that is work the gateway waits for before it is idle, and the ticker never ends.
+        self._task = asyncio.create_task(self._tick(host), name="clock ticker")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def timezone(self, ctx: CommandContext) -> str:
+        store = ctx.host.store
+        given = ctx.args.strip()
+        if not given:
+            zone = await person_zone(store, ctx.person_id)
+            chosen = "" if zone != "UTC" else " (nothing chosen yet: UTC)"
+            return f"Your time zone is {zone}{chosen}. Change it with /timezone Europe/Berlin."
+        try:
+            zone_info = zone_named(given)
+        except ScheduleError as exc:
+            return str(exc)
+        await store.set_person_timezone(ctx.person_id, zone_info.key)
+        return (f"Your time zone is now {zone_info.key}: it is {local_time(self.clock(), zone_info)}. "
+                "Reminders you make from now on use it.")
+
+    async def _tick(self, host: Host) -> None:
+        """Run what is due, then sleep until the next due time, a wake-up or a second, whichever is first.
+        A job missed while the gateway was down is due at the first tick, and fires once."""
+        failing = False  # one warning while the store fails, not one a second
+        while True:
+            self._wake.clear()
+            try:
+                for job in await host.store.due_jobs(host.bot, self.clock()):
+                    await run_due(host, job, self.clock)
+                nxt = await host.store.next_due_at(host.bot)
+                failing = False
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if not failing:
+                    log.warning("the clock cannot run due reminders (%s); trying again every second", exc)
+                failing, nxt = True, None
+            wait = TICK_SECONDS
+            if nxt is not None:
+                wait = min(wait, max(0.0, (nxt - self.clock()).total_seconds()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), wait)

@@ -1,0 +1,82 @@
+"""The clock through the real engine with an outlet whose platform keeps failing: a reminder that cannot be
+delivered is retried with back-off, and paused after three failures in a row."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from engine_harness import make_profile
+
+from hermes_engine.clock import ClockFeature
+from hermes_engine.ports.jobs import JobSpec
+from hermes_engine.ports.reply import BufferedStream, ReplyStream
+
+
+class Now:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.t = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.t
+
+
+class Down:
+    """A platform that answers every send with an error."""
+
+    platform = "down"
+
+    def __init__(self) -> None:
+        self.sends = 0
+
+    def open_stream(self, target, *, idempotency_key: str) -> ReplyStream:
+        return BufferedStream()
+
+    async def send(self, target, text: str, *, idempotency_key: str | None = None) -> None:
+        self.sends += 1
+        raise RuntimeError("502 Bad Gateway")
+
+    async def typing(self, target) -> None:
+        return None
+
+
+async def _until(predicate, timeout: float = 10.0):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        if (value := await predicate()) is not None:
+            return value
+        await asyncio.sleep(0.05)
+    raise TimeoutError
+
+
+async def test_an_undeliverable_reminder_is_retried_with_back_off_then_paused(engine):
+    now = Now()
+    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(now)])
+    down = Down()
+    e.gateway.attach(down)
+    person = (await e.store.resolve_account("down", "a", "1")).person_id
+    job = await e.store.create_job(JobSpec(
+        owner_id=person, bot="testbot", target={"platform": "down", "account": "a", "chat_id": "1"},
+        session_key="down:a:dm:1", name="stretch", schedule="in 1s", timezone="UTC", kind="reminder",
+        text="stretch", next_due=now.t - timedelta(seconds=1), once=True))
+
+    async def failures(n: int):
+        record = await e.store.get_job(job.id)
+        return record if record is not None and record.failures == n else None
+
+    first = await _until(lambda: failures(1))
+    assert first.state == "active" and first.last_outcome == "not delivered: 502 Bad Gateway"
+    assert first.next_due == now.t + timedelta(seconds=30)
+    await asyncio.sleep(1.5)
+    assert down.sends == 1  # not before its retry time
+    now.t += timedelta(seconds=31)
+    second = await _until(lambda: failures(2))
+    assert second.next_due == now.t + timedelta(seconds=60)
+    now.t += timedelta(seconds=61)
+    third = await _until(lambda: failures(3))
+    assert third.state == "paused" and down.sends == 3
+    now.t += timedelta(hours=1)
+    await asyncio.sleep(1.5)
+    assert down.sends == 3

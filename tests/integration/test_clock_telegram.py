@@ -1,0 +1,147 @@
+"""Reminders in a Telegram DM, end to end: the real python-telegram-bot against the fake Bot API, the fake LLM
+calling `cronjob`, the real gateway and its clock on SQLite. Assertions are about what the person sees."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from engine_harness import Engine, make_profile
+from fakes.fake_llm import Reply
+from fakes.fake_telegram import FakeTelegram, FakeUser
+
+from adapters.telegram import PLATFORM, TelegramAdapter
+
+FAST = {"edit_interval_seconds": 0.05, "group_interval_seconds": 0.05, "poll_timeout": 1, "poll_backoff": 0.2,
+        "poll_backoff_max": 1.0, "send_backoff": 0.1, "send_backoff_max": 0.5}
+ALICE = FakeUser(42, "Alice", "alice")
+REMINDER = "⏰ Reminder: stretch"
+pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
+
+
+def schedules(calls: dict[str, Any]):
+    """A fake-LLM responder: a person's message becomes one `cronjob` call with `calls[their text]`; once the
+    tool answered, the model says what it answered."""
+    def respond(request: Any) -> Reply:
+        if request.turn_tool_results:
+            return Reply(text=request.turn_tool_results[-1])
+        arguments = calls.get(request.last_user_text)
+        if arguments is None:
+            return Reply(text="Noted.")
+        return Reply(tool_calls=[("cronjob", json.dumps(arguments))])
+    return respond
+
+
+async def start(engine: Any, home: Any = None) -> tuple[Engine, TelegramAdapter]:
+    profile = make_profile(access={"allowed_users": ["42"]}, platforms={"telegram": FAST},
+                           toolsets=["core", "clock"])
+    e = await engine(profile=profile, home=home)
+    adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(FAST), None, os.environ)
+    e.gateway.attach(adapter)
+    await adapter.start()
+    await asyncio.wait_for(adapter.ready.wait(), 5)
+    return e, adapter
+
+
+def bot_texts(telegram: FakeTelegram) -> list[str]:
+    return [m.text for m in telegram.chat(42).bot_messages]
+
+
+async def shown(telegram: FakeTelegram, pattern: str, timeout: float = 10) -> Any:
+    """The first bot message in Alice's chat whose text matches `pattern` (a reply still streaming is waited for)."""
+    found = re.compile(pattern)
+    return await telegram.wait_for(
+        lambda: next((m for m in telegram.chat(42).bot_messages if found.search(m.text)), None), timeout,
+        f"no bot message matching {pattern!r}; chat shows {bot_texts(telegram)!r}")
+
+
+async def test_remind_me_in_two_seconds_names_the_local_time_and_arrives_once(engine, telegram, fake_llm):
+    fake_llm.responder = schedules({"remind me in 2 seconds to stretch": {
+        "action": "create", "name": "stretch", "message": "stretch", "schedule": "in 2 seconds"}})
+    e, adapter = await start(engine)
+    try:
+        asked = datetime.now(UTC)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        telegram.user_says(42, ALICE, "remind me in 2 seconds to stretch")
+        confirmation = await shown(telegram, r"^Reminder #\d+ set.*to change it\.$")
+        fired_at = re.search(r"fires \w{3} \d+ \w{3} \d{4}, (\d\d:\d\d:\d\d) UTC \(UTC\)", confirmation.text)
+        assert fired_at is not None, confirmation.text
+        said = datetime.strptime(fired_at.group(1), "%H:%M:%S").time()
+        expected = (asked + timedelta(seconds=2)).time()
+        assert abs(datetime.combine(asked.date(), said) - datetime.combine(asked.date(), expected)) < timedelta(seconds=3)
+        assert "/timezone" in confirmation.text  # no zone chosen: UTC, and how to change it
+
+        await telegram.wait_for_text(42, REMINDER, timeout=10)
+        assert loop.time() - started - 2 < 1.5  # on time: within a second and what polling the fake costs
+        await asyncio.sleep(2.5)
+        assert bot_texts(telegram).count(REMINDER) == 1
+
+        telegram.user_says(42, ALICE, "done, what did you remind me of?")
+        await telegram.wait_for_text(42, "Noted.", timeout=10)
+        assert REMINDER in fake_llm.requests[-1].texts  # the reply has the reminder in context
+    finally:
+        await adapter.stop()
+
+
+async def test_a_reminder_due_while_the_gateway_was_down_fires_once_after_it_starts(engine, telegram, fake_llm,
+                                                                                    tmp_path):
+    fake_llm.responder = schedules({"remind me in 3 seconds to stretch": {
+        "action": "create", "message": "stretch", "schedule": "in 3s"}})
+    e, adapter = await start(engine, tmp_path)
+    telegram.user_says(42, ALICE, "remind me in 3 seconds to stretch")
+    await shown(telegram, r"^Reminder #\d+ set")
+    await adapter.stop()
+    await e.stop()
+    await asyncio.sleep(4)  # its time comes and goes while nothing runs
+    assert REMINDER not in bot_texts(telegram)
+
+    e, adapter = await start(engine, tmp_path)
+    try:
+        await telegram.wait_for_text(42, REMINDER, timeout=10)
+        await asyncio.sleep(2.5)
+        assert bot_texts(telegram).count(REMINDER) == 1
+    finally:
+        await adapter.stop()
+
+
+@pytest.mark.parametrize(("schedule", "sentence"), [
+    ("30m", "Once in 30 minutes, or every 30 minutes?"),
+    ("0 0 9 * * 1", "Cron expressions here have five fields"),
+    ("every 0 minutes", "An interval has to be longer than zero"),
+    ("2020-01-01T09:00+00:00", "has already passed"),
+])
+async def test_a_schedule_that_cannot_be_used_is_answered_in_one_sentence_and_saves_nothing(
+        engine, telegram, fake_llm, schedule, sentence):
+    fake_llm.responder = schedules({"remind me": {"action": "create", "message": "stretch", "schedule": schedule}})
+    e, adapter = await start(engine)
+    try:
+        telegram.user_says(42, ALICE, "remind me")
+        await shown(telegram, re.escape(sentence))
+        assert await e.store.list_jobs(e.profile.name) == []
+    finally:
+        await adapter.stop()
+
+
+async def test_timezone_is_kept_with_the_person_and_names_the_zone(engine, telegram, fake_llm):
+    fake_llm.responder = schedules({"every monday": {
+        "action": "create", "message": "plan the week", "schedule": "every monday 9am"}})
+    e, adapter = await start(engine)
+    try:
+        telegram.user_says(42, ALICE, "/timezone")
+        await shown(telegram, r"^Your time zone is UTC \(nothing chosen yet: UTC\)")
+        telegram.user_says(42, ALICE, "/timezone Mars/Olympus")
+        await shown(telegram, r"I do not know the time zone 'Mars/Olympus'")
+        telegram.user_says(42, ALICE, "/timezone Europe/Berlin")
+        await shown(telegram, r"^Your time zone is now Europe/Berlin")
+        telegram.user_says(42, ALICE, "every monday")
+        confirmation = await shown(telegram, r"^Reminder #\d+ set.*monday 9am\.$")
+        assert re.search(r"fires Mon \d+ \w{3} \d{4}, 09:00 CES?T \(Europe/Berlin\), then every monday 9am\.$",
+                         confirmation.text), confirmation.text
+    finally:
+        await adapter.stop()
