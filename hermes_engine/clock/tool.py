@@ -18,6 +18,7 @@ from hermes_engine.tools.registry import tool
 
 TOOLSET = "clock"
 MAX_TEXT = 2000
+MAX_JOBS_PER_PERSON = 25  # active or paused: a person cannot fill the clock (or a chat) with reminders
 
 
 @dataclass
@@ -109,6 +110,10 @@ async def _create(access: ClockAccess, store: Store, ctx: ToolContext, name: str
         return _error(f"a reminder's text can be at most {MAX_TEXT} characters.")
     if ctx.target is None:
         return _error("there is no chat to deliver this reminder to.")
+    kept = [j for j in await store.list_jobs(ctx.bot, owner_id=ctx.person_id) if j.state in ("active", "paused")]
+    if len(kept) >= MAX_JOBS_PER_PERSON:
+        return _error(f"you have {len(kept)} reminders already, the most one person may keep; remove one first "
+                      "(cronjob with action=list shows them).")
     zone_name = await person_zone(store, ctx.person_id)
     zone = zone_named(zone_name)
     now = access.clock()

@@ -80,3 +80,25 @@ async def test_an_undeliverable_reminder_is_retried_with_back_off_then_paused(en
     now.t += timedelta(hours=1)
     await asyncio.sleep(1.5)
     assert down.sends == 3
+
+
+async def test_a_person_at_the_cap_of_reminders_is_refused_a_new_one_and_nothing_is_saved(engine, fake_llm):
+    from fakes.fake_llm import Reply
+
+    from hermes_engine.clock.tool import MAX_JOBS_PER_PERSON
+
+    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature()])
+    create = {"action": "create", "message": "stretch", "schedule": "every 2h"}
+    fake_llm.script(Reply(tool_calls=[("cronjob", create)]), Reply(text="set"))
+    assert await e.say("remind me to stretch every 2 hours") == "set"
+    [person] = {j.owner_id for j in await e.store.list_jobs(e.gateway.bot)}
+    for n in range(MAX_JOBS_PER_PERSON - 1):
+        await e.store.create_job(JobSpec(owner_id=person, bot=e.gateway.bot, target={}, session_key="k",
+                                         name=f"r{n}", schedule="every 2h", timezone="UTC", kind="reminder",
+                                         text="x", next_due=datetime.now(UTC) + timedelta(hours=2), once=False,
+                                         catch_up="once"))
+    fake_llm.reset()
+    fake_llm.script(Reply(tool_calls=[("cronjob", create)]), Reply(text="refused"))
+    assert await e.say("and another one") == "refused"
+    assert "the most one person may keep" in fake_llm.requests[1].turn_tool_results[0]
+    assert len(await e.store.list_jobs(e.gateway.bot, owner_id=person)) == MAX_JOBS_PER_PERSON
