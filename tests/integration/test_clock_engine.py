@@ -102,3 +102,24 @@ async def test_a_person_at_the_cap_of_reminders_is_refused_a_new_one_and_nothing
     assert await e.say("and another one") == "refused"
     assert "the most one person may keep" in fake_llm.requests[1].turn_tool_results[0]
     assert len(await e.store.list_jobs(e.gateway.bot, owner_id=person)) == MAX_JOBS_PER_PERSON
+
+
+async def test_a_persons_jobs_cannot_be_seen_paused_or_removed_by_someone_else(engine, fake_llm):
+    from fakes.fake_llm import Reply
+
+    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature()])
+    fake_llm.script(Reply(tool_calls=[("cronjob", {"action": "create", "message": "take the pills",
+                                                   "schedule": "every day at 8am"})]), Reply(text="set"))
+    assert await e.say("remind me of my pills", user="alice", chat="alice-dm") == "set"
+    [job] = await e.store.list_jobs(e.gateway.bot)
+    for action in ("remove", "pause"):
+        fake_llm.reset()
+        fake_llm.script(Reply(tool_calls=[("cronjob", {"action": action, "job_id": str(job.id)})]), Reply(text="no"))
+        assert await e.say(f"{action} job {job.id}", user="mallory", chat="mallory-dm") == "no"
+        assert f"you have no job {job.id}" in fake_llm.requests[1].turn_tool_results[0]
+    fake_llm.reset()
+    fake_llm.script(Reply(tool_calls=[("cronjob", {"action": "list"})]), Reply(text="listed"))
+    assert await e.say("list my reminders", user="mallory", chat="mallory-dm") == "listed"
+    assert fake_llm.requests[1].turn_tool_results[0] == "No reminders."
+    kept = await e.store.get_job(job.id)
+    assert kept is not None and kept.state == "active"
