@@ -4,10 +4,12 @@ the repository root, with the test's environment on top of the process's."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import socket
 import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,6 +26,15 @@ async def cli(*args: str, env: dict[str, str], stdin: str = "", timeout: float =
         raise AssertionError(f"hermes-gateway {' '.join(args)} still ran after {timeout} s: {err.decode()}") from None
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
+
+
+def deploy_validator() -> ModuleType:
+    """`.ci/validate_deploy.py`, the checks CI runs on the deploy files, as a module."""
+    spec = importlib.util.spec_from_file_location("validate_deploy", ROOT / ".ci" / "validate_deploy.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def free_port() -> int:

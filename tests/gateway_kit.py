@@ -5,6 +5,7 @@ environment."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -55,6 +56,32 @@ async def gateway_process(bot: Path | str, env: Mapping[str, str], *,
         if proc.returncode is None:
             proc.send_signal(signal.SIGKILL)
         await proc.communicate()
+
+
+@asynccontextmanager
+async def telegram_dm_gateway(telegram: Any, fake_llm: Any, home: Path,
+                              allowed: int) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The shipped Telegram DM assistant as a real process against the fakes, `allowed` its one person."""
+    env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home),
+           "HERMES_MODEL": "openai:gpt-test", "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": "0",
+           "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
+           "TELEGRAM_ALLOWED_USERS": str(allowed)}
+    async with gateway_process("bots/telegram-dm-assistant", env, stderr=asyncio.subprocess.PIPE) as proc:
+        yield proc
+
+
+async def wait_ready(url: str, proc: asyncio.subprocess.Process, timeout: float = 90.0) -> dict[str, Any]:
+    """`/ready`'s body once it answers 200; fails at once if the process exits first."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with aiohttp.ClientSession(trust_env=False) as http:
+        while asyncio.get_running_loop().time() < deadline:
+            assert proc.returncode is None, "the gateway exited"
+            with contextlib.suppress(aiohttp.ClientConnectionError):
+                async with http.get(url) as response:
+                    if response.status == 200:
+                        return dict(await response.json())
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"{url} never said ready")
 
 
 async def wait_until(predicate: Callable[[], Awaitable[bool]], timeout: float) -> None:

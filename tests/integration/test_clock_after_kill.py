@@ -9,34 +9,18 @@ call is then dropped, as a platform that never answered.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
-from engine_harness import fake_llm_environment
-from fakes.fake_llm import FakeLLM
 from fakes.fake_telegram import FakeTelegram
-from gateway_kit import gateway_process
+from gateway_kit import telegram_dm_gateway
 from test_clock_telegram import REMINDER, schedules
 
 pytestmark = pytest.mark.slow  # kills a real process: `pytest -m slow`
 
 ALICE = 4242
 START_TIMEOUT = 60  # the child imports everything first; a loaded CI machine is slow
-
-
-@asynccontextmanager
-async def gateway(telegram: FakeTelegram, fake_llm: FakeLLM, home: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home),
-           "HERMES_MODEL": "openai:gpt-test", "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": "0",
-           "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
-           "TELEGRAM_ALLOWED_USERS": str(ALICE)}
-    async with gateway_process("bots/telegram-dm-assistant", env, stderr=asyncio.subprocess.PIPE) as proc:
-        yield proc
 
 
 def texts(telegram: FakeTelegram) -> list[str]:
@@ -48,7 +32,7 @@ async def test_killed_between_taking_a_reminder_and_delivering_it_the_restart_de
         "action": "create", "message": "stretch", "schedule": "in 3s"}})
     confirmed = re.compile(r"^Reminder #\d+ set.*to change it\.$")
     async with FakeTelegram() as telegram:
-        async with gateway(telegram, fake_llm, tmp_path) as first_life:
+        async with telegram_dm_gateway(telegram, fake_llm, tmp_path, ALICE) as first_life:
             telegram.user_says(ALICE, ALICE, "remind me in 3 seconds to stretch")
             await telegram.wait_for(lambda: any(confirmed.search(t) for t in texts(telegram)),
                                     timeout=START_TIMEOUT)
@@ -60,7 +44,7 @@ async def test_killed_between_taking_a_reminder_and_delivering_it_the_restart_de
             await first_life.wait()
         telegram.release()
 
-        async with gateway(telegram, fake_llm, tmp_path):
+        async with telegram_dm_gateway(telegram, fake_llm, tmp_path, ALICE):
             await telegram.wait_for_text(ALICE, REMINDER, timeout=START_TIMEOUT)
             await telegram.settle(quiet=2.5, timeout=30)
         assert texts(telegram).count(REMINDER) == 1

@@ -7,20 +7,17 @@ volumes are folders here, the `postgres` host is the test server, and the remote
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib.util
 import os
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
 
-import aiohttp
 import pytest
 import yaml
-from cli_kit import ROOT, free_port
+from cli_kit import ROOT, deploy_validator, free_port
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram, FakeUser
+from gateway_kit import wait_ready
 from postgres import fresh_schema
 from state_backends import postgres_url
 
@@ -28,14 +25,6 @@ pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
 
 DEPLOY = ROOT / "deploy"
 PERSON = FakeUser(4242, "Olga", "olga")
-
-
-def _validator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("validate_deploy", ROOT / ".ci" / "validate_deploy.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def operator_env_file(token: str) -> str:
@@ -55,23 +44,11 @@ def gateway_service() -> dict:
     return services["gateway-1"]
 
 
-async def _ready(url: str, proc: asyncio.subprocess.Process) -> None:
-    async with aiohttp.ClientSession(trust_env=False) as http:
-        for _ in range(900):
-            assert proc.returncode is None, "the gateway exited"
-            with contextlib.suppress(aiohttp.ClientConnectionError):
-                async with http.get(url) as response:
-                    if response.status == 200:
-                        return
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"{url} never said ready")
-
-
 async def test_the_compose_gateway_with_only_a_telegram_token_starts_and_answers(fake_llm, tmp_path: Path) -> None:
     service = gateway_service()
     assert service["restart"] == "unless-stopped" and service["env_file"] == ".env"
     async with FakeTelegram() as telegram, fresh_schema() as schema:
-        dotenv = {name: value for _, name, value in _validator().parse_env_file(operator_env_file(telegram.token))}
+        dotenv = {name: value for _, name, value in deploy_validator().parse_env_file(operator_env_file(telegram.token))}
         assert set(dotenv) == {"ANTHROPIC_API_KEY", "TELEGRAM_BOT_TOKEN", "TELEGRAM_ALLOWED_USERS"}
         given = {**dotenv, **{k: str(v) for k, v in service["environment"].items()}}  # compose: environment wins
         volumes = {"/data": tmp_path / "data", "/workspaces": tmp_path / "workspaces"}
@@ -91,7 +68,7 @@ async def test_the_compose_gateway_with_only_a_telegram_token_starts_and_answers
             sys.executable, "-m", "hermes_gateway.cli.main", *service["command"], cwd=ROOT,
             env={**inherited, **env}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
-            await _ready(f"http://127.0.0.1:{env['HERMES_HTTP_PORT']}/ready", proc)
+            await wait_ready(f"http://127.0.0.1:{env['HERMES_HTTP_PORT']}/ready", proc)
             telegram.user_says(PERSON.id, PERSON, "hello")
             await telegram.wait_for_text(PERSON.id, "Hello from the compose set-up.", 60)
         finally:

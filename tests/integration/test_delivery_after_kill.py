@@ -10,31 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from engine_harness import fake_llm_environment
-from fakes.fake_llm import FakeLLM, Reply
+from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
-from gateway_kit import gateway_process
+from gateway_kit import telegram_dm_gateway
 
 pytestmark = pytest.mark.slow  # kills a real process: `pytest -m slow`
 
 ROOT = Path(__file__).resolve().parents[2]
 ALICE = 4242
 START_TIMEOUT = 60  # the child imports everything first; a loaded CI machine is slow
-
-
-@asynccontextmanager
-async def gateway(telegram: FakeTelegram, fake_llm: FakeLLM, home: Path) -> AsyncIterator[asyncio.subprocess.Process]:
-    env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home),
-           "HERMES_MODEL": "openai:gpt-test", "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": "0",
-           "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
-           "TELEGRAM_ALLOWED_USERS": str(ALICE)}
-    async with gateway_process("bots/telegram-dm-assistant", env, stderr=asyncio.subprocess.PIPE) as proc:
-        yield proc
 
 
 async def kill(proc: asyncio.subprocess.Process) -> None:
@@ -47,7 +34,7 @@ async def test_killed_after_the_first_send_the_restart_edits_that_message_into_t
     fake_llm.responder = lambda request: Reply(text=answer)
     async with FakeTelegram() as telegram:
         telegram.hold("editMessageText")  # the first message goes out; its edits never land
-        async with gateway(telegram, fake_llm, tmp_path) as first_life:
+        async with telegram_dm_gateway(telegram, fake_llm, tmp_path, ALICE) as first_life:
             telegram.user_says(ALICE, ALICE, "what is six times seven?")
             await telegram.wait_for(lambda: telegram.held, timeout=START_TIMEOUT)
             assert len(telegram.chat(ALICE).bot_messages) == 1
@@ -55,7 +42,7 @@ async def test_killed_after_the_first_send_the_restart_edits_that_message_into_t
         telegram.release()
         calls_before = len(fake_llm.requests)
 
-        async with gateway(telegram, fake_llm, tmp_path):
+        async with telegram_dm_gateway(telegram, fake_llm, tmp_path, ALICE):
             shown = await telegram.wait_for_text(ALICE, "The answer is forty-two, as computed.",
                                                  timeout=START_TIMEOUT)
             await telegram.settle(quiet=1.5, timeout=30)
@@ -69,7 +56,7 @@ async def test_killed_mid_stream_the_restart_completes_the_partial_message_in_pl
     words = ["A partial answer that "] + ["goes on "] * 40
     fake_llm.responder = lambda request: Reply(chunks=words, delay=1.0)  # one chunk a second
     async with FakeTelegram() as telegram:
-        async with gateway(telegram, fake_llm, tmp_path) as first_life:
+        async with telegram_dm_gateway(telegram, fake_llm, tmp_path, ALICE) as first_life:
             telegram.user_says(ALICE, ALICE, "tell me something long")
             # Killed once the partial message has been edited at least once: the gateway has seen its
             # send return (the only unguarded moment is between the platform accepting a send and the
@@ -80,7 +67,7 @@ async def test_killed_mid_stream_the_restart_completes_the_partial_message_in_pl
             await kill(first_life)
 
         fake_llm.responder = lambda request: Reply(text="Here is the **whole** answer, at last.")
-        async with gateway(telegram, fake_llm, tmp_path):
+        async with telegram_dm_gateway(telegram, fake_llm, tmp_path, ALICE):
             shown = await telegram.wait_for_text(ALICE, "Here is the whole answer, at last.", timeout=START_TIMEOUT)
             await telegram.settle(quiet=1.5, timeout=30)
         chat = telegram.chat(ALICE)

@@ -17,10 +17,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 from cli_kit import ROOT, cli, free_port
 from fakes.fake_telegram import FakeTelegram
+from gateway_kit import wait_ready
 
 MODEL_ONLY = "model: anthropic:claude-test\n"
 TELEGRAM = MODEL_ONLY + "platforms:\n  telegram: {}\n"
@@ -115,7 +115,7 @@ async def test_with_one_platform_without_its_token_run_serves_the_others_and_doc
             sys.executable, "-m", "hermes_gateway.cli.main", "run", *bots, cwd=ROOT, env={**os.environ, **env},
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
-            ready = await _ready(f"http://127.0.0.1:{env['HERMES_HTTP_PORT']}/ready", proc)
+            ready = await wait_ready(f"http://127.0.0.1:{env['HERMES_HTTP_PORT']}/ready", proc)
             await telegram.wait_for(lambda: any(call.method == "getUpdates" for call in telegram.requests), 30)
         finally:
             proc.terminate()
@@ -130,19 +130,6 @@ async def test_with_one_platform_without_its_token_run_serves_the_others_and_doc
     assert ready["status"] == "ready", ready
     logged = [line for line in err.decode().splitlines() if "slack is off" in line]
     assert [line[line.index("bot profile"):] for line in logged] == warned
-
-
-async def _ready(url: str, proc: asyncio.subprocess.Process) -> dict:
-    async with aiohttp.ClientSession(trust_env=False) as http:
-        for _ in range(600):
-            assert proc.returncode is None, "run exited"
-            with contextlib.suppress(aiohttp.ClientConnectionError):
-                async with http.get(url) as response:
-                    body = await response.json()
-                    if response.status == 200:
-                        return body
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"{url} never said ready")
 
 
 @pytest.fixture

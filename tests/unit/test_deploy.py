@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from types import ModuleType
 
 import pytest
 import yaml
+from cli_kit import deploy_validator
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -18,11 +18,7 @@ DEPLOY = ROOT / "deploy"
 
 @pytest.fixture(scope="module")
 def validator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("validate_deploy", ROOT / ".ci" / "validate_deploy.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return deploy_validator()
 
 
 def manifests(validator: ModuleType) -> list[tuple[str, dict]]:
