@@ -14,20 +14,19 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
 from engine_harness import fake_llm_environment, make_profile
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
+from net_kit import serving
 from sandbox_kit import SIX_HOLDERS, held_at_once
 from test_mcp_sandbox import fake as plain_fake
 from test_mcp_sandbox import free_port, write_bot
@@ -56,25 +55,6 @@ def host_address() -> str | None:
 
 
 needs_address = pytest.mark.skipif(host_address() is None, reason="this host has no address outside its loopback")
-
-
-@contextlib.contextmanager
-def serving(address: str) -> Iterator[int]:
-    """A server on `address` answering every connection with one line naming the address; yields its port."""
-    server = socket.create_server((address, 0))
-
-    def answer() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn, _ = server.accept()
-                conn.sendall(f"hello from {address}\n".encode())
-                conn.close()
-
-    threading.Thread(target=answer, daemon=True).start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        server.close()
 
 
 async def run_python(e, fake_llm, code: str) -> str:  # type: ignore[no-untyped-def]

@@ -4,16 +4,14 @@ shell metacharacters stay inside the one argument the shell gets; output is cut 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shlex
-import socket
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
+from net_kit import serving
 
 from hermes_engine.workspace import files, sandbox
 from hermes_engine.workspace.space import Workspace, WorkspaceError
@@ -136,39 +134,21 @@ def _global_address() -> str | None:
     return found.group(1) if found else None
 
 
-def _serving(address: str) -> tuple[socket.socket, int]:
-    server = socket.create_server((address, 0))
-
-    def answer() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn, _ = server.accept()
-                conn.sendall(f"hello from {address}\n".encode())
-                conn.close()
-
-    threading.Thread(target=answer, daemon=True).start()
-    return server, server.getsockname()[1]
-
-
 @pytest.mark.skipif(_global_address() is None, reason="this host has no address outside its loopback")
 def test_a_network_allowed_by_the_profile_reaches_the_world_but_never_the_hosts_loopback(ws: Workspace) -> None:
     address = _global_address()
     assert address is not None
-    outside, outside_port = _serving(address)
-    loopback, loopback_port = _serving("127.0.0.1")  # where the gateway, its database and MCP servers listen
-    probe = ("import socket\n"
-             f"for host, port in (({address!r}, {outside_port}), ('10.0.2.2', {loopback_port}), "
-             f"('127.0.0.1', {loopback_port})):\n"
-             "    try:\n"
-             "        print(host, socket.create_connection((host, port), 3).recv(100).decode().strip())\n"
-             "    except OSError as exc:\n"
-             "        print(host, 'unreachable', type(exc).__name__)\n"
-             "print(open('/etc/resolv.conf').read().strip())\n")
-    try:
+    # 127.0.0.1 on the host is where the gateway, its database and MCP servers listen.
+    with serving(address) as outside_port, serving("127.0.0.1") as loopback_port:
+        probe = ("import socket\n"
+                 f"for host, port in (({address!r}, {outside_port}), ('10.0.2.2', {loopback_port}), "
+                 f"('127.0.0.1', {loopback_port})):\n"
+                 "    try:\n"
+                 "        print(host, socket.create_connection((host, port), 3).recv(100).decode().strip())\n"
+                 "    except OSError as exc:\n"
+                 "        print(host, 'unreachable', type(exc).__name__)\n"
+                 "print(open('/etc/resolv.conf').read().strip())\n")
         result = sandbox.run(ws.root, f"python3 -c {shlex.quote(probe)}", LIMITS, network=True)
-    finally:
-        outside.close()
-        loopback.close()
     lines = result.text().splitlines()
     assert lines[0] == f"{address} hello from {address}"
     assert lines[1].startswith("10.0.2.2 unreachable") and lines[2].startswith("127.0.0.1 unreachable")
