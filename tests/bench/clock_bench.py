@@ -5,7 +5,8 @@ nothing is due, and how soon a surviving replica delivers the run a killed one h
   fake Telegram, in this process) with `--jobs` active jobs inserted through the `ScheduledJobs` port: most due
   in an hour to a month, `--due` of them (half once, half `every 1h`) at random moments of a `--window`
   second window, each to a chat of its own (Telegram paces a chat to about one message a second, which is
-  not what this measures). Per run: from its due time to the moment the fake Telegram accepted the message
+  not what this measures); with `--burst N`, N of them are due at one same moment instead (many people's
+  `every day at 9am`), which the ticker runs one after another. Per run: from its due time to the moment the fake Telegram accepted the message
   (`sendMessage` applied, the answer on its way back); every run must arrive exactly once.
 - **Idle CPU**: the same store size, nothing due for an hour, no platform attached (the recording outlet):
   this process's CPU time (`time.process_time()`, every thread, the SQLite driver's included) over `--idle`
@@ -20,7 +21,7 @@ nothing is due, and how soon a surviving replica delivers the run a killed one h
   cannot tell a dead replica from a slow one sooner.
 
     python tests/bench/clock_bench.py [--backend sqlite|postgres|both] [--only lateness,idle,takeover]
-        [--jobs 10000] [--due 300] [--window 60] [--idle 20] [--lease 30] [--rounds 3]
+        [--jobs 10000] [--due 300] [--window 60] [--burst 0] [--idle 20] [--lease 30] [--rounds 3]
 
 PostgreSQL needs HERMES_TEST_POSTGRES_URL (`eval "$(bash .ci/postgres.sh)"`); without it the PostgreSQL
 runs are skipped with a line saying so. Exits 1 when the lateness target is missed or a run is lost or doubled.
@@ -111,7 +112,7 @@ async def fill(store: Any, owner: int, account: str, count: int) -> float:
     return count / (time.perf_counter() - started)
 
 
-async def lateness(backend: str, jobs: int, due: int, window: float) -> list[float]:
+async def lateness(backend: str, jobs: int, due: int, window: float, burst: int = 0) -> list[float]:
     with tempfile.TemporaryDirectory() as folder_name:
         folder = Path(folder_name)
         async with AsyncExitStack() as stack:
@@ -137,7 +138,7 @@ async def lateness(backend: str, jobs: int, due: int, window: float) -> list[flo
             start = datetime.now(UTC) + timedelta(seconds=lead)
             slots: dict[str, float] = {}
             for i in range(due):
-                at = start + timedelta(seconds=rng.uniform(0, window))
+                at = start + timedelta(seconds=window / 2 if i < burst else rng.uniform(0, window))
                 name = f"due {i}"
                 target = {"platform": "telegram", "account": adapter.account, "chat_id": str(20_000_000 + i),
                           "thread_id": None, "reply_to_id": None}
@@ -303,10 +304,11 @@ async def main(args: argparse.Namespace) -> int:
                 print("postgres: skipped (HERMES_TEST_POSTGRES_URL is not set; `eval \"$(bash .ci/postgres.sh)\"`)")
                 continue
             if "lateness" in only:
-                late = await lateness(backend, args.jobs, args.due, args.window)
+                late = await lateness(backend, args.jobs, args.due, args.window, args.burst)
                 p50, p99 = percentile(late, 50), percentile(late, 99)
                 missed |= p99 > TARGET_P99
-                print(f"lateness ({backend}, {args.jobs:,} jobs, {len(late)} runs): p50 {p50 * 1000:.0f} ms, "
+                burst = f", {args.burst} of them due at one moment" if args.burst else ""
+                print(f"lateness ({backend}, {args.jobs:,} jobs, {len(late)} runs{burst}): p50 {p50 * 1000:.0f} ms, "
                       f"p99 {p99 * 1000:.0f} ms, max {max(late) * 1000:.0f} ms, mean "
                       f"{statistics.mean(late) * 1000:.0f} ms; target p99 ≤ {TARGET_P99:g} s "
                       f"{'MISSED' if p99 > TARGET_P99 else 'met'}; load average {os.getloadavg()[0]:.2f}", flush=True)
@@ -333,6 +335,7 @@ if __name__ == "__main__":
     parser.add_argument("--jobs", type=int, default=10_000, help="active jobs in the store")
     parser.add_argument("--due", type=int, default=300, help="of them, due during the measured window")
     parser.add_argument("--window", type=float, default=60.0, help="seconds over which the due ones fall")
+    parser.add_argument("--burst", type=int, default=0, help="of the due ones, how many share one due time")
     parser.add_argument("--idle", type=float, default=20.0, help="seconds of each idle CPU window")
     parser.add_argument("--lease", type=float, default=30.0, help="HERMES_SESSION_LEASE_SECONDS of the replicas")
     parser.add_argument("--rounds", type=int, default=3, help="takeover rounds")
