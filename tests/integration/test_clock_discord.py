@@ -16,6 +16,7 @@ from discord_kit import FAST, discord_environment
 from engine_harness import make_profile
 from fakes.fake_discord import FakeDiscord, FakeMessage
 from fakes.fake_llm import Reply
+from kanban_kit import shipped_profile
 
 from adapters.discord import PLATFORM
 
@@ -31,12 +32,14 @@ async def fake_discord():
 
 @pytest.fixture
 async def discord_clock(engine, fake_discord, monkeypatch):
-    """`await discord_clock(threads=...)`: the Discord bot with the clock's toolset, connected to the fake."""
+    """`await discord_clock(threads=...)`: the Discord bot with the tools of the shipped Discord profile (the
+    clock among them), connected to the fake."""
     discord_environment(monkeypatch, fake_discord)
     started: list[Any] = []
 
     async def make(*, threads: bool) -> Any:
-        e = await engine(profile=make_profile(toolsets=["core", "clock"]), platform="discord")
+        toolsets = shipped_profile("discord-server-helper").toolsets
+        e = await engine(profile=make_profile(toolsets=toolsets), platform="discord")
         adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options({**FAST, "threads": threads}), None,
                                  os.environ)
         e.gateway.attach(adapter)

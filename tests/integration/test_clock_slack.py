@@ -15,6 +15,7 @@ import pytest
 from engine_harness import is_judge, make_profile, verdict
 from fakes.fake_llm import Reply
 from fakes.fake_slack import FakeSlack, SlackMessage
+from kanban_kit import shipped_profile
 from slack_kit import serve_slack, slack_environment
 
 CHANNEL = "CGENERAL"
@@ -30,9 +31,9 @@ async def fake_slack():
 
 @pytest.fixture
 async def slack_clock(engine, fake_slack, monkeypatch):
-    """The Slack bot with the clock's toolset, started once for the test."""
+    """The Slack bot with the tools of the shipped Slack profile (the clock among them), started once."""
     slack_environment(monkeypatch, fake_slack)
-    e = await engine(profile=make_profile(toolsets=["core", "clock"]), platform="slack")
+    e = await engine(profile=make_profile(toolsets=shipped_profile("slack-channel-bot").toolsets), platform="slack")
     served = await serve_slack(e, events_from=fake_slack)
     yield e, served
     await served.close()
