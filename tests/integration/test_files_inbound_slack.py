@@ -5,8 +5,10 @@ the fake LLM as an image or described by name, type and size."""
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
+import yaml
 from fakes.fake_llm import Reply
 from fakes.fake_slack import FakeSlack
 from files_kit import kept_files, png, sent_images
@@ -124,3 +126,25 @@ async def test_a_png_whose_bytes_are_not_an_image_is_not_sent_to_the_model_as_on
     request = fake_llm.requests[0]
     assert sent_images(request) == []
     assert "[attachment: document chart.png (text/plain, 1 KB)]" in request.last_user_text
+
+
+async def test_a_file_an_event_names_outside_slack_is_not_fetched_and_the_token_stays_home(
+        slack_bot, fake_slack, fake_llm, tmp_path):
+    e, adapter = await slack_bot()
+    fake_llm.script(Reply(text="Only words."))
+    elsewhere = {"id": "FELSEWHERE", "name": "x.png", "mimetype": "image/png", "size": 10, "mode": "hosted",
+                 "url_private_download": "https://files.example.net/x.png"}
+    ts = fake_slack.new_ts()
+    await fake_slack.post_event({"type": "message", "subtype": "file_share", "channel": DM, "user": "UALICE",
+                                 "text": "look", "ts": ts, "event_ts": ts, "channel_type": "im",
+                                 "team": fake_slack.team, "files": [elsewhere]})
+    await fake_slack.wait_for(lambda: fake_slack.bot_messages(DM))
+    await settle(e, adapter)
+
+    assert fake_llm.requests[0].last_user_text == "look"
+    assert kept_files(tmp_path) == []
+
+
+def test_the_slack_manifest_asks_for_the_scope_file_downloads_need():
+    manifest = yaml.safe_load((Path(__file__).parents[2] / "bots/slack-channel-bot/manifest.yaml").read_text())
+    assert "files:read" in manifest["oauth_config"]["scopes"]["bot"]
