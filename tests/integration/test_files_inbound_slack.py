@@ -148,3 +148,19 @@ async def test_a_file_an_event_names_outside_slack_is_not_fetched_and_the_token_
 def test_the_slack_manifest_asks_for_the_scope_file_downloads_need():
     manifest = yaml.safe_load((Path(__file__).parents[2] / "bots/slack-channel-bot/manifest.yaml").read_text())
     assert "files:read" in manifest["oauth_config"]["scopes"]["bot"]
+
+
+async def test_a_file_the_event_withholds_is_looked_up_with_files_info_and_fetched(slack_bot, fake_slack, fake_llm):
+    e, adapter = await slack_bot()
+    fake_llm.script(Reply(text="Seen."))
+    shot = fake_slack.upload("shared.png", png(), "image/png")
+    ts = fake_slack.new_ts()
+    await fake_slack.post_event({"type": "message", "subtype": "file_share", "channel": DM, "user": "UALICE",
+                                 "text": "from the other org", "ts": ts, "event_ts": ts, "channel_type": "im",
+                                 "team": fake_slack.team,
+                                 "files": [{"id": shot.id, "file_access": "check_file_info"}]})
+    await fake_slack.wait_for(lambda: fake_slack.bot_messages(DM))
+    await settle(e, adapter)
+
+    assert [c.params.get("file") for c in fake_slack.calls_to("files.info")] == [shot.id]
+    assert len(sent_images(fake_llm.requests[0])) == 1
