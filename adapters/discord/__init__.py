@@ -92,7 +92,7 @@ class DiscordPlatform(Platform):
             log.warning("platforms.discord.approval_check_seconds has no effect any more: the engine checks "
                         "pairing approvals itself")
         return DiscordAdapter(engine, parsed.with_environment(env), DiscordConnection.from_environment(env),
-                              home=Path(settings.home))
+                              home=Path(settings.home) if settings is not None else None)
 
 
 def _as_mapping(options: Any) -> Mapping[str, Any]:
