@@ -164,3 +164,21 @@ async def test_a_file_the_event_withholds_is_looked_up_with_files_info_and_fetch
 
     assert [c.params.get("file") for c in fake_slack.calls_to("files.info")] == [shot.id]
     assert len(sent_images(fake_llm.requests[0])) == 1
+
+
+async def test_a_text_only_model_gets_the_screenshot_described_and_an_audio_clip_is_a_voice_note(
+        slack_bot, fake_slack, fake_llm, monkeypatch):
+    monkeypatch.setenv("HERMES_TEXT_ONLY_MODELS", "openai:gpt-test")
+    e, adapter = await slack_bot()
+    fake_llm.script(Reply(text="Described."))
+    shot = fake_slack.upload("screen.png", png(), "image/png")
+    clip = fake_slack.upload("audio_message.webm", b"\x1a\x45\xdf\xa3" + b"\x00" * 500, "audio/webm",
+                             subtype="slack_audio")
+    await fake_slack.say("UALICE", DM, "", files=[shot, clip])
+    await fake_slack.wait_for(lambda: fake_slack.bot_messages(DM))
+    await settle(e, adapter)
+
+    request = fake_llm.requests[0]
+    assert sent_images(request) == []
+    assert "[attachment: photo screen.png (image/png, 1 KB)]" in request.last_user_text
+    assert "[attachment: voice audio_message.webm (" in request.last_user_text
