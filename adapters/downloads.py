@@ -150,6 +150,13 @@ def kind_of(mime: str) -> str:
     return {"image": "photo", "audio": "audio", "video": "video"}.get(family, "document")
 
 
+def settled_kind(claimed: str, mime: str) -> str:
+    """The kind a file is given once its bytes are read: the one claimed (a voice note, a document that
+    happens to be an image), unless the bytes are no media at all; the bytes' when none was claimed."""
+    real = kind_of(mime)
+    return real if not claimed or real == "document" else claimed
+
+
 def limit_text(limit_mb: float) -> str:
     return f"larger than the {limit_mb:g} MB limit for files"
 
@@ -266,9 +273,7 @@ class Downloads:
         mime = sniff(saved.head, declared_mime, name)
         if mime != declared_mime:
             log.info("%s was sent as %s; its bytes say %s", name, declared_mime, mime)
-        if not item.kind or (kind == "photo" and not mime.startswith("image/")):
-            kind = kind_of(mime)
-        return Fetched(Attachment(kind, name, mime, saved.size, str(path)))
+        return Fetched(Attachment(settled_kind(item.kind, mime), name, mime, saved.size, str(path)))
 
     async def _with_retries(self, http: aiohttp.ClientSession, item: Offered, path: Path) -> Saved:
         for attempt in range(self.attempts):
@@ -284,4 +289,4 @@ class Downloads:
 
 
 __all__ = ["DEFAULT_LIMIT_MB", "Downloads", "Fetched", "Offered", "Refused", "Saved", "TooBig", "Transient",
-           "kind_of", "limit_text", "safe_file_name", "sniff", "stream_to", "too_big_notice"]
+           "kind_of", "limit_text", "safe_file_name", "settled_kind", "sniff", "stream_to", "too_big_notice"]

@@ -17,7 +17,17 @@ import mimetypes
 from pathlib import Path
 from typing import Any
 
-from adapters.downloads import SNIFF_BYTES, Downloads, Saved, TooBig, Transient, safe_file_name, sniff, stream_to
+from adapters.downloads import (
+    SNIFF_BYTES,
+    Downloads,
+    Saved,
+    TooBig,
+    Transient,
+    safe_file_name,
+    settled_kind,
+    sniff,
+    stream_to,
+)
 from adapters.telegram.options import TelegramOptions
 from hermes_engine.ports.inbound import Attachment
 
@@ -69,9 +79,7 @@ class AttachmentFetcher:
                 out.append(Attachment(kind, name, mime, size, None, reason))
                 continue
             real = sniff(saved.head, mime, name)
-            if kind == "photo" and not real.startswith("image/"):
-                kind = "document"
-            out.append(Attachment(kind, name, real, saved.size, str(path)))
+            out.append(Attachment(settled_kind(kind, real), name, real, saved.size, str(path)))
         return tuple(out)
 
     def _found(self, message: Any) -> list[tuple[str, Any, str, str]]:

@@ -172,8 +172,9 @@ async def test_a_text_only_model_gets_the_screenshot_described_and_an_audio_clip
     e, adapter = await slack_bot()
     fake_llm.script(Reply(text="Described."))
     shot = fake_slack.upload("screen.png", png(), "image/png")
-    clip = fake_slack.upload("audio_message.webm", b"\x1a\x45\xdf\xa3" + b"\x00" * 500, "audio/webm",
-                             subtype="slack_audio")
+    webm = (b"\x1a\x45\xdf\xa3\x9f\x42\x86\x81\x01\x42\xf7\x81\x01\x42\xf2\x81\x04\x42\xf3\x81\x08"
+            b"\x42\x82\x84webm\x42\x87\x81\x04\x42\x85\x81\x02" + b"\x00" * 500)  # an EBML header, doctype webm
+    clip = fake_slack.upload("audio_message.webm", webm, "audio/webm", subtype="slack_audio")
     await fake_slack.say("UALICE", DM, "", files=[shot, clip])
     await fake_slack.wait_for(lambda: fake_slack.bot_messages(DM))
     await settle(e, adapter)

@@ -20,6 +20,7 @@ from adapters.downloads import (
     TooBig,
     Transient,
     safe_file_name,
+    settled_kind,
     sniff,
     stream_to,
 )
@@ -196,3 +197,10 @@ async def test_two_files_of_one_name_in_one_message_are_both_kept(served, tmp_pa
                                          Offered("", "notes.txt", served.url("b"))], "s", "m")
     paths = [Path(str(f.attachment.path)) for f in fetched]
     assert len(set(paths)) == 2 and [p.read_bytes() for p in paths] == [b"first", b"second"]
+
+
+def test_a_claimed_kind_holds_unless_the_bytes_are_no_media_at_all():
+    assert settled_kind("voice", "audio/ogg") == "voice"
+    assert settled_kind("document", "image/png") == "document"  # a screenshot sent as a file stays one
+    assert settled_kind("photo", "text/plain") == "document"
+    assert settled_kind("", "image/webp") == "photo"
