@@ -2,11 +2,12 @@
 
 Slack serves `url_private_download` only with the bot token (``Authorization: Bearer``) and the
 `files:read` scope. The token goes only to Slack's own hosts (``*.slack.com``) or to the host of the
-configured Web API URL (a proxy, a test server): a file an event names elsewhere is not fetched at all, so
-neither the token nor a request goes where Slack did not send it. Files Slack withholds from the event itself
-(``file_access: check_file_info``, as it does in channels shared with another organisation) are looked up
-with files.info first. Deleted files (``mode: tombstone``) and links to files outside Slack
-(``mode: external``) have no bytes to fetch and are left out. Slack's audio clips are voice notes.
+configured Web API URL and its subdomains (GovSlack's ``files.slack-gov.com``, a proxy, a test server): a
+file an event names elsewhere is not fetched at all, so neither the token nor a request goes where Slack
+did not send it. Files Slack withholds from the event itself (``file_access: check_file_info``, as it does
+in channels shared with another organisation) are looked up with files.info first. Deleted files
+(``mode: tombstone``) and links to files outside Slack (``mode: external``) have no bytes to fetch and are
+left out. Slack's audio clips are voice notes.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class SlackFiles:
     def __init__(self, api: SlackWebApi, downloads: Downloads) -> None:
         self.api = api
         self.downloads = downloads
-        self._api_host = urlsplit(api.api_url).hostname or ""
+        self._api_host = (urlsplit(api.api_url).hostname or "").lower()
 
     @classmethod
     def under(cls, api: SlackWebApi, home: Path, *, limit_mb: float) -> SlackFiles:
@@ -43,9 +44,10 @@ class SlackFiles:
         host = (parts.hostname or "").lower()
         if parts.scheme not in ("http", "https") or not host:
             return False
-        if host == self._api_host.lower():
+        if host == self._api_host:
             return True
-        return parts.scheme == "https" and (host == SLACK_HOST or host.endswith("." + SLACK_HOST))
+        return parts.scheme == "https" and any(host == domain or host.endswith("." + domain)
+                                               for domain in (SLACK_HOST, self._api_host) if domain)
 
     async def fetch(self, event: dict[str, Any], session_key: str) -> list[Fetched]:
         """The event's files, downloaded into the conversation's folder."""

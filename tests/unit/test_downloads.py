@@ -204,3 +204,4 @@ def test_a_claimed_kind_holds_unless_the_bytes_are_no_media_at_all():
     assert settled_kind("document", "image/png") == "document"  # a screenshot sent as a file stays one
     assert settled_kind("photo", "text/plain") == "document"
     assert settled_kind("", "image/webp") == "photo"
+
