@@ -46,13 +46,15 @@ def _kind_and_text(req: Request) -> tuple[JobKind, str]:
     return ("reminder", text) if message else ("task", text)
 
 
-def _toolsets(offered: set[str], named: list[str] | None) -> tuple[str, ...] | None:
+def _toolsets(offered: set[str], named: list[str] | None, *, clock: bool) -> tuple[str, ...] | None:
+    """The toolsets a task names, each one the profile offers (the clock's own only when tasks may make jobs)."""
     if named is None:
         return None
+    usable = offered if clock else offered - {CLOCK_TOOLSET}
     wanted = sorted({n.strip() for n in named if n.strip()})
-    missing = [n for n in wanted if n not in offered or n == CLOCK_TOOLSET]
+    missing = [n for n in wanted if n not in usable]
     if missing:
-        raise Refused(f"a task here may use only {', '.join(sorted(offered - {CLOCK_TOOLSET})) or 'no toolsets'}; "
+        raise Refused(f"a task here may use only {', '.join(sorted(usable)) or 'no toolsets'}; "
                       f"not {', '.join(missing)}.")
     return tuple(wanted)
 
@@ -85,7 +87,8 @@ async def create(access: ClockAccess, ctx: ToolContext, req: Request, *, offered
         raise Refused("I can deliver a job only to the chat it is made in (deliver=origin) for now.")
     if ctx.target is None:
         raise Refused("there is no chat to deliver this job to.")
-    toolsets = _toolsets(offered, req.toolsets) if kind == "task" else None
+    toolsets = (_toolsets(offered, req.toolsets, clock=access.settings.allow_jobs_from_tasks) if kind == "task"
+                else None)
     kept = [j for j in await store.list_jobs(ctx.bot, owner_id=ctx.person_id) if j.state in OPEN]
     if len(kept) >= access.settings.max_jobs_per_person:
         raise Refused(f"you have {len(kept)} jobs already, the most one person may keep; remove one first "
