@@ -27,6 +27,7 @@ from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.jobs import JobRecord
 from hermes_engine.ports.services import ServiceKey
+from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.tools import Tool
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,17 @@ class ClockFeature(Feature):
         if verb == "run":
             return await actions.run_now(self._access, job)
         return await actions.resume(self._access, job)
+
+    async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
+        """`/status`: how many jobs the person keeps and what their tasks spent so far."""
+        if self._host is None or person_id is None:
+            return []
+        jobs = await self._host.store.list_jobs(self._host.bot, owner_id=person_id)
+        if not jobs:
+            return []
+        active = sum(j.state == "active" for j in jobs)
+        return [f"Scheduled jobs: {len(jobs)} ({active} active), {sum(j.tokens for j in jobs):,} tokens so far "
+                "(/jobs lists them)."]
 
     async def _tick(self, host: Host) -> None:
         """Run what is due, then sleep until the next due time, a wake-up or a second, whichever is first.
