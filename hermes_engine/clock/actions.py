@@ -89,6 +89,8 @@ async def run_now(access: ClockAccess, job: JobRecord) -> str:
     assert access.store is not None
     if job.state != "active":
         return f"#{job.id} {job.name!r} is paused: resume it first (`/jobs resume {job.id}`)."
+    if job.started_due is not None and job.started_due == job.next_due:
+        return f"#{job.id} {job.name!r} is running now."
     await access.store.set_job_state(job.id, "active", next_due=access.clock())
     access.wake()
     return f"#{job.id} {job.name!r} runs now."
