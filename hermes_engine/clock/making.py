@@ -112,7 +112,7 @@ async def create(access: ClockAccess, ctx: ToolContext, req: Request, *, offered
 
 
 async def update(access: ClockAccess, job: JobRecord, req: Request) -> str:
-    """Change the name, text, schedule (its next time recomputed from now) or repeat of `job`."""
+    """Change the name, text, schedule (its next time recomputed from now), repeat or a task's toolsets."""
     store = access.store
     assert store is not None
     if req.message.strip() and job.kind == "task":
@@ -127,11 +127,14 @@ async def update(access: ClockAccess, job: JobRecord, req: Request) -> str:
     parsed = _schedule(access, req.schedule, job.timezone) if req.schedule.strip() else None
     zone = zone_named(job.timezone)
     runs_left = _repeat(req.repeat, parsed or Schedule(job.schedule, at=job.next_due if job.once else None))
-    if text is None and parsed is None and runs_left is None and not req.name.strip():
-        raise Refused("say what to change: name, message or prompt, schedule or repeat.")
+    if req.toolsets is not None and job.kind == "reminder":
+        raise Refused(f"#{job.id} is a reminder: it runs no tools.")
+    toolsets = _toolsets(set(access.offered), req.toolsets, clock=access.settings.allow_jobs_from_tasks)
+    if text is None and parsed is None and runs_left is None and toolsets is None and not req.name.strip():
+        raise Refused("say what to change: name, message or prompt, schedule, repeat or toolsets.")
     changes = JobChanges(name=req.name.strip() or None, text=text, schedule=parsed.text if parsed else None,
                          next_due=parsed.first(access.clock(), zone) if parsed else None,
-                         once=parsed.once if parsed else None, runs_left=runs_left)
+                         once=parsed.once if parsed else None, runs_left=runs_left, toolsets=toolsets)
     changed = await store.update_job(job.id, changes)
     assert changed is not None
     access.wake()

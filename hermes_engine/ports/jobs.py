@@ -42,6 +42,7 @@ class JobChanges:
     next_due: datetime | None = None  # set with `schedule` (recomputed from it)
     once: bool | None = None
     runs_left: int | None = None
+    toolsets: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

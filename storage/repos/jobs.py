@@ -114,6 +114,8 @@ class JobRepository(SqlRepository):
             values["once"] = changes.once
         if changes.runs_left is not None:
             values["runs_left"] = changes.runs_left
+        if changes.toolsets is not None:
+            values["toolsets"] = list(changes.toolsets)
         async with self._single() as session, session.begin():
             if values:
                 await session.execute(sa.update(ScheduledJobRow).where(ScheduledJobRow.id == job_id).values(**values))

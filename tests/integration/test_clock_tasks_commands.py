@@ -58,6 +58,17 @@ async def test_an_update_changes_the_schedule_and_confirms_the_next_time_locally
     assert (await ask(e, fake_llm, action="update", job_id="1", schedule="every 1m")).startswith(
         "Error: A recurring job can fire at most once every 5 minutes")
     assert (await e.store.get_job(1)).schedule == "weekdays at 17:30"  # type: ignore[union-attr]
+    assert (await ask(e, fake_llm, action="update", job_id="1", toolsets=["core"])) == (
+        "Error: #1 is a reminder: it runs no tools.")
+
+
+async def test_an_update_gives_a_task_other_toolsets_the_profile_offers(engine, fake_llm):
+    e = await clock_engine(engine, Now())
+    await ask(e, fake_llm, action="create", prompt="summarise the news", schedule="every day at 7am")
+    assert (await ask(e, fake_llm, action="update", job_id="1", toolsets=["core"])).startswith("Updated #1")
+    assert (await e.store.get_job(1)).toolsets == ("core",)  # type: ignore[union-attr]
+    assert await ask(e, fake_llm, action="update", job_id="1", toolsets=["terminal"]) == (
+        "Error: a task here may use only core; not terminal.")
 
 
 async def test_run_makes_a_job_due_now_and_it_follows_its_schedule_after(engine, fake_llm):
