@@ -40,9 +40,9 @@ def describe(job: JobRecord) -> str:
     zone = zone_named(job.timezone)
     when = local_time(job.next_due, zone) if job.next_due else "no next run"
     state = "" if job.state == "active" else f" [{job.state}]"
-    kind = "task" if job.kind == "task" else "reminder"
     left = f", {job.runs_left} runs left" if job.runs_left is not None else ""
-    return f"#{job.id} {job.name!r} ({kind}, {job.schedule}{left}){state}: next {when}; {job.tokens:,} tokens so far"
+    task = "task, " if job.kind == "task" else ""
+    return f"#{job.id} {job.name!r} ({job.schedule}{left}){state}: next {when}; {task}{job.tokens:,} tokens so far"
 
 
 async def listing(store: Store, bot: str, person_id: int) -> str:
