@@ -129,6 +129,7 @@ class ClockFeature(Feature):
         failing = False  # one warning while the store fails, not one a second
         while True:
             self._wake.clear()
+            recorded = False  # nothing recorded: what is still due runs elsewhere (a task here, another replica)
             try:
                 due = await host.store.due_jobs(host.bot, self.clock())
                 host.metrics.jobs_due(host.bot, len(due))
@@ -136,8 +137,10 @@ class ClockFeature(Feature):
                     if job.kind == "task":
                         self._start_task(host, job)
                     else:
-                        await run_due(host, job, self.clock)
+                        recorded = await run_due(host, job, self.clock) or recorded
                 nxt = await host.store.next_due_at(host.bot)
+                if not recorded and nxt is not None and nxt <= self.clock():
+                    nxt = None  # look again in a second (or when woken), not at once
                 failing = False
             except asyncio.CancelledError:
                 raise
