@@ -137,6 +137,9 @@ async def _answer(host: Host, job: JobRecord, due: datetime, usage: Usage) -> st
         await host.store.append_message(record_.id, message, person_id=job.owner_id, usage=step, model=model)
         if step is not None:
             usage.add(step)
+            host.metrics.tokens_used(host.bot, target.platform, input_tokens=step.input_tokens,
+                                     output_tokens=step.output_tokens,
+                                     cached_tokens=step.cache_read_tokens + step.cache_write_tokens)
             await charge(host, job.owner_id, step.total)
 
     result = await agent.run(router=host.chain(host.profile.models(host.settings)).route(),
