@@ -113,7 +113,7 @@ async def test_slash_jobs_lists_with_local_times_and_tokens_and_acts_on_the_pers
     await ask(e, fake_llm, action="create", name="digest", prompt="summarise the news", schedule="every day at 7am")
     listing = await e.say("/jobs")
     assert listing.splitlines()[:2] == [
-        "#1 'stretch' (every day at 9am): next Mon 7 Dec 2026, 09:00 CET (Europe/Berlin); 0 tokens so far",
+        "#1 'stretch' (every day at 9am): next Mon 7 Dec 2026, 09:00 CET (Europe/Berlin)",
         "#2 'digest' (every day at 7am): next Tue 8 Dec 2026, 07:00 CET (Europe/Berlin); task, 0 tokens so far"]
     assert "Scheduled jobs: 2 (2 active), 0 tokens so far (/jobs lists them)." in (await e.say("/status")).splitlines()
     assert await e.say("/jobs pause 2") == "Paused #2 'digest'."
