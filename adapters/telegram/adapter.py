@@ -97,7 +97,7 @@ class TelegramAdapter(PlatformAdapter):
                                              read_timeout=opts.read_timeout))
         self.reader = UpdateReader(self.platform, self.account, knows_command=engine.knows_command)
         self.sender = TelegramSender(self.bot, opts)
-        super().__init__(self.sender, scheduler=scheduler, lanes=TelegramLanes(opts),
+        super().__init__(self.sender, scheduler=scheduler, lanes=TelegramLanes(opts), files=self.sender,
                          renderer=TelegramPartRenderer(self.render, self.capabilities, platform=self.platform))
         self.approvals = TelegramApprovals(self.bot, self.call)
         self.media = AttachmentFetcher(self.bot, Path(home), opts)
