@@ -80,10 +80,11 @@ def prepare(ws: Workspace, path: str, caption: str, outlet: FileOutlet) -> Outgo
                 raise WorkspaceError(f"{path} is a symlink; files are sent only from real files of the "
                                      f"workspace, never through a link.") from None
             raise WorkspaceError(f"{path} cannot be read: {exc.strerror}.") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise WorkspaceError(f"{path} is not a regular file; only regular files can be sent.")
     with os.fdopen(fd, "rb") as handle:
-        st = os.fstat(handle.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise WorkspaceError(f"{path} is not a regular file; only regular files can be sent.")
         if st.st_size == 0:
             raise WorkspaceError(f"{path} is empty; there is nothing to send.")
         head = handle.read(SNIFF_BYTES)
