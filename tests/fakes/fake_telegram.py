@@ -237,6 +237,7 @@ class FakeTelegram(LoopbackServer):
         self.outage_until = 0.0
         self.outage_hits = 0
         self.held_methods: set[str] = set()  # calls to these wait, unanswered and not applied, until `release`
+        self.held_answer_methods: set[str] = set()  # calls to these are applied, their answers wait
         self.held: list[tuple[str, dict[str, Any]]] = []
         self._release = asyncio.Event()
         self._rate_limits: list[_RateLimit] = []
@@ -393,8 +394,15 @@ class FakeTelegram(LoopbackServer):
         self.held_methods.update(methods)
         self._release.clear()
 
+    def hold_answers(self, *methods: str) -> None:
+        """Calls to `methods` take effect (a message is posted) but their answers wait until `release()`:
+        the moment to kill a client whose call landed before it could learn so."""
+        self.held_answer_methods.update(methods)
+        self._release.clear()
+
     def release(self) -> None:
         self.held_methods.clear()
+        self.held_answer_methods.clear()
         self._release.set()
 
     def outage(self, seconds: float) -> None:
@@ -488,6 +496,10 @@ class FakeTelegram(LoopbackServer):
         if chat_id is not None and method != "getUpdates":
             self.chat(chat_id).calls.append(call)
         await self._notify()
+        if method in self.held_answer_methods:
+            self.held.append((method, params))
+            await self._notify()
+            await self._release.wait()
         if status == 502:
             return web.Response(status=502, text="<html><body>502 Bad Gateway</body></html>",
                                 content_type="text/html")
