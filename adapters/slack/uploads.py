@@ -4,13 +4,14 @@ with the caption as its comment (slack-sdk's `files_upload_v2`; `files.upload` i
 
 The three steps are one call for the pacer: a 429 on any of them waits in the channel's lane and the whole
 upload is tried again. A file uploaded but never completed is not shared with anyone, so the retry never
-shows it twice.
+shows it twice. The caption is plain text, escaped as every interim frame is, so it pings nobody.
 """
 
 from __future__ import annotations
 
 from slack_sdk.errors import SlackRequestError
 
+from adapters.slack.outbound import escape
 from adapters.slack.web_api import SlackCallError, SlackWebApi
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.reply import OutgoingFile
@@ -30,7 +31,7 @@ class SlackUploads:
         try:
             data = await self.api.call("files.upload_v2", channel=target.chat_id, thread_ts=target.thread_id,
                                        content=file.data, filename=file.name, title=file.name,
-                                       initial_comment=file.caption or None)
+                                       initial_comment=escape(file.caption) or None)
         except SlackRequestError as exc:  # the upload step itself was refused
             raise SlackCallError(f"Slack file upload failed: {exc}", error="upload_failed") from None
         shared = data.get("files") or [data.get("file") or {}]

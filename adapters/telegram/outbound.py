@@ -96,16 +96,23 @@ class TelegramSender:
 
     async def send_file(self, target: ReplyTarget, file: OutgoingFile) -> str:
         """`sendPhoto` for an image Telegram shows as a photo (by its bytes' type, within the photo limit),
-        `sendDocument` for everything else; multipart, through python-telegram-bot."""
+        `sendDocument` for everything else and for a photo Telegram refuses (its dimensions); multipart,
+        through python-telegram-bot."""
         from telegram import InputFile
 
         upload = InputFile(file.data, filename=file.name, attach=False)
         caption = file.caption[:CAPTION_LIMIT] or None
         kwargs = self._target_kwargs(target)
         if file.media_type in PHOTO_TYPES and file.size <= PHOTO_LIMIT:
-            message = await call_api(self.bot.send_photo(photo=upload, caption=caption, **kwargs))
-        else:
-            message = await call_api(self.bot.send_document(document=upload, caption=caption, **kwargs))
+            try:
+                message = await call_api(self.bot.send_photo(photo=upload, caption=caption, **kwargs))
+                return str(message.message_id)
+            except TelegramCallError as exc:
+                if exc.retry_after is not None or exc.transient:
+                    raise  # waited out, or the photo may have landed: never a document beside it
+                # e.g. PHOTO_INVALID_DIMENSIONS (a long, thin chart): refused, nothing was posted
+                upload = InputFile(file.data, filename=file.name, attach=False)
+        message = await call_api(self.bot.send_document(document=upload, caption=caption, **kwargs))
         return str(message.message_id)
 
     def _target_kwargs(self, target: ReplyTarget) -> dict[str, Any]:

@@ -252,7 +252,7 @@ class WorkspaceFeature(Feature):
         except WorkspaceError as exc:
             return ToolResult(f"Error: {exc}".replace("Error: Error: ", "Error: "), is_error=True)
         try:
-            sent = await outlet.send_file(target, file, idempotency_key=send_key(ctx, path, file))
+            sent = await outlet.send_file(target, file, idempotency_key=send_key(ctx, file))
         except PlatformError as exc:
             return ToolResult(f"Error: {target.platform} refused {file.name}: {exc}", is_error=True)
         if not sent:

@@ -5,7 +5,7 @@ O_NOFOLLOW one folder at a time, a regular file only), and its size is checked a
 on the open descriptor before a byte is read, so a 3 GB file is refused at once and never loaded. Its type
 is read from its bytes, never from its name: a `.png` that holds text goes as a document.
 
-The idempotency key is made of the conversation, the message being answered, the path, the file's digest
+The idempotency key is made of the conversation, the message being answered, the file's name and digest
 and the caption: the same send asked again in one turn (after a restart the model sees its cut call as
 interrupted and asks again) finds the first one in the delivery ledger and is not sent twice.
 """
@@ -101,10 +101,11 @@ def prepare(ws: Workspace, path: str, caption: str, outlet: FileOutlet) -> Outgo
     return OutgoingFile(name=rel.name, data=data, media_type=kind, caption=caption.strip())
 
 
-def send_key(ctx: ToolContext, path: str, file: OutgoingFile) -> str:
-    """One key per send asked in a turn (see the module docstring)."""
+def send_key(ctx: ToolContext, file: OutgoingFile) -> str:
+    """One key per send asked in a turn (see the module docstring); `report.csv` and
+    `/workspace/report.csv` are one send."""
     answering = ctx.target.reply_to_id if ctx.target is not None else None
     digest = hashlib.sha256()
-    for part in (ctx.session_key, answering or "", path, hashlib.sha256(file.data).hexdigest(), file.caption):
+    for part in (ctx.session_key, answering or "", file.name, hashlib.sha256(file.data).hexdigest(), file.caption):
         digest.update(part.encode("utf-8", "surrogatepass") + b"\x00")
     return f"file:{ctx.session_id}:{digest.hexdigest()[:32]}"

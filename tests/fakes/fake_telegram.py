@@ -13,7 +13,8 @@ history, and every API call made to that chat with its time.
 
 Implemented methods: getMe, getUpdates (offset confirms, ``timeout`` long-polls), sendMessage,
 sendPhoto and sendDocument (multipart: the message keeps the file's bytes, name and caption in
-``ChatMessage.file``; over 50 MB, or a photo over 10 MB, is refused as the real server does), editMessageText, deleteMessage, sendChatAction, setMyCommands, getMyCommands, deleteWebhook, setWebhook,
+``ChatMessage.file``; over 50 MB, a photo over 10 MB or of dimensions Telegram refuses is refused as the
+real server does), editMessageText, deleteMessage, sendChatAction, setMyCommands, getMyCommands, deleteWebhook, setWebhook,
 getWebhookInfo, getFile, close, logOut. Anything else answers 404 like the real server (which the library
 reports as ``InvalidToken``).
 
@@ -630,6 +631,8 @@ class FakeTelegram(LoopbackServer):
             raise _bad_request(f"there is no {kind} in the request")
         if len(upload.data) > limit:
             raise TelegramApiError(413, "Request Entity Too Large")
+        if kind == "photo" and not _photo_dimensions_ok(upload.data):
+            raise _bad_request("PHOTO_INVALID_DIMENSIONS")
         sent = SentFile(kind, upload.name, upload.data, upload.content_type)
         caption = str(params.get("caption") or "")
         thread_id = _int_or_none(params.get("message_thread_id"))
@@ -827,6 +830,15 @@ async def _read_params(request: web.Request) -> dict[str, Any]:
             params[key] = value
     params.update(uploads)
     return params
+
+
+def _photo_dimensions_ok(data: bytes) -> bool:
+    """Telegram's rule for a photo: width and height at most 10,000 together, neither side more than 20
+    times the other (read from a PNG's header; other types are taken as they come)."""
+    if not data.startswith(b"\x89PNG\r\n\x1a\n") or len(data) < 24:
+        return True
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    return width + height <= 10_000 and max(width, height) <= 20 * max(1, min(width, height))
 
 
 def _int_or_none(value: Any) -> int | None:

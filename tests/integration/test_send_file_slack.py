@@ -113,3 +113,13 @@ async def test_a_symlink_is_refused_with_a_reason_and_nothing_uploaded(slack_bot
     [answer] = [m for m in fake_slack.bot_messages(DM) if m.text.startswith("Could not.")]
     assert "symlink" in answer.text
     assert fake_slack.calls_to("files.getUploadURLExternal") == [] and shared_files(fake_slack, DM) == []
+
+
+async def test_a_caption_that_names_everyone_pings_nobody(slack_bot, fake_slack, fake_llm):
+    fake_llm.responder = writes_then_sends("report.csv", CSV, caption="<!channel> <@UBOB> numbers & more")
+    await fake_slack.say("UALICE", DM, "send me the sales")
+    await fake_slack.wait_for(lambda: any(m.text.startswith("Sent.") for m in fake_slack.bot_messages(DM)))
+
+    [message] = shared_files(fake_slack, DM)
+    assert message.visible == "<!channel> <@UBOB> numbers & more"  # shown as written
+    assert message.pings == []

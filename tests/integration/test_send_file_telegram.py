@@ -151,3 +151,23 @@ async def test_a_path_outside_the_workspace_is_refused_with_a_reason_and_nothing
         lambda: next((m for m in telegram.chat(ALICE.id).bot_messages if m.text.startswith("Could not")), None), 15)
     assert "outside the workspace" in answer.text
     assert not [m for m in telegram.chat(ALICE.id).bot_messages if m.file is not None]
+
+
+async def test_an_image_telegram_refuses_as_a_photo_goes_as_a_document(bot, telegram, fake_llm):
+    strip = png(400, 4)  # a long, thin chart: PHOTO_INVALID_DIMENSIONS
+
+    def respond(request):
+        if not request.turn_tool_results:
+            return Reply(tool_calls=[("write_file", {"path": "strip.png", "content": "x"})])
+        if len(request.turn_tool_results) == 1:
+            next((bot.home / "workspaces").rglob("strip.png")).write_bytes(strip)
+            return Reply(tool_calls=[("send_file", {"path": "strip.png"})])
+        return Reply(text="Here is the strip.")
+
+    fake_llm.responder = respond
+    telegram.user_says(ALICE.id, ALICE, "the strip chart")
+    await telegram.wait_for_text(ALICE.id, "Here is the strip.", 15)
+
+    [sent] = [m for m in telegram.chat(ALICE.id).bot_messages if m.file is not None]
+    assert sent.file is not None and (sent.file.kind, sent.file.data) == ("document", strip)
+    assert [c.status for c in telegram.chat(ALICE.id).calls if c.method in ("sendPhoto", "sendDocument")] == [400, 200]

@@ -119,13 +119,13 @@ def test_a_file_exactly_at_the_limit_goes(ws):
 def test_the_key_is_the_same_for_the_same_send_in_a_turn_and_differs_otherwise():
     ctx = ToolContext(bot="b", session_id=7, session_key="k", target=TARGET)
     file = OutgoingFile("a.csv", b"1,2\n", "text/csv", "cap")
-    key = send_key(ctx, "a.csv", file)
-    assert key == send_key(ctx, "a.csv", OutgoingFile("a.csv", b"1,2\n", "text/csv", "cap"))
-    assert key != send_key(ctx, "a.csv", OutgoingFile("a.csv", b"1,3\n", "text/csv", "cap"))
-    assert key != send_key(ctx, "a.csv", OutgoingFile("a.csv", b"1,2\n", "text/csv", "other"))
+    key = send_key(ctx, file)
+    assert key == send_key(ctx, OutgoingFile("a.csv", b"1,2\n", "text/csv", "cap"))
+    assert key != send_key(ctx, OutgoingFile("a.csv", b"1,3\n", "text/csv", "cap"))
+    assert key != send_key(ctx, OutgoingFile("a.csv", b"1,2\n", "text/csv", "other"))
     later = ToolContext(bot="b", session_id=7, session_key="k", target=ReplyTarget("fake", "acct", "c1",
                                                                                   reply_to_id="m2"))
-    assert key != send_key(later, "a.csv", file)
+    assert key != send_key(later, file)
 
 
 # -- the outbound side ----------------------------------------------------------------------------------
