@@ -132,6 +132,13 @@ def _needs_store(store: Store | None, what: str) -> Store:
     return store
 
 
+def attachment_folder(home: Path) -> Callable[[str], Path]:
+    """Where the adapters keep the files people send in a conversation (`adapters/downloads.py`)."""
+    from hermes_engine.people.forget import ATTACHMENTS, attachment_folder_name
+
+    return lambda session_key: home / ATTACHMENTS / attachment_folder_name(session_key)
+
+
 def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAsker | None = None,
                    store: Store | None = None, outlets: FileOutlets | None = None) -> list[Feature]:
     """Every feature of a bot; `asker` shows the terminal's approval requests (none: they are denied). `store`
@@ -151,7 +158,7 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
 
     workspace = WorkspaceFeature(settings.home, profile.name, profile.workspace, admins=profile.access.admins,
                                  asker=asker, toolsets=profile.toolsets, root=settings.workspaces,
-                                 outlets=outlets)
+                                 outlets=outlets, attachments=attachment_folder(settings.home))
     features: list[Feature] = [
         MemoryFeature(memory_store(settings, store), profile.memory),
         SkillsFeature.from_settings(settings, bot=profile.name, require_approval=profile.skills.require_approval,

@@ -5,6 +5,9 @@ O_NOFOLLOW one folder at a time, a regular file only), and its size is checked a
 on the open descriptor before a byte is read, so a 3 GB file is refused at once and never loaded. Its type
 is read from its bytes, never from its name: a `.png` that holds text goes as a document.
 
+A file the person sent is reached as ``/attachments/<name>``: the adapters keep those outside the workspace,
+in the conversation's attachment folder (which /forget removes), and the newest of that name is sent.
+
 The idempotency key is made of the conversation, the message being answered, the file's name and digest
 and the caption: the same send asked again in one turn (after a restart the model sees its cut call as
 interrupted and asks again) finds the first one in the delivery ledger and is not sent twice.
@@ -17,13 +20,16 @@ import hashlib
 import mimetypes
 import os
 import stat
-from pathlib import PurePosixPath
+from dataclasses import replace
+from pathlib import Path, PurePosixPath
 
 from hermes_engine.ports.reply import FileOutlet, OutgoingFile
 from hermes_engine.ports.tools import ToolContext
 from hermes_engine.workspace.space import Workspace, WorkspaceError
 
-__all__ = ["FileOutlets", "prepare", "send_key"]
+__all__ = ["ATTACHED", "FileOutlets", "attached", "prepare", "send_key"]
+
+ATTACHED = "/attachments/"  # `send_file("/attachments/notes.csv")`: a file the person sent in this conversation
 
 SNIFF_BYTES = 8 * 1024  # enough for every magic number `filetype` reads
 OCTET_STREAM = "application/octet-stream"
@@ -99,6 +105,23 @@ def prepare(ws: Workspace, path: str, caption: str, outlet: FileOutlet) -> Outgo
         if len(data) > limit:  # grown since the check
             raise WorkspaceError(f"Refused: {path} grew past {outlet.platform}'s limit of {_mb(limit)}.")
     return OutgoingFile(name=rel.name, data=data, media_type=kind, caption=caption.strip())
+
+
+def attached(folder: Path, path: str, caption: str, outlet: FileOutlet) -> OutgoingFile:
+    """The newest file the person sent under this name (kept as ``<message id>-<name>`` in the
+    conversation's attachment folder, `folder`), confined there as workspace files are in theirs."""
+    name = path[len(ATTACHED):].strip()
+    if not name or "/" in name or name in (".", ".."):
+        raise WorkspaceError(f"Give the name of a file the person sent, as {ATTACHED}<name>.")
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.endswith(f"-{name}") and e.is_file(follow_symlinks=False)]
+    except FileNotFoundError:
+        entries = []
+    if not entries:
+        raise WorkspaceError(f"The person has sent no file named {name} in this conversation.")
+    newest = max(entries, key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns)
+    file = prepare(Workspace(folder, 0), newest.name, caption, outlet)
+    return replace(file, name=name)
 
 
 def send_key(ctx: ToolContext, file: OutgoingFile) -> str:

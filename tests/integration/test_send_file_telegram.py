@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from engine_harness import Engine, fake_llm_environment, make_profile
 from fakes.fake_llm import Reply
-from fakes.fake_telegram import FakeTelegram, FakeUser
+from fakes.fake_telegram import FakeFile, FakeTelegram, FakeUser
 from files_kit import png
 
 from adapters.telegram import PLATFORM
 from adapters.telegram.adapter import TelegramAdapter
 from hermes_engine.workspace.feature import WorkspaceFeature
 from hermes_engine.workspace.sending import FileOutlets
+from hermes_gateway.wiring import attachment_folder
 
 ALICE = FakeUser(42, "Alice", "alice")
 GROUP = -100777
@@ -49,7 +50,8 @@ class Bot:
                                     platforms={"telegram": FAST})
         self.outlets = FileOutlets()
         self.feature = WorkspaceFeature(home, self.profile.name, self.profile.workspace, admins=["42"],
-                                        toolsets=self.profile.toolsets, outlets=self.outlets)
+                                        toolsets=self.profile.toolsets, outlets=self.outlets,
+                                        attachments=attachment_folder(home))
         self.e = Engine(home, self.profile, [self.feature])
         self.adapter: TelegramAdapter | None = None
 
@@ -171,3 +173,19 @@ async def test_an_image_telegram_refuses_as_a_photo_goes_as_a_document(bot, tele
     [sent] = [m for m in telegram.chat(ALICE.id).bot_messages if m.file is not None]
     assert sent.file is not None and (sent.file.kind, sent.file.data) == ("document", strip)
     assert [c.status for c in telegram.chat(ALICE.id).calls if c.method in ("sendPhoto", "sendDocument")] == [400, 200]
+
+
+async def test_a_file_the_person_sent_can_be_sent_back_by_its_name(bot, telegram, fake_llm):
+    def respond(request):
+        if not request.turn_tool_results:
+            return Reply(tool_calls=[("send_file", {"path": "/attachments/notes.csv", "caption": "Yours"})])
+        return Reply(text=f"Back. [{request.turn_tool_results[-1]}]")
+
+    fake_llm.responder = respond
+    telegram.user_says(ALICE.id, ALICE, "send it back", document=FakeFile("notes.csv", CSV.encode(), "text/csv"))
+    answer = await telegram.wait_for(
+        lambda: next((m for m in telegram.chat(ALICE.id).bot_messages if m.text.startswith("Back.")), None), 15)
+
+    [sent] = [m for m in telegram.chat(ALICE.id).bot_messages if m.file is not None]
+    assert sent.file is not None and (sent.file.name, sent.file.data) == ("notes.csv", CSV.encode())
+    assert "Sent notes.csv (" in answer.text

@@ -19,7 +19,7 @@ from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.reply import OutgoingFile
 from hermes_engine.ports.tools import ToolContext
-from hermes_engine.workspace.sending import prepare, send_key
+from hermes_engine.workspace.sending import attached, prepare, send_key
 from hermes_engine.workspace.space import Workspace, WorkspaceError
 
 MB = 1024 * 1024
@@ -114,6 +114,29 @@ def test_a_file_exactly_at_the_limit_goes(ws):
     assert prepare(ws, "ten.txt", "", Tiny()).size == 10
     with pytest.raises(WorkspaceError, match="over telegram's limit of 10 bytes"):
         prepare(ws, "eleven.txt", "", Tiny())
+
+
+def test_a_file_the_person_sent_is_reached_by_its_name_the_newest_of_that_name(tmp_path):
+    folder = tmp_path / "attachments" / "conversation"
+    folder.mkdir(parents=True)
+    older, newer = folder / "101-notes.csv", folder / "202-notes.csv"
+    older.write_text("old\n")
+    newer.write_text("new\n")
+    os.utime(older, (1_000, 1_000))
+    file = attached(folder, "/attachments/notes.csv", "yours", Limits())
+    assert (file.name, file.data, file.caption) == ("notes.csv", b"new\n", "yours")
+
+
+def test_a_sent_file_that_is_missing_a_symlink_or_a_path_is_refused(tmp_path):
+    folder = tmp_path / "attachments" / "conversation"
+    folder.mkdir(parents=True)
+    os.symlink("/etc/passwd", folder / "101-passwd")
+    for path, reason in [("/attachments/passwd", "no file named passwd"), ("/attachments/../x", "Give the name"),
+                         ("/attachments/", "Give the name"), ("/attachments/other.csv", "no file named")]:
+        with pytest.raises(WorkspaceError, match=reason):
+            attached(folder, path, "", Limits())
+    with pytest.raises(WorkspaceError, match="no file named"):
+        attached(tmp_path / "none", "/attachments/a.csv", "", Limits())
 
 
 def test_the_key_is_the_same_for_the_same_send_in_a_turn_and_differs_otherwise():
