@@ -4,7 +4,8 @@
 test's environment on top of the process's: for what only a process shows (the console script, a service
 that keeps running, a signal). `invoke` runs the same command in this process on the app object (typer's
 `CliRunner`), a fresh interpreter's start saved: the same exit status, standard output and standard error,
-the environment given for the call alone and logging as a fresh process has it, both put back afterwards."""
+with the environment given, the working folder and logging as the process has them for the call alone, all put
+back afterwards."""
 
 from __future__ import annotations
 
@@ -48,14 +49,14 @@ async def cli(*args: str, env: dict[str, str], stdin: str = "", timeout: float =
 
 
 def invoke(*args: str, env: Mapping[str, str | None], stdin: str = "") -> Ran:
-    """`hermes-gateway ARGS` in this process, `env` on top of this process's environment for the call alone (a
-    None value unsets the variable). An exception that escapes the command is written to standard error as
+    """`hermes-gateway ARGS` in this process, from the repository root as `cli`, `env` on top of this process's
+    environment for the call alone (a None value unsets the variable). An exception that escapes the command is written to standard error as
     the interpreter would (a traceback), and exits with status 1, so a test reads it as it would a process's."""
     from typer.testing import CliRunner
 
     from hermes_gateway.cli.main import app
 
-    with _fresh_logging():
+    with contextlib.chdir(ROOT), _fresh_logging():
         result = CliRunner().invoke(app, list(args), input=stdin, env=dict(env), prog_name="hermes-gateway")
     err = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
