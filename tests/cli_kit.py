@@ -4,13 +4,14 @@
 test's environment on top of the process's: for what only a process shows (the console script, a service
 that keeps running, a signal). `invoke` runs the same command in this process on the app object (typer's
 `CliRunner`), a fresh interpreter's start saved: the same exit status, standard output and standard error,
-with the environment given, the working folder and logging as the process has them for the call alone, all put
-back afterwards."""
+with the environment given, the working folder, logging and the dumpable flag as the process has them for the
+call alone, all put back afterwards."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import importlib.util
 import logging
 import os
@@ -24,6 +25,7 @@ from types import ModuleType
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
+_PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 3, 4
 
 
 class Ran(NamedTuple):
@@ -54,9 +56,13 @@ def invoke(*args: str, env: Mapping[str, str | None], stdin: str = "") -> Ran:
     the interpreter would (a traceback), and exits with status 1, so a test reads it as it would a process's."""
     from typer.testing import CliRunner
 
+    import hermes_gateway.mcp.manager  # noqa: F401 - see below
     from hermes_gateway.cli.main import app
 
-    with contextlib.chdir(ROOT), _fresh_logging():
+    # Imported before the runner's streams are in place: the MCP SDK's stdio client takes `sys.stderr` as its
+    # default error log when its module is first imported, and a command importing it under the runner would
+    # leave every later MCP server of this process writing to the runner's closed stream.
+    with contextlib.chdir(ROOT), _fresh_logging(), _dumpable_kept():
         result = CliRunner().invoke(app, list(args), input=stdin, env=dict(env), prog_name="hermes-gateway")
     err = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
@@ -115,6 +121,22 @@ def _fresh_logging() -> Iterator[None]:
         logging.setLogRecordFactory(factory)
         for name, was in traffic.items():
             logging.getLogger(name).setLevel(was)
+
+
+@contextlib.contextmanager
+def _dumpable_kept() -> Iterator[None]:
+    """A command makes its process non-dumpable (`hermes_gateway/dumpable.py`); this process is the test
+    runner's, whose later tests read their own children's /proc as a gateway's would, so it is put back."""
+    if not sys.platform.startswith("linux"):
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    was = libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0)
+    try:
+        yield
+    finally:
+        if was in (0, 1):
+            libc.prctl(_PR_SET_DUMPABLE, was, 0, 0, 0)
 
 
 def deploy_validator() -> ModuleType:
