@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schema_kit import at_head
+
 from hermes_engine.config import BotProfile, Settings, default_soul
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.ports.feature import Feature
@@ -117,7 +119,7 @@ class Engine:
         self.starting: asyncio.Task[None] | None = None
 
     async def start(self) -> Engine:
-        self.store = SqlStore(self.database[0], engine_options=self.database[1])
+        self.store = SqlStore(await at_head(self.database[0]), engine_options=self.database[1])
         await self.store.init()
         self.gateway = build_gateway(self.settings, self.profile, self.store, features=self.features,
                                      metrics=self.metrics)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from schema_kit import at_head
+
 from storage.store import SqlStore
 
 
 async def make_service_home(home: Path) -> Path:
-    store = SqlStore(f"sqlite+aiosqlite:///{home / 'hermes.db'}")
-    await store.init()  # the folder too, as the gateway's first start makes it
+    store = SqlStore(await at_head(f"sqlite+aiosqlite:///{home / 'hermes.db'}"))  # the folder too, as a first start
+    await store.init()
     await store.close()
     return home
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from fakes.fake_llm import Reply
 from postgres import empty_database
+from schema_kit import at_head
 
 from hermes_engine.config import BotProfile, KanbanSettings, load_profile
 from storage.store import SqlStore
@@ -30,6 +31,7 @@ class Clock:
 async def database(backend: str, tmp_path: Path) -> AsyncIterator[Callable[..., SqlStore]]:
     """A factory of stores on one database (several stores = several processes sharing it)."""
     async with empty_database(backend, str(tmp_path / "kanban.db")) as (url, options):
+        url = await at_head(url)  # SQLite: a copy of this process's migrated database
         yield lambda **kw: SqlStore(url, engine_options=options, **kw)
 
 

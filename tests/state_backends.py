@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 from postgres import BACKENDS, PG_URL, execute, fresh_schema
+from schema_kit import at_head
 
 from hermes_engine.memory.database import DatabaseMemoryStore
 from hermes_engine.memory.documents import MemoryStore
@@ -45,7 +46,7 @@ async def database_url(kind: str, folder: Path) -> AsyncIterator[str]:
 @asynccontextmanager
 async def sql_store(kind: str, folder: Path) -> AsyncIterator[SqlStore]:
     async with database_url(kind, folder) as url:
-        store = SqlStore(url)
+        store = SqlStore(await at_head(url))
         await store.init()
         try:
             yield store

@@ -22,6 +22,7 @@ import contextlib
 import errno
 import functools
 import os
+import re
 import signal
 import time
 import uuid
@@ -33,6 +34,7 @@ PROC_CGROUP = Path("/proc/self/cgroup")
 MOUNTINFO = Path("/proc/self/mountinfo")
 _NEEDED = ("memory", "pids")
 _PREFIX = "hermes-sandbox-"
+_NAME = re.compile(re.escape(_PREFIX) + "[0-9a-f]{32}")
 _EMPTY_WAIT_SECONDS = 10.0
 
 
@@ -202,11 +204,25 @@ def unavailable_reason() -> str | None:
     return str(found) if isinstance(found, CgroupUnavailable) else None
 
 
+def new_name() -> str:
+    """A fresh name for one command's cgroups (the same folder name in every hierarchy)."""
+    return _PREFIX + uuid.uuid4().hex
+
+
+def _checked(name: str) -> str:
+    """`name` if `new_name` could have made it: a folder beside the gateway's own is never emptied or removed."""
+    if _NAME.fullmatch(name) is None:
+        raise ValueError(f"{name!r} is not the name of a command's cgroup")
+    return name
+
+
 @contextlib.contextmanager
-def command_group(found: Hierarchies) -> Iterator[CommandGroup]:
+def command_group(found: Hierarchies, name: str | None = None) -> Iterator[CommandGroup]:
     """A fresh cgroup for one command (v1: one in each hierarchy), emptied and removed when the block ends.
-    It bounds nothing until `CommandGroup.limit`; the launcher joins it through `CommandGroup.procs`."""
-    name = _PREFIX + uuid.uuid4().hex
+    It bounds nothing until `CommandGroup.limit`; the launcher joins it through `CommandGroup.procs`. `name`
+    (from `new_name`) is given by whoever must find the cgroup again (`remove_left`); a fresh one otherwise.
+    Raises ValueError for a name `new_name` would not make."""
+    name = new_name() if name is None else _checked(name)
     folders = tuple(parent / name for parent in found.parents())
     made: list[Path] = []
     fds: list[int] = []
@@ -220,6 +236,20 @@ def command_group(found: Hierarchies) -> Iterator[CommandGroup]:
         for fd in fds:
             os.close(fd)
         for folder in reversed(made):
-            CommandGroup(found, (folder,), ()).empty()
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+            _remove(found, folder)
+
+
+def remove_left(found: Hierarchies, name: str) -> None:
+    """The cgroups `name` that a process killed outright inside `command_group` left behind (SIGKILL runs no
+    clean-up: an MCP server's launcher): emptied of what may still run in them, and removed; nothing where
+    there are none. Raises ValueError for a name `new_name` would not make."""
+    for parent in reversed(found.parents()):
+        folder = parent / _checked(name)
+        if folder.is_dir():
+            _remove(found, folder)
+
+
+def _remove(found: Hierarchies, folder: Path) -> None:
+    CommandGroup(found, (folder,), ()).empty()
+    with contextlib.suppress(OSError):
+        folder.rmdir()

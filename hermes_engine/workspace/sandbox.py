@@ -261,7 +261,7 @@ def run(workspace: Path, command: str, limits: Limits, on_output: Callable[[byte
 def _run(workspace: Path, command: str, limits: Limits, on_output: Callable[[bytes], None] | None, keep: int,
          stop: threading.Event | None, uid: int | None, network: bool) -> RunResult:
     with contextlib.ExitStack() as stack:
-        group = _command_group(stack, limits)
+        group = command_group(stack, limits)
         pipes = stack.enter_context(sandbox_network.plumbing()) if network else None
         folder = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
@@ -285,16 +285,20 @@ def _run(workspace: Path, command: str, limits: Limits, on_output: Callable[[byt
         return dataclasses.replace(result, notes=_reached(group, limits)) if group is not None else result
 
 
-def _command_group(stack: contextlib.ExitStack, limits: Limits) -> cgroups.CommandGroup | None:
-    """The command's cgroup, removed when `stack` closes; None where none can be made (rlimits alone)."""
+def command_group(stack: contextlib.ExitStack, limits: Limits, name: str | None = None) -> cgroups.CommandGroup | None:
+    """A command's cgroup, bounded by `limits` and removed when `stack` closes; None where none can be made
+    (the rlimits alone hold, and the gateway said so once at start). The one way a command's cgroup is made:
+    the terminal's and an MCP server launcher's (`hermes_gateway/mcp/launch.py`), which passes the `name`
+    the gateway chose (`cgroups.new_name`), so the gateway removes it should the launcher be killed outright.
+    Raises SandboxUnavailable when the cgroup cannot be made, saying why."""
     found = cgroups.hierarchies()
     if found is None:
         return None
     try:
-        group = stack.enter_context(cgroups.command_group(found))
+        group = stack.enter_context(cgroups.command_group(found, name))
         group.limit(limits.memory_bytes, limits.processes)
         return group
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise SandboxUnavailable(f"the command's cgroup could not be made ({exc}).") from None
 
 

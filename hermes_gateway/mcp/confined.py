@@ -85,9 +85,21 @@ class ServerSandbox:
                           write=settings.write_paths, cwd=settings.cwd or sandbox.SERVER_DATA,
                           memory_bytes=(settings.memory_mb or defaults.memory_mb) * MB,
                           processes=settings.processes or defaults.processes, network=settings.network,
-                          parent=os.getpid())
+                          parent=os.getpid(), cgroup=_cgroup_removed_after(stack))
         argv = spec.argv()
         return StdioServerParameters(command=argv[0], args=argv[1:], env=settings.resolved_env())
+
+
+def _cgroup_removed_after(stack: contextlib.ExitStack) -> str | None:
+    """The name of the server's cgroup, which its launcher makes; left behind if the SDK has to kill the
+    launcher outright (SIGKILL runs none of its clean-up), so removed, with anything still in it, when `stack`
+    closes: after the client ended the launcher, and before the server's uid lease goes back to the pool."""
+    found = cgroups.hierarchies()
+    if found is None:
+        return None
+    name = cgroups.new_name()
+    stack.callback(cgroups.remove_left, found, name)
+    return name
 
 
 @functools.cache

@@ -13,7 +13,8 @@ It dies with the gateway: its parent-death signal is SIGTERM, the signal the SDK
 does not end once its stdin is closed. On it the launcher kills bwrap, whose sandbox dies with it (its first
 process dies with bwrap, `--die-with-parent`, and takes its pid namespace along), and removes slirp4netns and
 the cgroup before it exits. Killed outright (SIGKILL, which the SDK sends to the whole process group two
-seconds after SIGTERM), bwrap and slirp4netns die with it, and only an empty cgroup folder is left.
+seconds after SIGTERM), bwrap and slirp4netns die with it, and only its cgroup is left: the gateway names it
+in the spec and removes it once the SDK's client has ended (`hermes_gateway/mcp/confined.py`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class LaunchSpec:
     processes: int
     network: bool
     parent: int  # the gateway's pid: if the launcher's parent is another, the gateway is gone already
+    cgroup: str | None  # the server's cgroup's name (`cgroups.new_name`), the gateway's, to remove what a kill left
 
     def argv(self) -> list[str]:
         """Isolated (`-I`): the server's environment, which the launcher shares, cannot steer its imports."""
@@ -83,7 +85,7 @@ class LaunchSpec:
 
 _KINDS: dict[str, type | tuple[type, ...]] = {
     "command": list, "folder": str, "uid": (int, type(None)), "read": list, "write": list, "cwd": str,
-    "memory_bytes": int, "processes": int, "network": bool, "parent": int}
+    "memory_bytes": int, "processes": int, "network": bool, "parent": int, "cgroup": (str, type(None))}
 
 
 class _Stop:
@@ -147,8 +149,8 @@ def run(spec: LaunchSpec) -> int:
     _die_with(spec.parent)
     with contextlib.ExitStack() as stack:
         try:  # the terminal's own: one way to make, bound and remove a cgroup
-            group = sandbox._command_group(stack, sandbox.Limits(memory_bytes=spec.memory_bytes,
-                                                                 processes=spec.processes))
+            group = sandbox.command_group(stack, sandbox.Limits(memory_bytes=spec.memory_bytes,
+                                                                processes=spec.processes), spec.cgroup)
         except sandbox.SandboxUnavailable as exc:
             print(f"MCP server launcher: {exc}", file=sys.stderr)
             return FAILED

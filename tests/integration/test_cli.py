@@ -1,24 +1,26 @@
-"""The command line as a newcomer meets it: one clear sentence for bad configuration, never a traceback."""
+"""The command line as a newcomer meets it: one clear sentence for bad configuration, never a traceback. The
+commands run in this process (`cli_kit.invoke`); `--version` and a piped chat run as processes."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
-from pathlib import Path
 
+from cli_kit import ROOT, invoke
 from engine_harness import fake_llm_environment
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def run_cli(*args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 60):
-    return subprocess.run([sys.executable, "-m", "hermes_gateway.cli.main", *args], input=stdin, capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})})
+def run_cli(*args: str, env: dict[str, str] | None = None, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """The command in this process, read as a process's result."""
+    code, out, err = invoke(*args, env=env or {}, stdin=stdin)
+    return subprocess.CompletedProcess(["hermes-gateway", *args], code, out, err)
 
 
 def test_version_prints_the_version():
-    result = run_cli("--version")
+    result = subprocess.run([sys.executable, "-m", "hermes_gateway.cli.main", "--version"], capture_output=True,
+                            text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
     assert result.returncode == 0 and result.stdout.startswith("hermes-gateway ")
 
 
@@ -55,8 +57,6 @@ async def test_piped_chat_answers_one_line_at_a_time(fake_llm, tmp_path):
 
     fake_llm.script(Reply(text="first answer"), Reply(text="second answer"))
     env = {**fake_llm_environment(fake_llm), "HERMES_MODEL": "openai:gpt-test", "HERMES_HOME": str(tmp_path)}
-    import asyncio
-
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "hermes_gateway.cli.main", "chat", cwd=ROOT, env={**os.environ, **env},
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -65,17 +65,20 @@ async def test_piped_chat_answers_one_line_at_a_time(fake_llm, tmp_path):
     assert out.decode().splitlines() == ["first answer", "second answer"]
 
 
-async def test_inbox_lists_what_waits_for_an_answer_and_what_was_rejected(tmp_path):
+def test_inbox_lists_what_waits_for_an_answer_and_what_was_rejected(tmp_path):
     from storage.store import SqlStore
 
-    store = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}")
-    await store.init()
-    try:
-        await store.record_inbound("telegram", "1:42:7:900", {"purpose": "turn"}, session_key="telegram:1:dm:42")
-        await store.record_rejected("telegram", "1:rejected:901", {"reason": "no chat", "raw": '{"message": 5}'})
-        await store.record_rejected("telegram", "1:rejected:902", {"reason": "odd \x9b2J", "raw": "\x1b[2J\u202e"})
-    finally:
-        await store.close()
+    async def fill() -> None:
+        store = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}")
+        await store.init()
+        try:
+            await store.record_inbound("telegram", "1:42:7:900", {"purpose": "turn"}, session_key="telegram:1:dm:42")
+            await store.record_rejected("telegram", "1:rejected:901", {"reason": "no chat", "raw": '{"message": 5}'})
+            await store.record_rejected("telegram", "1:rejected:902", {"reason": "odd \x9b2J", "raw": "\x1b[2J\u202e"})
+        finally:
+            await store.close()
+
+    asyncio.run(fill())
     env = {"HERMES_HOME": str(tmp_path)}
     waiting = run_cli("inbox", "pending", env=env)
     assert waiting.returncode == 0, waiting.stderr

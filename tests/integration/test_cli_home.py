@@ -1,5 +1,6 @@
 """Operator commands on a home without the service's data: one sentence saying so, exit status 2, and nothing
-created (an empty home and database there would answer as if they were the service's)."""
+created (an empty home and database there would answer as if they were the service's). The commands run in
+this process (`cli_kit.invoke`); the installed console script is run once, as an operator's shell runs it."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_kit import ROOT, Ran, invoke
+from home_kit import service_home
 from postgres import PG_URL, fresh_schema
 from sqlalchemy.pool import NullPool
 
 from storage.engine import make_engine
-from storage.store import SqlStore
-
-ROOT = Path(__file__).resolve().parents[2]
 
 READ_ONLY = [
     ("people",), ("people", "list"), ("kanban", "list"), ("kanban", "show", "1"), ("inbox", "pending"),
@@ -35,22 +35,25 @@ NO_DATA = "no data at HERMES_HOME={home} (no hermes.db) — is this the service'
           "service does: see deploy/README.md."
 
 
-def run_cli(args: tuple[str, ...], home: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """The command, its "SKILL" a skill file beside the home (outside it)."""
+def command_line(args: tuple[str, ...], home: Path) -> list[str]:
+    """The command's words, its "SKILL" a skill file beside the home (outside it)."""
     skill = home.parent / "SKILL.md"
     skill.write_text("---\nname: notes\ndescription: Keep notes.\n---\nWrite them down.\n", encoding="utf-8")
-    argv = [str(skill) if a == "SKILL" else a for a in args]
-    environ = {k: v for k, v in os.environ.items() if k not in ("HERMES_DATABASE_URL", "HERMES_STATE_BACKEND")}
-    return subprocess.run([sys.executable, "-m", "hermes_gateway.cli.main", *argv], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL,
-                          env={**environ, "HERMES_HOME": str(home), "EDITOR": "true", **env})
+    return [str(skill) if a == "SKILL" else a for a in args]
 
 
-def one_sentence(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
+def run_cli(args: tuple[str, ...], home: Path, **env: str) -> Ran:
+    """The command in this process (`cli_kit.invoke`), on `home`, as an operator's shell without the
+    service's environment runs it."""
+    return invoke(*command_line(args, home), env={"HERMES_DATABASE_URL": None, "HERMES_STATE_BACKEND": None,
+                                                  "HERMES_HOME": str(home), "EDITOR": "true", **env})
+
+
+def one_sentence(result: Ran) -> str:
+    assert result.code == 2, (result.out, result.err)
+    assert "Traceback" not in result.err
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
     return lines[0]
 
 
@@ -67,6 +70,17 @@ def test_a_command_on_an_empty_home_says_there_is_no_data_and_creates_nothing(ar
     home.mkdir()
     assert one_sentence(run_cli(args, home)) == "Error: " + NO_DATA.format(home=home)
     assert list(home.iterdir()) == []
+
+
+def test_the_installed_command_on_a_missing_home_says_so_in_one_line_and_creates_nothing(tmp_path):
+    """The console script itself, as an operator's shell runs it: the sentence, status 2, no traceback."""
+    home = tmp_path / "not-the-service-home"
+    environ = {k: v for k, v in os.environ.items() if k not in ("HERMES_DATABASE_URL", "HERMES_STATE_BACKEND")}
+    done = subprocess.run([str(Path(sys.executable).with_name("hermes-gateway")), "people", "list"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL,
+                          env={**environ, "HERMES_HOME": str(home)})
+    assert one_sentence(Ran(done.returncode, done.stdout, done.stderr)) == "Error: " + NO_DATA.format(home=home)
+    assert not home.exists()
 
 
 @pytest.mark.parametrize("args", [("people", "list"), ("pairing", "approve", "ABCD2345"), ("skills", "stats")],
@@ -91,33 +105,27 @@ def test_a_file_that_is_not_a_database_is_named_in_one_sentence_and_kept(tmp_pat
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the command as another user")
 def test_a_home_the_user_cannot_read_is_named_in_one_sentence(tmp_path):
     home = tmp_path / "service-home"
-    asyncio.run(_make_database(home))
+    service_home(home)
     home.chmod(0o700)  # the service's, as systemd's StateDirectory makes it
     tmp_path.chmod(0o755)
     argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
             "hermes_gateway.cli.main", "people", "list"]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL,
-                            env={**os.environ, "HERMES_HOME": str(home)})
-    sentence = one_sentence(result)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "HERMES_HOME": str(home)})
+    sentence = one_sentence(Ran(done.returncode, done.stdout, done.stderr))
     assert sentence.startswith(f"Error: HERMES_HOME={home} cannot be read by user ")
     assert "(permission denied)" in sentence and "deploy/README.md" in sentence
 
 
-async def _make_database(home: Path) -> None:
-    store = SqlStore(f"sqlite+aiosqlite:///{home / 'hermes.db'}")
-    await store.init()
-    await store.close()
-
-
 def test_the_service_home_is_read_and_written_as_before(tmp_path):
     home = tmp_path / "service-home"
-    asyncio.run(_make_database(home))
+    service_home(home)
     listed = run_cli(("people", "list"), home)
-    assert listed.returncode == 0 and listed.stdout.strip() == "No one is known yet.", listed.stderr
+    assert listed.code == 0 and listed.out.strip() == "No one is known yet.", listed.err
     approve = run_cli(("pairing", "approve", "ABCD2345"), home)
-    assert approve.returncode == 1 and "No pending request has that code" in approve.stderr
+    assert approve.code == 1 and "No pending request has that code" in approve.err
     scanned = run_cli(("security", "scan", "SKILL"), home)
-    assert scanned.returncode == 0 and scanned.stdout.strip().endswith("accepted"), scanned.stderr
+    assert scanned.code == 0 and scanned.out.strip().endswith("accepted"), scanned.err
 
 
 @pytest.mark.postgres

@@ -1,6 +1,7 @@
 """The configuration is checked before anything happens: a newcomer's mistake is one sentence naming the
 setting and what to do, exit status 2, no traceback and nothing created on disk; a fallback model without
-its key is left out and never stands between a person and the primary model."""
+its key is left out and never stands between a person and the primary model. The commands that stop run in
+this process (`cli_kit.invoke_beside`); the gateway that serves is a process."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ import sys
 
 import aiohttp
 import pytest
-from cli_kit import ROOT, cli, free_port
+from cli_kit import ROOT, free_port, invoke_beside
 from engine_harness import fake_llm_environment
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram
 from home_kit import service_home
 from postgres import BACKENDS, PG_URL
 
-BOT = "bots/telegram-dm-assistant"
+BOT = str(ROOT / "bots" / "telegram-dm-assistant")
 PG = PG_URL or "postgresql+asyncpg://hermes:hermes@127.0.0.1:5432/hermes_test"
 
 
@@ -37,8 +38,8 @@ def assert_one_sentence(err: str, *parts: str) -> None:
 
 async def test_a_fallback_without_its_key_is_left_out_with_one_warning_and_the_primary_answers(fake_llm, tmp_path):
     fake_llm.script(Reply(text="the primary answers"))
-    code, out, err = await cli("chat", "--bot", BOT, env={**only_anthropic(fake_llm), "HERMES_HOME": str(tmp_path)},
-                               stdin="hello\n")
+    code, out, err = await invoke_beside("chat", "--bot", BOT, stdin="hello\n",
+                                         env={**only_anthropic(fake_llm), "HERMES_HOME": str(tmp_path)})
     assert code == 0, err
     assert out.splitlines() == ["the primary answers"]
     assert [r.api for r in fake_llm.requests] == ["anthropic"]
@@ -49,14 +50,15 @@ async def test_a_fallback_without_its_key_is_left_out_with_one_warning_and_the_p
 async def test_chat_exits_non_zero_when_a_turn_failed(fake_llm, tmp_path):
     fake_llm.script(Reply(error=400, error_message="bad request"))
     env = {**fake_llm_environment(fake_llm), "HERMES_MODEL": "openai:gpt-test", "HERMES_HOME": str(tmp_path)}
-    code, out, err = await cli("chat", env=env, stdin="hello\n")
+    code, out, err = await invoke_beside("chat", env=env, stdin="hello\n")
     assert "⚠️" in out
     assert code == 1 and "1 turn(s) failed" in err
 
 
 async def test_run_reports_a_missing_model_key_before_creating_or_migrating_anything(tmp_path):
     home = tmp_path / "home"
-    code, _, err = await cli("run", "--bot", BOT, env={"HERMES_HOME": str(home), "TELEGRAM_BOT_TOKEN": "1:abc"})
+    code, _, err = await invoke_beside("run", "--bot", BOT,
+                                       env={"HERMES_HOME": str(home), "TELEGRAM_BOT_TOKEN": "1:abc"})
     assert code == 2
     assert_one_sentence(err, "ANTHROPIC_API_KEY is not set")
     assert not home.exists()
@@ -73,7 +75,7 @@ async def test_a_bad_or_refusing_database_is_one_sentence_exit_2_and_nothing_on_
     home = tmp_path / "home"
     env = {**only_anthropic(fake_llm), "HERMES_HOME": str(home), "HERMES_DATABASE_URL": url,
            "HERMES_HTTP_PORT": str(free_port()), "TELEGRAM_BOT_TOKEN": "1:abc"}
-    code, _, err = await cli("run", "--bot", BOT, env=env)
+    code, _, err = await invoke_beside("run", "--bot", BOT, env=env)
     assert code == 2
     assert_one_sentence(err, says, "HERMES_DATABASE_URL")
     assert "wrong-password" not in err
@@ -87,7 +89,7 @@ async def test_an_http_port_in_use_is_one_sentence_exit_2(fake_llm, tmp_path):
         port = taken.getsockname()[1]
         env = {**only_anthropic(fake_llm), "HERMES_HOME": str(tmp_path / "home"), "HERMES_HTTP_PORT": str(port),
                "TELEGRAM_BOT_TOKEN": "1:abc"}
-        code, _, err = await cli("run", "--bot", BOT, env=env)
+        code, _, err = await invoke_beside("run", "--bot", BOT, env=env)
     assert code == 2
     assert_one_sentence(err, f"HERMES_HTTP_PORT {port}", "already in use")
     assert not (tmp_path / "home").exists()
@@ -104,16 +106,16 @@ async def test_an_unknown_or_wrong_platform_option_stops_the_start_in_one_senten
     (bot / "profile.yaml").write_text(f"model: anthropic:claude-test\nplatforms:\n  telegram:\n{telegram_block}")
     env = {**only_anthropic(fake_llm), "HERMES_HOME": str(tmp_path / "home"), "HERMES_HTTP_PORT": str(free_port()),
            "TELEGRAM_BOT_TOKEN": "1:abc"}
-    code, _, err = await cli("run", "--bot", str(bot), env=env)
+    code, _, err = await invoke_beside("run", "--bot", str(bot), env=env)
     assert code == 2
     assert_one_sentence(err, says)
     assert not (tmp_path / "home").exists()
-    code, out, _ = await cli("doctor", "--bot", str(bot), env=env)
+    code, out, _ = await invoke_beside("doctor", "--bot", str(bot), env=env)
     assert code == 1 and says in out
 
 
 async def test_doctor_says_what_each_missing_key_is_for(tmp_path):
-    code, out, _ = await cli("doctor", "--bot", BOT, env={"HERMES_HOME": str(tmp_path / "home")})
+    code, out, _ = await invoke_beside("doctor", "--bot", BOT, env={"HERMES_HOME": str(tmp_path / "home")})
     assert code == 1
     assert "FIX   ANTHROPIC_API_KEY is not set: export it or choose another model with HERMES_MODEL." in out
     assert "WARN  OPENAI_API_KEY: the key of the fallback model openai:gpt-4.1-mini, is not set" in out
@@ -187,6 +189,6 @@ def test_people_without_a_subcommand_lists_everyone_with_their_platform_accounts
 
 async def test_an_unknown_log_level_is_one_sentence_naming_the_variable(fake_llm, tmp_path):
     env = {**only_anthropic(fake_llm), "HERMES_HOME": str(tmp_path / "home"), "HERMES_LOG_LEVEL": "loud"}
-    code, _, err = await cli("run", env=env)
+    code, _, err = await invoke_beside("run", env=env)
     assert code == 2
     assert_one_sentence(err, "HERMES_LOG_LEVEL is invalid", "DEBUG, INFO, WARNING, ERROR, CRITICAL")

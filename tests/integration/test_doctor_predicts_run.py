@@ -1,6 +1,7 @@
 """`doctor` predicts `run`: both go through the one list of checks, so on each mistake an operator makes
 `run` stops with the sentence `doctor` prints as its problem (exit 2, nothing created on disk: no home, no
-database), and where `run` serves with less, `doctor` warns of it in the words `run` logs."""
+database), and where `run` serves with less, `doctor` warns of it in the words `run` logs. The commands run in
+this process (`cli_kit.invoke_beside`, the fakes serving meanwhile); the one `run` that serves is a process."""
 
 from __future__ import annotations
 
@@ -18,14 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_kit import ROOT, cli, free_port
+from cli_kit import ROOT, free_port, invoke_beside
 from fakes.fake_telegram import FakeTelegram
 from gateway_kit import wait_ready
 
 MODEL_ONLY = "model: anthropic:claude-test\n"
 TELEGRAM = MODEL_ONLY + "platforms:\n  telegram: {}\n"
 SLACK = MODEL_ONLY + "platforms:\n  slack: {}\n"
-TELEGRAM_AND_SLACK = MODEL_ONLY + "platforms:\n  telegram: {}\n  slack: {}\n"
+# A long poll of a second, not 30: the fake records a getUpdates when it is answered.
+TELEGRAM_AND_SLACK = MODEL_ONLY + "platforms:\n  telegram: {poll_timeout: 1}\n  slack: {}\n"
 ROOT_USER = os.geteuid() == 0
 
 
@@ -94,8 +96,8 @@ async def test_run_stops_with_the_sentence_doctor_gives_and_creates_nothing(fake
                 says = f"The folder {tmp_path / 'db'} of the SQLite database in HERMES_DATABASE_URL is a file"
             before = tree(tmp_path)
             args = [arg for path in bots for arg in ("--bot", path)]
-            run_code, _, run_err = await cli("run", *args, env=env, timeout=30)
-            doctor_code, doctor_out, _ = await cli("doctor", *args, env=env)
+            run_code, _, run_err = await invoke_beside("run", *args, env=env, timeout=30)
+            doctor_code, doctor_out, _ = await invoke_beside("doctor", *args, env=env)
     assert run_code == 2, run_err
     assert "Traceback" not in run_err and len(run_err.strip().splitlines()) == 1, run_err
     sentence = run_err.strip().removeprefix("hermes-gateway: ")
@@ -110,7 +112,7 @@ async def test_with_one_platform_without_its_token_run_serves_the_others_and_doc
     async with FakeTelegram() as telegram:
         env = environment(fake_llm, telegram, tmp_path / "home")
         bots = ["--bot", bot(tmp_path, "assistant", TELEGRAM_AND_SLACK), "--bot", bot(tmp_path, "team", SLACK)]
-        doctor_code, doctor_out, _ = await cli("doctor", *bots, env=env)
+        doctor_code, doctor_out, _ = await invoke_beside("doctor", *bots, env=env)
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "hermes_gateway.cli.main", "run", *bots, cwd=ROOT, env={**os.environ, **env},
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -152,17 +154,17 @@ def service_home() -> Iterator[tuple[str, Path]]:
 async def test_doctor_tries_the_home_as_the_service_user_it_names(service_home):
     name, home = service_home
     env = {"HERMES_HOME": str(home)}
-    code, out, _ = await cli("doctor", "--service-user", name, env=env)
+    code, out, _ = await invoke_beside("doctor", "--service-user", name, env=env)
     assert code == 1
     assert (f"FIX   HERMES_HOME={home} is not usable: the user {name} cannot create files in {home} "
             f"(Permission denied); give that user the folder (e.g. chown -R {name} {home}) or point "
             f"HERMES_HOME elsewhere.") in out.splitlines()
     user = pwd.getpwnam(name)
     os.chown(home, user.pw_uid, user.pw_gid)
-    code, out, _ = await cli("doctor", "--service-user", name, env=env)
+    code, out, _ = await invoke_beside("doctor", "--service-user", name, env=env)
     assert f"ok    HERMES_HOME {home}: usable by {name}" in out.splitlines()
     assert list(home.iterdir()) == []
-    code, out, _ = await cli("doctor", "--service-user", "no-such-user-here", env=env)
+    code, out, _ = await invoke_beside("doctor", "--service-user", "no-such-user-here", env=env)
     assert "FIX   --service-user no-such-user-here: there is no user of that name on this machine." in out
 
 
@@ -172,10 +174,10 @@ async def test_chat_refuses_a_home_that_is_a_file_in_the_sentence_doctor_gives(f
     env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake_llm.anthropic_base_url,
            "HERMES_HOME": str(home)}
     args = ["--bot", bot(tmp_path, "assistant", TELEGRAM)]
-    code, out, err = await cli("chat", *args, env=env, stdin="hello\n")
+    code, out, err = await invoke_beside("chat", *args, env=env, stdin="hello\n")
     assert code == 2 and out == "" and "Traceback" not in err
     sentence = err.strip().removeprefix("hermes-gateway: ")
     assert sentence.startswith(f"HERMES_HOME={home} is a file, not a folder")
-    _, doctor_out, _ = await cli("doctor", *args, env=env)
+    _, doctor_out, _ = await invoke_beside("doctor", *args, env=env)
     assert f"FIX   {sentence}" in doctor_out.splitlines()
     assert home.read_text() == "not a folder" and fake_llm.requests == []

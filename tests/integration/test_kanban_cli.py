@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from cli_kit import invoke
 
 from hermes_engine.ports.storage import CardSpec, CardUsage
 from storage.store import SqlStore
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def kanban(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hermes_gateway.cli.main", "kanban", *args], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT, env={**os.environ, "HERMES_HOME": str(home)})
+    """The command in this process (`cli_kit.invoke`), read as a process's result."""
+    code, out, err = invoke("kanban", *args, env={"HERMES_HOME": str(home)})
+    return subprocess.CompletedProcess(["hermes-gateway", "kanban", *args], code, out, err)
 
 
 async def _board(home: Path) -> SqlStore:

@@ -49,8 +49,8 @@ async def chats(backend, tmp_path, engine, telegram) -> AsyncIterator[Chats]:
         profile = make_profile(toolsets=["core", "kanban"], kanban=QUIET_BOARD,
                                access={"allowed_users": ["42", "43"], "admins": ["44"]})
         e = await engine(profile=profile, database=database)
-        adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options({"poll_timeout": 1}), None,
-                                 os.environ)
+        options = {"poll_timeout": 1, "edit_interval_seconds": 0.05, "group_interval_seconds": 0.05}  # no pacing
+        adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(options), None, os.environ)
         e.gateway.attach(adapter)
         await adapter.start()
         try:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_configuration import assert_one_sentence, cli
+from cli_kit import cli, invoke_beside
+from test_configuration import assert_one_sentence
 
 from hermes_engine.config import load_profile
 from hermes_engine.errors import ConfigError
@@ -87,8 +88,8 @@ def test_a_server_name_that_cannot_prefix_tool_names_is_refused(tmp_path):
 async def test_a_reference_to_an_unset_variable_stops_the_start_with_one_sentence(tmp_path):
     folder = write_profile(tmp_path / "bot", {"srv": {"url": "http://127.0.0.1:9/mcp",
                                                        "headers": {"Authorization": "Bearer ${MCP_TEST_UNSET}"}}})
-    code, _, err = await cli("chat", "--bot", str(folder), env={"OPENAI_API_KEY": "k", "HERMES_HOME": str(tmp_path)},
-                             stdin="hi\n")
+    code, _, err = await invoke_beside("chat", "--bot", str(folder), stdin="hi\n",
+                                       env={"OPENAI_API_KEY": "k", "HERMES_HOME": str(tmp_path)})
     assert code == 2
     assert_one_sentence(err, "MCP_TEST_UNSET is not set", "MCP server srv")
 
@@ -98,7 +99,7 @@ async def test_mcp_list_starts_the_servers_and_prints_their_tools(tmp_path):
         "fake": {"command": sys.executable, "args": [FAKE_SERVER, "stdio"], "include": ["echo", "big"]},
         "time": {"command": "mcp-server-time"},
         "broken": {"command": sys.executable, "args": [FAKE_SERVER, "stdio"], "env": {"FAKE_MCP_FAIL": "1"}}})
-    code, out, _ = await cli("mcp", "list", "--bot", str(folder), env={})
+    code, out, _ = await cli("mcp", "list", "--bot", str(folder), env={})  # a process: its servers' own
     assert code == 1  # one server did not start
     lines = out.splitlines()
     assert "fake__echo  [mcp:fake]  Say the text back, with the server's label." in lines

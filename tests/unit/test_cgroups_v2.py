@@ -184,3 +184,50 @@ def test_where_memory_and_pids_are_delegated_the_v2_limits_hold_for_the_whole_tr
     finally:
         gateway.kill()
         gateway.wait()
+
+
+HOLDER = """\
+import os, subprocess, sys, time
+from pathlib import Path
+from hermes_engine.workspace import cgroups
+parent = Path(sys.argv[1])
+with cgroups.command_group(cgroups.Hierarchies(2, parent, parent), sys.argv[2]) as group:
+    child = subprocess.Popen(["sleep", "60"], preexec_fn=lambda: os.write(group.procs[0], b"0"))
+    print(child.pid, flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_v2_command_group_a_killed_process_left_behind_is_emptied_and_removed_by_its_name(parent: Path) -> None:
+    found, name = cgroups.Hierarchies(2, parent, parent), cgroups.new_name()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(parent), name], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    child = int(holder.stdout.readline())
+    holder.kill()  # as the MCP SDK kills a launcher: none of its clean-up runs
+    holder.wait()
+    holder.stdout.close()
+    folder = parent / name
+    assert (folder / "cgroup.procs").read_text().split() == [str(child)]  # left behind, still holding the child
+    cgroups.remove_left(found, name)
+    assert not folder.exists()
+    deadline = time.monotonic() + 10
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _gone(child)
+    cgroups.remove_left(found, name)  # gone already: nothing to do
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "gateway", "hermes-sandbox-", "hermes-sandbox-0/../..",
+                                  "hermes-sandbox-" + "A" * 32])
+def test_only_a_name_new_name_makes_is_emptied_or_removed(parent: Path, name: str) -> None:
+    """A wrong name never reaches the gateway's own cgroup or a folder beside it."""
+    (parent / "gateway").mkdir()
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        (parent / "gateway" / "cgroup.procs").write_text(str(sleeper.pid))
+        with pytest.raises(ValueError, match="is not the name of a command's cgroup"):
+            cgroups.remove_left(cgroups.Hierarchies(2, parent, parent), name)
+        assert sleeper.poll() is None and (parent / "gateway").is_dir()
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Mapping
-from typing import Any
 
 import pytest
 
@@ -50,18 +48,6 @@ class RenderOnlyAdapter(PlatformAdapter):
 
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
-
-    async def _send_raw(self, target, text, *, rendered, extras: Mapping[str, Any]) -> str:
-        raise NotImplementedError
-
-    async def _edit_raw(self, target, message_id, text, *, rendered, extras: Mapping[str, Any]) -> None:
-        raise NotImplementedError
-
-    async def _delete_raw(self, target, message_id) -> None:
-        raise NotImplementedError
-
-    async def _typing_raw(self, target) -> None:
-        raise NotImplementedError
 
 
 # --- Telegram --------------------------------------------------------------------------------------
