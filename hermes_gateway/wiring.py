@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes_engine.attachments.voice import VoiceNotes, VoiceNotesFeature
 from hermes_engine.clock import ClockFeature
 from hermes_engine.compression.feature import CompressionFeature
 from hermes_engine.compression.lineage import load_history
@@ -208,6 +209,14 @@ def server_sandbox(settings: Settings, profile: BotProfile) -> ServerSandbox:
     return ServerSandbox(folders.servers(profile.name), uids)
 
 
+def voice_notes(settings: Settings, profile: BotProfile) -> VoiceNotesFeature:
+    """Voice notes heard through the configured transcriber (`HERMES_STT_MODEL`; none: the person is told)."""
+    from hermes_engine.providers.transcribers import transcriber_from_settings
+
+    transcriber = transcriber_from_settings(settings.stt.model, settings.stt.base_url)
+    return VoiceNotesFeature(VoiceNotes(transcriber, echo=profile.voice_notes.echo))
+
+
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
                   features: list[Feature] | None = None, storage_health: StorageHealth | None = None,
                   asker: ApprovalAsker | None = None, metrics: Metrics = NO_METRICS) -> Gateway:
@@ -220,6 +229,8 @@ def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
     features = [UsageLimits(profile.limits), *features, InboxPruning(settings.inbox_retention_days)]
+    if not any(isinstance(f, VoiceNotesFeature) for f in features):
+        features.append(voice_notes(settings, profile))
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
                    tools=ToolRegistry(list(CORE_TOOLS)),
                    access=AccessGate(profile.access, Pairing(pairing_store(settings, store))),

@@ -8,10 +8,12 @@ No clock, host name, path or PID ever enters it.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from dataclasses import replace
 from pathlib import Path
 
+from hermes_engine.attachments.documents import documents_for_model
 from hermes_engine.policy.untrusted import SENT_FILE
 from hermes_engine.ports.conversation import ImagePart, Message
 from hermes_engine.ports.inbound import InboundMessage
@@ -49,7 +51,8 @@ class PromptBuilder:
                            images: tuple[ImagePart, ...] = ()) -> Message:
         text = msg.text
         if msg.attachments:
-            text = (text + "\n\n" if text else "") + describe_attachments(msg)
+            # documents are parsed here (a PDF takes a while): off the event loop
+            text = (text + "\n\n" if text else "") + await asyncio.to_thread(describe_attachments, msg)
         if scope.multi_speaker:
             text = f"[{msg.user_name or msg.user_id}] {text}"
         notes: list[str] = []
@@ -99,6 +102,8 @@ def load_images(msg: InboundMessage) -> tuple[ImagePart, ...]:
 
 
 def describe_attachments(msg: InboundMessage) -> str:
+    """Each file by name, type and size (or why it was refused), then the text of the documents among them
+    (`attachments/documents.py`: capped, marked untrusted)."""
     lines = []
     for a in msg.attachments:
         size_kb = max(1, a.size // 1024)
@@ -106,4 +111,4 @@ def describe_attachments(msg: InboundMessage) -> str:
             lines.append(f"[attachment refused: {a.file_name} ({a.mime_type}, {size_kb} KB): {a.refused_reason}]")
         else:
             lines.append(f"{SENT_FILE}{a.kind} {a.file_name} ({a.mime_type}, {size_kb} KB)]")
-    return "\n".join(lines)
+    return "\n".join([*lines, *documents_for_model(msg.attachments)])
