@@ -3,7 +3,8 @@
 Plain text, Markdown, CSV, JSON, PDF (pypdf) and DOCX (python-docx) are read; anything else stays a name,
 type and size in the message. What is read is capped: `MAX_DOCUMENT_CHARS` a document and
 `MAX_MESSAGE_CHARS` for all documents of one message, lines cut at `MAX_LINE_CHARS`; a note after the text
-says how much was left out (the file itself stays where the adapter stored it). Bytes that are not valid
+says how much was left out, and the `read_document` tool (`pages.py`) reads on from an offset, part by part,
+as `web_fetch` pages a long page (the file itself stays where the adapter stored it). Bytes that are not valid
 text become U+FFFD, control characters are dropped, and the text is marked untrusted like a web page: the
 person chose to send it but did not write it. A document that cannot be read (a corrupt PDF, a password,
 a scan without a text layer) is one sentence to the model, and the turn goes on.
@@ -79,8 +80,9 @@ def read_document(path: str | Path, fmt: str, limit: int = MAX_DOCUMENT_CHARS) -
         raise Unreadable(f"the file is damaged or not a valid {fmt.upper()} ({_short(exc)})") from None
 
 
-def for_model(attachment: Attachment, limit: int = MAX_DOCUMENT_CHARS) -> str | None:
-    """The block the user message carries for this attachment's text (None: not a readable document)."""
+def for_model(attachment: Attachment, limit: int = MAX_DOCUMENT_CHARS, *, pager: bool = False) -> str | None:
+    """The block the user message carries for this attachment's text (None: not a readable document).
+    `pager`: the `read_document` tool is at hand, and the note says how to read on."""
     fmt = format_of(attachment)
     if fmt is None or attachment.path is None:
         return None
@@ -93,11 +95,23 @@ def for_model(attachment: Attachment, limit: int = MAX_DOCUMENT_CHARS) -> str | 
     block = mark(doc.text, f"the document {attachment.file_name}")
     if doc.whole:
         return block
+    if pager:
+        return (f"{block}\n[shown: {doc.shown} of {doc.total}; call read_document with "
+                f"file_name={attachment.file_name!r} and offset={len(doc.text)} for the rest]")
     return (f"{block}\n[shown: {doc.shown} of {doc.total}; the rest of {attachment.file_name} was left out. "
             "Ask the person which part they need if it matters.]")
 
 
-def documents_for_model(attachments: tuple[Attachment, ...]) -> list[str]:
+DOCUMENTS = "documents"  # the user message's meta: its readable documents, for `read_document`
+
+
+def readable(attachments: tuple[Attachment, ...]) -> list[dict[str, str]]:
+    """The readable documents among `attachments`, as the user message keeps them: name, path, format."""
+    return [{"name": a.file_name, "path": a.path, "format": fmt} for a in attachments
+            if (fmt := format_of(a)) is not None and a.path is not None]
+
+
+def documents_for_model(attachments: tuple[Attachment, ...], *, pager: bool = False) -> list[str]:
     """Each readable document's block, within `MAX_MESSAGE_CHARS` for them all."""
     blocks, budget = [], MAX_MESSAGE_CHARS
     for attachment in attachments:
@@ -107,7 +121,7 @@ def documents_for_model(attachments: tuple[Attachment, ...]) -> list[str]:
             blocks.append(f"[the document {attachment.file_name} was not read: this message's documents "
                           f"already fill the {MAX_MESSAGE_CHARS:,} characters shown at once]")
             continue
-        block = for_model(attachment, min(MAX_DOCUMENT_CHARS, budget))
+        block = for_model(attachment, min(MAX_DOCUMENT_CHARS, budget), pager=pager)
         if block:
             blocks.append(block)
             budget -= len(block)

@@ -9,11 +9,8 @@ heard before the answer.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
-from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.inbound import Attachment, InboundMessage
 from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.transcription import Transcriber, TranscriptionFailed
@@ -81,15 +78,3 @@ class VoiceNotes:
 
 VOICE_NOTES: ServiceKey[VoiceNotes] = ServiceKey("voice_notes")
 UNHEARD = VoiceNotes(None)  # where no feature serves one: voice notes are still answered, never dropped
-
-
-class VoiceNotesFeature(Feature):
-    """Serves the bot's `VoiceNotes` to the turn (`VOICE_NOTES`)."""
-
-    name = "voice_notes"
-
-    def __init__(self, voice_notes: VoiceNotes) -> None:
-        self.voice_notes = voice_notes
-
-    def services(self) -> Mapping[ServiceKey[Any], object]:
-        return {VOICE_NOTES: self.voice_notes}

@@ -147,3 +147,20 @@ async def test_a_corrupt_pdf_is_one_sentence_to_the_model_and_the_turn_is_answer
     [sentence] = [line for line in said.splitlines() if "could not be read" in line]
     assert sentence.startswith("[the document bad.pdf could not be read: the file is damaged or not a valid PDF")
     assert "[untrusted data" not in said
+
+
+async def test_a_long_document_is_read_on_with_read_document_after_its_first_part(tg, telegram, fake_llm):
+    lines = [f"line {n:05d} of the log, nothing to see here\n" for n in range(2000)]  # ~84,000 characters
+    fake_llm.script(Reply(tool_calls=[("read_document", {"file_name": "server.log", "offset": 20_000})]),
+                    Reply(text="Read on."))
+    e, _ = await tg()
+    telegram.user_says(42, ALICE, "check this", document=FakeFile("server.log", "".join(lines).encode(), "text/plain"))
+    await answered(telegram, e, "Read on.")
+
+    first = fake_llm.requests[0].last_user_text
+    assert "line 00000 of the log" in first and "line 01000 of the log" not in first
+    assert "call read_document with file_name='server.log' and offset=20000 for the rest]" in first
+    [result] = fake_llm.requests[1].turn_tool_results
+    assert result.startswith("[untrusted data from the document server.log")
+    assert "line 00476 of the log" in result and "line 00000 of the log" not in result
+    assert result.endswith("[characters 20,000–40,000; call read_document with offset=40000 for the rest]")
