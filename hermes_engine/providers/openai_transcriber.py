@@ -43,7 +43,9 @@ class OpenAITranscriber:
             raise TranscriptionFailed("the transcription service did not answer in time") from None
         except openai.APIConnectionError:
             raise TranscriptionFailed("the transcription service could not be reached") from None
-        except (openai.OpenAIError, OSError, ValueError) as exc:
+        except OSError:  # its path is the server's business, not the person's
+            raise TranscriptionFailed("the voice note's file could not be read") from None
+        except (openai.OpenAIError, ValueError) as exc:
             raise TranscriptionFailed(redact(str(exc), extra=(self._api_key,))[:160]) from None
         text = getattr(result, "text", result)
         return str(text or "").strip()
