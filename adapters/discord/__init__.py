@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from adapters.discord.adapter import BAD_TOKEN_HINT, PRIVILEGED_INTENT_HINT, DiscordAdapter
@@ -90,7 +91,8 @@ class DiscordPlatform(Platform):
         if parsed.approval_check_seconds is not None:
             log.warning("platforms.discord.approval_check_seconds has no effect any more: the engine checks "
                         "pairing approvals itself")
-        return DiscordAdapter(engine, parsed.with_environment(env), DiscordConnection.from_environment(env))
+        return DiscordAdapter(engine, parsed.with_environment(env), DiscordConnection.from_environment(env),
+                              home=Path(settings.home) if settings is not None else None)
 
 
 def _as_mapping(options: Any) -> Mapping[str, Any]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from pathlib import Path
 from typing import Any, ClassVar
 
 import discord
@@ -46,6 +47,7 @@ from adapters.base import PlatformAdapter
 from adapters.discord.approvals import DiscordApprovals
 from adapters.discord.catch_up import CatchUp
 from adapters.discord.commands import SlashCommands
+from adapters.discord.files import DiscordFiles
 from adapters.discord.inbound import MessageReceiver
 from adapters.discord.options import GUILDS_ENV, TOKEN_ENV, DiscordConnection, DiscordOptions
 from adapters.discord.outbound import UNREACHABLE, DiscordLanes, DiscordOutbound, DiscordTransport, is_transient
@@ -133,7 +135,8 @@ class DiscordAdapter(PlatformAdapter):
     stream_cursor: ClassVar[str] = " ▌"
 
     def __init__(self, engine: EnginePort, options: DiscordOptions, connection: DiscordConnection,
-                 **kwargs: Any) -> None:
+                 home: Path | None = None, **kwargs: Any) -> None:
+        """`home`: HERMES_HOME, under which attachments people send are kept (none: they are not fetched)."""
         self.outbound = DiscordOutbound(lambda: self.client)
         super().__init__(DiscordTransport(self.outbound, self.capabilities.max_message_length),
                          lanes=DiscordLanes(options.edit_interval_seconds), **kwargs)
@@ -145,6 +148,8 @@ class DiscordAdapter(PlatformAdapter):
         # False from `stop` on. Until then messages are handed over, also while the gateway winds down: Discord
         # does not send them again, and the gateway keeps what comes while it stops for its next start.
         self.receiving = True
+        self.files = (DiscordFiles.under(home, limit_mb=options.max_file_mb, api_base_url=connection.api_base_url)
+                      if home is not None else None)
         self.receiver = MessageReceiver(self)
         self.catch_up = CatchUp(self, self.receiver.on_message)
         self.commands = SlashCommands(self)

@@ -6,6 +6,7 @@ from typing import Any, Protocol
 
 import discord
 
+from adapters.discord.files import DiscordFiles
 from adapters.discord.options import DiscordOptions
 from adapters.discord.outbound import DiscordOutbound
 from hermes_engine.ports.engine import AccessDecision, EnginePort
@@ -19,6 +20,7 @@ class DiscordHost(Protocol):
     account: str
     receiving: bool
     client: Any
+    files: DiscordFiles | None  # None: attachments are not fetched
 
     @property
     def platform(self) -> str: ...

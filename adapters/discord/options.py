@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from adapters.downloads import DEFAULT_LIMIT_MB
 from adapters.parts import DISCORD
 from adapters.platform import PlatformOptions
 from hermes_engine.errors import ConfigError
@@ -77,6 +78,7 @@ class DiscordOptions(PlatformOptions):
     # Handed to the engine's access decision with DISCORD_ALLOWED_USERS; the engine decides with them.
     allowed_users: frozenset[str] = frozenset()
     edit_interval_seconds: float = Field(DISCORD.edit_interval_seconds, ge=0)
+    max_file_mb: float = Field(DEFAULT_LIMIT_MB, gt=0)  # bigger attachments are refused, not kept
     guild_ready_timeout: float = Field(2.0, ge=0)  # discord.py's wait for GUILD_CREATEs after READY
     ready_timeout: float = Field(30.0, ge=0)  # how long start() waits for READY before going on
     sync_commands: bool = True  # bulk-overwrite the slash commands at start

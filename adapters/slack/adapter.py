@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -24,6 +25,7 @@ from adapters.render import render_slack
 from adapters.slack.approvals import SlackApprovals
 from adapters.slack.commands import SlashCommands
 from adapters.slack.events import EventsEndpoint, bolt_app
+from adapters.slack.files import SlackFiles
 from adapters.slack.inbound import MessageReader, UserNames
 from adapters.slack.options import SlackOptions
 from adapters.slack.outbound import NativeStreams, SlackMessages, SlackTransport
@@ -42,7 +44,8 @@ class SlackAdapter(PlatformAdapter):
 
     def __init__(self, engine: EnginePort, *, bot_token: str, signing_secret: str | None = None,
                  app_token: str | None = None, api_url: str | None = None,
-                 options: SlackOptions | None = None) -> None:
+                 options: SlackOptions | None = None, home: Path | None = None) -> None:
+        """`home`: HERMES_HOME, under which files people share are kept (none: files are not fetched)."""
         self.options = opts = options or SlackOptions()
         self.capabilities = replace(SLACK,  # per bot, from its options
                                     edit_interval_seconds=opts.edit_interval_seconds,
@@ -58,7 +61,8 @@ class SlackAdapter(PlatformAdapter):
         self.streams = NativeStreams(self.api, self.capabilities.max_message_length)
         self.transport = SlackTransport(self.messages, self.streams, self.threads)
         super().__init__(self.transport)
-        self.reader = MessageReader(engine, self.api, self.threads, self.names, tell=self.send)
+        self.files = SlackFiles.under(self.api, home, limit_mb=opts.max_file_mb) if home is not None else None
+        self.reader = MessageReader(engine, self.api, self.threads, self.names, tell=self.send, files=self.files)
         self.commands = SlashCommands(engine, self.api, self.threads, self.names,
                                       hermes_command=opts.hermes_command, post_anchor=self._post_anchor,
                                       spawn=self._spawn)

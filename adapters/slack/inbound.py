@@ -22,10 +22,12 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
 
+from adapters.slack.files import SlackFiles
 from adapters.slack.recent import Recent
 from adapters.slack.threads import ThreadBook
 from adapters.slack.web_api import SlackCallError, SlackWebApi
@@ -73,11 +75,12 @@ class UserNames:
 
 class MessageReader:
     def __init__(self, engine: EnginePort, api: SlackWebApi, threads: ThreadBook, names: UserNames, *,
-                 tell: Callable[[ReplyTarget, str], Awaitable[None]]) -> None:
+                 tell: Callable[[ReplyTarget, str], Awaitable[None]], files: SlackFiles | None = None) -> None:
         self.engine = engine
         self.api = api
         self.threads = threads
         self.names = names
+        self.files = files  # None: files are not fetched (only their messages' text is read)
         self.tell = tell  # delivers what the engine says to someone it does not admit
         self._seen: Recent[tuple[str, str], None] = Recent()
         self._teams_seen: set[str] = set()  # other workspaces whose people wrote in a shared channel
@@ -124,10 +127,18 @@ class MessageReader:
         if kind is ChatKind.THREAD and thread_id:
             self.threads.join(channel, thread_id, user)
             self.threads.spoke(team, channel, user, thread_id)
-        await self.engine.handle(InboundMessage(
+        msg = InboundMessage(
             platform=PLATFORM, account=team, chat_kind=kind, chat_id=channel, user_id=user, user_name=user_name,
             text=await self.plain_text(text), message_id=ts, thread_id=thread_id, mentioned=mentioned, raw=event,
-            arrived=arrived))
+            arrived=arrived)
+        if event.get("files") and self.files is not None:
+            fetched = await self.files.fetch(event, self.engine.session_key(msg))
+            for notice in (f.notice for f in fetched if f.notice):
+                await self.tell(ReplyTarget(PLATFORM, team, channel, thread_id), notice)
+            msg = replace(msg, attachments=tuple(f.attachment for f in fetched))
+        if not msg.text.strip() and not msg.attachments:
+            return
+        await self.engine.handle(msg)
 
     def _outside(self, event: dict[str, Any], user: str) -> None:
         """Named once per workspace in the log: its people are answered only when the profile lists them."""

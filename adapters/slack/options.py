@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from adapters.downloads import DEFAULT_LIMIT_MB
 from adapters.platform import PlatformOptions
 
 
@@ -19,6 +20,7 @@ class SlackOptions(PlatformOptions):
     native_streaming: bool = True  # chat.startStream in threads where Slack allows it
     edit_interval_seconds: float = Field(1.2, ge=0)  # chat.update is Tier 3, ~50 a minute per channel
     max_message_length: int = Field(40_000, ge=32, le=40_000)
+    max_file_mb: float = Field(DEFAULT_LIMIT_MB, gt=0)  # bigger files people share are refused, not kept
     socket_ping_interval: float = Field(10.0, gt=0)  # Socket Mode: 4 intervals without a pong reconnect
     thread_check_ttl_seconds: float = Field(300.0, ge=0)  # how long "the bot is not in that thread" holds
     user_cache_seconds: float = Field(3600.0, ge=0)  # display names from users.info

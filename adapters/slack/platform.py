@@ -13,6 +13,7 @@ variable names are options (`bot_token_env`, …) so two bots in one process can
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from adapters.platform import CredentialCheck, EnvVar, Platform, PlatformOptions
@@ -80,7 +81,8 @@ class SlackPlatform(Platform):
         if app_token is None and http is None:
             raise ConfigError("The Slack Events API needs the gateway's HTTP server (HERMES_HTTP_HOST/PORT).")
         adapter = SlackAdapter(engine, bot_token=token, signing_secret=secret, app_token=app_token,
-                               api_url=_get(env, API_URL_ENV) or None, options=opts)
+                               api_url=_get(env, API_URL_ENV) or None, options=opts,
+                               home=Path(settings.home) if settings is not None else None)
         if app_token is None and http is not None:
             http.router.add_post(opts.events_path, adapter.handle_http)
         return adapter

@@ -5,6 +5,8 @@ A file over ``max_file_mb`` is not downloaded but still described, with the reas
 answer "that is too big" instead of acting as if nothing was sent. A failed download is described the
 same way and never loses the message it came with. The limit holds for the bytes that arrive, not only
 for the size Telegram states (which it may leave out): a download stops as soon as it passes the limit.
+The download, the file names and the type read from the bytes are those of every platform
+(`adapters.downloads`).
 """
 
 from __future__ import annotations
@@ -12,29 +14,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import mimetypes
-import re
 from pathlib import Path
 from typing import Any
 
+from adapters.downloads import (
+    SNIFF_BYTES,
+    Downloads,
+    Saved,
+    TooBig,
+    Transient,
+    safe_file_name,
+    settled_kind,
+    sniff,
+    stream_to,
+)
 from adapters.telegram.options import TelegramOptions
 from hermes_engine.ports.inbound import Attachment
 
 log = logging.getLogger(__package__)
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_CHUNK = 64 * 1024
-
-
-class FileTooBig(Exception):
-    """The file is larger than the limit: `size` bytes as stated, or as many as arrived before reading stopped."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__(f"{size} bytes")
-        self.size = size
-
-
-class _Transient(Exception):
-    """A download that failed in a way worth another try (the file server's 5xx, the network)."""
 
 
 def has_media(message: Any) -> bool:
@@ -42,16 +39,12 @@ def has_media(message: Any) -> bool:
                 or message.video_note)
 
 
-def safe_name(name: str) -> str:
-    """A file or folder name that cannot climb out of the attachments folder or upset a file system."""
-    return _UNSAFE.sub("_", name).strip("._")[:120]
-
-
 class AttachmentFetcher:
     def __init__(self, bot: Any, home: Path, options: TelegramOptions) -> None:
         self.bot = bot
-        self.root = Path(home) / "attachments"
         self.options = options
+        self.downloads = Downloads(home, limit_mb=options.max_file_mb, connect_timeout=options.connect_timeout,
+                                   read_timeout=options.read_timeout)
 
     @property
     def limit_bytes(self) -> int:
@@ -65,18 +58,17 @@ class AttachmentFetcher:
         found = self._found(message)
         if not found:
             return ()
-        folder = self.root / safe_name(session_key)
         out = []
         for kind, obj, name, mime in found:
             size = int(obj.file_size or 0)
-            name = safe_name(Path(name).name) or kind
+            name = safe_file_name(name, fallback=kind)
             if size > self.limit_bytes:
                 out.append(Attachment(kind, name, mime, size, None, self._too_big()))
                 continue
-            path = folder / f"{message_id}-{name}"
+            path = self.downloads.destination(session_key, message_id, name)
             try:
-                size = await self._download(obj.file_id, path)
-            except FileTooBig as exc:
+                saved = await self._download(obj.file_id, path)
+            except TooBig as exc:
                 log.info("refused a Telegram %s (%s): %d bytes or more, over the limit", kind, name, exc.size)
                 out.append(Attachment(kind, name, mime, exc.size, None, self._too_big()))
                 continue
@@ -86,7 +78,8 @@ class AttachmentFetcher:
                 reason = self._too_big() if "too big" in text.lower() else "could not be downloaded"
                 out.append(Attachment(kind, name, mime, size, None, reason))
                 continue
-            out.append(Attachment(kind, name, mime, size, str(path)))
+            real = sniff(saved.head, mime, name)
+            out.append(Attachment(settled_kind(kind, real), name, real, saved.size, str(path)))
         return tuple(out)
 
     def _found(self, message: Any) -> list[tuple[str, Any, str, str]]:
@@ -108,61 +101,45 @@ class AttachmentFetcher:
             found.append((kind, obj, name, mime))
         return found
 
-    async def _download(self, file_id: str, path: Path) -> int:
+    async def _download(self, file_id: str, path: Path) -> Saved:
         from telegram.error import BadRequest, NetworkError
 
-        await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
         for attempt in range(3):
             try:
                 file = await self.bot.get_file(file_id)
                 return await self._save(file, path)
-            except (BadRequest, FileTooBig):
+            except (BadRequest, TooBig):
                 raise  # e.g. "file is too big": asking again will not help
-            except (NetworkError, _Transient):
+            except (NetworkError, Transient):
                 if attempt == 2:
                     raise
                 await asyncio.sleep(0.5 * 2 ** attempt)
         raise AssertionError("unreachable")
 
-    async def _save(self, file: Any, path: Path) -> int:
-        """Write the file to `path` and return its size, refusing it once it is known to pass the limit."""
+    async def _save(self, file: Any, path: Path) -> Saved:
+        """Write the file to `path`, refusing it once it is known to pass the limit."""
         limit = self.limit_bytes
         if (file.file_size or 0) > limit:
-            raise FileTooBig(file.file_size)
+            raise TooBig(file.file_size, limit)
         source = str(file.file_path or "")
         if not source.startswith(("http://", "https://")):  # a local Bot API server hands out its own path
             size = (await asyncio.to_thread(Path(source).stat)).st_size
             if size > limit:
-                raise FileTooBig(size)
+                raise TooBig(size, limit)
+            await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
             await file.download_to_drive(custom_path=path)
-            return size
-        data = await self._read_capped(source, limit)
-        await asyncio.to_thread(path.write_bytes, data)
-        return len(data)
-
-    async def _read_capped(self, url: str, limit: int) -> bytes:
-        """The bytes at `url`, read no further than `limit`."""
+            return Saved(size, await asyncio.to_thread(_head, path))
         import aiohttp
 
-        timeout = aiohttp.ClientTimeout(sock_connect=self.options.connect_timeout,
-                                        sock_read=self.options.read_timeout)
-        data = bytearray()
-        log.debug("downloading %s (at most %d bytes)", url, limit)  # the token in the URL is redacted by the log filter
-        try:
-            async with aiohttp.ClientSession(timeout=timeout, trust_env=True) as http, http.get(url) as response:
-                if response.status != 200:
-                    failure = f"the file server answered {response.status}"
-                    raise _Transient(failure) if response.status >= 500 else RuntimeError(failure)
-                stated = response.content_length or 0
-                if stated > limit:
-                    raise FileTooBig(stated)
-                async for chunk in response.content.iter_chunked(_CHUNK):
-                    data += chunk
-                    if len(data) > limit:
-                        raise FileTooBig(max(stated, len(data)))
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise _Transient(f"{type(exc).__name__}: {exc}") from exc
-        return bytes(data)
+        # the token in the URL is redacted by the log filter
+        log.debug("downloading %s (at most %d bytes)", source, limit)
+        async with aiohttp.ClientSession(timeout=self.downloads.timeout, trust_env=True) as http:
+            return await stream_to(http, source, path, limit=limit)
+
+
+def _head(path: Path) -> bytes:
+    with path.open("rb") as f:
+        return f.read(SNIFF_BYTES)
 
 
 def _extension(mime: str) -> str:

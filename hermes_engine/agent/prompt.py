@@ -20,6 +20,7 @@ from hermes_engine.ports.conversation import ImagePart, Message
 from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.ports.prompt import PromptContributor
 from hermes_engine.ports.session import SessionScope
+from hermes_engine.providers.vision import IMAGE_TYPES, MAX_IMAGE_BYTES
 from hermes_engine.tools.registry import ToolRegistry
 
 TOOL_GUIDANCE = """\
@@ -89,14 +90,13 @@ def for_history(message: Message) -> Message:
     return replace(message, meta={k: v for k, v in message.meta.items() if k != PRIVATE_NOTE})
 
 
-MAX_IMAGE_BYTES = 5 * 1024 * 1024
-
-
 def load_images(msg: InboundMessage) -> tuple[ImagePart, ...]:
-    """Images the person sent, for vision-capable models (the description travels as text regardless)."""
+    """Images the person sent, for vision-capable models (the description travels as text regardless): only
+    the types and sizes every provider takes, as the adapters read them from the bytes, since one image a
+    provider refuses would fail the whole request."""
     parts = []
     for a in msg.attachments:
-        if a.path and a.mime_type.startswith("image/") and 0 < a.size <= MAX_IMAGE_BYTES:
+        if a.path and a.mime_type in IMAGE_TYPES and 0 < a.size <= MAX_IMAGE_BYTES:
             try:
                 data = Path(a.path).read_bytes()
             except OSError:

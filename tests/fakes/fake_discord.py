@@ -35,6 +35,12 @@ What it models (the parts a bot adapter meets):
 - Message components: buttons a message was posted or edited with are kept (`FakeMessage.buttons`);
   `press` sends INTERACTION_CREATE of type 3, and its callback may answer with a message (4, ephemeral
   with flags 64), acknowledge (6) or update the pressed message (7).
+- Attachments: `attach()` holds a file a person sends (its bytes, name and type, a voice message's duration
+  and waveform); `user_says(..., attachments=[...])` posts the message with them (a voice message also sets
+  the message's IS_VOICE_MESSAGE flag). Each is served at its `url` on this server, as Discord's CDN serves
+  it (``/attachments/<channel>/<id>/<name>``, signed query, no token), with the size the payload declares
+  as `Content-Length` unless the test makes it lie (`declared_size`), then chunked. Every download is
+  recorded in `cdn_downloads` (attachment id, bytes sent).
 - Tests act as people: `user_says`, `slash`, `press`; and as the network: `drop_connection`, `pause_gateway`,
   `hold_history`, `deliver_again`, or a malformed event (`message_event` changed, then `dispatch`).
 
@@ -45,6 +51,7 @@ Everything the bot did is recorded: `messages` (with each message's edit history
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -55,6 +62,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import WSMsgType, web
 
@@ -69,6 +77,7 @@ PRIVILEGED_INTENTS = INTENT_GUILD_MEMBERS | INTENT_GUILD_PRESENCES | INTENT_MESS
 
 CH_GUILD_TEXT, CH_DM, CH_PUBLIC_THREAD = 0, 1, 11
 FLAG_LOADING = 128
+FLAG_IS_VOICE_MESSAGE = 1 << 13
 DISCORD_EPOCH_MS = 1_420_070_400_000
 
 
@@ -94,6 +103,7 @@ class FakeMessage:
     interaction_id: str | None = None
     flags: int = 0
     components: list[dict[str, Any]] = field(default_factory=list)  # action rows, as last posted or edited
+    attachments: list[dict[str, Any]] = field(default_factory=list)  # attachment objects, as sent
     deleted: bool = False
     created_at: float = field(default_factory=time.monotonic)
     timestamp: str = field(default_factory=_now_iso)
@@ -116,6 +126,31 @@ class FakeMessage:
         """(label, custom_id) of every button the message shows now, row by row."""
         return [(c.get("label") or "", c.get("custom_id") or "") for row in self.components
                 for c in row.get("components", []) if c.get("type") == 2]
+
+
+@dataclass
+class FakeAttachment:
+    """A file a person sends, served at its CDN `url`."""
+
+    id: str
+    filename: str
+    content_type: str | None
+    data: bytes
+    declared_size: int | None = None  # what the payload says, when the test makes it lie
+    duration_secs: float | None = None  # a voice message's, with a waveform
+    voice: bool = False
+
+    def as_api(self, base: str, channel_id: str) -> dict[str, Any]:
+        url = f"{base}/attachments/{channel_id}/{self.id}/{quote(self.filename, safe='')}?ex=1&is=1&hm=sig"
+        data: dict[str, Any] = {"id": self.id, "filename": self.filename, "url": url, "proxy_url": url,
+                                "size": len(self.data) if self.declared_size is None else self.declared_size}
+        if self.content_type:
+            data["content_type"] = self.content_type
+        if self.voice:
+            data["duration_secs"] = self.duration_secs or 1.5
+            data["waveform"] = base64.b64encode(bytes(range(0, 256, 4))).decode()
+            data["flags"] = 0
+        return data
 
 
 @dataclass
@@ -229,6 +264,8 @@ class FakeDiscord(LoopbackServer):
         self.gateway_paths: list[str] = []  # path of every websocket connection, in order
         self.replayed: list[tuple[int, str, Any]] = []  # events sent again on RESUME
         self.unknown_routes: list[str] = []  # requests no route matched (a test should see none)
+        self.files: dict[str, FakeAttachment] = {}
+        self.cdn_downloads: list[tuple[str, int]] = []  # (attachment id, bytes sent)
         # knobs
         self.grant_message_content = True  # False: the portal toggle is off for a bot that still connects
         self.reject_privileged_intents = False  # True: IDENTIFY asking for them is closed with 4014
@@ -279,6 +316,7 @@ class FakeDiscord(LoopbackServer):
         r.add_get(p + "/webhooks/{application_id}/{token}/messages/{message_id}", self._webhook_get)
         r.add_patch(p + "/webhooks/{application_id}/{token}/messages/{message_id}", self._webhook_edit)
         r.add_delete(p + "/webhooks/{application_id}/{token}/messages/{message_id}", self._webhook_delete)
+        r.add_get("/attachments/{channel_id}/{attachment_id}/{filename}", self._cdn)
         r.add_get("/gateway/ws", self._websocket)
         r.add_get("/resume/ws", self._websocket)
         return app
@@ -476,9 +514,17 @@ class FakeDiscord(LoopbackServer):
         return self._session is not None and self._session.ws is not None
 
     # -- people acting -----------------------------------------------------------------------------------
+    def attach(self, filename: str, data: bytes, content_type: str | None = None, *,
+               declared_size: int | None = None, voice: bool = False) -> FakeAttachment:
+        """A file a person sends (post it with `user_says(..., attachments=[...])`)."""
+        attachment = FakeAttachment(self.snowflake(), filename, content_type, data, declared_size, voice=voice)
+        self.files[attachment.id] = attachment
+        return attachment
+
     async def user_says(self, channel_id: str, user: str | dict[str, Any], text: str, *,
                         mentions_bot: bool = False, guild_id: str | None = None,
-                        reply_to: FakeMessage | str | None = None) -> FakeMessage:
+                        reply_to: FakeMessage | str | None = None,
+                        attachments: list[FakeAttachment] | None = None) -> FakeMessage:
         """A person posts `text` in a channel, thread or DM; the bot gets MESSAGE_CREATE."""
         channel = self.channels[str(channel_id)]
         author = self.user(user)
@@ -496,7 +542,9 @@ class FakeDiscord(LoopbackServer):
             reference = {"message_id": ref_id, "channel_id": str(channel_id), "guild_id": gid}
         message = FakeMessage(self.snowflake(), str(channel_id), author, [content], guild_id=gid,
                               member=self._member(gid, author) if gid else None, mentions=mentions,
-                              reference=reference)
+                              reference=reference,
+                              attachments=[a.as_api(self.url, str(channel_id)) for a in attachments or ()],
+                              flags=FLAG_IS_VOICE_MESSAGE if any(a.voice for a in attachments or ()) else 0)
         self.messages[message.id] = message
         channel["last_message_id"] = message.id
         self._touch()
@@ -766,7 +814,7 @@ class FakeDiscord(LoopbackServer):
         data: dict[str, Any] = {
             "id": m.id, "channel_id": m.channel_id, "author": m.author, "content": content,
             "timestamp": m.timestamp, "edited_timestamp": m.edited_timestamp, "tts": False,
-            "mention_everyone": False, "mentions": m.mentions, "mention_roles": [], "attachments": [],
+            "mention_everyone": False, "mentions": m.mentions, "mention_roles": [], "attachments": m.attachments,
             "embeds": [], "components": m.components, "pinned": False, "type": 19 if m.reference else 0,
             "flags": m.flags,
         }
@@ -788,6 +836,32 @@ class FakeDiscord(LoopbackServer):
                                                                     with_reference=False)
                                               if ref and not ref.deleted else None)
         return data
+
+    # -- the CDN -----------------------------------------------------------------------------------------
+    async def _cdn(self, request: web.Request) -> web.StreamResponse:
+        """An attachment's bytes: no token (the URL is signed), the declared size as Content-Length unless
+        the declared size lies, then chunked."""
+        attachment = self.files.get(request.match_info["attachment_id"])
+        if attachment is None or not request.query.get("hm"):
+            return web.Response(status=404, text="not found")
+        response = web.StreamResponse(headers={"Content-Type": attachment.content_type or "application/octet-stream"})
+        if attachment.declared_size is None:
+            response.content_length = len(attachment.data)
+        else:
+            response.enable_chunked_encoding()
+        await response.prepare(request)
+        sent = 0
+        try:
+            for start in range(0, len(attachment.data), 64 * 1024):
+                piece = attachment.data[start:start + 64 * 1024]
+                await response.write(piece)
+                sent += len(piece)
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the client stopped reading (an attachment over its cap)
+        finally:
+            self.cdn_downloads.append((attachment.id, sent))
+        return response
 
     # -- REST handlers -----------------------------------------------------------------------------------
     async def _users_me(self, request: web.Request) -> web.Response:

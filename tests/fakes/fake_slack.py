@@ -26,6 +26,13 @@ also checks that the bot does not answer itself.
 interactivity request (form-encoded `payload=<JSON>`, as Slack sends it; an `interactive` envelope in
 Socket Mode), forgeable like events.
 
+Files: `upload()` holds a file a person shares (its bytes, name and type, whether Slack states its size);
+`say(..., files=[...])` posts the message with them (subtype `file_share`, the file objects on the message
+and app_mention events). Each is served at its `url_private_download` on this server
+(`/files-pri/<team>-<id>/download/<name>`), only with the bot token as ``Authorization: Bearer`` (403
+otherwise), with `Content-Length` or chunked when the size is not stated; files.info answers with the file.
+Every download is recorded in `downloads` (file id, whether the token was right, bytes sent).
+
 Socket Mode: apps.connections.open returns a ws:// URL of this server; `say()`/`post_event()` then go
 over the websocket as envelopes and wait for the envelope ack. `drop_sockets()` closes every connection
 from the server side (the client must reconnect); `request_refresh()` sends Slack's `disconnect`
@@ -50,7 +57,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import aiohttp
 from aiohttp import web
@@ -105,6 +112,8 @@ class SlackMessage:
     edits: list[str] = field(default_factory=list)
     blocks: list[dict[str, Any]] = field(default_factory=list)
 
+    files: list[dict[str, Any]] = field(default_factory=list)  # the file objects shared with it
+
     def buttons(self) -> list[dict[str, Any]]:
         """The buttons of the message's `actions` blocks, in order (each Slack's button element)."""
         return [e for b in self.blocks if b.get("type") == "actions" for e in b.get("elements", [])
@@ -132,6 +141,32 @@ class SlackMessage:
             data["bot_id"] = self.bot_id
         if self.thread_ts:
             data["thread_ts"] = self.thread_ts
+        return data
+
+
+@dataclass
+class SlackFile:
+    """A file a person shared: what Slack holds and serves at its `url_private_download`."""
+
+    id: str
+    name: str
+    mimetype: str
+    data: bytes
+    state_size: bool = True  # False: neither the file object nor the download states the size
+    subtype: str | None = None  # "slack_audio" for an audio clip recorded in Slack
+
+    def as_api(self, base: str, team: str, user: str) -> dict[str, Any]:
+        url = f"{base}/files-pri/{team}-{self.id}/download/{quote(self.name, safe='')}"
+        data: dict[str, Any] = {
+            "id": self.id, "created": int(time.time()), "timestamp": int(time.time()), "name": self.name,
+            "title": self.name, "mimetype": self.mimetype, "filetype": self.name.rpartition(".")[2],
+            "user": user, "mode": "hosted", "is_external": False, "url_private": url,
+            "url_private_download": url, "permalink": f"{base}/files/{user}/{self.id}/{quote(self.name, safe='')}",
+        }
+        if self.state_size:
+            data["size"] = len(self.data)
+        if self.subtype:
+            data["subtype"] = self.subtype
         return data
 
 
@@ -197,6 +232,8 @@ class FakeSlack(LoopbackServer):
         self.events_url: str | None = None  # the app's request URL (HTTP mode)
         self.socket_acks: list[str] = []
         self.connections_opened = 0  # apps.connections.open calls
+        self.files: dict[str, SlackFile] = {}
+        self.downloads: list[tuple[str, bool, int]] = []  # (file id, token right, bytes sent)
         self.sockets_accepted = 0  # websocket connections made
         self._faults: deque[Fault] = deque()
         self._slow: list[tuple[str, float]] = []
@@ -217,6 +254,7 @@ class FakeSlack(LoopbackServer):
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/response/{id}", self._response_url)
         app.router.add_get("/ws", self._websocket)
+        app.router.add_get("/files-pri/{team}-{file_id}/download/{name}", self._download)
         return app
 
     async def after_start(self) -> None:
@@ -286,9 +324,20 @@ class FakeSlack(LoopbackServer):
         self.messages.setdefault(message.channel, []).append(message)
         return message
 
+    def upload(self, name: str, data: bytes, mimetype: str = "application/octet-stream", *,
+               state_size: bool = True, subtype: str | None = None) -> SlackFile:
+        """A file a person shares (post it with `say(..., files=[...])`)."""
+        file = SlackFile(f"F{next(self._ids):08d}", name, mimetype, data, state_size, subtype)
+        self.files[file.id] = file
+        return file
+
     def message_event(self, message: SlackMessage, *, channel_type: str) -> dict[str, Any]:
         event: dict[str, Any] = {"type": "message", "channel": message.channel, "text": message.text,
                                  "ts": message.ts, "event_ts": message.ts, "channel_type": channel_type}
+        if message.files:
+            event["subtype"] = "file_share"
+            event["files"] = message.files
+            event["upload"] = False
         if message.user:
             event["user"] = message.user
         if message.bot_id:
@@ -314,18 +363,21 @@ class FakeSlack(LoopbackServer):
 
     async def say(self, user: str, channel: str, text: str, *, thread_ts: str | None = None,
                   channel_type: str | None = None, bot_id: str | None = None,
-                  team: str | None = None) -> SlackMessage:
+                  team: str | None = None, files: list[SlackFile] | None = None) -> SlackMessage:
         """A person (or another bot) posts; the events Slack sends for it are delivered concurrently.
         Returns the stored message (its `ts` is the thread id of a thread started under it). `team`: the
         person belongs to another organisation and writes in a channel shared with it (Slack Connect), so
         the events carry their team as `team`, `user_team` and `source_team`."""
         kind = channel_type or {"D": "im", "G": "group"}.get(channel[0], "channel")
+        shared = [f.as_api(self.url, self.team, user) for f in files or ()]
         message = self.store(SlackMessage(channel, self.new_ts(), text, user=user, bot_id=bot_id,
-                                          thread_ts=thread_ts))
+                                          thread_ts=thread_ts, files=shared))
         events = [self.message_event(message, channel_type=kind)]
         if f"<@{self.bot_user}>" in text and kind != "im":
             mention = {"type": "app_mention", "user": user, "text": text, "ts": message.ts,
                        "channel": channel, "event_ts": message.ts}
+            if shared:
+                mention["files"] = shared
             if thread_ts:
                 mention["thread_ts"] = thread_ts
             if bot_id:
@@ -506,6 +558,41 @@ class FakeSlack(LoopbackServer):
         self.responses.append(body)
         await self._notify()
         return web.Response(text="ok")
+
+    # -- files -----------------------------------------------------------------------------------------
+
+    async def _download(self, request: web.Request) -> web.StreamResponse:
+        """`url_private_download`: the bytes, to the bot token only; chunked when the size is not stated."""
+        file = self.files.get(request.match_info["file_id"])
+        token_ok = request.headers.get("Authorization", "") == f"Bearer {BOT_TOKEN}"
+        if file is None or request.match_info["team"] != self.team:
+            return web.Response(status=404, text="not found")
+        if not token_ok:
+            self.downloads.append((file.id, False, 0))
+            return web.Response(status=403, text="forbidden")
+        response = web.StreamResponse(headers={"Content-Type": file.mimetype})
+        if file.state_size:
+            response.content_length = len(file.data)
+        else:
+            response.enable_chunked_encoding()
+        await response.prepare(request)
+        sent = 0
+        try:
+            for start in range(0, len(file.data), 64 * 1024):
+                await response.write(file.data[start:start + 64 * 1024])
+                sent += len(file.data[start:start + 64 * 1024])
+            await response.write_eof()
+        except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+            pass  # the client stopped reading (a file over its cap)
+        finally:
+            self.downloads.append((file.id, True, sent))
+        return response
+
+    def _m_files_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        file = self.files.get(params.get("file", ""))
+        if file is None:
+            return self._error("file_not_found")
+        return {"ok": True, "file": file.as_api(self.url, self.team, "UALICE")}
 
     # -- the Web API -----------------------------------------------------------------------------------
 

@@ -574,7 +574,7 @@ async def test_messages_sent_while_the_gateway_was_down_are_answered_at_start(te
 async def test_photo_and_document_are_downloaded_and_described_to_the_model(tg, telegram, fake_llm, tmp_path):
     fake_llm.responder = lambda req: Reply(text="Nice files.")
     e, _ = await tg()
-    telegram.user_says(42, ALICE, "what is this?", photo=FakeFile("cat.jpg", b"\xff\xd8jpegbytes" * 100, "image/jpeg"))
+    telegram.user_says(42, ALICE, "what is this?", photo=FakeFile("cat.jpg", b"\xff\xd8\xffjpegbytes" * 100, "image/jpeg"))
     await final_answer(telegram, e, 42, "Nice files.")
     telegram.user_says(42, ALICE, "", document=FakeFile("report.pdf", b"%PDF-1.4 hello", "application/pdf"))
     await telegram.wait_for(lambda: len(fake_llm.requests) >= 2, 5)

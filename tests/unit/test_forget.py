@@ -70,10 +70,11 @@ def test_people_forget_deletes_the_person_their_memory_and_pairing_and_says_what
 
 @pytest.mark.parametrize("key", ["telegram:bot:dm:123456789", "slack:T1:thread:C1:1712.0042",
                                  "discord:G1:group:42:user:7", "../../etc:passwd", "a b/c\\d"])
-def test_attachment_folders_are_named_as_the_telegram_adapter_names_them(key):
-    from adapters.telegram.media import safe_name
+def test_attachment_folders_are_named_as_the_adapters_name_them(key, tmp_path):
+    from adapters.downloads import Downloads
 
-    assert attachment_folder_name(key) == safe_name(key)
+    folder = Downloads(tmp_path).folder(key)
+    assert folder.name == attachment_folder_name(key) and folder.parent == tmp_path / "attachments"
 
 
 class _Forgotten:
