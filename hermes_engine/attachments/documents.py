@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 MAX_DOCUMENT_CHARS = 20_000  # about 5,000 tokens: a few pages of prose
 MAX_MESSAGE_CHARS = 40_000  # all documents of one message together
 MAX_LINE_CHARS = 2_000  # a longer line (minified data, a binary blob) is cut
+MAX_DOCX_UNPACKED_BYTES = 200_000_000  # what python-docx would parse, all in memory
 _MAX_PRETTY_JSON_BYTES = 200_000  # smaller JSON is re-indented, so its one long line becomes readable lines
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -194,8 +195,13 @@ def _read_pdf(path: Path, limit: int) -> DocumentText:
 
 
 def _read_docx(path: Path, limit: int) -> DocumentText:
+    import zipfile
+
     import docx
 
+    with zipfile.ZipFile(path) as archive:  # a small file can unpack into gigabytes: looked at first
+        if sum(info.file_size for info in archive.infolist()) > MAX_DOCX_UNPACKED_BYTES:
+            raise Unreadable(f"it unpacks to more than {MAX_DOCX_UNPACKED_BYTES // 1_000_000} MB")
     document = docx.Document(str(path))
     parts: list[str] = []
     length = 0

@@ -11,6 +11,7 @@ from documents_kit import docx_bytes, pdf_bytes
 from hermes_engine.agent.prompt import describe_attachments
 from hermes_engine.attachments.documents import (
     MAX_DOCUMENT_CHARS,
+    MAX_DOCX_UNPACKED_BYTES,
     MAX_LINE_CHARS,
     MAX_MESSAGE_CHARS,
     documents_for_model,
@@ -78,6 +79,19 @@ def test_a_corrupt_pdf_is_one_sentence(tmp_path):
 def test_a_corrupt_docx_is_one_sentence(tmp_path):
     block = for_model(_file(tmp_path, "broken.docx", b"PK\x03\x04 not a zip at all", "application/octet-stream"))
     assert block is not None and block.startswith("[the document broken.docx could not be read: ") and "\n" not in block
+
+
+def test_a_docx_that_would_unpack_into_too_much_is_not_parsed(tmp_path):
+    import zipfile
+
+    path = tmp_path / "bomb.docx"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("word/document.xml", "w") as member:  # streamed: never whole in memory
+            chunk = b"a" * 1_000_000
+            for _ in range(MAX_DOCX_UNPACKED_BYTES // len(chunk) + 1):
+                member.write(chunk)
+    block = for_model(Attachment("document", "bomb.docx", "application/octet-stream", path.stat().st_size, str(path)))
+    assert block == "[the document bomb.docx could not be read: it unpacks to more than 200 MB]"
 
 
 def test_a_pdf_without_a_text_layer_says_so(tmp_path):
