@@ -2,7 +2,7 @@
 
 Plain text, Markdown, CSV, JSON, PDF (pypdf) and DOCX (python-docx) are read; anything else stays a name,
 type and size in the message. What is read is capped: `MAX_DOCUMENT_CHARS` a document and
-`MAX_MESSAGE_CHARS` for all documents of one message, lines cut at `MAX_LINE_CHARS`; a note after the text
+`MAX_MESSAGE_CHARS` for all documents of one message, long lines broken at `MAX_LINE_CHARS`; a note after the text
 says how much was left out, and the `read_document` tool (`pages.py`) reads on from an offset, part by part,
 as `web_fetch` pages a long page (the file itself stays where the adapter stored it). Bytes that are not valid
 text become U+FFFD, control characters are dropped, and the text is marked untrusted like a web page: the
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 MAX_DOCUMENT_CHARS = 20_000  # about 5,000 tokens: a few pages of prose
 MAX_MESSAGE_CHARS = 40_000  # all documents of one message together
-MAX_LINE_CHARS = 2_000  # a longer line (minified data, a binary blob) is cut
+MAX_LINE_CHARS = 2_000  # a longer line (minified data, a blob) is broken into lines of this length
 MAX_DOCX_UNPACKED_BYTES = 200_000_000  # what python-docx would parse, all in memory
 _MAX_PRETTY_JSON_BYTES = 200_000  # smaller JSON is re-indented, so its one long line becomes readable lines
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -119,8 +119,9 @@ def documents_for_model(attachments: tuple[Attachment, ...], *, pager: bool = Fa
         if format_of(attachment) is None:
             continue
         if budget <= 0:
+            how = (f"; call read_document with file_name={attachment.file_name!r} to read it" if pager else "")
             blocks.append(f"[the document {attachment.file_name} was not read: this message's documents "
-                          f"already fill the {MAX_MESSAGE_CHARS:,} characters shown at once]")
+                          f"already fill the {MAX_MESSAGE_CHARS:,} characters shown at once{how}]")
             continue
         block = for_model(attachment, min(MAX_DOCUMENT_CHARS, budget), pager=pager)
         if block:
@@ -133,14 +134,13 @@ def documents_for_model(attachments: tuple[Attachment, ...], *, pager: bool = Fa
 
 
 def clean_text(text: str) -> str:
-    """Text safe to show: control characters dropped (tabs and line ends kept), CRLF made LF, lines cut at
-    `MAX_LINE_CHARS`."""
+    """Text safe to show: control characters dropped (tabs and line ends kept), CRLF made LF, a line longer
+    than `MAX_LINE_CHARS` broken into lines of that length (nothing of it lost, so paging reaches all of it)."""
     text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
-    if all(len(line) <= MAX_LINE_CHARS for line in text.split("\n")):
+    lines = text.split("\n")
+    if all(len(line) <= MAX_LINE_CHARS for line in lines):
         return text
-    return "\n".join(line if len(line) <= MAX_LINE_CHARS
-                     else f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line):,} characters]"
-                     for line in text.split("\n"))
+    return "\n".join(line[i:i + MAX_LINE_CHARS] for line in lines for i in range(0, max(1, len(line)), MAX_LINE_CHARS))
 
 
 def decode(data: bytes) -> str:

@@ -134,9 +134,10 @@ def test_utf16_text_with_a_byte_order_mark_is_decoded(tmp_path):
     assert block is not None and "Grüße aus Köln" in block
 
 
-def test_a_huge_line_is_cut(tmp_path):
-    block = for_model(_file(tmp_path, "min.txt", b"x" * 10_000 + b"\nnext line", "text/plain"))
-    assert block is not None and f"{'x' * MAX_LINE_CHARS}… [line cut: 10,000 characters]\nnext line" in block
+def test_a_huge_line_is_broken_into_lines_and_nothing_of_it_is_lost(tmp_path):
+    block = for_model(_file(tmp_path, "min.txt", b"x" * 5_000 + b"\nnext line", "text/plain"))
+    assert block is not None
+    assert f"\n{'x' * MAX_LINE_CHARS}\n{'x' * MAX_LINE_CHARS}\n{'x' * 1_000}\nnext line\n" in block
 
 
 def test_the_documents_of_one_message_share_one_budget(tmp_path):
@@ -146,6 +147,9 @@ def test_the_documents_of_one_message_share_one_budget(tmp_path):
     assert len(blocks) == 4
     assert sum(len(b) for b in blocks[:2]) <= MAX_MESSAGE_CHARS + 1_000
     assert blocks[-1].startswith("[the document part3.txt was not read: this message's documents already fill")
+    paged = documents_for_model(files, pager=True)
+    assert paged[-1].endswith("; call read_document with file_name='part3.txt' to read it]")
+    assert paged[0].endswith("call read_document with file_name='part0.txt' and offset=20000 for the rest]")
 
 
 def test_the_user_message_names_the_file_then_carries_its_text_and_counts_as_untrusted(tmp_path):
@@ -155,3 +159,19 @@ def test_the_user_message_names_the_file_then_carries_its_text_and_counts_as_unt
     assert text.startswith("[attachment: document todo.md (text/markdown, 1 KB)]\n[untrusted data from the document")
     assert "- ship it" in text
     assert has_read_untrusted([Message(role="user", content=f"see attached\n\n{text}")])
+
+
+def test_read_part_pages_on_to_the_end_and_refuses_an_offset_past_it(tmp_path):
+    import pytest
+
+    from hermes_engine.attachments.documents import Unreadable
+    from hermes_engine.attachments.pages import read_part
+
+    path = tmp_path / "long.txt"
+    path.write_text(("z" * 99 + "\n") * 300)  # 30,000 characters
+    text, note = read_part(str(path), "text", 20_000)
+    assert text == ("z" * 99 + "\n") * 100 and note == "[characters 20,000–30,000; the end of the document]"
+    text, note = read_part(str(path), "text", 0)
+    assert len(text) == 20_000 and note == "[characters 0–20,000; call read_document with offset=20000 for the rest]"
+    with pytest.raises(Unreadable, match="offset 40,000 is past the end of its text"):
+        read_part(str(path), "text", 40_000)
