@@ -62,5 +62,3 @@ def read_document_tool(history: History) -> Tool:
 
 
 __all__ = ["find_document", "read_document_tool", "read_part"]
-
-
