@@ -11,7 +11,8 @@ A concrete adapter supplies:
 - `render(markdown)` for the final format (see `adapters.render`), and optionally `is_markup_error(exc)`
   and `is_transient_error(exc)`.
 
-What the engine uses (the `hermes_engine.ports.reply.Outlet` protocol): `open_stream`, `send`, `typing`.
+What the engine uses (the `hermes_engine.ports.reply.Outlet` protocol): `open_stream`, `send`, `typing`;
+and, given a `FileTransport` (``files=``), its `FileOutlet`: `max_file_bytes`, `send_file`.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from adapters.part_rendering import PartRenderer
 from adapters.parts import Capabilities, InMemoryDeliveryLedger, OutPart
 from adapters.render import Rendered
 from adapters.streaming import StreamingReply
-from adapters.transport import NoTransport, Transport
+from adapters.transport import FileTransport, NoTransport, Transport
 from hermes_engine.ports.approval import ApprovalAsker
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
-from hermes_engine.ports.reply import DeliveryLedger
+from hermes_engine.ports.reply import DeliveryLedger, OutgoingFile
 from hermes_engine.ports.storage import LeaseStore
 
 __all__ = ["DROPPED", "Capabilities", "PlatformAdapter", "RejectedLog"]
@@ -54,7 +55,7 @@ class PlatformAdapter(ABC):
 
     def __init__(self, transport: Transport | None = None, *, ledger: DeliveryLedger | None = None,
                  scheduler: OutboundScheduler | None = None, lanes: Lanes | None = None,
-                 renderer: PartRenderer | None = None) -> None:
+                 renderer: PartRenderer | None = None, files: FileTransport | None = None) -> None:
         caps = getattr(self, "capabilities", None)
         if not isinstance(caps, Capabilities):
             raise TypeError(f"{type(self).__name__} must set the class attribute `capabilities`")
@@ -66,7 +67,7 @@ class PlatformAdapter(ABC):
                 is_transient=self.is_transient_error),
             ledger if ledger is not None else InMemoryDeliveryLedger(),
             lanes=lanes if lanes is not None else Lanes(caps.edit_interval_seconds),
-            stream_cursor=self.stream_cursor, is_markup_error=self.is_markup_error)
+            stream_cursor=self.stream_cursor, is_markup_error=self.is_markup_error, files=files)
         self.metrics: Metrics = NO_METRICS
         self.leases: LeaseStore | None = None  # where receiving that must run on one replica is elected
         self.holder = ""
@@ -157,6 +158,14 @@ class PlatformAdapter(ABC):
 
     async def typing(self, target: ReplyTarget) -> None:
         await self.delivery.typing(target)
+
+    def max_file_bytes(self, media_type: str) -> int:
+        """The largest file of this type the platform takes from the bot (0: it sends no files)."""
+        return self.delivery.max_file_bytes(media_type)
+
+    async def send_file(self, target: ReplyTarget, file: OutgoingFile, *, idempotency_key: str) -> bool:
+        """The engine's `FileOutlet`: paced and at most once per key (see `Outbound.send_file`)."""
+        return await self.delivery.send_file(target, file, idempotency_key=idempotency_key)
 
     def render_parts(self, markdown: str) -> list[OutPart]:
         """A final split into messages, each rendered to fit (see `adapters.part_rendering`)."""

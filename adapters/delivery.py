@@ -19,16 +19,17 @@ from adapters.outbound import OutboundScheduler
 from adapters.part_rendering import PartRenderer
 from adapters.parts import NO_EXTRAS, Capabilities, OutPart, SentMessage
 from adapters.streaming import StreamingReply
-from adapters.transport import NativeStream, Transport
+from adapters.transport import FileTransport, NativeStream, Transport
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.reply import Delivery, DeliveryLedger
+from hermes_engine.ports.reply import Delivery, DeliveryLedger, OutgoingFile
 
 __all__ = ["Lanes", "Outbound"]
 
 log = logging.getLogger(__name__)
 
 UNKNOWN_TEXT = "\x00(shown before a restart)"  # what a resumed message shows as far as we know: never equal
+UPLOADING = "(uploading)"  # the ledger's mark of a file upload begun and not answered: no platform's message id
 
 
 def _never(exc: BaseException) -> bool:
@@ -54,8 +55,10 @@ class Outbound:
 
     def __init__(self, transport: Transport, renderer: PartRenderer, scheduler: OutboundScheduler,
                  ledger: DeliveryLedger, *, lanes: Lanes, stream_cursor: str = "",
-                 is_markup_error: Callable[[BaseException], bool] = _never) -> None:
+                 is_markup_error: Callable[[BaseException], bool] = _never,
+                 files: FileTransport | None = None) -> None:
         self.transport = transport
+        self.files = files
         self.renderer = renderer
         self.scheduler = scheduler
         self.once = OnceLedger(ledger)
@@ -119,6 +122,40 @@ class Outbound:
 
         with contextlib.suppress(PlatformError):  # the scheduler stopped
             self.scheduler.enqueue(key, typing_call, interim=True, merge_key=("typing",), paced=False)
+
+    def max_file_bytes(self, media_type: str) -> int:
+        return self.files.max_file_bytes(media_type) if self.files is not None else 0
+
+    async def send_file(self, target: ReplyTarget, file: OutgoingFile, *, idempotency_key: str) -> bool:
+        """Upload a file through the chat's lane (a 429 waits there, the upload is then tried again: the
+        platform refused the first, so nothing was posted), at most once per key.
+
+        The ledger is told before the upload starts (a record with no message). An attempt that finds such
+        a record left by an earlier process does not upload again: that process may have died after the
+        platform took the file and before its message id was recorded, and a file shown twice cannot be
+        taken back. Returns whether this call sent the file."""
+        files = self.files
+        if files is None:
+            raise PlatformError(f"{self.renderer.platform} cannot send files")
+        cut_short = False
+
+        async def deliver(earlier: Delivery | None) -> list[str]:
+            nonlocal cut_short
+            if earlier is not None and UPLOADING in earlier.message_ids:
+                log.warning("file %s (%s): an earlier upload was cut short; not sent again", file.name,
+                            idempotency_key)
+                cut_short = True
+                return [mid for mid in earlier.message_ids if mid != UPLOADING]
+            await self.once.record(idempotency_key, [UPLOADING])
+            try:
+                mid = await self.call(target, lambda: files.send_file(target, file))
+            except PlatformError:
+                await self.once.record(idempotency_key, [])  # the platform refused it: nothing was posted
+                raise
+            return [str(mid)]
+
+        sent = await self.deliver_once(idempotency_key, deliver)
+        return sent and not cut_short
 
     # -- rendering ----------------------------------------------------------------------------------
     def render_parts(self, markdown: str) -> list[OutPart]:

@@ -13,8 +13,9 @@ from typing import Any, Protocol
 
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.reply import OutgoingFile
 
-__all__ = ["NativeStream", "NoTransport", "Transport"]
+__all__ = ["FileTransport", "NativeStream", "NoTransport", "Transport"]
 
 
 class NativeStream(Protocol):
@@ -55,6 +56,19 @@ class Transport(Protocol):
 
     def native_stream(self, target: ReplyTarget) -> NativeStream | None:
         """The platform's native stream for a reply to `target`, or None to post and edit."""
+        ...
+
+
+class FileTransport(Protocol):
+    """A platform's upload of one file into a chat: one call (its steps, where the platform has several),
+    no retry and no pacing; a 429 is ``PlatformError(..., retry_after=seconds)`` as for every call."""
+
+    def max_file_bytes(self, media_type: str) -> int:
+        """The platform's documented limit for a file of this type sent by a bot."""
+        ...
+
+    async def send_file(self, target: ReplyTarget, file: OutgoingFile) -> str:
+        """Post `file` (with its caption) to `target`, in its thread; return the new message's id."""
         ...
 
 

@@ -16,6 +16,8 @@ from hermes_engine.ports.metrics import Metrics
 # Seconds; a turn spans a quick answer to minutes of tool use, the gateway's own latency milliseconds.
 TURN_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 ADDED_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+# A job's run, from its slot to its record: a reminder within a second, a task after its model calls.
+LATENESS_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600)
 
 
 class PrometheusMetrics(Metrics):
@@ -49,6 +51,13 @@ class PrometheusMetrics(Metrics):
                                  ["job"], registry=registry)
         self.limits = prom.Counter("hermes_usage_limit_refusals", "Turns refused by a usage limit.",
                                    ["bot", "limit"], registry=registry)
+        self.due = prom.Gauge("hermes_jobs_due", "Scheduled jobs the clock found due at its last look.", ["bot"],
+                              registry=registry)
+        self.job_runs = prom.Counter("hermes_job_runs", "Scheduled jobs' runs recorded, by kind and outcome.",
+                                     ["bot", "kind", "outcome"], registry=registry)
+        self.lateness = prom.Histogram("hermes_job_lateness_seconds",
+                                       "Time from a scheduled job's due slot to its run's record.", ["bot", "kind"],
+                                       buckets=LATENESS_BUCKETS, registry=registry)
 
     def turn_finished(self, bot: str, platform: str, outcome: str, seconds: float) -> None:
         self._child(self.turns, bot, platform, outcome).inc()
@@ -80,6 +89,13 @@ class PrometheusMetrics(Metrics):
 
     def limit_reached(self, bot: str, limit: str) -> None:
         self._child(self.limits, bot, limit).inc()
+
+    def jobs_due(self, bot: str, count: int) -> None:
+        self._child(self.due, bot).set(count)
+
+    def job_run(self, bot: str, kind: str, outcome: str, lateness_seconds: float) -> None:
+        self._child(self.job_runs, bot, kind, outcome).inc()
+        self._child(self.lateness, bot, kind).observe(max(0.0, lateness_seconds))
 
     def _child(self, metric: Any, *labels: str) -> Any:
         """The series of `metric` for `labels`, found once: `labels()` takes a lock and builds a key on

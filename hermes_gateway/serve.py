@@ -37,6 +37,7 @@ from hermes_engine.holders import new_holder
 from hermes_engine.mcp.feature import McpFeature
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.storage import Store
+from hermes_engine.workspace.sending import FileOutlets
 from hermes_gateway import preflight
 from hermes_gateway.metrics import PrometheusMetrics
 from hermes_gateway.wiring import StoredDeliveries, build_gateway, open_migrated, open_store, preload_models
@@ -89,8 +90,9 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
     holder = new_holder(settings.replica_id)  # this process, in the leases of what only one may run
     for profile in profiles:
         askers = ApprovalRouter()  # each adapter shows the approval requests of its own conversations
+        senders = FileOutlets()  # and sends the files `send_file` sends into them
         gateway = build_gateway(settings, profile, store, storage_health=storage_health, asker=askers,
-                                metrics=metrics)
+                                metrics=metrics, outlets=senders)
         for name, raw_options in profile.platforms.items():
             try:
                 platform = load_platform(name)
@@ -108,6 +110,7 @@ async def start_gateways(settings: Settings, profiles: list[BotProfile], http: w
             asker = adapter.approval_asker()
             if asker is not None:
                 askers.add(adapter.platform, asker)
+            senders.add(adapter)
             gateway.attach(adapter)
             adapters.append(adapter)
         gateways.append(gateway)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from hermes_engine.approvals.gate import ApprovalGate
     from hermes_engine.memory.documents import MemoryStore
     from hermes_engine.skills.files import FileSkillLibrary
+    from hermes_engine.workspace.sending import FileOutlets
     from hermes_gateway.mcp.confined import ServerSandbox
 
 
@@ -133,10 +134,18 @@ def _needs_store(store: Store | None, what: str) -> Store:
     return store
 
 
+def attachment_folder(home: Path) -> Callable[[str], Path]:
+    """Where the adapters keep the files people send in a conversation (`adapters/downloads.py`)."""
+    from hermes_engine.people.forget import ATTACHMENTS, attachment_folder_name
+
+    return lambda session_key: home / ATTACHMENTS / attachment_folder_name(session_key)
+
+
 def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAsker | None = None,
-                   store: Store | None = None) -> list[Feature]:
+                   store: Store | None = None, outlets: FileOutlets | None = None) -> list[Feature]:
     """Every feature of a bot; `asker` shows the terminal's approval requests (none: they are denied). `store`
-    keeps memory, skills and pairing when they live in the database (`Settings.state_backend`)."""
+    keeps memory, skills and pairing when they live in the database (`Settings.state_backend`). `outlets`:
+    the adapters `send_file` sends through (the serving process adds each one it builds)."""
     from hermes_engine.history.search import SearchFeature
     from hermes_engine.kanban.feature import KanbanFeature
     from hermes_engine.loops.delegation import DelegationFeature
@@ -150,7 +159,8 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
     from hermes_engine.workspace.feature import WorkspaceFeature
 
     workspace = WorkspaceFeature(settings.home, profile.name, profile.workspace, admins=profile.access.admins,
-                                 asker=asker, toolsets=profile.toolsets, root=settings.workspaces)
+                                 asker=asker, toolsets=profile.toolsets, root=settings.workspaces,
+                                 outlets=outlets, attachments=attachment_folder(settings.home))
     features: list[Feature] = [
         MemoryFeature(memory_store(settings, store), profile.memory),
         SkillsFeature.from_settings(settings, bot=profile.name, require_approval=profile.skills.require_approval,
@@ -221,14 +231,15 @@ def attachments(settings: Settings, profile: BotProfile) -> AttachmentsFeature:
 
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
                   features: list[Feature] | None = None, storage_health: StorageHealth | None = None,
-                  asker: ApprovalAsker | None = None, metrics: Metrics = NO_METRICS) -> Gateway:
+                  asker: ApprovalAsker | None = None, metrics: Metrics = NO_METRICS,
+                  outlets: FileOutlets | None = None) -> Gateway:
     """The gateway for one bot profile. Compression is part of every engine (its settings are in the
     profile): a hand-picked feature list gets it too, and so does the inbox pruning job. Gateways sharing a
     store share its `storage_health` (one outage, one notice per chat, one readiness answer); without one,
     the gateway keeps its own. Usage limits are part of every engine too (off unless the profile sets them), and
     so is the attachments feature (voice notes, `read_document`)."""
     if features is None:
-        features = build_features(settings, profile, asker=asker, store=store)
+        features = build_features(settings, profile, asker=asker, store=store, outlets=outlets)
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
     features = [UsageLimits(profile.limits), *features, InboxPruning(settings.inbox_retention_days)]

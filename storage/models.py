@@ -431,8 +431,8 @@ JOB_KINDS = ("reminder", "task")
 
 
 class ScheduledJobRow(Base):
-    """A reminder or a scheduled task (the clock, migration 0017): its schedule, its zone, where it goes and
-    what its last run did. `next_due` is the slot a run compares and sets."""
+    """A reminder or a scheduled task (the clock, migrations 0017 and 0018): its schedule, its zone, where it
+    goes and what its last run did. `next_due` is the slot a run compares and sets."""
 
     __tablename__ = "scheduled_jobs"
     __table_args__ = (
@@ -464,6 +464,12 @@ class ScheduledJobRow(Base):
     last_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     last_outcome: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    # 0018: a task's tokens so far; the slot a task run started (set before the model is called, cleared by
+    # the record: one left set was cut by a crash); runs left (`repeat`, None: unbounded); a task's toolsets.
+    tokens: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0, server_default="0")
+    started_due: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    runs_left: Mapped[int | None] = mapped_column(sa.Integer(), nullable=True)
+    toolsets: Mapped[list[str] | None] = mapped_column(JsonType, nullable=True)
 
 
 class PersonTimezoneRow(Base):

@@ -138,8 +138,8 @@ class DiscordAdapter(PlatformAdapter):
                  home: Path | None = None, **kwargs: Any) -> None:
         """`home`: HERMES_HOME, under which attachments people send are kept (none: they are not fetched)."""
         self.outbound = DiscordOutbound(lambda: self.client)
-        super().__init__(DiscordTransport(self.outbound, self.capabilities.max_message_length),
-                         lanes=DiscordLanes(options.edit_interval_seconds), **kwargs)
+        transport = DiscordTransport(self.outbound, self.capabilities.max_message_length)
+        super().__init__(transport, lanes=DiscordLanes(options.edit_interval_seconds), files=transport, **kwargs)
         self.engine = engine
         self.options = options
         self.connection = connection

@@ -8,6 +8,7 @@ them, and discord.py itself waits out exhausted buckets and short 429s.
 
 from __future__ import annotations
 
+import io
 import logging
 import time
 from collections import OrderedDict
@@ -24,11 +25,13 @@ from adapters.splitting import measure
 from adapters.transport import NativeStream
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.reply import OutgoingFile
 
 log = logging.getLogger(__name__)
 
 INTERACTION_TOKEN_SECONDS = 15 * 60  # Discord's follow-up window
 INTERACTION_MARGIN_SECONDS = 30  # stop using a token a little before it expires
+MAX_FILE_BYTES = 10 * 1024 * 1024  # a message's attachments, for a bot in a server without boosts
 
 NO_MENTIONS = discord.AllowedMentions.none()  # model text must never ping anyone
 UNREACHABLE = (aiohttp.ClientError, OSError, TimeoutError, discord.DiscordServerError)
@@ -173,6 +176,20 @@ class DiscordOutbound:
     async def typing(self, target: ReplyTarget) -> None:
         await call(self._destination(target).typing())
 
+    async def send_file(self, target: ReplyTarget, file: OutgoingFile) -> str:
+        """A message with the file attached (multipart `payload_json` + `files[0]`) and the caption as its
+        content: a follow-up of a slash command while its token lives, else in the channel or thread."""
+        upload = discord.File(io.BytesIO(file.data), filename=file.name)
+        caption = file.caption[:2000] or None
+        pending = self._pending(target.reply_to_id)
+        message: Any
+        if pending is not None:
+            message = await call(pending.interaction.followup.send(caption or "", file=upload, wait=True,
+                                                                   allowed_mentions=NO_MENTIONS))
+        else:
+            message = await call(self._destination(target).send(caption, file=upload, allowed_mentions=NO_MENTIONS))
+        return str(message.id)
+
 
 class DiscordLanes(Lanes):
     def key(self, target: ReplyTarget) -> Hashable:
@@ -202,6 +219,12 @@ class DiscordTransport:
 
     def native_stream(self, target: ReplyTarget) -> NativeStream | None:
         return None  # Discord has no streaming: replies are posted and edited
+
+    def max_file_bytes(self, media_type: str) -> int:
+        return MAX_FILE_BYTES
+
+    async def send_file(self, target: ReplyTarget, file: OutgoingFile) -> str:
+        return await self.outbound.send_file(target, file)
 
     def _as_written(self, text: str) -> str:
         """A frame the escapes would push over the limit goes as it is."""

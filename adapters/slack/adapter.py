@@ -30,6 +30,7 @@ from adapters.slack.inbound import MessageReader, UserNames
 from adapters.slack.options import SlackOptions
 from adapters.slack.outbound import NativeStreams, SlackMessages, SlackTransport
 from adapters.slack.threads import ThreadBook
+from adapters.slack.uploads import SlackUploads
 from adapters.slack.web_api import REFUSED_TOKEN, SlackCallError, SlackWebApi, is_transient
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.engine import EnginePort
@@ -60,7 +61,7 @@ class SlackAdapter(PlatformAdapter):
         self.messages = SlackMessages(self.api)
         self.streams = NativeStreams(self.api, self.capabilities.max_message_length)
         self.transport = SlackTransport(self.messages, self.streams, self.threads)
-        super().__init__(self.transport)
+        super().__init__(self.transport, files=SlackUploads(self.api))
         self.files = SlackFiles.under(self.api, home, limit_mb=opts.max_file_mb) if home is not None else None
         self.reader = MessageReader(engine, self.api, self.threads, self.names, tell=self.send, files=self.files)
         self.commands = SlashCommands(engine, self.api, self.threads, self.names,

@@ -97,7 +97,7 @@ class TelegramAdapter(PlatformAdapter):
                                              read_timeout=opts.read_timeout))
         self.reader = UpdateReader(self.platform, self.account, knows_command=engine.knows_command)
         self.sender = TelegramSender(self.bot, opts)
-        super().__init__(self.sender, scheduler=scheduler, lanes=TelegramLanes(opts),
+        super().__init__(self.sender, scheduler=scheduler, lanes=TelegramLanes(opts), files=self.sender,
                          renderer=TelegramPartRenderer(self.render, self.capabilities, platform=self.platform))
         self.approvals = TelegramApprovals(self.bot, self.call)
         self.media = AttachmentFetcher(self.bot, Path(home), opts)
@@ -351,6 +351,8 @@ class TelegramAdapter(PlatformAdapter):
             attachments = await self.media.fetch(incoming.message, self.engine.session_key(msg),
                                                  msg.message_id.split(":", 1)[0])
             msg = replace(msg, attachments=attachments)
+            for i, notice in enumerate(self.media.notices(attachments)):
+                await self._send_quietly(msg.reply_target(), notice, key=f"{msg.event_id}:file-notice:{i}")
         if not msg.text.strip() and not msg.attachments:
             return False
         return bool(await self.engine.handle(msg))
@@ -375,9 +377,9 @@ class TelegramAdapter(PlatformAdapter):
                 await self.rejects.record_rejected(self.platform, event_id, payload)
             self._unrecorded.pop(event_id, None)  # another request may have recorded it meanwhile
 
-    async def _send_quietly(self, target: ReplyTarget, text: str) -> None:
+    async def _send_quietly(self, target: ReplyTarget, text: str, *, key: str | None = None) -> None:
         try:
-            await self.send(target, text)
+            await self.send(target, text, idempotency_key=key)
         except Exception as exc:  # noqa: BLE001 - the person may have blocked the bot; nothing to do
             log.warning("could not send to Telegram chat %s: %s", target.chat_id, exc)
 

@@ -2,11 +2,11 @@
 about them: saved under ``<HERMES_HOME>/attachments/<session>/`` and described in the message.
 
 A file over ``max_file_mb`` is not downloaded but still described, with the reason, so the model can
-answer "that is too big" instead of acting as if nothing was sent. A failed download is described the
-same way and never loses the message it came with. The limit holds for the bytes that arrive, not only
-for the size Telegram states (which it may leave out): a download stops as soon as it passes the limit.
-The download, the file names and the type read from the bytes are those of every platform
-(`adapters.downloads`).
+answer "that is too big" instead of acting as if nothing was sent; the person is told so in one sentence
+(`notices`). A failed download is described the same way and never loses the message it came with. The
+limit holds for the bytes that arrive, not only for the size Telegram states (which it may leave out): a
+download stops as soon as it passes the limit. The download, the file names and the type read from the
+bytes are those of every platform (`adapters.downloads`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from adapters.downloads import (
     settled_kind,
     sniff,
     stream_to,
+    too_big_notice,
 )
 from adapters.telegram.options import TelegramOptions
 from hermes_engine.ports.inbound import Attachment
@@ -52,6 +53,12 @@ class AttachmentFetcher:
 
     def _too_big(self) -> str:
         return f"larger than the {self.options.max_file_mb:g} MB limit for files"
+
+    def notices(self, attachments: tuple[Attachment, ...]) -> list[str]:
+        """The one sentence a person is told for each file refused for its size (as on Slack and Discord):
+        the model hears of it too, but its answer may not say so."""
+        return [too_big_notice(a.file_name, self.options.max_file_mb) for a in attachments
+                if a.refused_reason == self._too_big()]
 
     async def fetch(self, message: Any, session_key: str, message_id: str) -> tuple[Attachment, ...]:
         """The message's files, downloaded into the session's folder as ``<message_id>-<name>``."""

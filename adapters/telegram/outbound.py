@@ -19,6 +19,14 @@ from adapters.telegram.botapi import TelegramCallError, call_api, is_group_chat
 from adapters.telegram.options import TelegramOptions
 from adapters.transport import NativeStream
 from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.reply import OutgoingFile
+
+MB = 1024 * 1024
+PHOTO_TYPES = frozenset({"image/jpeg", "image/png", "image/webp"})  # what sendPhoto shows as a photo
+PHOTO_LIMIT = 10 * MB  # the Bot API's limit for photos; a larger image goes as a document
+DOCUMENT_LIMIT = 50 * MB  # the cloud Bot API's upload limit
+LOCAL_LIMIT = 2000 * MB  # a local `telegram-bot-api --local` server's
+CAPTION_LIMIT = 1024  # characters of a caption
 
 
 class TelegramLanes(Lanes):
@@ -82,6 +90,30 @@ class TelegramSender:
 
     def native_stream(self, target: ReplyTarget) -> NativeStream | None:
         return None  # the Bot API has no streaming: replies are posted and edited
+
+    def max_file_bytes(self, media_type: str) -> int:
+        return LOCAL_LIMIT if self.options.local_mode else DOCUMENT_LIMIT
+
+    async def send_file(self, target: ReplyTarget, file: OutgoingFile) -> str:
+        """`sendPhoto` for an image Telegram shows as a photo (by its bytes' type, within the photo limit),
+        `sendDocument` for everything else and for a photo Telegram refuses (its dimensions); multipart,
+        through python-telegram-bot."""
+        from telegram import InputFile
+
+        upload = InputFile(file.data, filename=file.name, attach=False)
+        caption = file.caption[:CAPTION_LIMIT] or None
+        kwargs = self._target_kwargs(target)
+        if file.media_type in PHOTO_TYPES and file.size <= PHOTO_LIMIT:
+            try:
+                message = await call_api(self.bot.send_photo(photo=upload, caption=caption, **kwargs))
+                return str(message.message_id)
+            except TelegramCallError as exc:
+                if exc.retry_after is not None or exc.transient:
+                    raise  # waited out, or the photo may have landed: never a document beside it
+                # e.g. PHOTO_INVALID_DIMENSIONS (a long, thin chart): refused, nothing was posted
+                upload = InputFile(file.data, filename=file.name, attach=False)
+        message = await call_api(self.bot.send_document(document=upload, caption=caption, **kwargs))
+        return str(message.message_id)
 
     def _target_kwargs(self, target: ReplyTarget) -> dict[str, Any]:
         from telegram import ReplyParameters

@@ -1,4 +1,5 @@
-"""The clock: reminders that arrive once, on time, in the chat they were made in (`ClockFeature`)."""
+"""The clock: reminders and scheduled tasks that arrive once, on time, in the chat they were made in
+(`ClockFeature`)."""
 
 from hermes_engine.clock.feature import ClockFeature
 

@@ -26,7 +26,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
-MIN_INTERVAL = timedelta(minutes=1)  # a recurring job fires at most once a minute
+from hermes_engine.config.clock import ClockSettings
+
+# a recurring job fires at most this often unless the caller passes the profile's `clock.min_interval`
+MIN_INTERVAL: timedelta = ClockSettings.model_fields["min_interval"].default
 
 _UNITS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
           "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
@@ -93,9 +96,10 @@ def zone_named(name: str) -> ZoneInfo:
             f"I do not know the time zone {name!r}: use an IANA name such as Europe/Berlin.") from None
 
 
-def parse_schedule(text: str, zone: ZoneInfo, now: datetime) -> Schedule:
+def parse_schedule(text: str, zone: ZoneInfo, now: datetime, *, min_interval: timedelta = MIN_INTERVAL) -> Schedule:
     """`text` as a `Schedule` for a person in `zone` at `now` (aware); `ScheduleError` with one sentence for
-    the person when it cannot be used."""
+    the person when it cannot be used, or when it recurs more often than `min_interval` (the profile's
+    `clock.min_interval`)."""
     raw = " ".join(text.split())
     lowered = raw.lower()
     if not lowered:
@@ -109,18 +113,18 @@ def parse_schedule(text: str, zone: ZoneInfo, now: datetime) -> Schedule:
         every = _duration(lowered[6:], raw, allow_zero=True)
         if every <= timedelta(0):
             raise ScheduleError("An interval has to be longer than zero: say, for example, `every 2h`.")
-        if every < MIN_INTERVAL:
-            raise ScheduleError("A recurring job can fire at most once a minute: use `every 1m` or longer.")
+        if every < min_interval:
+            raise _too_often(min_interval)
         return Schedule(raw, every=every)
     if (cron := _phrase_cron(lowered)) is not None:
-        return Schedule(raw, cron=cron)
+        return _often_enough(Schedule(raw, cron=cron), zone, now, min_interval)
     fields = lowered.split(" ")
     if len(fields) == 5 and all(re.fullmatch(r"[\d*/,\-a-z?LW#]+", f) for f in fields):
         try:
             CronSim(lowered, now.astimezone(zone))
         except CronSimError as exc:
             raise ScheduleError(f"That cron expression does not work ({exc}).") from None
-        return Schedule(raw, cron=lowered)
+        return _often_enough(Schedule(raw, cron=lowered), zone, now, min_interval)
     if len(fields) in (6, 7) and all(re.fullmatch(r"[\d*/,\-a-z?LW#]+", f) for f in fields):
         raise ScheduleError("Cron expressions here have five fields (minute hour day month weekday), not seconds "
                             "or years.")
@@ -131,6 +135,29 @@ def parse_schedule(text: str, zone: ZoneInfo, now: datetime) -> Schedule:
     if at <= now:
         raise ScheduleError(f"{at.astimezone(zone):%Y-%m-%d %H:%M} has already passed: give a time in the future.")
     return Schedule(raw, at=at.astimezone(UTC))
+
+
+CRON_SLOTS_CHECKED = 60  # consecutive slots of a cron schedule whose gaps are held to the minimum interval
+
+
+def _too_often(min_interval: timedelta) -> ScheduleError:
+    seconds = int(min_interval.total_seconds())
+    short = f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
+    return ScheduleError(f"A recurring job can fire at most once every {_spoken(min_interval)}: use `every {short}` "
+                         "or a schedule that fires less often.")
+
+
+def _often_enough(schedule: Schedule, zone: ZoneInfo, now: datetime, min_interval: timedelta) -> Schedule:
+    """`schedule` when none of its next slots follows the one before sooner than `min_interval`."""
+    slot = schedule.first(now, zone)
+    for _ in range(CRON_SLOTS_CHECKED):
+        following = schedule.after(slot, zone)
+        if following is None:
+            break
+        if following - slot < min_interval:
+            raise _too_often(min_interval)
+        slot = following
+    return schedule
 
 
 def _duration(text: str, raw: str, *, allow_zero: bool = False) -> timedelta:

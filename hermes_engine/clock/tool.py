@@ -1,36 +1,29 @@
 """The `cronjob` tool, with the name and arguments of the agent this project follows, so its prompts and
-skills port over. This slice makes reminders (`message`: fixed text, no model call); `prompt` (a task run by
-the agent) is answered with one sentence saying it is not available yet."""
+skills port over: `message` makes a reminder (fixed text, no model call), `prompt` a task (the agent runs it
+on schedule and its answer is posted). Inside a scheduled task's run it makes, changes or removes jobs only
+when the profile allows jobs from tasks; the jobs it makes then go to the chat of the task that runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Literal
 
-from hermes_engine.clock.schedule import ScheduleError, local_time, parse_schedule, zone_named
-from hermes_engine.ports.jobs import JobRecord, JobSpec
-from hermes_engine.ports.services import ServiceKey
+from hermes_engine.clock import actions
+from hermes_engine.clock.actions import CLOCK, ClockAccess, NotYours
+from hermes_engine.clock.making import Refused, Request, create, update
+from hermes_engine.clock.tasks import TASK_RUN
+from hermes_engine.ports.jobs import JobRecord
 from hermes_engine.ports.storage import Store
 from hermes_engine.ports.tools import ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
 
+__all__ = ["CLOCK", "TOOLSET", "ClockAccess", "cronjob", "describe", "person_zone"]
+
 TOOLSET = "clock"
-MAX_TEXT = 2000
-MAX_JOBS_PER_PERSON = 25  # active or paused: a person cannot fill the clock (or a chat) with reminders
 
 
-@dataclass
-class ClockAccess:
-    """What the tool uses, reached through `ToolContext.services` (`CLOCK`)."""
-
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
-    wake: Callable[[], None] = field(default=lambda: None)  # a job was made: the ticker looks again
-    store: Store | None = None  # the gateway's, from its start
-
-
-CLOCK: ServiceKey[ClockAccess] = ServiceKey("clock")
+def describe(job: JobRecord) -> str:
+    """One line for a job: its number, name, kind, schedule, next time in its zone and tokens so far."""
+    return actions.describe(job)
 
 
 def _error(text: str) -> ToolResult:
@@ -42,93 +35,53 @@ async def person_zone(store: Store, person_id: int) -> str:
     return await store.person_timezone(person_id) or "UTC"
 
 
-def describe(job: JobRecord) -> str:
-    zone = zone_named(job.timezone)
-    when = local_time(job.next_due, zone) if job.next_due else "no next run"
-    state = "" if job.state == "active" else f" [{job.state}]"
-    return f"#{job.id} {job.name!r} ({job.schedule}){state}: next {when}"
-
-
 @tool(toolset=TOOLSET, name="cronjob")
-async def cronjob(action: Literal["create", "list", "remove", "pause", "resume"], ctx: ToolContext,
+async def cronjob(action: Literal["create", "list", "update", "remove", "pause", "resume", "run"], ctx: ToolContext,
                   job_id: str = "", name: str = "", message: str = "", prompt: str = "", schedule: str = "",
+                  deliver: str = "origin", repeat: int | None = None, toolsets: list[str] | None = None,
                   catch_up: Literal["once", "skip"] = "once") -> ToolResult:
-    """Reminders in this chat: create one (fixed text, sent as it is), list, pause, resume or remove them.
+    """Scheduled jobs in this chat: a reminder (message: fixed text, sent as it is) or a task (prompt: you run
+    it on schedule, alone, and your answer is posted here; answer [SILENT] to post nothing).
 
     Args:
-        action: create | list | remove | pause | resume
-        job_id: the job to remove, pause or resume (from list)
+        action: create | list | update | remove | pause | resume | run (run: due now)
+        job_id: the job to update, remove, pause, resume or run (from list)
         name: a short name for the job
-        message: the reminder's text, sent as it is when it fires
-        prompt: a task for the agent to run on schedule (not available yet)
+        message: a reminder's text, sent as it is when it fires
+        prompt: a task for the agent to run on schedule; its answer is posted
         schedule: once `in 30m`, `2026-12-24T18:00+01:00`; or `every 2h`, `every monday 9am`, `0 9 * * 1-5`
+        deliver: where it is posted: origin (this chat)
+        repeat: fire this many times, then stop (recurring schedules)
+        toolsets: the toolsets a task may use (default: the profile's choice for tasks)
         catch_up: a slot missed while the bot was down: `once` fires it at the next start, `skip` drops it
     """
     access = ctx.services.get(CLOCK)
     if access is None or access.store is None or ctx.person_id is None or ctx.in_review:
-        return _error("reminders are not available here.")
+        return _error("scheduled jobs are not available here.")
+    task = ctx.services.get(TASK_RUN)
+    if task is not None and not task.allow_jobs:
+        return _error("a scheduled task may not make or change jobs (the profile's clock.allow_jobs_from_tasks).")
     store = access.store
     if action == "list":
-        jobs = await store.list_jobs(ctx.bot, owner_id=ctx.person_id)
-        return ToolResult("\n".join(describe(j) for j in jobs) if jobs else "No reminders.")
-    if action == "create":
-        return await _create(access, store, ctx, name, message, prompt, schedule, catch_up)
-    job = await _own(store, ctx, job_id)
-    if isinstance(job, ToolResult):
-        return job
-    if action == "remove":
-        await store.delete_job(job.id)
-        return ToolResult(f"Removed {job.name!r}.")
-    if action == "pause":
-        await store.set_job_state(job.id, "paused")
-        return ToolResult(f"Paused {job.name!r}.")
-    zone = zone_named(job.timezone)
-    now = access.clock()
-    due = job.next_due if job.once else parse_schedule(job.schedule, zone, now).first(now, zone)
-    await store.set_job_state(job.id, "active", next_due=due)
-    access.wake()
-    return ToolResult(f"Resumed {job.name!r}; next {local_time(due, zone) if due else 'never'}.")
-
-
-async def _own(store: Store, ctx: ToolContext, job_id: str) -> JobRecord | ToolResult:
-    if not job_id.strip().lstrip("#").isdigit():
-        return _error("give the job_id of the job (call cronjob with action=list to see them).")
-    job = await store.get_job(int(job_id.strip().lstrip("#")))
-    if job is None or job.bot != ctx.bot or job.owner_id != ctx.person_id or job.state not in ("active", "paused"):
-        return _error(f"you have no job {job_id}.")
-    return job
-
-
-async def _create(access: ClockAccess, store: Store, ctx: ToolContext, name: str, message: str, prompt: str,
-                  schedule: str, catch_up: Literal["once", "skip"]) -> ToolResult:
-    assert ctx.person_id is not None
-    if prompt.strip() and not message.strip():
-        return _error("scheduled tasks (prompt) are not available yet; a reminder with fixed text (message) is.")
-    if not message.strip():
-        return _error("give the reminder's text in message.")
-    if len(message) > MAX_TEXT:
-        return _error(f"a reminder's text can be at most {MAX_TEXT} characters.")
-    if ctx.target is None:
-        return _error("there is no chat to deliver this reminder to.")
-    kept = [j for j in await store.list_jobs(ctx.bot, owner_id=ctx.person_id) if j.state in ("active", "paused")]
-    if len(kept) >= MAX_JOBS_PER_PERSON:
-        return _error(f"you have {len(kept)} reminders already, the most one person may keep; remove one first "
-                      "(cronjob with action=list shows them).")
-    zone_name = await person_zone(store, ctx.person_id)
-    zone = zone_named(zone_name)
-    now = access.clock()
+        return ToolResult(await actions.listing(store, ctx.bot, ctx.person_id))
+    req = Request(name=name, message=message, prompt=prompt, schedule=schedule, deliver=deliver, repeat=repeat,
+                  toolsets=toolsets, catch_up=catch_up)
     try:
-        parsed = parse_schedule(schedule, zone, now)
-    except ScheduleError as exc:
+        if action == "create":
+            offered = set(access.offered)
+            session_key = task.job.session_key if task is not None else ctx.session_key
+            return ToolResult(await create(access, ctx, req, offered=offered,
+                                           zone_name=await person_zone(store, ctx.person_id),
+                                           session_key=session_key))
+        job = await actions.own_job(store, ctx.bot, ctx.person_id, job_id)
+        if action == "update":
+            return ToolResult(await update(access, job, req))
+    except (Refused, NotYours) as exc:
         return _error(str(exc))
-    due = parsed.first(now, zone)
-    target = ctx.target.to_dict()
-    target["reply_to_id"] = None
-    job = await store.create_job(JobSpec(
-        owner_id=ctx.person_id, bot=ctx.bot, target=target, session_key=ctx.session_key,
-        name=(name.strip() or message.strip())[:80], schedule=parsed.text, timezone=zone_name, kind="reminder",
-        text=message.strip(), next_due=due, once=parsed.once, catch_up=catch_up))
-    access.wake()
-    note = "" if zone_name != "UTC" else " Times are in UTC; say /timezone Europe/Berlin (your zone) to change it."
-    repeat = "" if parsed.once else f", then {parsed.text}"
-    return ToolResult(f"Reminder #{job.id} set: it fires {local_time(due, zone)}{repeat}.{note}")
+    if action == "remove":
+        return ToolResult(await actions.remove(store, job))
+    if action == "pause":
+        return ToolResult(await actions.pause(store, job))
+    if action == "run":
+        return ToolResult(await actions.run_now(access, job))
+    return ToolResult(await actions.resume(access, job))

@@ -70,9 +70,16 @@ class UsageLimits(Feature):
         refuses it and when that resets (nothing is counted then)."""
         if not self.settings.enabled or self.host is None:
             return None
-        host, s, day = self.host, self.settings, self.clock().date()
+        host = self.host
         person = await host.person_of(message.platform, message.account, message.user_id, message.user_name)
-        if host.is_admin(message):
+        return await self.refusal_for(person, admin=host.is_admin(message))
+
+    async def refusal_for(self, person: int, *, admin: bool = False) -> str | None:
+        """`refusal` for a turn run for `person` without a message of theirs (a scheduled task's run)."""
+        if not self.settings.enabled or self.host is None:
+            return None
+        host, s, day = self.host, self.settings, self.clock().date()
+        if admin:
             await host.store.add_usage(host.bot, person, day, turns=1)
             return None
         refused = await self._bot_limit(day)

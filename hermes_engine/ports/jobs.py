@@ -28,6 +28,21 @@ class JobSpec:
     next_due: datetime
     once: bool  # fires once, then is done
     catch_up: CatchUp = "once"  # a slot missed while down: fire once at the next start, or skip it
+    runs_left: int | None = None  # `repeat`: fire this many times, then done (None: as the schedule says)
+    toolsets: tuple[str, ...] | None = None  # a task's toolsets (None: the profile's `clock.task_toolsets`)
+
+
+@dataclass(frozen=True)
+class JobChanges:
+    """What `cronjob update` changes; None leaves a field as it is."""
+
+    name: str | None = None
+    text: str | None = None
+    schedule: str | None = None
+    next_due: datetime | None = None  # set with `schedule` (recomputed from it)
+    once: bool | None = None
+    runs_left: int | None = None
+    toolsets: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -50,8 +65,12 @@ class JobRecord:
     runs: int
     last_due: datetime | None  # the slot of the last run
     last_run_at: datetime | None
-    last_outcome: str | None  # "delivered" | "not delivered: ..." | "skipped"
+    last_outcome: str | None  # "delivered" | "silent" | "interrupted" | "failed: ..." | "not delivered: ..." | ...
     created_at: datetime
+    tokens: int = 0  # what its task runs spent so far, input and output
+    started_due: datetime | None = None  # the slot a task run started and has not recorded (a crash cut it)
+    runs_left: int | None = None
+    toolsets: tuple[str, ...] | None = None
 
 
 class ScheduledJobs(Protocol):
@@ -77,11 +96,20 @@ class ScheduledJobs(Protocol):
 
     async def delete_job(self, job_id: int) -> bool: ...
 
+    async def update_job(self, job_id: int, changes: JobChanges) -> JobRecord | None:
+        """Change what `changes` sets; the job as it is now, None for an unknown one."""
+
+    async def start_run(self, job_id: int, due: datetime) -> bool:
+        """Mark slot `due` as started, before a task's model is called, if the job is active at that slot
+        and no run started it: False otherwise (nothing changes). A start never recorded (`started_due`
+        still that slot) was cut by a crash: the next run records it as interrupted instead of running it."""
+
     async def finish_run(self, job_id: int, due: datetime, *, next_due: datetime | None, outcome: str,
-                         failed: bool = False) -> bool:
+                         failed: bool = False, tokens: int = 0) -> bool:
         """Record the run of slot `due` if the job is still at that slot: `next_due` becomes the next slot
-        (None: the job is done), failures count up (`failed`) or start again. False when another run
-        recorded it first (nothing changes)."""
+        (None: the job is done), failures count up (`failed`) or start again, a run that did not fail uses
+        one of `runs_left`, `tokens` are added to the job's and the start mark is cleared. False when
+        another run recorded it first (nothing changes)."""
 
     async def person_timezone(self, person_id: int) -> str | None:
         """The IANA zone the person chose (`/timezone`), None when they did not."""

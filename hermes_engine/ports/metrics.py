@@ -40,5 +40,12 @@ class Metrics:
     def limit_reached(self, bot: str, limit: str) -> None:
         """A turn was refused because a usage limit (`limit`: person_turns, bot_tokens, ...) was reached."""
 
+    def jobs_due(self, bot: str, count: int) -> None:
+        """The clock looked and found `count` of the bot's scheduled jobs due (at most a page of them)."""
+
+    def job_run(self, bot: str, kind: str, outcome: str, lateness_seconds: float) -> None:
+        """A scheduled job's run was recorded (`kind`: reminder, task; `outcome`: delivered, silent, skipped,
+        interrupted, failed, undelivered, refused), `lateness_seconds` after the slot it ran was due."""
+
 
 NO_METRICS = Metrics()

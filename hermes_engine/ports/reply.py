@@ -78,6 +78,45 @@ class Outlet(Protocol):
     async def typing(self, target: ReplyTarget) -> None: ...
 
 
+@dataclass(frozen=True)
+class OutgoingFile:
+    """A file the agent sends to a person: its bytes, already read from the workspace and checked against
+    the outlet's limits, the name it shows under, the media type read from its bytes (not its name), and a
+    caption (plain text, may be empty)."""
+
+    name: str
+    data: bytes
+    media_type: str
+    caption: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    @property
+    def is_image(self) -> bool:
+        return self.media_type.startswith("image/")
+
+
+class FileOutlet(Protocol):
+    """What the engine needs of an adapter to send a file: how large one may be, and the send itself.
+
+    `send_file` goes through the same pacer and delivery ledger as replies: at most once per
+    `idempotency_key`, a 429 waited out in the chat's lane. It returns False when the key was already
+    delivered (nothing was sent again) or when an earlier attempt under the key was cut short mid-upload
+    (not repeated, so the person never gets it twice; the caller tells the model it may not have arrived).
+    """
+
+    @property
+    def platform(self) -> str: ...
+
+    def max_file_bytes(self, media_type: str) -> int:
+        """The largest file of this type the platform takes from a bot (its documented limit)."""
+        ...
+
+    async def send_file(self, target: ReplyTarget, file: OutgoingFile, *, idempotency_key: str) -> bool: ...
+
+
 class BufferedStream(ReplyStream):
     """Collects deltas and the final in memory. Used by the console in script mode, by background loops
     that must not speak, and by tests."""

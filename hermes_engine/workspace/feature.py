@@ -23,12 +23,13 @@ from pathlib import Path
 
 from hermes_engine.approvals.gate import ApprovalGate
 from hermes_engine.config import WorkspaceSettings
-from hermes_engine.errors import ConfigError
+from hermes_engine.errors import ConfigError, PlatformError
 from hermes_engine.ports.approval import ApprovalAsker, Decision
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.reply import FileOutlet, OutgoingFile
 from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.tools import Tool, ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
@@ -37,11 +38,13 @@ from hermes_engine.workspace.folders import WorkspaceFolders
 from hermes_engine.workspace.mounts import say_what_commands_see
 from hermes_engine.workspace.progress import OutputShown
 from hermes_engine.workspace.risk import classify
+from hermes_engine.workspace.sending import ATTACHED, FileOutlets, attached, prepare, send_key
 from hermes_engine.workspace.space import Workspace, WorkspaceError, scope_name
 from hermes_engine.workspace.uids import pool_for
 
 MB = 1024 * 1024
 FILE_TOOL_SECONDS = 30.0
+SEND_FILE_SECONDS = 300.0  # an upload of up to the platform's limit, after a 429's wait
 log = logging.getLogger(__name__)
 
 
@@ -60,8 +63,11 @@ class WorkspaceFeature(Feature):
 
     def __init__(self, home: Path, bot: str, settings: WorkspaceSettings, *, admins: list[str],
                  asker: ApprovalAsker | None = None, toolsets: list[str] | None = None,
-                 root: Path | None = None) -> None:
+                 root: Path | None = None, outlets: FileOutlets | None = None,
+                 attachments: Callable[[str], Path] | None = None) -> None:
         self.bot = bot
+        self.outlets = outlets if outlets is not None else FileOutlets()  # where `send_file` sends
+        self.attachments = attachments  # a conversation's key → the folder of the files its people sent
         self.folders = WorkspaceFolders.of(home, root)  # root None: under the home
         self.settings = settings
         self.toolsets = toolsets or []
@@ -128,7 +134,8 @@ class WorkspaceFeature(Feature):
         return [tool(self.terminal, name="terminal", toolset="terminal", time_limit=limit),
                 *(tool(fn, name=name, toolset="files", time_limit=FILE_TOOL_SECONDS) for name, fn in (
                     ("read_file", self.read_file), ("write_file", self.write_file), ("patch", self.patch),
-                    ("list_files", self.list_files), ("search_files", self.search_files)))]
+                    ("list_files", self.list_files), ("search_files", self.search_files))),
+                tool(self.send_file, name="send_file", toolset="files", time_limit=SEND_FILE_SECONDS)]
 
     async def terminal(self, ctx: ToolContext, command: str, timeout: float | None = None) -> ToolResult:
         """Run a shell command in this conversation's sandboxed workspace (/workspace; no network).
@@ -227,6 +234,43 @@ class WorkspaceFeature(Feature):
             pattern: Python regular expression
         """
         return self._file_tool(ctx, lambda ws: files.search(ws, pattern))
+
+    async def send_file(self, ctx: ToolContext, path: str, caption: str = "") -> ToolResult:
+        """Send a file of the workspace to the person, as a file in this chat or thread (an image as a photo
+        where the platform shows photos). Write it first (write_file, or a terminal command). Size limits:
+        Telegram 50 MB (photos 10 MB, larger images go as documents), Slack 1 GB, Discord 10 MB. A file the
+        person sent in this conversation is /attachments/<its name>.
+
+        Args:
+            path: relative to the workspace, e.g. report.csv or charts/sales.png; or /attachments/<name>
+            caption: a short plain-text line shown with the file (optional)
+        """
+        target = ctx.target
+        outlet = self.outlets.get(target.platform) if target is not None else None
+        if target is None or outlet is None:
+            return ToolResult("Error: files cannot be sent from here (no chat platform to send them to).",
+                              is_error=True)
+        try:
+            file = await asyncio.to_thread(self._outgoing, ctx, path, caption, outlet)
+        except WorkspaceError as exc:
+            return ToolResult(f"Error: {exc}".replace("Error: Error: ", "Error: "), is_error=True)
+        try:
+            sent = await outlet.send_file(target, file, idempotency_key=send_key(ctx, file))
+        except PlatformError as exc:
+            return ToolResult(f"Error: {target.platform} refused {file.name}: {exc}", is_error=True)
+        if not sent:
+            return ToolResult(f"{file.name} was not sent again: it was already sent in this turn, or its upload "
+                              "was under way when the gateway restarted and is not repeated, so it never arrives "
+                              "twice. Ask the person whether it arrived if unsure.")
+        return ToolResult(f"Sent {file.name} ({file.size:,} bytes, {file.media_type}) to the person.")
+
+    def _outgoing(self, ctx: ToolContext, path: str, caption: str, outlet: FileOutlet) -> OutgoingFile:
+        ws = self._workspace(ctx)  # the same refusals as every file tool
+        if path.strip().startswith(ATTACHED):
+            if self.attachments is None or ctx.workspace is not None:
+                raise WorkspaceError("The files people sent cannot be reached from here.")
+            return attached(self.attachments(ctx.session_key), path.strip(), caption, outlet)
+        return prepare(ws, path, caption, outlet)
 
     # ------------------------------------------------------------------ /workspace
 

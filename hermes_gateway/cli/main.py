@@ -173,6 +173,7 @@ _mount("mcp", "hermes_gateway.cli.mcp", "Start a bot profile's MCP servers and l
 _mount("people", "hermes_gateway.cli.people", "List people with their platform accounts, or forget a person.")
 _mount("kanban", "hermes_gateway.cli.kanban", "Show the kanban board; move or retry a card.")
 _mount("inbox", "hermes_gateway.cli.inbox", "Messages waiting for an answer, and events rejected as unreadable.")
+_mount("jobs", "hermes_gateway.cli.jobs", "Reminders and scheduled jobs: list, show, pause, resume, remove or run now.")
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""The `ScheduledJobs` role (migration 0017): reminders and scheduled tasks, and each person's time zone.
+"""The `ScheduledJobs` role (migrations 0017, 0018): reminders and scheduled tasks, and each person's time zone.
 
 A run is recorded by one UPDATE that names the slot it ran (`next_due`): two replicas, or a replica and its
 own restart, can both deliver a slot only through the delivery ledger's idempotency key, and only one of them
@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import sqlalchemy as sa
 
-from hermes_engine.ports.jobs import CatchUp, JobKind, JobRecord, JobSpec, JobState
+from hermes_engine.ports.jobs import CatchUp, JobChanges, JobKind, JobRecord, JobSpec, JobState
 from storage.models import PersonTimezoneRow, ScheduledJobRow, table_of
 from storage.repos.base import SqlRepository, whole
 from storage.values import clean, clean_text
@@ -28,7 +28,9 @@ def _job(row: ScheduledJobRow) -> JobRecord:
                      kind=cast(JobKind, row.kind), text=row.text, state=cast(JobState, row.state),
                      next_due=row.next_due, once=bool(row.once), catch_up=cast(CatchUp, row.catch_up),
                      failures=row.failures, runs=row.runs, last_due=row.last_due, last_run_at=row.last_run_at,
-                     last_outcome=row.last_outcome, created_at=row.created_at)
+                     last_outcome=row.last_outcome, created_at=row.created_at, tokens=row.tokens or 0,
+                     started_due=row.started_due, runs_left=row.runs_left,
+                     toolsets=tuple(row.toolsets) if row.toolsets is not None else None)
 
 
 class JobRepository(SqlRepository):
@@ -40,7 +42,9 @@ class JobRepository(SqlRepository):
                               session_key=spec.session_key, name=clean_text(spec.name)[:255],
                               schedule=clean_text(spec.schedule)[:255], timezone=spec.timezone, kind=spec.kind,
                               text=clean_text(spec.text), state="active", next_due=spec.next_due, once=spec.once,
-                              catch_up=spec.catch_up, failures=0, runs=0, created_at=self._now())
+                              catch_up=spec.catch_up, failures=0, runs=0, created_at=self._now(), tokens=0,
+                              runs_left=spec.runs_left,
+                              toolsets=list(spec.toolsets) if spec.toolsets is not None else None)
         async with self._session() as session, session.begin():
             session.add(row)
             await session.flush()
@@ -82,7 +86,7 @@ class JobRepository(SqlRepository):
     async def set_job_state(self, job_id: int, state: JobState, *, next_due: datetime | None = None) -> bool:
         values: dict[str, Any] = {"state": state}
         if state == "active":
-            values.update(next_due=next_due, failures=0)
+            values.update(next_due=next_due, failures=0, started_due=None)
         async with self._single() as session, session.begin():
             result = await session.execute(sa.update(ScheduledJobRow).where(ScheduledJobRow.id == job_id)
                                            .values(**values).returning(ScheduledJobRow.id))
@@ -96,12 +100,49 @@ class JobRepository(SqlRepository):
             return result.first() is not None
 
     @whole
+    async def update_job(self, job_id: int, changes: JobChanges) -> JobRecord | None:
+        values: dict[str, Any] = {}
+        if changes.name is not None:
+            values["name"] = clean_text(changes.name)[:255]
+        if changes.text is not None:
+            values["text"] = clean_text(changes.text)
+        if changes.schedule is not None:
+            values["schedule"] = clean_text(changes.schedule)[:255]
+        if changes.next_due is not None:
+            values.update(next_due=changes.next_due, started_due=None)
+        if changes.once is not None:
+            values["once"] = changes.once
+        if changes.runs_left is not None:
+            values["runs_left"] = changes.runs_left
+        if changes.toolsets is not None:
+            values["toolsets"] = list(changes.toolsets)
+        async with self._single() as session, session.begin():
+            if values:
+                await session.execute(sa.update(ScheduledJobRow).where(ScheduledJobRow.id == job_id).values(**values))
+            row = await session.get(ScheduledJobRow, job_id)
+            return _job(row) if row is not None else None
+
+    @whole
+    async def start_run(self, job_id: int, due: datetime) -> bool:
+        table = table_of(ScheduledJobRow)
+        started = sa.or_(table.c.started_due.is_(None), table.c.started_due != due)
+        async with self._single() as session, session.begin():
+            result = await session.execute(
+                sa.update(table).where(table.c.id == job_id, table.c.next_due == due, table.c.state == "active",
+                                       started)
+                .values(started_due=due).returning(table.c.id))
+            return result.first() is not None
+
+    @whole
     async def finish_run(self, job_id: int, due: datetime, *, next_due: datetime | None, outcome: str,
-                         failed: bool = False) -> bool:
+                         failed: bool = False, tokens: int = 0) -> bool:
         table = table_of(ScheduledJobRow)
         values: dict[str, Any] = {
             "next_due": next_due, "last_due": due, "last_run_at": self._now(), "last_outcome": clean_text(outcome),
-            "runs": table.c.runs + 1, "failures": table.c.failures + 1 if failed else 0}
+            "runs": table.c.runs + 1, "failures": table.c.failures + 1 if failed else 0,
+            "tokens": table.c.tokens + max(0, tokens), "started_due": None}
+        if not failed:  # NULL (unbounded) stays NULL
+            values["runs_left"] = table.c.runs_left - 1
         if next_due is None:
             values["state"] = "done"
         async with self._single() as session, session.begin():

@@ -40,7 +40,9 @@ What it models (the parts a bot adapter meets):
   the message's IS_VOICE_MESSAGE flag). Each is served at its `url` on this server, as Discord's CDN serves
   it (``/attachments/<channel>/<id>/<name>``, signed query, no token), with the size the payload declares
   as `Content-Length` unless the test makes it lie (`declared_size`), then chunked. Every download is
-  recorded in `cdn_downloads` (attachment id, bytes sent).
+  recorded in `cdn_downloads` (attachment id, bytes sent). The bot's own files come as discord.py sends
+  them, multipart ``payload_json`` + ``files[n]``: the message keeps them as attachment objects (an empty
+  content is then allowed), their bytes in `files` by attachment id; over 10 MB in all is 413 (40005).
 - Tests act as people: `user_says`, `slash`, `press`; and as the network: `drop_connection`, `pause_gateway`,
   `hold_history`, `deliver_again`, or a malformed event (`message_event` changed, then `dispatch`).
 
@@ -70,6 +72,8 @@ from fakes.loopback import LoopbackServer
 
 API_PREFIX = "/api/v10"
 MAX_CONTENT = 2000
+MAX_UPLOAD = 10 * 1024 * 1024  # a message's files, for a bot in a server without boosts
+_UPLOAD_IDS = itertools.count(1_300_000_000_000_000_000)  # attachment ids of the bot's uploads
 INTENT_GUILD_MEMBERS = 1 << 1
 INTENT_GUILD_PRESENCES = 1 << 8
 INTENT_MESSAGE_CONTENT = 1 << 15
@@ -293,7 +297,7 @@ class FakeDiscord(LoopbackServer):
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     def build_app(self) -> web.Application:
-        app = web.Application(middlewares=[self._json_errors])
+        app = web.Application(middlewares=[self._json_errors], client_max_size=4 * MAX_UPLOAD)
         r = app.router
         p = API_PREFIX
         r.add_get(p + "/users/@me", self._users_me)
@@ -731,7 +735,9 @@ class FakeDiscord(LoopbackServer):
                     ) -> web.Response:
         route = request.match_info.route.resource.canonical[len(API_PREFIX):]  # type: ignore[union-attr]
         body: Any = None
-        if request.can_read_body:
+        if request.content_type == "multipart/form-data":
+            body = await _multipart(request)
+        elif request.can_read_body:
             raw = await request.read()
             if raw:
                 try:
@@ -941,8 +947,14 @@ class FakeDiscord(LoopbackServer):
             channel_id = req.match_info["channel_id"]
             self._channel(channel_id)
             body = body if isinstance(body, dict) else {}
-            content = self._check_content(body, required=True) or ""
-            message = self._post(channel_id, content, body, components=list(body.get("components") or []))
+            uploads: list[FakeAttachment] = body.get("_uploads") or []
+            if sum(len(a.data) for a in uploads) > MAX_UPLOAD:
+                raise DiscordError(413, 40005, "Request entity too large")
+            content = self._check_content(body, required=not uploads) or ""
+            for upload in uploads:
+                self.files[upload.id] = upload
+            message = self._post(channel_id, content, body, components=list(body.get("components") or []),
+                                 attachments=[a.as_api(self.url, channel_id) for a in uploads])
             payload = self._message_payload(message)
             await self.dispatch("MESSAGE_CREATE", self._message_payload(message, for_gateway=True))
             return payload
@@ -1188,3 +1200,20 @@ class _RateLimited(Exception):
     def __init__(self, response: web.Response) -> None:
         super().__init__("rate limited")
         self.response = response
+
+
+async def _multipart(request: web.Request) -> dict[str, Any]:
+    """A message with files, as discord.py sends it: ``payload_json`` and a ``files[n]`` part per file. The
+    files come back as attachments under ``_uploads``, each with a new id (as Discord gives them)."""
+    form = await request.post()
+    try:
+        body = json.loads(str(form.get("payload_json") or "{}"))
+    except ValueError:
+        body = {}
+    uploads = []
+    for name, value in form.items():
+        if name.startswith("files[") and isinstance(value, web.FileField):
+            uploads.append(FakeAttachment(str(next(_UPLOAD_IDS)), value.filename, value.content_type,
+                                          value.file.read(), None))
+    body["_uploads"] = uploads
+    return body

@@ -32,6 +32,12 @@ and app_mention events). Each is served at its `url_private_download` on this se
 (`/files-pri/<team>-<id>/download/<name>`), only with the bot token as ``Authorization: Bearer`` (403
 otherwise), with `Content-Length` or chunked when the size is not stated; files.info answers with the file.
 Every download is recorded in `downloads` (file id, whether the token was right, bytes sent).
+The bot's uploads take Slack's current two steps: files.getUploadURLExternal (filename, length) returns an
+upload URL on this server (`/upload/v1/<file id>`, as files.slack.com's, no token needed), which takes the
+bytes (a length other than the one declared is refused); files.completeUploadExternal then shares the
+uploaded files into `channel_id` (and `thread_ts`) as one bot message with `initial_comment` as its text
+and the files on it (`SlackMessage.files`, each with its bytes in `uploads`). Over 1 GB is `file_too_large`.
+`fail("files.completeUploadExternal")` scripts a 429 in the middle of an upload.
 
 Socket Mode: apps.connections.open returns a ws:// URL of this server; `say()`/`post_event()` then go
 over the websocket as envelopes and wait for the envelope ack. `drop_sockets()` closes every connection
@@ -65,6 +71,7 @@ from aiohttp import web
 from fakes.loopback import LoopbackServer
 
 MAX_TEXT = 40_000
+MAX_UPLOAD = 1024 * 1024 * 1024  # Slack's limit for one uploaded file
 MAX_STREAM_CHUNK = 12_000
 
 TEAM = "T0HERMES"
@@ -234,6 +241,8 @@ class FakeSlack(LoopbackServer):
         self.connections_opened = 0  # apps.connections.open calls
         self.files: dict[str, SlackFile] = {}
         self.downloads: list[tuple[str, bool, int]] = []  # (file id, token right, bytes sent)
+        self.uploads: dict[str, SlackFile] = {}  # the bot's uploads by file id (bytes received)
+        self._upload_lengths: dict[str, int] = {}  # file id → declared length, until its bytes arrive
         self.sockets_accepted = 0  # websocket connections made
         self._faults: deque[Fault] = deque()
         self._slow: list[tuple[str, float]] = []
@@ -255,6 +264,7 @@ class FakeSlack(LoopbackServer):
         app.router.add_post("/response/{id}", self._response_url)
         app.router.add_get("/ws", self._websocket)
         app.router.add_get("/files-pri/{team}-{file_id}/download/{name}", self._download)
+        app.router.add_post("/upload/v1/{file_id}", self._upload)
         return app
 
     async def after_start(self) -> None:
@@ -587,6 +597,52 @@ class FakeSlack(LoopbackServer):
         finally:
             self.downloads.append((file.id, True, sent))
         return response
+
+    def _m_files_getUploadURLExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = str(params.get("filename") or "")
+        try:
+            length = int(params.get("length") or 0)
+        except ValueError:
+            length = 0
+        if not name or length <= 0:
+            return self._error("invalid_arguments")
+        if length > MAX_UPLOAD:
+            return self._error("file_too_large")
+        file_id = f"F{next(self._ids):08d}"
+        self._upload_lengths[file_id] = length
+        self.uploads[file_id] = SlackFile(file_id, name, "", b"")
+        return {"ok": True, "upload_url": f"{self.url}/upload/v1/{file_id}", "file_id": file_id}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file_id"]
+        body = await request.read()
+        if file_id not in self._upload_lengths:
+            return web.Response(status=404, text="unknown upload")
+        if len(body) != self._upload_lengths[file_id]:
+            return web.Response(status=400, text="length mismatch")
+        del self._upload_lengths[file_id]
+        self.uploads[file_id].data = body
+        await self._notify()
+        return web.Response(text=f"OK - {len(body)}")
+
+    def _m_files_completeUploadExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            wanted = json.loads(str(params.get("files") or "[]"))
+        except json.JSONDecodeError:
+            return self._error("invalid_arguments")
+        channel = str(params.get("channel_id") or "")
+        done = [self.uploads.get(str(f.get("id"))) for f in wanted]
+        if not wanted or any(f is None or f.id in self._upload_lengths for f in done):
+            return self._error("file_not_found")
+        shared = [f for f in done if f is not None]
+        for file, asked in zip(shared, wanted, strict=True):
+            file.name = str(asked.get("title") or file.name)
+        if channel:
+            message = SlackMessage(channel, self.new_ts(), str(params.get("initial_comment") or ""),
+                                   user=self.bot_user, bot_id=self.bot_id, thread_ts=params.get("thread_ts") or None,
+                                   files=[f.as_api(self.url, self.team, self.bot_user) for f in shared])
+            self.store(message)
+        return {"ok": True, "files": [{"id": f.id, "title": f.name} for f in shared]}
 
     def _m_files_info(self, params: dict[str, Any]) -> dict[str, Any]:
         file = self.files.get(params.get("file", ""))

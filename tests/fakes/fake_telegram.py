@@ -12,7 +12,9 @@ person would see: ``fake.chat(chat_id)`` has every message with its current text
 history, and every API call made to that chat with its time.
 
 Implemented methods: getMe, getUpdates (offset confirms, ``timeout`` long-polls), sendMessage,
-editMessageText, deleteMessage, sendChatAction, setMyCommands, getMyCommands, deleteWebhook, setWebhook,
+sendPhoto and sendDocument (multipart: the message keeps the file's bytes, name and caption in
+``ChatMessage.file``; over 50 MB, a photo over 10 MB or of dimensions Telegram refuses is refused as the
+real server does), editMessageText, deleteMessage, sendChatAction, setMyCommands, getMyCommands, deleteWebhook, setWebhook,
 getWebhookInfo, getFile, close, logOut. Anything else answers 404 like the real server (which the library
 reports as ``InvalidToken``).
 
@@ -50,9 +52,21 @@ from fakes.telegram_reading import CantParse, read, utf16_len
 
 MAX_TEXT = 4096
 MAX_DOWNLOAD = 20 * 1024 * 1024  # the official server's getFile limit
+MAX_UPLOAD = 50 * 1024 * 1024  # sendDocument
+MAX_PHOTO = 10 * 1024 * 1024  # sendPhoto
 
 _STRING_FIELDS = {"text", "caption", "parse_mode", "url", "secret_token", "file_id", "action",
                   "language_code", "inline_message_id", "business_connection_id", "message_effect_id"}
+
+
+@dataclass(frozen=True)
+class SentFile:
+    """A file the bot uploaded: `kind` is "photo" or "document"."""
+
+    kind: str
+    name: str
+    data: bytes
+    content_type: str
 
 
 @dataclass(frozen=True)
@@ -108,6 +122,7 @@ class ChatMessage:
     deleted: bool = False
     raw: dict[str, Any] | None = None
     reply_markup: dict[str, Any] | None = None  # inline buttons, as sent or last edited
+    file: SentFile | None = None  # what sendPhoto / sendDocument carried; `text` is then its caption
 
     @property
     def buttons(self) -> list[tuple[str, str]]:
@@ -223,6 +238,7 @@ class FakeTelegram(LoopbackServer):
         self.outage_until = 0.0
         self.outage_hits = 0
         self.held_methods: set[str] = set()  # calls to these wait, unanswered and not applied, until `release`
+        self.held_answer_methods: set[str] = set()  # calls to these are applied, their answers wait
         self.held: list[tuple[str, dict[str, Any]]] = []
         self._release = asyncio.Event()
         self._rate_limits: list[_RateLimit] = []
@@ -379,8 +395,15 @@ class FakeTelegram(LoopbackServer):
         self.held_methods.update(methods)
         self._release.clear()
 
+    def hold_answers(self, *methods: str) -> None:
+        """Calls to `methods` take effect (a message is posted) but their answers wait until `release()`:
+        the moment to kill a client whose call landed before it could learn so."""
+        self.held_answer_methods.update(methods)
+        self._release.clear()
+
     def release(self) -> None:
         self.held_methods.clear()
+        self.held_answer_methods.clear()
         self._release.set()
 
     def outage(self, seconds: float) -> None:
@@ -474,6 +497,10 @@ class FakeTelegram(LoopbackServer):
         if chat_id is not None and method != "getUpdates":
             self.chat(chat_id).calls.append(call)
         await self._notify()
+        if method in self.held_answer_methods:
+            self.held.append((method, params))
+            await self._notify()
+            await self._release.wait()
         if status == 502:
             return web.Response(status=502, text="<html><body>502 Bad Gateway</body></html>",
                                 content_type="text/html")
@@ -588,6 +615,45 @@ class FakeTelegram(LoopbackServer):
         message.reply_markup = _markup(params)
         chat.messages.append(message)
         return self._message_json(chat, message)
+
+    async def _m_sendPhoto(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self._file_message(params, "photo", MAX_PHOTO)
+
+    async def _m_sendDocument(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self._file_message(params, "document", MAX_UPLOAD)
+
+    def _file_message(self, params: dict[str, Any], kind: str, limit: int) -> dict[str, Any]:
+        chat = self.chat(int(params["chat_id"]))
+        upload = params.get(kind)
+        if isinstance(upload, str) and upload.startswith("attach://"):
+            upload = params.get(upload[len("attach://"):])
+        if not isinstance(upload, SentFile):
+            raise _bad_request(f"there is no {kind} in the request")
+        if len(upload.data) > limit:
+            raise TelegramApiError(413, "Request Entity Too Large")
+        if kind == "photo" and not _photo_dimensions_ok(upload.data):
+            raise _bad_request("PHOTO_INVALID_DIMENSIONS")
+        sent = SentFile(kind, upload.name, upload.data, upload.content_type)
+        caption = str(params.get("caption") or "")
+        thread_id = _int_or_none(params.get("message_thread_id"))
+        reply = params.get("reply_parameters") or {}
+        reply_to = reply.get("message_id") if isinstance(reply, dict) else None
+        message = ChatMessage(self._next_message_id(chat.id), True, caption, [], None,
+                              int(reply_to) if reply_to else None, thread_id, self.bot.id,
+                              [(time.monotonic(), caption)], file=sent)
+        chat.messages.append(message)
+        data = self._message_json(chat, message)
+        data.pop("text", None)
+        if caption:
+            data["caption"] = caption
+        unique = f"up{message.message_id}"
+        if kind == "photo":
+            data["photo"] = [{"file_id": unique, "file_unique_id": unique, "width": 1, "height": 1,
+                              "file_size": len(sent.data)}]
+        else:
+            data["document"] = {"file_id": unique, "file_unique_id": unique, "file_name": sent.name,
+                                "file_size": len(sent.data)}
+        return data
 
     async def _m_editMessageText(self, params: dict[str, Any]) -> dict[str, Any]:
         chat = self.chat(int(params["chat_id"]))
@@ -743,11 +809,15 @@ async def _read_params(request: web.Request) -> dict[str, Any]:
             data = {}
         return dict(data or {})
     raw = dict(request.query)
+    uploads: dict[str, SentFile] = {}
     if request.method == "POST" and request.can_read_body:
         form = await request.post()
         for key, value in form.items():
             if hasattr(value, "file"):
-                continue  # uploads are not needed by the tests
+                params_file = SentFile("", value.filename or key, value.file.read(),
+                                       value.content_type or "application/octet-stream")
+                uploads[key] = params_file
+                continue
             raw[key] = value
     params: dict[str, Any] = {}
     for key, value in raw.items():
@@ -758,7 +828,17 @@ async def _read_params(request: web.Request) -> dict[str, Any]:
             params[key] = json.loads(value)
         except (json.JSONDecodeError, ValueError):
             params[key] = value
+    params.update(uploads)
     return params
+
+
+def _photo_dimensions_ok(data: bytes) -> bool:
+    """Telegram's rule for a photo: width and height at most 10,000 together, neither side more than 20
+    times the other (read from a PNG's header; other types are taken as they come)."""
+    if not data.startswith(b"\x89PNG\r\n\x1a\n") or len(data) < 24:
+        return True
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    return width + height <= 10_000 and max(width, height) <= 20 * max(1, min(width, height))
 
 
 def _int_or_none(value: Any) -> int | None:

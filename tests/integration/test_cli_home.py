@@ -22,12 +22,13 @@ READ_ONLY = [
     ("people",), ("people", "list"), ("kanban", "list"), ("kanban", "show", "1"), ("inbox", "pending"),
     ("inbox", "rejected"), ("pairing", "list"), ("memory", "show", "1"), ("memory", "export", "1"),
     ("skills", "stats"), ("curator", "report"), ("export", "trajectories"), ("security", "list"),
-    ("security", "scan", "SKILL"),
+    ("security", "scan", "SKILL"), ("jobs", "list"), ("jobs", "show", "1"),
 ]
 WRITING = [
     ("pairing", "approve", "ABCD2345"), ("pairing", "revoke", "telegram", "42"), ("people", "forget", "1", "--yes"),
     ("kanban", "move", "1", "todo"), ("kanban", "retry", "1"), ("memory", "edit", "1"), ("curator", "run", "--no-llm"),
     ("security", "approve", "0123456789abcdef"), ("security", "revoke", "0123456789abcdef"),
+    ("jobs", "pause", "1"), ("jobs", "resume", "1"), ("jobs", "remove", "1", "--yes"), ("jobs", "run", "1"),
 ]
 EVERY = READ_ONLY + WRITING
 NO_DATA = "no data at HERMES_HOME={home} (no hermes.db) — is this the service's home? Run the command as the " \

@@ -75,18 +75,25 @@ async def test_an_undeliverable_reminder_is_retried_with_back_off_then_paused(en
     second = await _until(lambda: failures(2))
     assert second.next_due == now.t + timedelta(seconds=60)
     now.t += timedelta(seconds=61)
-    third = await _until(lambda: failures(3))
-    assert third.state == "paused" and down.sends == 3
+    await _until(lambda: failures(3))
+
+    async def paused():
+        record = await e.store.get_job(job.id)
+        return record if record is not None and record.state == "paused" else None
+
+    third = await _until(paused)  # the pause follows the third run's record
+    assert third.state == "paused" and down.sends == 4  # three runs, then the one try at telling the owner
     now.t += timedelta(hours=1)
     await asyncio.sleep(1.5)
-    assert down.sends == 3
+    assert down.sends == 4
 
 
 async def test_a_person_at_the_cap_of_reminders_is_refused_a_new_one_and_nothing_is_saved(engine, fake_llm):
     from fakes.fake_llm import Reply
 
-    from hermes_engine.clock.tool import MAX_JOBS_PER_PERSON
+    from hermes_engine.config.clock import ClockSettings
 
+    MAX_JOBS_PER_PERSON = ClockSettings().max_jobs_per_person
     e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature()])
     create = {"action": "create", "message": "stretch", "schedule": "every 2h"}
     fake_llm.script(Reply(tool_calls=[("cronjob", create)]), Reply(text="set"))
@@ -120,6 +127,6 @@ async def test_a_persons_jobs_cannot_be_seen_paused_or_removed_by_someone_else(e
     fake_llm.reset()
     fake_llm.script(Reply(tool_calls=[("cronjob", {"action": "list"})]), Reply(text="listed"))
     assert await e.say("list my reminders", user="mallory", chat="mallory-dm") == "listed"
-    assert fake_llm.requests[1].turn_tool_results[0] == "No reminders."
+    assert fake_llm.requests[1].turn_tool_results[0] == "No scheduled jobs."
     kept = await e.store.get_job(job.id)
     assert kept is not None and kept.state == "active"

@@ -601,6 +601,9 @@ async def test_oversize_file_is_refused_politely_without_download(tg, telegram, 
     text = fake_llm.requests[0].last_user_text
     assert "[attachment refused: huge.zip (application/zip, 5120 KB): larger than the 1 MB limit" in text
     assert telegram.downloads == [] and not any(c.method == "getFile" for c in telegram.requests)
+    told, answer = telegram.chat(42).bot_texts
+    assert told == "I did not read huge.zip: it is larger than the 1 MB limit for files."
+    assert answer == "Sorry, that file is too big for me."
 
 
 async def test_a_file_without_a_stated_size_is_refused_once_its_bytes_pass_the_limit(tg, telegram, fake_llm, tmp_path):
@@ -615,6 +618,7 @@ async def test_a_file_without_a_stated_size_is_refused_once_its_bytes_pass_the_l
     assert "[attachment refused: big.bin (application/octet-stream, " in big
     assert "larger than the 1 MB limit for files]" in big
     assert "[attachment: document small.txt (text/plain" in small
+    assert "I did not read big.bin: it is larger than the 1 MB limit for files." in telegram.chat(42).bot_texts
     folder = tmp_path / "attachments" / f"telegram_{telegram.bot.id}_dm_42"
     assert [p.read_bytes() for p in folder.iterdir()] == [b"hello"]  # nothing of the big file was kept
 

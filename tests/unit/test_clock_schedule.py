@@ -74,7 +74,10 @@ def test_a_time_doubled_by_the_autumn_change_fires_once_at_its_first_occurrence(
     ("0 0 9 * * 1", "Cron expressions here have five fields (minute hour day month weekday), not seconds or years."),
     ("every 0 minutes", "An interval has to be longer than zero: say, for example, `every 2h`."),
     ("2020-01-01T09:00+00:00", "2020-01-01 10:00 has already passed: give a time in the future."),
-    ("every 10s", "A recurring job can fire at most once a minute: use `every 1m` or longer."),
+    ("every 10s", "A recurring job can fire at most once every 5 minutes: use `every 5m` or a schedule that fires "
+                  "less often."),
+    ("*/2 * * * *", "A recurring job can fire at most once every 5 minutes: use `every 5m` or a schedule that "
+                    "fires less often."),
     ("sometime soon", "I cannot read 'sometime soon' as a time: try `in 30m`, `every monday 9am`, "
                       "`weekdays at 9am`, `0 9 * * 1-5` or an ISO time like 2026-12-24T18:00+01:00."),
 ])
@@ -94,3 +97,11 @@ def test_an_unknown_time_zone_is_one_sentence() -> None:
 def test_the_local_time_names_the_clock_and_the_zone() -> None:
     assert local_time(datetime(2026, 12, 7, 8, 0, tzinfo=UTC), BERLIN) == "Mon 7 Dec 2026, 09:00 CET (Europe/Berlin)"
     assert local_time(datetime(2026, 12, 7, 8, 0, 5, tzinfo=UTC), zone_named("UTC")) == "Mon 7 Dec 2026, 08:00:05 UTC (UTC)"
+
+
+def test_the_profiles_minimum_interval_bounds_intervals_and_cron_alike() -> None:
+    assert parse_schedule("every 1m", BERLIN, NOW, min_interval=timedelta(minutes=1)).every == timedelta(minutes=1)
+    assert parse_schedule("*/10 * * * *", BERLIN, NOW, min_interval=timedelta(minutes=10)).cron == "*/10 * * * *"
+    for text in ("every 9m", "*/5 * * * *", "0,5 9 * * *"):
+        with pytest.raises(ScheduleError, match="at most once every 10 minutes: use `every 10m`"):
+            parse_schedule(text, BERLIN, NOW, min_interval=timedelta(minutes=10))

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from postgres import BACKENDS, PG_URL, fresh_schema
 
-from hermes_engine.ports.jobs import JobSpec
+from hermes_engine.ports.jobs import JobChanges, JobSpec
 from storage.store import SqlStore
 
 NOW = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
@@ -84,3 +84,49 @@ async def test_a_forgotten_person_loses_their_jobs_and_time_zone(store: SqlStore
     assert record is not None and record.jobs == 2
     assert [j.id for j in await store.list_jobs("bot")] == [kept.id]
     assert await store.person_timezone(alice) is None
+
+
+async def test_a_task_slot_is_started_by_one_of_many_racing_runs_and_the_record_clears_the_mark(
+        store: SqlStore) -> None:
+    person = (await store.resolve_account("telegram", "a", "1")).person_id
+    job = await _job(store, person)
+    won = await asyncio.gather(*(store.start_run(job.id, NOW) for _ in range(8)))
+    assert won.count(True) == 1
+    started = await store.get_job(job.id)
+    assert started is not None and started.started_due == NOW
+    assert not await store.start_run(job.id, NOW + timedelta(hours=1))  # not the job's slot
+    later = NOW + timedelta(hours=2)
+    assert await store.finish_run(job.id, NOW, next_due=later, outcome="delivered", tokens=120)
+    assert await store.start_run(job.id, later)
+    assert await store.finish_run(job.id, later, next_due=later + timedelta(hours=2), outcome="failed: x",
+                                  failed=True, tokens=30)
+    after = await store.get_job(job.id)
+    assert after is not None
+    assert (after.started_due, after.tokens, after.failures, after.runs) == (None, 150, 1, 2)
+
+
+async def test_runs_left_count_down_on_runs_that_did_not_fail(store: SqlStore) -> None:
+    person = (await store.resolve_account("telegram", "a", "1")).person_id
+    job = await store.create_job(JobSpec(
+        owner_id=person, bot="bot", target={}, session_key="k", name="twice", schedule="every 2h",
+        timezone="UTC", kind="task", text="look", next_due=NOW, once=False, runs_left=2, toolsets=("core",)))
+    assert (job.runs_left, job.toolsets, job.tokens) == (2, ("core",), 0)
+    later = NOW + timedelta(hours=2)
+    assert await store.finish_run(job.id, NOW, next_due=later, outcome="failed: x", failed=True)
+    assert (await store.get_job(job.id)).runs_left == 2  # type: ignore[union-attr]
+    assert await store.finish_run(job.id, later, next_due=later + timedelta(hours=2), outcome="delivered")
+    assert (await store.get_job(job.id)).runs_left == 1  # type: ignore[union-attr]
+
+
+async def test_an_update_changes_only_what_it_names(store: SqlStore) -> None:
+    person = (await store.resolve_account("telegram", "a", "1")).person_id
+    job = await _job(store, person)
+    await store.start_run(job.id, NOW)
+    due = NOW + timedelta(days=1)
+    changed = await store.update_job(job.id, JobChanges(name="stand up", schedule="every day at 9am", next_due=due))
+    assert changed is not None
+    assert (changed.name, changed.text, changed.schedule, changed.next_due, changed.started_due) == (
+        "stand up", "stretch", "every day at 9am", due, None)
+    renamed = await store.update_job(job.id, JobChanges(text="stand and stretch"))
+    assert renamed is not None and renamed.text == "stand and stretch"
+    assert await store.update_job(10_000, JobChanges(name="x")) is None
