@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes_engine.attachments.feature import AttachmentsFeature
+from hermes_engine.attachments.voice import VoiceNotes
 from hermes_engine.clock import ClockFeature
 from hermes_engine.compression.feature import CompressionFeature
 from hermes_engine.compression.lineage import load_history
@@ -218,6 +220,15 @@ def server_sandbox(settings: Settings, profile: BotProfile) -> ServerSandbox:
     return ServerSandbox(folders.servers(profile.name), uids)
 
 
+def attachments(settings: Settings, profile: BotProfile) -> AttachmentsFeature:
+    """What the engine makes of files people send: voice notes heard through the configured transcriber
+    (`HERMES_STT_MODEL`; none: the person is told), long documents read on with `read_document`."""
+    from hermes_engine.providers.transcribers import transcriber_from_settings
+
+    transcriber = transcriber_from_settings(settings.stt.model, settings.stt.base_url)
+    return AttachmentsFeature(VoiceNotes(transcriber, echo=profile.voice_notes.echo))
+
+
 def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
                   features: list[Feature] | None = None, storage_health: StorageHealth | None = None,
                   asker: ApprovalAsker | None = None, metrics: Metrics = NO_METRICS,
@@ -225,12 +236,15 @@ def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
     """The gateway for one bot profile. Compression is part of every engine (its settings are in the
     profile): a hand-picked feature list gets it too, and so does the inbox pruning job. Gateways sharing a
     store share its `storage_health` (one outage, one notice per chat, one readiness answer); without one,
-    the gateway keeps its own. Usage limits are part of every engine too (off unless the profile sets them)."""
+    the gateway keeps its own. Usage limits are part of every engine too (off unless the profile sets them), and
+    so is the attachments feature (voice notes, `read_document`)."""
     if features is None:
         features = build_features(settings, profile, asker=asker, store=store, outlets=outlets)
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
     features = [UsageLimits(profile.limits), *features, InboxPruning(settings.inbox_retention_days)]
+    if not any(isinstance(f, AttachmentsFeature) for f in features):
+        features.append(attachments(settings, profile))
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,
                    tools=ToolRegistry(list(CORE_TOOLS)),
                    access=AccessGate(profile.access, Pairing(pairing_store(settings, store))),

@@ -8,10 +8,13 @@ No clock, host name, path or PID ever enters it.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from hermes_engine.attachments.documents import DOCUMENTS, documents_for_model, readable
 from hermes_engine.policy.untrusted import SENT_FILE
 from hermes_engine.ports.conversation import ImagePart, Message
 from hermes_engine.ports.inbound import InboundMessage
@@ -50,7 +53,9 @@ class PromptBuilder:
                            images: tuple[ImagePart, ...] = ()) -> Message:
         text = msg.text
         if msg.attachments:
-            text = (text + "\n\n" if text else "") + describe_attachments(msg)
+            # documents are parsed here (a PDF takes a while): off the event loop
+            pager = self.tools.get(READ_DOCUMENT) is not None
+            text = (text + "\n\n" if text else "") + await asyncio.to_thread(describe_attachments, msg, pager)
         if scope.multi_speaker:
             text = f"[{msg.user_name or msg.user_id}] {text}"
         notes: list[str] = []
@@ -61,9 +66,11 @@ class PromptBuilder:
                 (private if contributor.private_notes else notes).append(note.strip())
         if notes:
             text = text + "\n\n" + "\n\n".join(notes)
-        meta = {"speaker": msg.user_id, "person_id": speaker_person_id, "platform": msg.platform}
+        meta: dict[str, Any] = {"speaker": msg.user_id, "person_id": speaker_person_id, "platform": msg.platform}
         if private:
             meta[PRIVATE_NOTE] = "\n\n".join(private)
+        if documents := readable(msg.attachments):  # where `read_document` finds them in later turns
+            meta[DOCUMENTS] = documents
         return Message(role="user", content=text, images=images, meta=meta)
 
 
@@ -98,7 +105,12 @@ def load_images(msg: InboundMessage) -> tuple[ImagePart, ...]:
     return tuple(parts)
 
 
-def describe_attachments(msg: InboundMessage) -> str:
+READ_DOCUMENT = "read_document"
+
+
+def describe_attachments(msg: InboundMessage, pager: bool = False) -> str:
+    """Each file by name, type and size (or why it was refused), then the text of the documents among them
+    (`attachments/documents.py`: capped, marked untrusted; `pager`: the note says how to read on)."""
     lines = []
     for a in msg.attachments:
         size_kb = max(1, a.size // 1024)
@@ -106,4 +118,4 @@ def describe_attachments(msg: InboundMessage) -> str:
             lines.append(f"[attachment refused: {a.file_name} ({a.mime_type}, {size_kb} KB): {a.refused_reason}]")
         else:
             lines.append(f"{SENT_FILE}{a.kind} {a.file_name} ({a.mime_type}, {size_kb} KB)]")
-    return "\n".join(lines)
+    return "\n".join([*lines, *documents_for_model(msg.attachments, pager=pager)])

@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hermes_engine.config.clock import ClockSettings
 from hermes_engine.config.mcp import McpServerSettings, check_server_names
+from hermes_engine.config.media import SpeechToText, VoiceNoteSettings
 from hermes_engine.errors import ConfigError
 
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
@@ -61,6 +62,7 @@ class Settings(BaseSettings):
     # system of its own mounted here (a volume or tmpfs) keeps the host's paths out of what a sandboxed
     # command reads in /proc/self/mountinfo (`workspace/mounts.py`).
     workspace_root: Path | None = None
+    stt: SpeechToText = Field(default_factory=SpeechToText)  # voice notes transcribed (HERMES_STT_*)
 
     @field_validator("log_level")
     @classmethod
@@ -273,6 +275,7 @@ class BotProfile(BaseModel):
     limits: UsageLimitSettings = Field(default_factory=UsageLimitSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     kanban: KanbanSettings = Field(default_factory=KanbanSettings)
+    voice_notes: VoiceNoteSettings = Field(default_factory=VoiceNoteSettings)
     clock: ClockSettings = Field(default_factory=ClockSettings)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)  # tools from MCP servers

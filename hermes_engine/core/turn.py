@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from hermes_engine.agent.long_answers import answer_text
 from hermes_engine.agent.loop import AgentLoop, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder, load_images
+from hermes_engine.attachments.voice import UNHEARD, VOICE_NOTES
 from hermes_engine.core.jobs import TurnJob
 from hermes_engine.core.journal import Journal
 from hermes_engine.core.storage_health import StorageHealth
@@ -158,6 +159,7 @@ class TurnRunner:
             await feature.on_turn_start(session.scope)
         msg = await self._expand_command(msg)
         await self.host.ensure_loaded(session, job.person_id)
+        msg = await self._hear(session, msg)
         images = await asyncio.to_thread(load_images, msg)  # up to megabytes from disk: off the loop
         user = await self.prompts.user_message(session.scope, msg, job.person_id, images=images)
         user = Message(**{**user.__dict__, "meta": {**user.meta, "event_id": msg.event_id}})
@@ -347,6 +349,19 @@ class TurnRunner:
             if text:
                 return replace(msg, text=text, command=None, args="")
         return msg
+
+    async def _hear(self, session: SessionHandle, msg: InboundMessage) -> InboundMessage:
+        """Voice notes as their transcripts; what the person is to hear of them (no transcriber, a failure,
+        the echo) is sent first. Not again for a message its session already stored (a replay)."""
+        if not msg.attachments or any(m.meta.get("event_id") == msg.event_id for m in session.history.view()):
+            return msg
+        heard = await (self.host.services.get(VOICE_NOTES) or UNHEARD).hear(msg)
+        for n, notice in enumerate(heard.notices):
+            try:
+                await self.host.notify(msg.reply_target(), notice, idempotency_key=f"{msg.event_id}:voice:{n}")
+            except Exception as exc:  # noqa: BLE001 - the answer still comes; the model knows what was heard
+                log.warning("could not tell %s about a voice note: %s", msg.chat_id, exc)
+        return heard.message
 
     async def _keep_typing(self, outlet: Outlet, target: ReplyTarget) -> None:
         while True:

@@ -1,5 +1,7 @@
 """A scripted LLM on 127.0.0.1 that speaks OpenAI Chat Completions and Anthropic Messages, and serves
-OpenAI-style `/v1/embeddings` (hashed bag-of-stems vectors; `embedding_failures` scripts errors).
+OpenAI-style `/v1/embeddings` (hashed bag-of-stems vectors; `embedding_failures` scripts errors) and
+`/v1/audio/transcriptions` (multipart, as the real API; `transcripts` scripts the words heard,
+`transcription_failures` errors served first).
 
 The real SDKs talk to it over real HTTP, so tests cover the wire formats, the SDKs' own retry logic and
 stream cuts the way production meets them, without patching any library. Replies come from a FIFO script,
@@ -162,6 +164,17 @@ def _plain_text(content: Any) -> str:
     return ""
 
 
+@dataclass
+class TranscriptionRequest:
+    """One upload to `/v1/audio/transcriptions`, as the server read its form."""
+
+    model: str
+    file_name: str
+    content_type: str
+    data: bytes
+    fields: dict[str, str]
+
+
 class FakeLLM(LoopbackServer):
     """The server. Use as `async with FakeLLM() as fake:` or call `start()` / `stop()` yourself."""
 
@@ -177,6 +190,12 @@ class FakeLLM(LoopbackServer):
         # (an int = that HTTP status, "garbage" = a 200 whose body is not an embeddings list).
         self.embedding_inputs: list[list[str]] = []
         self.embedding_failures: deque[int | Literal["garbage"]] = deque()
+        # /v1/audio/transcriptions: each upload received, the texts served in order (then
+        # `default_transcript`), and HTTP statuses served before any text (429 with Retry-After: 0).
+        self.transcriptions: list[TranscriptionRequest] = []
+        self.transcripts: deque[str] = deque()
+        self.default_transcript = ""
+        self.transcription_failures: deque[int] = deque()
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -185,6 +204,7 @@ class FakeLLM(LoopbackServer):
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/v1/audio/transcriptions", self._transcription)
         return app
 
     @property
@@ -249,6 +269,25 @@ class FakeLLM(LoopbackServer):
         return web.json_response({"object": "list", "data": data, "model": body["model"],
                                   "usage": {"prompt_tokens": sum(len(t) // 4 for t in texts),
                                             "total_tokens": sum(len(t) // 4 for t in texts)}})
+
+    async def _transcription(self, http: web.Request) -> web.Response:
+        """OpenAI's transcription endpoint: a multipart form with `file` and `model`, answered `{"text": ...}`."""
+        if not http.content_type.startswith("multipart/form-data"):
+            return _error_response("openai", 400, "expected multipart/form-data", None)
+        form = await http.post()
+        upload, model = form.get("file"), form.get("model")
+        if not isinstance(upload, web.FileField) or not isinstance(model, str) or not model:
+            return _error_response("openai", 400, "file and model are required", None)
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        self.transcriptions.append(TranscriptionRequest(model, upload.filename, upload.content_type,
+                                                        upload.file.read(), fields))
+        if self.transcription_failures:
+            status = self.transcription_failures.popleft()
+            return _error_response("openai", status, "", 0.0 if status == 429 else None)
+        text = self.transcripts.popleft() if self.transcripts else self.default_transcript
+        if fields.get("response_format") == "text":
+            return web.Response(text=text)
+        return web.json_response({"text": text})
 
     async def _openai(self, http: web.Request) -> web.StreamResponse:
         return await self._timed(http, "openai")

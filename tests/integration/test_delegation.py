@@ -187,7 +187,8 @@ async def test_memory_tool_is_unavailable_inside_a_sub_agent(engine, fake_llm):
     answer = await e.say("delegate a memory write")
     assert "Unknown tool 'memory'" in answer
     sub = next(r for r in fake_llm.requests if is_sub(r))
-    assert tool_names(sub) == {"calculate", "current_time"}  # requested ∩ parent's, minus memory/skills
+    # requested ∩ parent's, minus memory/skills (read_document: the documents the person sent, in `core`)
+    assert tool_names(sub) == {"calculate", "current_time", "read_document"}
     fake_llm.responder = lambda request: Reply(text="fresh")
     await e.say("/new")
     await e.say("hi")

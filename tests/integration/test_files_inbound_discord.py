@@ -94,8 +94,11 @@ async def test_a_text_file_and_a_voice_message_in_a_dm_are_described_by_name_typ
     await e.idle()
 
     first, second = fake_llm.requests[0].last_user_text, fake_llm.requests[1].last_user_text
-    assert first == "[attachment: document build.log (text/plain, 3 KB)]"
-    assert second.startswith("[attachment: voice voice-message.ogg (audio/ogg, ")
+    assert first.startswith("[attachment: document build.log (text/plain, 3 KB)]\n[untrusted data from the document")
+    assert "step 3 FAILED" in first  # a text file's text is read (attachments/documents.py)
+    # no transcriber in this test: the voice message is kept, named, and said to be unheard
+    assert second.startswith("[a voice note (voice-message.ogg) arrived but could not be heard: no transcriber")
+    assert "[attachment: voice voice-message.ogg (audio/ogg, " in second
     assert sent_images(fake_llm.requests[0]) == sent_images(fake_llm.requests[1]) == []
 
 
@@ -135,3 +138,28 @@ async def test_a_png_that_is_not_an_image_and_a_name_that_climbs_out_stay_harmle
     kept = kept_files(tmp_path)
     assert len(kept) == 2 and all(p.parent.parent == tmp_path / "attachments" for p in kept)
     assert not (tmp_path / ".ssh").exists()
+
+
+async def test_a_voice_message_reaches_the_model_as_its_transcript_and_a_pdf_as_its_text(
+        discord_bot, fake_discord, fake_llm, monkeypatch):
+    from documents_kit import pdf_bytes
+
+    from hermes_engine.attachments.voice import TRANSCRIPT
+
+    monkeypatch.setenv("HERMES_STT_MODEL", "whisper-1")  # at the fake LLM, through OPENAI_BASE_URL
+    fake_llm.transcripts.append("what does the report say")
+    e = await discord_bot()
+    fake_llm.script(Reply(text="It says costs fell."))
+    dm = fake_discord.dm_channel("alice")["id"]
+    ogg = b"OggS\x00\x02" + b"\x00" * 20 + b"\x01\x13OpusHead" + b"\x00" * 2000
+    voice = fake_discord.attach("voice-message.ogg", ogg, "audio/ogg", voice=True)
+    report = fake_discord.attach("report.pdf", pdf_bytes("Costs fell in the second half"), "application/pdf")
+    await fake_discord.user_says(dm, "alice", "", attachments=[voice, report])
+    await answered(fake_discord, dm, "It says costs fell.")
+    await e.idle()
+
+    [upload] = fake_llm.transcriptions
+    assert upload.data == ogg and upload.content_type == "audio/ogg"
+    said = fake_llm.requests[0].last_user_text
+    assert said.startswith(f"{TRANSCRIPT} what does the report say")
+    assert "[untrusted data from the document report.pdf" in said and "Costs fell in the second half" in said

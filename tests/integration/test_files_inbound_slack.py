@@ -183,3 +183,28 @@ async def test_a_text_only_model_gets_the_screenshot_described_and_an_audio_clip
     assert sent_images(request) == []
     assert "[attachment: photo screen.png (image/png, 1 KB)]" in request.last_user_text
     assert "[attachment: voice audio_message.webm (" in request.last_user_text
+
+
+async def test_an_audio_clip_reaches_the_model_as_its_transcript_and_a_pdf_as_its_text(
+        slack_bot, fake_slack, fake_llm, monkeypatch):
+    from documents_kit import pdf_bytes
+
+    from hermes_engine.attachments.voice import TRANSCRIPT
+
+    monkeypatch.setenv("HERMES_STT_MODEL", "whisper-1")  # at the fake LLM, through OPENAI_BASE_URL
+    fake_llm.transcripts.append("please read the attached plan")
+    e, adapter = await slack_bot()
+    fake_llm.script(Reply(text="Read it."))
+    webm = (b"\x1a\x45\xdf\xa3\x9f\x42\x86\x81\x01\x42\xf7\x81\x01\x42\xf2\x81\x04\x42\xf3\x81\x08"
+            b"\x42\x82\x84webm\x42\x87\x81\x04\x42\x85\x81\x02" + b"\x00" * 500)
+    clip = fake_slack.upload("audio_message.webm", webm, "audio/webm", subtype="slack_audio")
+    plan = fake_slack.upload("plan.pdf", pdf_bytes("Phase one ships in March"), "application/pdf")
+    await fake_slack.say("UALICE", DM, "", files=[clip, plan])
+    await fake_slack.wait_for(lambda: fake_slack.bot_messages(DM))
+    await settle(e, adapter)
+
+    [upload] = fake_llm.transcriptions
+    assert upload.data == webm and upload.model == "whisper-1"
+    said = fake_llm.requests[0].last_user_text
+    assert said.startswith(f"{TRANSCRIPT} please read the attached plan")
+    assert "[untrusted data from the document plan.pdf" in said and "Phase one ships in March" in said
