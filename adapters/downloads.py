@@ -5,7 +5,9 @@ removes), a file name that cannot escape that folder, and a media type read from
 - The cap holds twice: a size the platform declares is checked before anything is fetched, and since a
   declared size may be missing or wrong, the stream stops as soon as more than the cap has arrived. Bytes go
   to a hidden temporary file beside the final one and are renamed into place only once complete, so a file
-  stopped at the cap (or cut by the network) leaves nothing behind, and a file is never whole in memory.
+  stopped at the cap (or cut by the network) leaves nothing behind, and a file is never whole in memory. One
+  cut by a crash leaves its temporary file; the attachment retention sweep deletes it
+  (`hermes_engine/attachments/retention.py`, which also deletes files past the profile's retention).
 - A name comes from the sender: path parts, control characters, bidi overrides and other invisible format
   characters are removed, characters file systems reject are replaced, the length is bounded (keeping the
   extension) and an empty result gets a name of its own.
@@ -25,13 +27,14 @@ import mimetypes
 import os
 import re
 import unicodedata
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import aiohttp
 
+from hermes_engine.attachments.retention import partial_name
 from hermes_engine.people.forget import ATTACHMENTS, attachment_folder_name
 from hermes_engine.ports.inbound import Attachment
 
@@ -173,8 +176,7 @@ async def stream_to(http: aiohttp.ClientSession, url: str, path: Path, *, limit:
     most `limit` bytes are read. Raises `TooBig` (the partial file deleted), `Refused` or `Transient`."""
     if declared is not None and declared > limit:
         raise TooBig(declared, limit)
-    await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
-    partial = path.with_name(f".{uuid.uuid4().hex}.part")
+    partial = path.with_name(partial_name())
     try:
         saved = await _stream(http, url, partial, limit, headers or {}, proxy)
         await asyncio.to_thread(os.replace, partial, path)
@@ -196,7 +198,7 @@ async def _stream(http: aiohttp.ClientSession, url: str, partial: Path, limit: i
             stated = response.content_length
             if stated is not None and stated > limit:
                 raise TooBig(stated, limit)
-            out = await asyncio.to_thread(partial.open, "wb")
+            out = await asyncio.to_thread(_open_partial, partial)
             try:
                 async for chunk in response.content.iter_chunked(CHUNK):
                     size += len(chunk)
@@ -210,6 +212,12 @@ async def _stream(http: aiohttp.ClientSession, url: str, partial: Path, limit: i
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise Transient(f"{type(exc).__name__}: {exc}") from exc
     return Saved(size, bytes(head))
+
+
+def _open_partial(partial: Path) -> BinaryIO:
+    """The temporary file, its folder made first (again if the retention sweep just removed it empty)."""
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    return partial.open("xb")
 
 
 class Downloads:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_engine.attachments.feature import AttachmentsFeature
+from hermes_engine.attachments.retention import AttachmentRetention
 from hermes_engine.attachments.voice import VoiceNotes
 from hermes_engine.clock import ClockFeature
 from hermes_engine.compression.feature import CompressionFeature
@@ -234,15 +235,16 @@ def build_gateway(settings: Settings, profile: BotProfile, store: Store, *,
                   asker: ApprovalAsker | None = None, metrics: Metrics = NO_METRICS,
                   outlets: FileOutlets | None = None) -> Gateway:
     """The gateway for one bot profile. Compression is part of every engine (its settings are in the
-    profile): a hand-picked feature list gets it too, and so does the inbox pruning job. Gateways sharing a
-    store share its `storage_health` (one outage, one notice per chat, one readiness answer); without one,
-    the gateway keeps its own. Usage limits are part of every engine too (off unless the profile sets them), and
-    so is the attachments feature (voice notes, `read_document`)."""
+    profile): a hand-picked feature list gets it too, and so do the inbox pruning and attachment retention
+    jobs. Gateways sharing a store share its `storage_health` (one outage, one notice per chat, one readiness
+    answer); without one, the gateway keeps its own. Usage limits are part of every engine too (off unless the
+    profile sets them), and so is the attachments feature (voice notes, `read_document`)."""
     if features is None:
         features = build_features(settings, profile, asker=asker, store=store, outlets=outlets)
     elif not any(isinstance(f, CompressionFeature) for f in features):
         features = [*features, CompressionFeature()]
-    features = [UsageLimits(profile.limits), *features, InboxPruning(settings.inbox_retention_days)]
+    features = [UsageLimits(profile.limits), *features, InboxPruning(settings.inbox_retention_days),
+                AttachmentRetention(settings.home, profile.attachments.retention_days)]
     if not any(isinstance(f, AttachmentsFeature) for f in features):
         features.append(attachments(settings, profile))
     return Gateway(settings=settings, profile=profile, store=store, chain_factory=build_chain,

@@ -52,6 +52,9 @@ class DocumentText:
     shown: str  # what of it `text` is: "the first 20,000 characters", "pages 1–4"
 
 
+GONE = "files people send are deleted after the retention period; ask the person to send it again"
+
+
 def format_of(attachment: Attachment) -> str | None:
     """"text", "pdf" or "docx" for a document whose text can be read, by its type and name; else None."""
     if attachment.kind in ("photo", "voice", "video", "audio") or not attachment.path or attachment.refused_reason:
@@ -74,6 +77,8 @@ def read_document(path: str | Path, fmt: str, limit: int = MAX_DOCUMENT_CHARS) -
         return readers[fmt](Path(path), limit)
     except Unreadable:
         raise
+    except FileNotFoundError:  # deleted since it was sent (the attachment retention, /forget)
+        raise Unreadable(f"the file is no longer kept ({GONE})") from None
     except OSError as exc:
         raise Unreadable(f"the file could not be opened ({exc.strerror or type(exc).__name__})") from None
     except Exception as exc:  # noqa: BLE001 - the parsers raise many kinds on damaged files: one sentence

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from hermes_engine.config.attachments import AttachmentSettings
 from hermes_engine.config.clock import ClockSettings
 from hermes_engine.config.mcp import McpServerSettings, check_server_names
 from hermes_engine.config.media import SpeechToText, VoiceNoteSettings
@@ -276,6 +277,7 @@ class BotProfile(BaseModel):
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     kanban: KanbanSettings = Field(default_factory=KanbanSettings)
     voice_notes: VoiceNoteSettings = Field(default_factory=VoiceNoteSettings)
+    attachments: AttachmentSettings = Field(default_factory=AttachmentSettings)
     clock: ClockSettings = Field(default_factory=ClockSettings)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)  # tools from MCP servers
