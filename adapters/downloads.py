@@ -34,8 +34,8 @@ from typing import BinaryIO
 
 import aiohttp
 
+from hermes_engine.attachments.folders import ATTACHMENTS, attachment_folder_name
 from hermes_engine.attachments.retention import partial_name
-from hermes_engine.people.forget import ATTACHMENTS, attachment_folder_name
 from hermes_engine.ports.inbound import Attachment
 
 log = logging.getLogger(__name__)

@@ -137,7 +137,7 @@ def _needs_store(store: Store | None, what: str) -> Store:
 
 def attachment_folder(home: Path) -> Callable[[str], Path]:
     """Where the adapters keep the files people send in a conversation (`adapters/downloads.py`)."""
-    from hermes_engine.people.forget import ATTACHMENTS, attachment_folder_name
+    from hermes_engine.attachments.folders import ATTACHMENTS, attachment_folder_name
 
     return lambda session_key: home / ATTACHMENTS / attachment_folder_name(session_key)
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes_engine.attachments.folders import ATTACHMENTS
 from hermes_engine.ports.feature import Feature
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ log = logging.getLogger(__name__)
 
 DAY = 86400.0
 JOB = "attachments-prune"
-ATTACHMENTS = "attachments"  # under HERMES_HOME; the same folder as `people.forget.ATTACHMENTS`
 PARTIAL_SUFFIX = ".part"
 PARTIAL_GRACE_SECONDS = 3600.0
 _PARTIAL = re.compile(r"^\.[0-9a-f]{32}\.part$")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import secrets
 import shutil
 import time
@@ -29,6 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_engine.attachments.folders import ATTACHMENTS, attachment_folder_name
 from hermes_engine.memory.documents import MemoryOwner, MemoryStore
 from hermes_engine.memory.store import FileMemoryStore
 from hermes_engine.memory.tool import MEMORY
@@ -43,8 +43,6 @@ log = logging.getLogger(__name__)
 
 CODE_LENGTH = 6
 CODE_TTL_SECONDS = 600
-ATTACHMENTS = "attachments"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 EXPLAIN = """This deletes everything I keep about you, for good:
 - what I remember about you (notes and profile, and changes waiting for you),
@@ -54,11 +52,6 @@ EXPLAIN = """This deletes everything I keep about you, for good:
 I will not recognise you afterwards; if you write again you start as someone new.
 
 To go ahead, send `/forget {code}` within 10 minutes."""
-
-
-def attachment_folder_name(session_key: str) -> str:
-    """The folder the adapters save a conversation's attachments in (`attachments/<this>/`)."""
-    return _UNSAFE.sub("_", session_key).strip("._")[:120]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import replace
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
-from hermes_engine.people.forget import attachment_folder_name
+from hermes_engine.attachments.folders import attachment_folder_name
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.inbound import Attachment, ChatKind
 from storage.repos.people import REMOVED

@@ -10,8 +10,9 @@ import pytest
 from home_kit import service_home
 from typer.testing import CliRunner
 
+from hermes_engine.attachments.folders import attachment_folder_name
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryOwner
-from hermes_engine.people.forget import ForgetFeature, attachment_folder_name, forget_person
+from hermes_engine.people.forget import ForgetFeature, forget_person
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.commands import CommandContext
 from hermes_engine.ports.inbound import ChatKind, InboundMessage
