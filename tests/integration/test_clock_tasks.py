@@ -91,7 +91,7 @@ async def test_a_task_runs_alone_with_its_toolsets_and_its_answer_is_delivered_o
     [request] = [r for r in fake_llm.requests if is_task(r)]
     assert PROMPT in request.last_user_text
     assert len([m for m in request.messages if m.get("role") == "user"]) == 1  # not the chat's conversation
-    assert {t["function"]["name"] for t in request.tools} == {"current_time", "calculate"}  # `core` only
+    assert {t["function"]["name"] for t in request.tools} == {"current_time", "calculate", "read_document"}  # `core` only
     chat = await e.store.active_session(done.session_key, e.gateway.bot)
     assert delivered[0] in [m.content for m in await e.store.load_messages(chat.id)]
     runs = metrics.registry.get_sample_value("hermes_job_runs_total",
