@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hermes_engine.config.clock import ClockSettings
 from hermes_engine.config.mcp import McpServerSettings, check_server_names
+from hermes_engine.config.speech import SpeechSettings, TtsProfile
 from hermes_engine.errors import ConfigError
 
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
@@ -54,6 +55,7 @@ class Settings(BaseSettings):
     # the base URL defaults to OPENAI_COMPATIBLE_BASE_URL / OPENAI_BASE_URL). Unset: lexical hints only.
     embedding_model: str | None = None
     embedding_base_url: str | None = None
+    speech: SpeechSettings = Field(default_factory=SpeechSettings)  # voice replies: HERMES_TTS_*
     # Where memory, USER.md, skills and pairing live: "files" under the home, "database" in the store (shared
     # by replicas), "auto" (the default): the database on PostgreSQL, files on SQLite.
     state_backend: Literal["auto", "files", "database"] = "auto"
@@ -274,6 +276,7 @@ class BotProfile(BaseModel):
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     kanban: KanbanSettings = Field(default_factory=KanbanSettings)
     clock: ClockSettings = Field(default_factory=ClockSettings)
+    tts: TtsProfile = Field(default_factory=TtsProfile)  # voice replies (off by default; /voice on|off)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)  # tools from MCP servers
     mcp_schema_budget: int = Field(1500, ge=0)  # schema tokens of MCP tools listed in full; beyond: compact

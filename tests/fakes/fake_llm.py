@@ -37,6 +37,7 @@ from typing import Any, Literal
 import Stemmer
 from aiohttp import web
 
+from fakes.fake_speech import FakeSpeech
 from fakes.loopback import LoopbackServer
 
 Api = Literal["openai", "anthropic"]
@@ -177,6 +178,7 @@ class FakeLLM(LoopbackServer):
         # (an int = that HTTP status, "garbage" = a 200 whose body is not an embeddings list).
         self.embedding_inputs: list[list[str]] = []
         self.embedding_failures: deque[int | Literal["garbage"]] = deque()
+        self.speech = FakeSpeech()  # /v1/audio/speech
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -185,6 +187,7 @@ class FakeLLM(LoopbackServer):
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        self.speech.mount(app)
         return app
 
     @property
