@@ -192,11 +192,16 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
 
 
 def voice_feature(settings: Settings, profile: BotProfile, outlets: FileOutlets) -> Feature:
-    """Voice replies (`/voice`): spoken by the endpoint `HERMES_TTS_*` names, sent through `outlets`."""
-    from hermes_engine.providers.openai_speech import speech_from_settings
+    """Voice replies (`/voice`): spoken by the endpoint `HERMES_TTS_*` names, sent through `outlets`. The
+    `openai` SDK is imported only when that endpoint is set (a bot on another provider never loads it)."""
     from hermes_engine.voice.feature import VoiceFeature
 
-    return VoiceFeature(speech_from_settings(settings.speech), profile.tts, outlets)
+    speaker = None
+    if settings.speech.configured:
+        from hermes_engine.providers.openai_speech import speech_from_settings
+
+        speaker = speech_from_settings(settings.speech)
+    return VoiceFeature(speaker, profile.tts, outlets)
 
 
 def mcp_features(settings: Settings, profile: BotProfile, approvals: ApprovalGate | None = None) -> list[Feature]:
