@@ -181,3 +181,13 @@ async def test_voice_on_survives_a_restart(telegram, fake_llm, tmp_path, monkeyp
         await telegram.wait_for(lambda: voices(telegram), 15)
     finally:
         await second.stop()
+
+
+async def test_voice_alone_says_whether_it_is_on_and_a_wrong_word_says_how_to_use_it(bot, telegram, fake_llm):
+    telegram.user_says(ALICE.id, ALICE, "/voice")
+    await telegram.wait_for_text(ALICE.id, "Voice replies are off here. Use /voice on or /voice off.", 10)
+    telegram.user_says(ALICE.id, ALICE, "/voice loud")
+    await telegram.wait_for_text(ALICE.id, "Use /voice on or /voice off.", 10)
+    await turn_voice(telegram, "on")
+    telegram.user_says(ALICE.id, ALICE, "/voice")
+    await telegram.wait_for_text(ALICE.id, "Voice replies are on here. Use /voice on or /voice off.", 10)
