@@ -191,3 +191,22 @@ async def test_voice_alone_says_whether_it_is_on_and_a_wrong_word_says_how_to_us
     await turn_voice(telegram, "on")
     telegram.user_says(ALICE.id, ALICE, "/voice")
     await telegram.wait_for_text(ALICE.id, "Voice replies are on here. Use /voice on or /voice off.", 10)
+
+
+async def test_a_long_answer_is_spoken_in_its_first_part_and_a_429_on_send_voice_is_waited_out_once(
+        bot, telegram, fake_llm):
+    await turn_voice(telegram, "on")
+    telegram.rate_limit(ALICE.id, retry_after=1, methods=("sendVoice",))
+    long_answer = "This is one sentence of a long answer. " * 60  # 2,340 characters
+    fake_llm.script(long_answer)
+    telegram.user_says(ALICE.id, ALICE, "tell me everything")
+    await telegram.wait_for(lambda: voices(telegram), 20)
+    await telegram.settle(quiet=0.5)
+
+    [asked] = fake_llm.speech.requests
+    assert len(asked.input) <= 1000 and asked.input.endswith("long answer.")  # the profile's default cap
+    uploads = [c for c in telegram.chat(ALICE.id).calls if c.method == "sendVoice"]
+    assert [c.status for c in uploads] == [429, 200] and uploads[1].time - uploads[0].time >= 0.9
+    assert len(voices(telegram)) == 1
+    text = "".join(m.text for m in telegram.chat(ALICE.id).bot_messages if m.file is None)
+    assert long_answer.strip()[-40:] in text  # the whole answer went as text
