@@ -109,7 +109,7 @@ class VoiceFeature(Feature):
                 speech = await synthesizer.synthesize(text)
             except SpeechError as exc:
                 log.warning("voice reply in %s failed: %s", conversation, exc)
-                await self._tell_failure(conversation, target, state)
+                await self._tell_failure(outcome, target, state)
                 return
             if speech.data and len(speech.data) <= outlet.max_file_bytes(speech.media_type):
                 file = OutgoingFile(name="answer.ogg", data=speech.data, media_type=speech.media_type, voice=True)
@@ -120,10 +120,12 @@ class VoiceFeature(Feature):
         except Exception:
             log.exception("voice reply in %s failed", conversation)
 
-    async def _tell_failure(self, conversation: str, target: ReplyTarget, state: VoiceState) -> None:
+    async def _tell_failure(self, outcome: TurnOutcome, target: ReplyTarget, state: VoiceState) -> None:
+        """Once per conversation (until `/voice on` again), marked before it is said."""
         switches, host = self._switches, self._host
         assert switches is not None and host is not None
         if state.failure_told:
             return
-        await switches.put(conversation, VoiceState(on=state.on, failure_told=True))
-        await host.notify(target, FAILED, idempotency_key=f"voice-failed:{conversation}")
+        await switches.put(outcome.scope.session_key, VoiceState(on=state.on, failure_told=True))
+        key = voice_key(outcome.scope.session_id, outcome.message_id)
+        await host.notify(target, FAILED, idempotency_key=f"{key}:failed")

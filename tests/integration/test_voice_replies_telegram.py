@@ -210,3 +210,16 @@ async def test_a_long_answer_is_spoken_in_its_first_part_and_a_429_on_send_voice
     assert len(voices(telegram)) == 1
     text = "".join(m.text for m in telegram.chat(ALICE.id).bot_messages if m.file is None)
     assert long_answer.strip()[-40:] in text  # the whole answer went as text
+
+
+async def test_voice_on_again_after_a_failure_tells_a_new_failure_again(bot, telegram, fake_llm):
+    await turn_voice(telegram, "on")
+    for n in (1, 2):
+        fake_llm.speech.failures.extend([500, 500])
+        fake_llm.script(f"Answer {n}.")
+        telegram.user_says(ALICE.id, ALICE, f"question {n}")
+        await telegram.wait_for(lambda n=n: [m.text for m in telegram.chat(ALICE.id).bot_messages].count(FAILED) == n,
+                                15)
+        telegram.user_says(ALICE.id, ALICE, "/voice on")
+        await telegram.wait_for(lambda n=n: sum(m.text.startswith("Voice replies are on")
+                                                for m in telegram.chat(ALICE.id).bot_messages) == n + 1, 10)
