@@ -22,6 +22,7 @@ from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.reply import FileOutlet, OutgoingFile
+from hermes_engine.ports.session import SessionScope
 from hermes_engine.ports.speech import SpeechError, SpeechSynthesizer
 from hermes_engine.voice.spoken import spoken_text
 from hermes_engine.voice.state import VoiceState, VoiceSwitches
@@ -82,6 +83,12 @@ class VoiceFeature(Feature):
         if choice == "on":
             return "Voice replies are on here: each answer comes as text and as a voice message."
         return "Voice replies are off here: answers come as text only."
+
+    async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
+        if not self.available or self._switches is None:
+            return []
+        state = await self._switches.get(scope.session_key)
+        return [f"Voice replies: {'on' if state.on else 'off'} (/voice on|off)"]
 
     async def on_turn_end(self, outcome: TurnOutcome) -> None:
         if not self.available or outcome.purpose != "turn" or outcome.failed or outcome.interrupted:

@@ -191,6 +191,9 @@ async def test_voice_alone_says_whether_it_is_on_and_a_wrong_word_says_how_to_us
     await turn_voice(telegram, "on")
     telegram.user_says(ALICE.id, ALICE, "/voice")
     await telegram.wait_for_text(ALICE.id, "Voice replies are on here. Use /voice on or /voice off.", 10)
+    telegram.user_says(ALICE.id, ALICE, "/status")
+    await telegram.wait_for(lambda: any("Voice replies: on" in m.text for m in telegram.chat(ALICE.id).bot_messages),
+                            10)
 
 
 async def test_a_long_answer_is_spoken_in_its_first_part_and_a_429_on_send_voice_is_waited_out_once(
