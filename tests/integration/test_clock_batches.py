@@ -13,6 +13,8 @@ from hermes_engine.clock.feature import BATCH_RUNS
 from hermes_engine.ports.jobs import JobSpec
 from hermes_engine.ports.reply import BufferedStream, ReplyStream
 
+OWNER_ALLOWED = {"allowed_users": ["1"]}  # the jobs' owner may write in their chats
+
 
 class Held:
     """A platform whose sends wait until the test lets them go; it counts how many wait at once."""
@@ -63,7 +65,7 @@ async def _due_reminders(e, count: int, due: datetime) -> list[int]:
 
 async def test_reminders_due_at_the_same_moment_are_sent_side_by_side_at_most_a_batch_at_a_time(engine):
     now = datetime.now(UTC)
-    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(lambda: now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(lambda: now)])
     held = Held()
     e.gateway.attach(held)
     ids = await _due_reminders(e, BATCH_RUNS + 4, now - timedelta(seconds=1))

@@ -21,6 +21,8 @@ from hermes_gateway.metrics import PrometheusMetrics
 TASK = "[Scheduled task #"
 PROMPT = "check the news for anything about the bank"
 
+OWNER_ALLOWED = {"allowed_users": ["u1"]}  # the jobs' owner may write in their chats
+
 
 class Now:
     """A clock the test moves."""
@@ -79,7 +81,7 @@ async def test_a_task_runs_alone_with_its_toolsets_and_its_answer_is_delivered_o
         engine, fake_llm):
     now = Now()
     metrics = PrometheusMetrics()
-    e = await engine(profile=make_profile(toolsets=["core", "clock", "memory"]), features=[ClockFeature(now)],
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock", "memory"]), features=[ClockFeature(now)],
                      metrics=metrics)
     job = await made_task(e, now, fake_llm, lambda _: Reply(text="Your bank announced new opening hours.",
                                                              usage={"input": 120, "output": 30}))
@@ -105,7 +107,7 @@ async def test_a_task_names_its_toolsets_has_its_owners_memory_and_never_gets_th
         engine, fake_llm, tmp_path):
     now = Now()
     memory = MemoryFeature(FileMemoryStore(tmp_path / "memories"))
-    e = await engine(profile=make_profile(toolsets=["core", "clock", "memory"]), features=[ClockFeature(now), memory])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock", "memory"]), features=[ClockFeature(now), memory])
     job = await made_task(e, now, fake_llm, lambda _: Reply(text="[SILENT]"), toolsets=["memory"])
     await memory.book.add(MemoryOwner.person(job.owner_id), "memory", "Banks with Sparkasse Köln")
     done = await finished(e, job.id)
@@ -122,7 +124,7 @@ async def test_a_task_names_its_toolsets_has_its_owners_memory_and_never_gets_th
 
 async def test_a_task_run_may_not_make_jobs_unless_the_profile_allows_it(engine, fake_llm):
     now = Now()
-    allowed = make_profile(toolsets=["core", "clock"], clock={"allow_jobs_from_tasks": True})
+    allowed = make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"], clock={"allow_jobs_from_tasks": True})
     e = await engine(profile=allowed, features=[ClockFeature(now)])
 
     def nested(request: Any) -> Reply:
@@ -140,7 +142,7 @@ async def test_a_task_run_may_not_make_jobs_unless_the_profile_allows_it(engine,
 
 async def test_a_task_that_answers_silent_delivers_nothing(engine, fake_llm):
     now = Now()
-    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(now)])
     job = await made_task(e, now, fake_llm, lambda _: Reply(text="[SILENT] nothing new today"))
     before = len(e.outlet.delivered)
     done = await finished(e, job.id)
@@ -152,7 +154,7 @@ async def test_a_task_that_answers_silent_delivers_nothing(engine, fake_llm):
 async def test_a_failing_model_is_told_once_retried_with_back_off_and_paused_after_three_failures(
         engine, fake_llm):
     now = Now()
-    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(now)])
     job = await e.store.get_job((await made_task(e, now, fake_llm, lambda _: Reply(error=400,
                                                  error_message="model is broken"))).id)
     first = await finished(e, job.id, 1)
@@ -186,7 +188,7 @@ async def test_a_task_run_cut_by_a_stop_is_recorded_as_interrupted_after_the_res
         await asyncio.sleep(3600)
         return Reply(text="never")
 
-    first = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(now)],
+    first = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(now)],
                          home=tmp_path)
     job = await made_task(first, now, fake_llm, hang)
     await asyncio.wait_for(asked.wait(), 10)
@@ -196,7 +198,7 @@ async def test_a_task_run_cut_by_a_stop_is_recorded_as_interrupted_after_the_res
 
     fake_llm.reset()
     fake_llm.responder = lambda _: Reply(text="ran again")
-    second = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(now)],
+    second = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(now)],
                           home=tmp_path)
     done = await finished(second, job.id)
     await second.idle()
@@ -208,7 +210,7 @@ async def test_a_task_run_cut_by_a_stop_is_recorded_as_interrupted_after_the_res
 
 async def test_a_task_run_counts_as_a_turn_and_one_over_the_limit_is_told_and_not_run(engine, fake_llm):
     now = Now()
-    profile = make_profile(toolsets=["core", "clock"], limits={"turns_per_day": 1})
+    profile = make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"], limits={"turns_per_day": 1})
     e = await engine(profile=profile, features=[ClockFeature(now)])
     job = await made_task(e, now, fake_llm, lambda _: Reply(text="not asked"))  # making it was the one turn
     done = await finished(e, job.id)
