@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from hermes_engine.ports.host import Host
-from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 from hermes_engine.ports.jobs import JobRecord
 
 # Where the adapters pass `membership_boundary=True` to `admit`: on Slack every chat of the workspace, on
@@ -40,12 +40,28 @@ def platform_allowlist(host: Host, platform: str) -> Collection[str]:
     return ()
 
 
+async def owner_ids(host: Host, job: JobRecord) -> list[str]:
+    """The owner's user ids on the platform of the job's chat (of its account first)."""
+    target = ReplyTarget.from_dict(job.target)
+    accounts = [a for a in await host.store.list_accounts(job.owner_id) if a.platform == target.platform]
+    return [a.user_id for a in accounts if a.account == target.account] or [a.user_id for a in accounts]
+
+
+async def owner_is_admin(host: Host, job: JobRecord) -> bool:
+    """The owner's admin standing, asked of `Host.is_admin` as a turn's is. A platform's role (a Discord
+    `admin_role`) is a fact of the message a turn answers, which a scheduled run has not: the operator's
+    `access.admins` decide it here."""
+    target = ReplyTarget.from_dict(job.target)
+    return any(host.is_admin(InboundMessage(platform=target.platform, account=target.account, chat_kind=ChatKind.DM,
+                                            chat_id=target.chat_id, user_id=user_id, text="", message_id="",
+                                            synthetic=True))
+               for user_id in await owner_ids(host, job))
+
+
 async def refusal(host: Host, job: JobRecord) -> str | None:
     """Why the owner may not write in the job's chat any more (None: they may)."""
     target = ReplyTarget.from_dict(job.target)
-    ids = [a.user_id for a in await host.store.list_accounts(job.owner_id)
-           if a.platform == target.platform and a.account == target.account]
-    ids = ids or [a.user_id for a in await host.store.list_accounts(job.owner_id) if a.platform == target.platform]
+    ids = await owner_ids(host, job)
     if not ids:
         return f"its owner has no {target.platform} account any more"
     rules = host.profile.access

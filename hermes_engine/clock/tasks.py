@@ -5,7 +5,8 @@ The session (key `job:<id>`, a new one per run) freezes its system prompt throug
 does: the bot's persona, the owner's memory and the skill index. The agent loop is the one sub-agents and
 kanban workers run, with the tools of the toolsets the job names (default: the profile's
 `clock.task_toolsets`), only those the profile offers, and the clock's own only when the profile allows jobs
-from tasks. A run counts as a turn of its owner against the usage limits, and each model call's tokens
+from tasks. A run counts as a turn of its owner against the usage limits (with the owner's admin standing, as a turn
+has it: an admin is not held to them), and each model call's tokens
 count on the owner and on the job.
 
 The slot is marked started (compare-and-set) before the model is called. A run a crash cut leaves that mark:
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from hermes_engine.agent.loop import AgentLoop
+from hermes_engine.clock.admission import owner_is_admin
 from hermes_engine.clock.outcomes import failed, following, late_note, record, run_key, tell, write_into_chat
 from hermes_engine.clock.schedule import local_time, zone_named
 from hermes_engine.errors import HermesError
@@ -77,7 +79,8 @@ async def run_task(host: Host, job: JobRecord, due: datetime, clock: Callable[[]
     if job.started_due == due:
         return await _interrupted(host, job, due, clock())
     limits = host.services.get(LIMITS)
-    refused = await limits.refusal_for(job.owner_id) if limits is not None else None
+    admin = await owner_is_admin(host, job)
+    refused = await limits.refusal_for(job.owner_id, admin=admin) if limits is not None else None
     if refused is not None:
         now = clock()
         await tell(host, job, f"The scheduled task #{job.id} {job.name!r} did not run: {refused}",
@@ -88,7 +91,7 @@ async def run_task(host: Host, job: JobRecord, due: datetime, clock: Callable[[]
         return False
     usage = Usage()
     try:
-        answer = await _answer(host, job, due, usage)
+        answer = await _answer(host, job, due, usage, admin=admin)
     except HermesError as exc:
         return await _model_failed(host, job, due, clock(), _short(exc), usage.total)
     now = clock()
@@ -115,7 +118,7 @@ async def run_task(host: Host, job: JobRecord, due: datetime, clock: Callable[[]
     return True
 
 
-async def _answer(host: Host, job: JobRecord, due: datetime, usage: Usage) -> str | None:
+async def _answer(host: Host, job: JobRecord, due: datetime, usage: Usage, *, admin: bool) -> str | None:
     """The agent's final answer to the task (None: it gave none, or used its budget); `usage` counts what
     each model call spent as it comes back, so a failed run is charged too."""
     key = f"job:{job.id}"
@@ -129,7 +132,7 @@ async def _answer(host: Host, job: JobRecord, due: datetime, usage: Usage) -> st
     registry = ToolRegistry(list(host.tools)).select(task_toolsets(host, job.toolsets))
     services = host.services.with_entry(TASK_RUN, TaskRun(job, settings.allow_jobs_from_tasks))
     ctx = ToolContext(bot=job.bot, session_id=record_.id, session_key=key, person_id=job.owner_id,
-                      services=services, unattended=True, target=target)
+                      services=services, unattended=True, target=target, is_admin=admin)
     agent = AgentLoop(registry, max_iterations=settings.task_max_iterations,
                       max_output_tokens=host.profile.max_output_tokens)
 

@@ -219,3 +219,14 @@ async def test_a_task_run_counts_as_a_turn_and_one_over_the_limit_is_told_and_no
     assert not [r for r in fake_llm.requests if is_task(r)]
     assert e.outlet.texts[-1].startswith(f"The scheduled task #{job.id} 'bank news' did not run: You have reached "
                                          "your daily limit of 1 turn.")
+
+
+async def test_an_admins_task_run_is_not_held_to_the_usage_limits_as_their_turns_are_not(engine, fake_llm):
+    now = Now()
+    profile = make_profile(access={"admins": ["u1"]}, toolsets=["core", "clock"], limits={"turns_per_day": 1})
+    e = await engine(profile=profile, features=[ClockFeature(now)])
+    job = await made_task(e, now, fake_llm, lambda _: Reply(text="Rates are unchanged."))
+    done = await finished(e, job.id)
+    assert done.last_outcome == "delivered"
+    assert [r for r in fake_llm.requests if is_task(r)]
+    assert e.outlet.texts[-1].endswith("Rates are unchanged.")
