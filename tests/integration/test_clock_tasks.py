@@ -230,3 +230,20 @@ async def test_an_admins_task_run_is_not_held_to_the_usage_limits_as_their_turns
     assert done.last_outcome == "delivered"
     assert [r for r in fake_llm.requests if is_task(r)]
     assert e.outlet.texts[-1].endswith("Rates are unchanged.")
+
+
+async def test_forgetting_the_owner_removes_the_sessions_of_their_task_runs_and_what_the_runs_said(
+        engine, fake_llm):
+    now = Now()
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
+    job = await made_task(e, now, fake_llm, lambda _: Reply(text="Rates are unchanged."))
+    await finished(e, job.id)
+    await e.idle()
+    run = await e.store.active_session(f"job:{job.id}", e.gateway.bot)
+    assert any("Rates are unchanged." in str(m.content) for m in await e.store.load_messages(run.id))
+
+    forgotten = await e.store.forget_person(job.owner_id)
+    assert forgotten is not None and f"job:{job.id}" in forgotten.session_keys and forgotten.jobs == 1
+    assert await e.store.get_session(run.id) is None
+    assert await e.store.get_job(job.id) is None
