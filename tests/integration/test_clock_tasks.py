@@ -10,7 +10,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engine_harness import make_profile
+from engine_harness import RecordingOutlet, make_profile
 from fakes.fake_llm import Reply
 
 from hermes_engine.clock import ClockFeature
@@ -247,3 +247,42 @@ async def test_forgetting_the_owner_removes_the_sessions_of_their_task_runs_and_
     assert forgotten is not None and f"job:{job.id}" in forgotten.session_keys and forgotten.jobs == 1
     assert await e.store.get_session(run.id) is None
     assert await e.store.get_job(job.id) is None
+
+
+class FlakyOutlet(RecordingOutlet):
+    """The test platform, refusing the first `failures` sends of a task's answer (a 502), then accepting."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+        self.keys: list[str | None] = []
+
+    async def send(self, target: Any, text: str, *, idempotency_key: str | None = None) -> None:
+        if text.startswith("🗓"):
+            self.keys.append(idempotency_key)
+            if self.failures:
+                self.failures -= 1
+                raise RuntimeError("502 Bad Gateway")
+        await super().send(target, text, idempotency_key=idempotency_key)
+
+
+async def test_an_answer_that_could_not_be_delivered_is_retried_alone_without_running_the_agent_again(
+        engine, fake_llm):
+    now = Now()
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
+    e.outlet = flaky = FlakyOutlet(failures=1)
+    e.gateway.attach(flaky)
+    job = await made_task(e, now, fake_llm, lambda _: Reply(text="Rates are unchanged.", usage={"input": 10,
+                                                                                                 "output": 5}))
+    failed = await finished(e, job.id)
+    assert failed.last_outcome == "not delivered: 502 Bad Gateway" and failed.state == "active"
+    assert failed.undelivered == "🗓 bank news\n\nRates are unchanged." and failed.tokens == 15
+
+    now.t += timedelta(seconds=31)  # its retry
+    done = await finished(e, job.id, runs=2)
+    assert (done.state, done.last_outcome, done.undelivered) == ("done", "delivered", None)
+    assert len([r for r in fake_llm.requests if is_task(r)]) == 1  # the agent ran once
+    assert [t for t in flaky.texts if t.startswith("🗓")] == ["🗓 bank news\n\nRates are unchanged."]
+    assert len(set(flaky.keys)) == 1  # both attempts under the key of the slot the answer was made for
+    assert done.tokens == 15
