@@ -65,7 +65,8 @@ async def _due_reminders(e, count: int, due: datetime) -> list[int]:
 
 async def test_reminders_due_at_the_same_moment_are_sent_side_by_side_at_most_a_batch_at_a_time(engine):
     now = datetime.now(UTC)
-    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(lambda: now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(lambda: now)])
     held = Held()
     e.gateway.attach(held)
     ids = await _due_reminders(e, BATCH_RUNS + 4, now - timedelta(seconds=1))

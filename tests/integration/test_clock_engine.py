@@ -55,7 +55,8 @@ async def _until(predicate, timeout: float = 10.0):
 
 async def test_an_undeliverable_reminder_is_retried_with_back_off_then_paused(engine):
     now = Now()
-    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
     down = Down()
     e.gateway.attach(down)
     person = (await e.store.resolve_account("down", "a", "1")).person_id

@@ -81,7 +81,8 @@ async def test_a_task_runs_alone_with_its_toolsets_and_its_answer_is_delivered_o
         engine, fake_llm):
     now = Now()
     metrics = PrometheusMetrics()
-    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock", "memory"]), features=[ClockFeature(now)],
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock", "memory"]),
+                     features=[ClockFeature(now)],
                      metrics=metrics)
     job = await made_task(e, now, fake_llm, lambda _: Reply(text="Your bank announced new opening hours.",
                                                              usage={"input": 120, "output": 30}))
@@ -107,7 +108,8 @@ async def test_a_task_names_its_toolsets_has_its_owners_memory_and_never_gets_th
         engine, fake_llm, tmp_path):
     now = Now()
     memory = MemoryFeature(FileMemoryStore(tmp_path / "memories"))
-    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock", "memory"]), features=[ClockFeature(now), memory])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock", "memory"]),
+                     features=[ClockFeature(now), memory])
     job = await made_task(e, now, fake_llm, lambda _: Reply(text="[SILENT]"), toolsets=["memory"])
     await memory.book.add(MemoryOwner.person(job.owner_id), "memory", "Banks with Sparkasse Köln")
     done = await finished(e, job.id)
@@ -142,7 +144,8 @@ async def test_a_task_run_may_not_make_jobs_unless_the_profile_allows_it(engine,
 
 async def test_a_task_that_answers_silent_delivers_nothing(engine, fake_llm):
     now = Now()
-    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
     job = await made_task(e, now, fake_llm, lambda _: Reply(text="[SILENT] nothing new today"))
     before = len(e.outlet.delivered)
     done = await finished(e, job.id)
@@ -154,7 +157,8 @@ async def test_a_task_that_answers_silent_delivers_nothing(engine, fake_llm):
 async def test_a_failing_model_is_told_once_retried_with_back_off_and_paused_after_three_failures(
         engine, fake_llm):
     now = Now()
-    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
     job = await e.store.get_job((await made_task(e, now, fake_llm, lambda _: Reply(error=400,
                                                  error_message="model is broken"))).id)
     first = await finished(e, job.id, 1)
@@ -188,7 +192,8 @@ async def test_a_task_run_cut_by_a_stop_is_recorded_as_interrupted_after_the_res
         await asyncio.sleep(3600)
         return Reply(text="never")
 
-    first = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(now)],
+    first = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                         features=[ClockFeature(now)],
                          home=tmp_path)
     job = await made_task(first, now, fake_llm, hang)
     await asyncio.wait_for(asked.wait(), 10)
@@ -198,7 +203,8 @@ async def test_a_task_run_cut_by_a_stop_is_recorded_as_interrupted_after_the_res
 
     fake_llm.reset()
     fake_llm.responder = lambda _: Reply(text="ran again")
-    second = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(now)],
+    second = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                          features=[ClockFeature(now)],
                           home=tmp_path)
     done = await finished(second, job.id)
     await second.idle()

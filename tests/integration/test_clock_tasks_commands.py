@@ -33,7 +33,8 @@ def calling(arguments: dict[str, Any]) -> Any:
 
 
 async def clock_engine(engine: Any, now: Now) -> Any:
-    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature(now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
     assert (await e.say("/timezone Europe/Berlin")).startswith("Your time zone is now Europe/Berlin")
     return e
 
