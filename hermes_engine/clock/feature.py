@@ -4,8 +4,10 @@ runs due reminders and tasks.
 The ticker is a loop of its own rather than `Host.schedule`: it sleeps until the next job is due (at most a
 second, so a job another replica made is seen within one), which keeps lateness under a second. Every replica
 may tick; each run is taken under the job's lease and recorded by compare-and-set (`runs.py`), so it is
-delivered once. A task's run takes as long as its agent does, so it runs beside the ticker (`Host.spawn`,
-one at a time per job), and reminders due meanwhile are not held up by it.
+delivered once. Reminders due at the same moment are sent side by side, at most `BATCH_RUNS` at a time (each
+run holds its own lease and records by compare-and-set, so running them together doubles nothing); the
+outbound pacer still spaces what goes to one chat. A task's run takes as long as its agent does, so it runs
+beside the ticker (`Host.spawn`, one at a time per job), and reminders due meanwhile are not held up by it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from hermes_engine.ports.tools import Tool
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 1.0  # the longest the ticker sleeps without looking at the store
+BATCH_RUNS = 16  # reminders of one tick delivered at the same time
 JOBS_USAGE = "`/jobs` lists your jobs; `/jobs pause|resume|remove|run ID` acts on one."
 
 
@@ -136,8 +139,7 @@ class ClockFeature(Feature):
                 for job in due:
                     if job.kind == "task":
                         self._start_task(host, job)
-                    else:
-                        recorded = await run_due(host, job, self.clock) or recorded
+                recorded = await self._remind_all(host, [job for job in due if job.kind != "task"])
                 nxt = await host.store.next_due_at(host.bot)
                 if not recorded and nxt is not None and nxt <= self.clock():
                     nxt = None  # look again in a second (or when woken), not at once
@@ -153,6 +155,22 @@ class ClockFeature(Feature):
                 wait = min(wait, max(0.0, (nxt - self.clock()).total_seconds()))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), wait)
+
+    async def _remind_all(self, host: Host, due: list[JobRecord]) -> bool:
+        """Deliver the due reminders together, `BATCH_RUNS` at a time; True when any was recorded here. One
+        that raises does not stop the others; it stays due (its lease and slot make the retry safe) and its
+        error is raised once they are done, for the ticker to report once while it lasts."""
+        gate = asyncio.Semaphore(BATCH_RUNS)
+
+        async def one(job: JobRecord) -> bool:
+            async with gate:
+                return await run_due(host, job, self.clock)
+
+        results = await asyncio.gather(*(one(job) for job in due), return_exceptions=True)
+        errors = [result for result in results if isinstance(result, BaseException)]
+        if errors:
+            raise errors[0]
+        return any(result is True for result in results)
 
     def _start_task(self, host: Host, job: JobRecord) -> None:
         """A task's run beside the ticker, unless one of that job runs here already."""

@@ -38,22 +38,24 @@ def following(job: JobRecord, due: datetime, now: datetime) -> datetime | None:
 
 
 async def record(host: Host, job: JobRecord, due: datetime, now: datetime, *, outcome: str, label: str,
-                 next_due: datetime | None, failed: bool = False, tokens: int = 0) -> bool:
-    """Record the run of slot `due` (False: another run recorded it first); `label` is the metrics' outcome."""
+                 next_due: datetime | None, failed: bool = False, tokens: int = 0,
+                 undelivered: tuple[str, datetime] | None = None) -> bool:
+    """Record the run of slot `due` (False: another run recorded it first); `label` is the metrics' outcome;
+    `undelivered`: a task's answer (and its slot) kept for its delivery to be retried."""
     recorded = await host.store.finish_run(job.id, due, next_due=next_due, outcome=outcome, failed=failed,
-                                           tokens=tokens)
+                                           tokens=tokens, undelivered=undelivered)
     if recorded:
         host.metrics.job_run(host.bot, job.kind, label, (now - due).total_seconds())
     return recorded
 
 
 async def failed(host: Host, job: JobRecord, due: datetime, now: datetime, *, outcome: str, label: str,
-                 tokens: int = 0) -> bool:
+                 tokens: int = 0, undelivered: tuple[str, datetime] | None = None) -> bool:
     """A failed run, retried with back-off; the third in a row pauses the job and tells its owner once."""
     failures = job.failures + 1
     retry = now + RETRY_AFTER * (2 ** (failures - 1))
     recorded = await record(host, job, due, now, outcome=outcome, label=label, next_due=retry, failed=True,
-                            tokens=tokens)
+                            tokens=tokens, undelivered=undelivered)
     if recorded and failures >= MAX_FAILURES:
         await host.store.set_job_state(job.id, "paused")
         log.warning("job %s paused after %d failed runs in a row", job.id, failures)

@@ -2,6 +2,9 @@
 it is. A reminder (here) is delivered through the outbound path with an idempotency key per slot, recorded by
 compare-and-set, then written into the chat's conversation; a task runs its agent first (`tasks.py`).
 
+A run whose owner may no longer write in its chat (`admission.py`) is refused: recorded, the job paused,
+nothing sent.
+
 A crash after a reminder's send and before its record leaves the slot due; the next holder (this process
 after a restart, or another replica) sends it again under the same key, and the delivery ledger shows it was
 sent. What is written into the conversation follows the record, so it is written at most once; a crash in
@@ -14,6 +17,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from hermes_engine.clock.admission import refusal
 from hermes_engine.clock.outcomes import failed, following, late_note, record, run_key, write_into_chat
 from hermes_engine.clock.tasks import run_task
 from hermes_engine.ports.host import Host
@@ -42,12 +46,24 @@ async def run_due(host: Host, job: JobRecord, clock: Callable[[], datetime]) -> 
         if fresh is None or fresh.state != "active" or fresh.next_due is None or fresh.next_due != job.next_due:
             return False  # recorded, paused or removed since it was found due
         now = clock()
+        if (refused := await refusal(host, fresh)) is not None:
+            return await _refuse(host, fresh, fresh.next_due, now, refused)
         if now - fresh.next_due > LATE_AFTER and fresh.catch_up == "skip":
             return await record(host, fresh, fresh.next_due, now, outcome="skipped: missed while down",
                                 label="skipped", next_due=following(fresh, fresh.next_due, now))
         if fresh.kind == "task":
             return await run_task(host, fresh, fresh.next_due, clock, late=now - fresh.next_due > LATE_AFTER)
         return await _remind(host, fresh, fresh.next_due, now)
+
+
+async def _refuse(host: Host, job: JobRecord, due: datetime, now: datetime, why: str) -> bool:
+    """The owner may not write in the job's chat any more: nothing is delivered there (not even a notice), the
+    run is recorded as refused and the job paused at that slot; `/jobs resume` once they are let in again."""
+    log.info("job %s: refused, %s; paused", job.id, why)
+    if not await record(host, job, due, now, outcome=f"refused: {why}", label="refused", next_due=due, failed=True):
+        return False
+    await host.store.set_job_state(job.id, "paused")
+    return True
 
 
 async def _remind(host: Host, job: JobRecord, due: datetime, now: datetime) -> bool:

@@ -5,13 +5,15 @@ The session (key `job:<id>`, a new one per run) freezes its system prompt throug
 does: the bot's persona, the owner's memory and the skill index. The agent loop is the one sub-agents and
 kanban workers run, with the tools of the toolsets the job names (default: the profile's
 `clock.task_toolsets`), only those the profile offers, and the clock's own only when the profile allows jobs
-from tasks. A run counts as a turn of its owner against the usage limits, and each model call's tokens
-count on the owner and on the job.
+from tasks. A run counts as a turn of its owner against the usage limits (with the owner's admin standing, as
+a turn has it: an admin is not held to them), and each model call's tokens count on the owner and on the job.
 
 The slot is marked started (compare-and-set) before the model is called. A run a crash cut leaves that mark:
-the next run of the slot records it as interrupted and tells the chat once; it never runs it again, since
-its tools may have done things already. A failing model is told to the chat once per streak of failures and
-retried with back-off (`outcomes.failed`). An answer starting with `[SILENT]` delivers nothing.
+the next run of the slot records it as interrupted and tells the chat once; it never runs it again, since its
+tools may have done things already. An answer that cannot be delivered is kept with the job and only its
+delivery is retried (under the key of the slot it was made for), with back-off. A failing model is told to the
+chat once per streak of failures and retried with back-off (`outcomes.failed`). An answer starting with
+`[SILENT]` delivers nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from hermes_engine.agent.loop import AgentLoop
+from hermes_engine.clock.admission import owner_is_admin
 from hermes_engine.clock.outcomes import failed, following, late_note, record, run_key, tell, write_into_chat
 from hermes_engine.clock.schedule import local_time, zone_named
 from hermes_engine.errors import HermesError
@@ -76,8 +79,11 @@ async def run_task(host: Host, job: JobRecord, due: datetime, clock: Callable[[]
     """Run slot `due` of task `job` (held under its lease); True when this call recorded it."""
     if job.started_due == due:
         return await _interrupted(host, job, due, clock())
+    if job.undelivered is not None and job.undelivered_due is not None:
+        return await _deliver(host, job, due, clock(), job.undelivered, job.undelivered_due, tokens=0)
     limits = host.services.get(LIMITS)
-    refused = await limits.refusal_for(job.owner_id) if limits is not None else None
+    admin = await owner_is_admin(host, job)
+    refused = await limits.refusal_for(job.owner_id, admin=admin) if limits is not None else None
     if refused is not None:
         now = clock()
         await tell(host, job, f"The scheduled task #{job.id} {job.name!r} did not run: {refused}",
@@ -88,7 +94,7 @@ async def run_task(host: Host, job: JobRecord, due: datetime, clock: Callable[[]
         return False
     usage = Usage()
     try:
-        answer = await _answer(host, job, due, usage)
+        answer = await _answer(host, job, due, usage, admin=admin)
     except HermesError as exc:
         return await _model_failed(host, job, due, clock(), _short(exc), usage.total)
     now = clock()
@@ -98,8 +104,16 @@ async def run_task(host: Host, job: JobRecord, due: datetime, clock: Callable[[]
         return await record(host, job, due, now, outcome="silent", label="silent", next_due=following(job, due, now),
                             tokens=usage.total)
     text = f"🗓 {job.name}\n\n{answer}" + (late_note(job, due) if late else "")
+    return await _deliver(host, job, due, now, text, due, tokens=usage.total)
+
+
+async def _deliver(host: Host, job: JobRecord, due: datetime, now: datetime, text: str, made_for: datetime, *,
+                   tokens: int) -> bool:
+    """Post a task's answer, made for slot `made_for`, under that slot's key, and record slot `due`. One that
+    cannot be delivered is kept with the job, and only its delivery is retried with back-off: the agent is
+    not run again for it (its tools may have acted, its tokens are spent)."""
     try:
-        sent = await host.notify(ReplyTarget.from_dict(job.target), text, idempotency_key=run_key(job, due))
+        sent = await host.notify(ReplyTarget.from_dict(job.target), text, idempotency_key=run_key(job, made_for))
     except Exception as exc:
         log.warning("job %s: delivery failed: %s", job.id, exc)
         sent, problem = False, str(exc) or type(exc).__name__
@@ -107,15 +121,15 @@ async def run_task(host: Host, job: JobRecord, due: datetime, clock: Callable[[]
         problem = f"{ReplyTarget.from_dict(job.target).platform} is not attached"
     if not sent:
         return await failed(host, job, due, now, outcome=f"not delivered: {problem}", label="undelivered",
-                            tokens=usage.total)
+                            tokens=tokens, undelivered=(text, made_for))
     if not await record(host, job, due, now, outcome="delivered", label="delivered",
-                        next_due=following(job, due, now), tokens=usage.total):
+                        next_due=following(job, due, now), tokens=tokens):
         return False
-    await write_into_chat(host, job, due, text)
+    await write_into_chat(host, job, made_for, text)
     return True
 
 
-async def _answer(host: Host, job: JobRecord, due: datetime, usage: Usage) -> str | None:
+async def _answer(host: Host, job: JobRecord, due: datetime, usage: Usage, *, admin: bool) -> str | None:
     """The agent's final answer to the task (None: it gave none, or used its budget); `usage` counts what
     each model call spent as it comes back, so a failed run is charged too."""
     key = f"job:{job.id}"
@@ -129,7 +143,7 @@ async def _answer(host: Host, job: JobRecord, due: datetime, usage: Usage) -> st
     registry = ToolRegistry(list(host.tools)).select(task_toolsets(host, job.toolsets))
     services = host.services.with_entry(TASK_RUN, TaskRun(job, settings.allow_jobs_from_tasks))
     ctx = ToolContext(bot=job.bot, session_id=record_.id, session_key=key, person_id=job.owner_id,
-                      services=services, unattended=True, target=target)
+                      services=services, unattended=True, target=target, is_admin=admin)
     agent = AgentLoop(registry, max_iterations=settings.task_max_iterations,
                       max_output_tokens=host.profile.max_output_tokens)
 

@@ -71,6 +71,8 @@ class JobRecord:
     started_due: datetime | None = None  # the slot a task run started and has not recorded (a crash cut it)
     runs_left: int | None = None
     toolsets: tuple[str, ...] | None = None
+    undelivered: str | None = None  # a task's answer produced and not delivered: its delivery is retried alone
+    undelivered_due: datetime | None = None  # the slot it was produced for (its idempotency key)
 
 
 class ScheduledJobs(Protocol):
@@ -92,7 +94,8 @@ class ScheduledJobs(Protocol):
         """When the bot's next active job is due (None: none is)."""
 
     async def set_job_state(self, job_id: int, state: JobState, *, next_due: datetime | None = None) -> bool:
-        """Pause, resume (with the `next_due` computed from now) or end a job; False for an unknown one."""
+        """Pause, resume (with the `next_due` computed from now; a kept undelivered answer is dropped, stale by
+        then) or end a job; False for an unknown one."""
 
     async def delete_job(self, job_id: int) -> bool: ...
 
@@ -105,11 +108,13 @@ class ScheduledJobs(Protocol):
         still that slot) was cut by a crash: the next run records it as interrupted instead of running it."""
 
     async def finish_run(self, job_id: int, due: datetime, *, next_due: datetime | None, outcome: str,
-                         failed: bool = False, tokens: int = 0) -> bool:
+                         failed: bool = False, tokens: int = 0,
+                         undelivered: tuple[str, datetime] | None = None) -> bool:
         """Record the run of slot `due` if the job is still at that slot: `next_due` becomes the next slot
         (None: the job is done), failures count up (`failed`) or start again, a run that did not fail uses
-        one of `runs_left`, `tokens` are added to the job's and the start mark is cleared. False when
-        another run recorded it first (nothing changes)."""
+        one of `runs_left`, `tokens` are added to the job's and the start mark is cleared; `undelivered`
+        (an answer and the slot it was produced for) is kept for its delivery to be retried, and cleared
+        otherwise. False when another run recorded it first (nothing changes)."""
 
     async def person_timezone(self, person_id: int) -> str | None:
         """The IANA zone the person chose (`/timezone`), None when they did not."""

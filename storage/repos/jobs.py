@@ -1,4 +1,4 @@
-"""The `ScheduledJobs` role (migrations 0017, 0018): reminders and scheduled tasks, and each person's time zone.
+"""The `ScheduledJobs` role (migrations 0017 to 0019): reminders and scheduled tasks, and each person's time zone.
 
 A run is recorded by one UPDATE that names the slot it ran (`next_due`): two replicas, or a replica and its
 own restart, can both deliver a slot only through the delivery ledger's idempotency key, and only one of them
@@ -30,7 +30,8 @@ def _job(row: ScheduledJobRow) -> JobRecord:
                      failures=row.failures, runs=row.runs, last_due=row.last_due, last_run_at=row.last_run_at,
                      last_outcome=row.last_outcome, created_at=row.created_at, tokens=row.tokens or 0,
                      started_due=row.started_due, runs_left=row.runs_left,
-                     toolsets=tuple(row.toolsets) if row.toolsets is not None else None)
+                     toolsets=tuple(row.toolsets) if row.toolsets is not None else None,
+                     undelivered=row.undelivered, undelivered_due=row.undelivered_due)
 
 
 class JobRepository(SqlRepository):
@@ -86,7 +87,7 @@ class JobRepository(SqlRepository):
     async def set_job_state(self, job_id: int, state: JobState, *, next_due: datetime | None = None) -> bool:
         values: dict[str, Any] = {"state": state}
         if state == "active":
-            values.update(next_due=next_due, failures=0, started_due=None)
+            values.update(next_due=next_due, failures=0, started_due=None, undelivered=None, undelivered_due=None)
         async with self._single() as session, session.begin():
             result = await session.execute(sa.update(ScheduledJobRow).where(ScheduledJobRow.id == job_id)
                                            .values(**values).returning(ScheduledJobRow.id))
@@ -135,12 +136,15 @@ class JobRepository(SqlRepository):
 
     @whole
     async def finish_run(self, job_id: int, due: datetime, *, next_due: datetime | None, outcome: str,
-                         failed: bool = False, tokens: int = 0) -> bool:
+                         failed: bool = False, tokens: int = 0,
+                         undelivered: tuple[str, datetime] | None = None) -> bool:
         table = table_of(ScheduledJobRow)
+        answer, answer_due = undelivered if undelivered is not None else (None, None)
         values: dict[str, Any] = {
             "next_due": next_due, "last_due": due, "last_run_at": self._now(), "last_outcome": clean_text(outcome),
             "runs": table.c.runs + 1, "failures": table.c.failures + 1 if failed else 0,
-            "tokens": table.c.tokens + max(0, tokens), "started_due": None}
+            "tokens": table.c.tokens + max(0, tokens), "started_due": None,
+            "undelivered": clean_text(answer) if answer is not None else None, "undelivered_due": answer_due}
         if not failed:  # NULL (unbounded) stays NULL
             values["runs_left"] = table.c.runs_left - 1
         if next_due is None:

@@ -25,7 +25,8 @@ async def test_each_due_reminder_is_delivered_once_by_one_of_two_replicas(engine
         replicas = []
         for name in ("a", "b"):
             monkeypatch.setenv("HERMES_REPLICA_ID", name)
-            replicas.append(await engine(profile=make_profile(toolsets=["core", "clock"]),
+            replicas.append(await engine(profile=make_profile(access={"allowed_users": ["u1"]},
+                                                              toolsets=["core", "clock"]),
                                          features=[ClockFeature()], database=database, home=tmp_path / name))
         store = replicas[0].store
         person = (await store.resolve_account("test", "acct", "u1")).person_id

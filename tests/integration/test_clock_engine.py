@@ -12,6 +12,8 @@ from hermes_engine.clock import ClockFeature
 from hermes_engine.ports.jobs import JobSpec
 from hermes_engine.ports.reply import BufferedStream, ReplyStream
 
+OWNER_ALLOWED = {"allowed_users": ["1"]}  # the jobs' owner may write in their chats
+
 
 class Now:
     """A clock the test moves."""
@@ -53,7 +55,8 @@ async def _until(predicate, timeout: float = 10.0):
 
 async def test_an_undeliverable_reminder_is_retried_with_back_off_then_paused(engine):
     now = Now()
-    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
     down = Down()
     e.gateway.attach(down)
     person = (await e.store.resolve_account("down", "a", "1")).person_id
@@ -94,7 +97,7 @@ async def test_a_person_at_the_cap_of_reminders_is_refused_a_new_one_and_nothing
     from hermes_engine.config.clock import ClockSettings
 
     MAX_JOBS_PER_PERSON = ClockSettings().max_jobs_per_person
-    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature()])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature()])
     create = {"action": "create", "message": "stretch", "schedule": "every 2h"}
     fake_llm.script(Reply(tool_calls=[("cronjob", create)]), Reply(text="set"))
     assert await e.say("remind me to stretch every 2 hours") == "set"
@@ -114,7 +117,7 @@ async def test_a_person_at_the_cap_of_reminders_is_refused_a_new_one_and_nothing
 async def test_a_persons_jobs_cannot_be_seen_paused_or_removed_by_someone_else(engine, fake_llm):
     from fakes.fake_llm import Reply
 
-    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature()])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]), features=[ClockFeature()])
     fake_llm.script(Reply(tool_calls=[("cronjob", {"action": "create", "message": "take the pills",
                                                    "schedule": "every day at 8am"})]), Reply(text="set"))
     assert await e.say("remind me of my pills", user="alice", chat="alice-dm") == "set"

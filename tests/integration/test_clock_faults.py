@@ -181,9 +181,6 @@ async def test_a_daily_0230_reminder_fires_once_on_the_night_the_clocks_change(
 # -- a chat the owner may no longer write to -----------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the clock's runs (hermes_engine/clock/runs.py) deliver a reminder without asking whether its owner may "
-    "still write to its chat: a person taken off access.allowed_users keeps getting their reminders"))
 async def test_a_reminder_of_a_person_taken_off_the_allowlist_is_not_delivered(engine, telegram, fake_llm,
                                                                               tmp_path):
     now = Now()
@@ -208,7 +205,10 @@ async def test_a_reminder_of_a_person_taken_off_the_allowlist_is_not_delivered(e
             record = await e.store.get_job(job.id)
             return True if record is None else (record if record.runs or record.state != "active" else None)
 
-        await eventually(ran, timeout=5)
+        refused = await eventually(ran, timeout=5)
+        assert isinstance(refused, JobRecord)
+        assert refused.state == "paused" and (refused.last_outcome or "").startswith("refused: ")
+        await asyncio.sleep(1.5)  # a tick or two more: still nothing
         assert "⏰ Reminder: stretch" not in bot_texts(telegram)
     finally:
         await adapter.stop()

@@ -10,7 +10,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engine_harness import make_profile
+from engine_harness import RecordingOutlet, make_profile
 from fakes.fake_llm import Reply
 
 from hermes_engine.clock import ClockFeature
@@ -20,6 +20,8 @@ from hermes_gateway.metrics import PrometheusMetrics
 
 TASK = "[Scheduled task #"
 PROMPT = "check the news for anything about the bank"
+
+OWNER_ALLOWED = {"allowed_users": ["u1"]}  # the jobs' owner may write in their chats
 
 
 class Now:
@@ -79,7 +81,8 @@ async def test_a_task_runs_alone_with_its_toolsets_and_its_answer_is_delivered_o
         engine, fake_llm):
     now = Now()
     metrics = PrometheusMetrics()
-    e = await engine(profile=make_profile(toolsets=["core", "clock", "memory"]), features=[ClockFeature(now)],
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock", "memory"]),
+                     features=[ClockFeature(now)],
                      metrics=metrics)
     job = await made_task(e, now, fake_llm, lambda _: Reply(text="Your bank announced new opening hours.",
                                                              usage={"input": 120, "output": 30}))
@@ -105,7 +108,8 @@ async def test_a_task_names_its_toolsets_has_its_owners_memory_and_never_gets_th
         engine, fake_llm, tmp_path):
     now = Now()
     memory = MemoryFeature(FileMemoryStore(tmp_path / "memories"))
-    e = await engine(profile=make_profile(toolsets=["core", "clock", "memory"]), features=[ClockFeature(now), memory])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock", "memory"]),
+                     features=[ClockFeature(now), memory])
     job = await made_task(e, now, fake_llm, lambda _: Reply(text="[SILENT]"), toolsets=["memory"])
     await memory.book.add(MemoryOwner.person(job.owner_id), "memory", "Banks with Sparkasse Köln")
     done = await finished(e, job.id)
@@ -122,7 +126,7 @@ async def test_a_task_names_its_toolsets_has_its_owners_memory_and_never_gets_th
 
 async def test_a_task_run_may_not_make_jobs_unless_the_profile_allows_it(engine, fake_llm):
     now = Now()
-    allowed = make_profile(toolsets=["core", "clock"], clock={"allow_jobs_from_tasks": True})
+    allowed = make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"], clock={"allow_jobs_from_tasks": True})
     e = await engine(profile=allowed, features=[ClockFeature(now)])
 
     def nested(request: Any) -> Reply:
@@ -140,7 +144,8 @@ async def test_a_task_run_may_not_make_jobs_unless_the_profile_allows_it(engine,
 
 async def test_a_task_that_answers_silent_delivers_nothing(engine, fake_llm):
     now = Now()
-    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
     job = await made_task(e, now, fake_llm, lambda _: Reply(text="[SILENT] nothing new today"))
     before = len(e.outlet.delivered)
     done = await finished(e, job.id)
@@ -152,7 +157,8 @@ async def test_a_task_that_answers_silent_delivers_nothing(engine, fake_llm):
 async def test_a_failing_model_is_told_once_retried_with_back_off_and_paused_after_three_failures(
         engine, fake_llm):
     now = Now()
-    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
     job = await e.store.get_job((await made_task(e, now, fake_llm, lambda _: Reply(error=400,
                                                  error_message="model is broken"))).id)
     first = await finished(e, job.id, 1)
@@ -186,7 +192,8 @@ async def test_a_task_run_cut_by_a_stop_is_recorded_as_interrupted_after_the_res
         await asyncio.sleep(3600)
         return Reply(text="never")
 
-    first = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(now)],
+    first = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                         features=[ClockFeature(now)],
                          home=tmp_path)
     job = await made_task(first, now, fake_llm, hang)
     await asyncio.wait_for(asked.wait(), 10)
@@ -196,7 +203,8 @@ async def test_a_task_run_cut_by_a_stop_is_recorded_as_interrupted_after_the_res
 
     fake_llm.reset()
     fake_llm.responder = lambda _: Reply(text="ran again")
-    second = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(now)],
+    second = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                          features=[ClockFeature(now)],
                           home=tmp_path)
     done = await finished(second, job.id)
     await second.idle()
@@ -208,7 +216,7 @@ async def test_a_task_run_cut_by_a_stop_is_recorded_as_interrupted_after_the_res
 
 async def test_a_task_run_counts_as_a_turn_and_one_over_the_limit_is_told_and_not_run(engine, fake_llm):
     now = Now()
-    profile = make_profile(toolsets=["core", "clock"], limits={"turns_per_day": 1})
+    profile = make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"], limits={"turns_per_day": 1})
     e = await engine(profile=profile, features=[ClockFeature(now)])
     job = await made_task(e, now, fake_llm, lambda _: Reply(text="not asked"))  # making it was the one turn
     done = await finished(e, job.id)
@@ -217,3 +225,70 @@ async def test_a_task_run_counts_as_a_turn_and_one_over_the_limit_is_told_and_no
     assert not [r for r in fake_llm.requests if is_task(r)]
     assert e.outlet.texts[-1].startswith(f"The scheduled task #{job.id} 'bank news' did not run: You have reached "
                                          "your daily limit of 1 turn.")
+
+
+async def test_an_admins_task_run_is_not_held_to_the_usage_limits_as_their_turns_are_not(engine, fake_llm):
+    now = Now()
+    profile = make_profile(access={"admins": ["u1"]}, toolsets=["core", "clock"], limits={"turns_per_day": 1})
+    e = await engine(profile=profile, features=[ClockFeature(now)])
+    job = await made_task(e, now, fake_llm, lambda _: Reply(text="Rates are unchanged."))
+    done = await finished(e, job.id)
+    assert done.last_outcome == "delivered"
+    assert [r for r in fake_llm.requests if is_task(r)]
+    assert e.outlet.texts[-1].endswith("Rates are unchanged.")
+
+
+async def test_forgetting_the_owner_removes_the_sessions_of_their_task_runs_and_what_the_runs_said(
+        engine, fake_llm):
+    now = Now()
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
+    job = await made_task(e, now, fake_llm, lambda _: Reply(text="Rates are unchanged."))
+    await finished(e, job.id)
+    await e.idle()
+    run = await e.store.active_session(f"job:{job.id}", e.gateway.bot)
+    assert any("Rates are unchanged." in str(m.content) for m in await e.store.load_messages(run.id))
+
+    forgotten = await e.store.forget_person(job.owner_id)
+    assert forgotten is not None and f"job:{job.id}" in forgotten.session_keys and forgotten.jobs == 1
+    assert await e.store.get_session(run.id) is None
+    assert await e.store.get_job(job.id) is None
+
+
+class FlakyOutlet(RecordingOutlet):
+    """The test platform, refusing the first `failures` sends of a task's answer (a 502), then accepting."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+        self.keys: list[str | None] = []
+
+    async def send(self, target: Any, text: str, *, idempotency_key: str | None = None) -> None:
+        if text.startswith("🗓"):
+            self.keys.append(idempotency_key)
+            if self.failures:
+                self.failures -= 1
+                raise RuntimeError("502 Bad Gateway")
+        await super().send(target, text, idempotency_key=idempotency_key)
+
+
+async def test_an_answer_that_could_not_be_delivered_is_retried_alone_without_running_the_agent_again(
+        engine, fake_llm):
+    now = Now()
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
+    e.outlet = flaky = FlakyOutlet(failures=1)
+    e.gateway.attach(flaky)
+    job = await made_task(e, now, fake_llm, lambda _: Reply(text="Rates are unchanged.", usage={"input": 10,
+                                                                                                 "output": 5}))
+    failed = await finished(e, job.id)
+    assert failed.last_outcome == "not delivered: 502 Bad Gateway" and failed.state == "active"
+    assert failed.undelivered == "🗓 bank news\n\nRates are unchanged." and failed.tokens == 15
+
+    now.t += timedelta(seconds=31)  # its retry
+    done = await finished(e, job.id, runs=2)
+    assert (done.state, done.last_outcome, done.undelivered) == ("done", "delivered", None)
+    assert len([r for r in fake_llm.requests if is_task(r)]) == 1  # the agent ran once
+    assert [t for t in flaky.texts if t.startswith("🗓")] == ["🗓 bank news\n\nRates are unchanged."]
+    assert len(set(flaky.keys)) == 1  # both attempts under the key of the slot the answer was made for
+    assert done.tokens == 15

@@ -12,6 +12,8 @@ from fakes.fake_llm import Reply
 
 from hermes_engine.clock import ClockFeature
 
+OWNER_ALLOWED = {"allowed_users": ["u1"]}  # the jobs' owner may write in their chats
+
 
 class Now:
     def __init__(self) -> None:
@@ -31,7 +33,8 @@ def calling(arguments: dict[str, Any]) -> Any:
 
 
 async def clock_engine(engine: Any, now: Now) -> Any:
-    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature(now)])
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature(now)])
     assert (await e.say("/timezone Europe/Berlin")).startswith("Your time zone is now Europe/Berlin")
     return e
 

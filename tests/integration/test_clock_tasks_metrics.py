@@ -12,10 +12,13 @@ from hermes_engine.clock import ClockFeature
 from hermes_engine.ports.jobs import JobSpec
 from hermes_gateway.metrics import PrometheusMetrics
 
+OWNER_ALLOWED = {"allowed_users": ["u1"]}  # the jobs' owner may write in their chats
+
 
 async def test_jobs_due_runs_by_outcome_and_lateness_are_counted_and_served(engine):
     metrics = PrometheusMetrics()
-    e = await engine(profile=make_profile(toolsets=["core", "clock"]), features=[ClockFeature()], metrics=metrics)
+    e = await engine(profile=make_profile(access=OWNER_ALLOWED, toolsets=["core", "clock"]),
+                     features=[ClockFeature()], metrics=metrics)
     person = (await e.store.resolve_account("test", "acct", "u1")).person_id
     late = datetime.now(UTC) - timedelta(seconds=5)
     target = {"platform": "test", "account": "acct", "chat_id": "c1"}

@@ -222,7 +222,8 @@ def test_on_a_home_without_the_services_data_it_says_so_and_creates_nothing(args
 
 
 async def test_a_running_gateway_delivers_a_job_run_from_the_command_line_once(engine, tmp_path):
-    e = await engine(profile=make_profile(name=BOT, toolsets=["core", "clock"]), home=tmp_path)
+    e = await engine(profile=make_profile(name=BOT, access={"allowed_users": ["u1"]}, toolsets=["core", "clock"]),
+                     home=tmp_path)
     person = (await e.store.resolve_account("test", "acct", "u1")).person_id
     job = await e.store.create_job(spec(person, name="water", schedule="every 1h", zone="UTC", text="water the plants",
                                         due=datetime.now(UTC) + timedelta(days=1)))

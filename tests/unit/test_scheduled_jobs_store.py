@@ -130,3 +130,24 @@ async def test_an_update_changes_only_what_it_names(store: SqlStore) -> None:
     renamed = await store.update_job(job.id, JobChanges(text="stand and stretch"))
     assert renamed is not None and renamed.text == "stand and stretch"
     assert await store.update_job(10_000, JobChanges(name="x")) is None
+
+
+async def test_an_undelivered_answer_is_kept_until_a_record_without_it_or_a_resume(store: SqlStore) -> None:
+    person = (await store.resolve_account("telegram", "a", "1")).person_id
+    job = await _job(store, person)
+    retry = NOW + timedelta(seconds=30)
+    assert await store.finish_run(job.id, NOW, next_due=retry, outcome="not delivered: 502", failed=True,
+                                  undelivered=("🗓 news\n\nRates are unchanged.", NOW))
+    kept = await store.get_job(job.id)
+    assert kept is not None and (kept.undelivered, kept.undelivered_due) == ("🗓 news\n\nRates are unchanged.", NOW)
+    assert await store.finish_run(job.id, retry, next_due=NOW + timedelta(hours=2), outcome="delivered")
+    delivered = await store.get_job(job.id)
+    assert delivered is not None and (delivered.undelivered, delivered.undelivered_due) == (None, None)
+
+    later = NOW + timedelta(hours=2)
+    assert await store.finish_run(job.id, later, next_due=later + timedelta(seconds=30), outcome="not delivered",
+                                  failed=True, undelivered=("stale", later))
+    assert await store.set_job_state(job.id, "paused")
+    assert (await store.get_job(job.id)).undelivered == "stale"  # type: ignore[union-attr]
+    assert await store.set_job_state(job.id, "active", next_due=later + timedelta(hours=2))
+    assert (await store.get_job(job.id)).undelivered is None  # type: ignore[union-attr]
