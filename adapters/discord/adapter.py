@@ -56,6 +56,8 @@ from adapters.election import Election
 from adapters.parts import DISCORD, Capabilities
 from adapters.render import render_discord
 from hermes_engine.ports.engine import AccessDecision, EnginePort
+from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.reply import ChatAccess
 
 log = logging.getLogger(__name__)
 
@@ -326,6 +328,10 @@ class DiscordAdapter(PlatformAdapter):
             self.platform, str(user.id), user_name=getattr(user, "display_name", "") or str(user),
             chat_id=str(channel_id), direct=direct, is_bot=user.bot, also_allowed=self.options.allowed_users,
             membership_boundary=not direct)
+
+    def chat_access(self, target: ReplyTarget, *, direct: bool) -> ChatAccess:
+        """As `admit` decides: a server's channels are a membership boundary, direct messages are not."""
+        return ChatAccess(frozenset(self.options.allowed_users), membership_boundary=not direct)
 
     def approval_asker(self) -> DiscordApprovals:
         return self.approvals

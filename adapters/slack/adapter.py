@@ -35,6 +35,7 @@ from adapters.slack.web_api import REFUSED_TOKEN, SlackCallError, SlackWebApi, i
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.engine import EnginePort
 from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.reply import ChatAccess
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +155,10 @@ class SlackAdapter(PlatformAdapter):
         return str(await self.call(target, lambda: self.transport.send(target, text, rendered=True, extras={})))
 
     # -- outbound (see adapters.slack.outbound) --------------------------------------------------------------
+    def chat_access(self, target: ReplyTarget, *, direct: bool) -> ChatAccess:
+        """The workspace is the membership boundary in every chat of it, as on the inbound path."""
+        return ChatAccess(membership_boundary=True)
+
     def approval_asker(self) -> SlackApprovals:
         return self.approvals
 

@@ -51,6 +51,7 @@ from adapters.telegram.outbound import TelegramLanes, TelegramPartRenderer, Tele
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.engine import EnginePort
 from hermes_engine.ports.inbound import ChatKind, ReplyTarget
+from hermes_engine.ports.reply import ChatAccess
 
 if TYPE_CHECKING:
     from adapters.telegram.updates import RejectedUpdate
@@ -417,6 +418,10 @@ class TelegramAdapter(PlatformAdapter):
         return web.Response(status=200, text="ok")
 
     # ----------------------------------------------------------------- sending (see `outbound`)
+    def chat_access(self, target: ReplyTarget, *, direct: bool) -> ChatAccess:
+        """As `admit` decides: the profile's rules and `TELEGRAM_ALLOWED_USERS`."""
+        return ChatAccess(self.allowed_users)
+
     def approval_asker(self) -> TelegramApprovals:
         return self.approvals
 

@@ -1,43 +1,16 @@
 """May a job's owner still write in the job's chat? Asked before each run, so a person the operator took off
 the allowlist (or whose pairing was revoked) stops getting their reminders and tasks.
 
-The answer is the one `policy.access.AccessGate.admit` gives the owner's next message there, made from the
-same facts the adapters hand it: listed in `access.allowed_users` or `access.admins`, or approved through
-pairing; where the platform is itself a membership boundary (every Slack chat of the workspace, a Discord
-server's channels and threads), an empty allowlist lets every member in and pairing does not count, as on
-the inbound path. A platform's own allowlist from its environment (`TELEGRAM_ALLOWED_USERS`,
-`DISCORD_ALLOWED_USERS`) is the adapter's and is read from it where it keeps one.
+The answer is the access gate's for the owner's next message there (`Host.may_write`), from the profile's
+rules and what the chat's adapter says of it: its platform's own allowlist, and whether the platform is the
+membership boundary there (every Slack chat of the workspace, a Discord server's channels).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 from hermes_engine.ports.jobs import JobRecord
-
-# Where the adapters pass `membership_boundary=True` to `admit`: on Slack every chat of the workspace, on
-# Discord every chat that is not a direct message.
-BOUNDARY_EVERYWHERE = frozenset({"slack"})
-BOUNDARY_OUTSIDE_DMS = frozenset({"discord"})
-
-
-def membership_boundary(job: JobRecord) -> bool:
-    platform = ReplyTarget.from_dict(job.target).platform
-    direct = ":dm:" in job.session_key
-    return platform in BOUNDARY_EVERYWHERE or (platform in BOUNDARY_OUTSIDE_DMS and not direct)
-
-
-def platform_allowlist(host: Host, platform: str) -> Collection[str]:
-    """The ids the platform's adapter serves besides the profile's (its environment's allowlist), if any."""
-    outlets = getattr(host, "outlets", {})
-    outlet = outlets.get(platform) if isinstance(outlets, dict) else None
-    for holder in (outlet, getattr(outlet, "options", None)):
-        listed = getattr(holder, "allowed_users", None)
-        if isinstance(listed, (set, frozenset, list, tuple)):
-            return {str(u) for u in listed}
-    return ()
 
 
 async def owner_ids(host: Host, job: JobRecord) -> list[str]:
@@ -64,13 +37,8 @@ async def refusal(host: Host, job: JobRecord) -> str | None:
     ids = await owner_ids(host, job)
     if not ids:
         return f"its owner has no {target.platform} account any more"
-    rules = host.profile.access
-    listed = {str(u) for u in rules.allowed_users} | {str(u) for u in rules.admins}
-    listed |= set(platform_allowlist(host, target.platform))
+    direct = ":dm:" in job.session_key  # `InboundMessage.session_key` names a direct chat so
     for user_id in ids:
-        if membership_boundary(job):
-            if not rules.allowed_users or user_id in listed:
-                return None
-        elif user_id in listed or await host.is_allowed(target.platform, user_id):
+        if await host.may_write(target, user_id, direct=direct):
             return None
     return "its owner may no longer write in its chat"

@@ -1,6 +1,6 @@
-"""How the access gate reaches a person it let in: "You now have access" goes out through the platform's
-outlet, in the person's direct chat (`chat_id`). A failed send is logged and loses nothing else: the
-person is served all the same."""
+"""The access gate and the outlets: how "You now have access" reaches a person it let in (through the
+platform's outlet, in the person's direct chat; a failed send is logged and loses nothing else), and what an
+outlet says of a chat's access when nobody wrote in it (`chat_access`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from hermes_engine.policy.access import Notify
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.reply import Outlet
+from hermes_engine.ports.reply import ChatAccess, ChatAccessFacts, Outlet
 
 log = logging.getLogger(__name__)
 
@@ -27,3 +27,9 @@ def teller(outlets: Mapping[str, Outlet], platform: str) -> Notify | None:
             log.warning("could not tell %s chat %s that access was granted", platform, chat_id, exc_info=True)
 
     return tell
+
+
+def chat_access(outlets: Mapping[str, Outlet], target: ReplyTarget, *, direct: bool) -> ChatAccess:
+    """What the chat's adapter says of it (`ChatAccessFacts`); the profile's rules alone when it says nothing."""
+    outlet = outlets.get(target.platform)
+    return outlet.chat_access(target, direct=direct) if isinstance(outlet, ChatAccessFacts) else ChatAccess()

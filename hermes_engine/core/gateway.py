@@ -20,7 +20,7 @@ from typing import Any
 from hermes_engine.agent.loop import AgentLoop, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder
 from hermes_engine.config import BotProfile, Settings
-from hermes_engine.core.access_notices import teller
+from hermes_engine.core.access_notices import chat_access, teller
 from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob, run_settling
 from hermes_engine.core.leases import Leases
@@ -103,8 +103,7 @@ class Gateway:
         self.people = PeopleCache(store, settings.max_live_sessions)
         self.turns = TurnRunner(host=self, store=store, prompts=self.prompts, agent=self.agent,
                                 features=self.features, streaming=profile.streaming, outlet_for=self.outlets.get,
-                                stopping=self._leaving, storage_health=self.storage_health,
-                                metrics=metrics)
+                                stopping=self._leaving, storage_health=self.storage_health, metrics=metrics)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -223,11 +222,9 @@ class Gateway:
     async def admit(self, platform: str, user_id: str, *, user_name: str = "", chat_id: str | None = None,
                     direct: bool, is_bot: bool = False, also_allowed: Collection[str] = (),
                     membership_boundary: bool = False) -> AccessDecision:
-        if is_bot and not self.access.allows_bot():
-            return AccessDecision(False)
         return await self.access.admit(platform, user_id, user_name=user_name, chat_id=chat_id, direct=direct,
-                                       also_allowed=also_allowed, membership_boundary=membership_boundary,
-                                       tell=teller(self.outlets, platform))
+                                       is_bot=is_bot, also_allowed=also_allowed,
+                                       membership_boundary=membership_boundary, tell=teller(self.outlets, platform))
 
     def session_key(self, msg: InboundMessage) -> str:
         return msg.session_key(self.profile.shared_sessions)
@@ -280,6 +277,9 @@ class Gateway:
 
     async def is_allowed(self, platform: str, user_id: str) -> bool:
         return self.access.listed(user_id) or await asyncio.to_thread(self.access.granted, platform, user_id)
+
+    async def may_write(self, target: ReplyTarget, user_id: str, *, direct: bool) -> bool:
+        return await self.access.may_write(target.platform, user_id, chat_access(self.outlets, target, direct=direct))
 
     def session(self, key: str) -> SessionHandle | None:
         return self.sessions.get(key)

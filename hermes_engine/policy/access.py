@@ -21,6 +21,7 @@ from hermes_engine.config import AccessRules
 from hermes_engine.policy.pairing import ApprovedUser, Pairing
 from hermes_engine.ports.engine import AccessDecision
 from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.reply import ChatAccess
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +78,21 @@ class AccessGate:
             log.exception("could not read the pairing store; denying %s user %s", platform, user_id)
             return False, None
 
+    async def may_write(self, platform: str, user_id: str, chat: ChatAccess) -> bool:
+        """Would this person's next message in that chat be answered? `admit`'s decision without its side
+        effects (no pairing offered, no notice claimed), for what the bot sends unasked on their behalf."""
+        if chat.membership_boundary:
+            return not self.rules.allowed_users or self.listed(user_id, chat.also_allowed)
+        return self.listed(user_id, chat.also_allowed) or await asyncio.to_thread(self.granted, platform, user_id)
+
     async def admit(self, platform: str, user_id: str, *, user_name: str = "", chat_id: str | None = None,
-                    direct: bool, also_allowed: Collection[str] = (), membership_boundary: bool = False,
-                    tell: Notify | None = None) -> AccessDecision:
+                    direct: bool, is_bot: bool = False, also_allowed: Collection[str] = (),
+                    membership_boundary: bool = False, tell: Notify | None = None) -> AccessDecision:
         """May this person be answered here? `direct`: a direct message (where pairing is offered). `tell`:
         how to send a text to a chat of this platform; a person approved since they last wrote is sent the
         access notice through it before this returns, so before the answer to their message."""
+        if is_bot and not self.allows_bot():
+            return AccessDecision(False)
         if membership_boundary:
             allowed = not self.rules.allowed_users or self.listed(user_id, also_allowed)
             if not allowed:

@@ -91,6 +91,13 @@ class Host(Protocol):
         through pairing (a member let in only because the platform is a membership boundary is not)."""
         ...
 
+    async def may_write(self, target: ReplyTarget, user_id: str, *, direct: bool) -> bool:
+        """Would this person's next message in the chat `target` (`direct`: their direct chat) be answered? The
+        access gate's decision for it, from the profile's rules and what the chat's adapter says of it
+        (`ChatAccess`), without offering pairing: asked before the bot posts there on their behalf (a
+        scheduled run)."""
+        ...
+
     def session(self, key: str) -> SessionHandle | None:
         """The session loaded in this process for `key`, if any."""
         ...

@@ -79,6 +79,24 @@ class Outlet(Protocol):
 
 
 @dataclass(frozen=True)
+class ChatAccess:
+    """What an adapter hands the access gate about a chat besides the profile's rules (`EnginePort.admit`):
+    its platform's own allowlist from the environment, and whether the platform is itself the membership
+    boundary there (every Slack chat of the workspace, a Discord server's channels). Asked again when
+    nobody wrote, as before a scheduled run is delivered."""
+
+    also_allowed: frozenset[str] = frozenset()
+    membership_boundary: bool = False
+
+
+@runtime_checkable
+class ChatAccessFacts(Protocol):
+    """An outlet that can say `ChatAccess` for one of its chats; one that cannot gives the profile's rules alone."""
+
+    def chat_access(self, target: ReplyTarget, *, direct: bool) -> ChatAccess: ...
+
+
+@dataclass(frozen=True)
 class OutgoingFile:
     """A file the agent sends to a person: its bytes, already read from the workspace and checked against
     the outlet's limits, the name it shows under, the media type read from its bytes (not its name), and a
