@@ -200,10 +200,10 @@ def voice_feature(settings: Settings, profile: BotProfile, outlets: FileOutlets)
     from hermes_engine.voice.feature import VoiceFeature
 
     speaker = None
-    if settings.speech.configured:
+    if settings.tts.configured:
         from hermes_engine.providers.openai_speech import speech_from_settings
 
-        speaker = speech_from_settings(settings.speech)
+        speaker = speech_from_settings(settings.tts)
     return VoiceFeature(speaker, profile.tts, outlets)
 
 

@@ -17,7 +17,7 @@ from hermes_engine.config.attachments import AttachmentSettings
 from hermes_engine.config.clock import ClockSettings
 from hermes_engine.config.mcp import McpServerSettings, check_server_names
 from hermes_engine.config.media import SpeechToText, VoiceNoteSettings
-from hermes_engine.config.speech import SpeechSettings, TtsProfile
+from hermes_engine.config.speech import TextToSpeech, TtsProfile
 from hermes_engine.errors import ConfigError
 
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     # the base URL defaults to OPENAI_COMPATIBLE_BASE_URL / OPENAI_BASE_URL). Unset: lexical hints only.
     embedding_model: str | None = None
     embedding_base_url: str | None = None
-    speech: SpeechSettings = Field(default_factory=SpeechSettings)  # voice replies: HERMES_TTS_*
+    tts: TextToSpeech = Field(default_factory=TextToSpeech)  # voice replies spoken (HERMES_TTS_*)
     # Where memory, USER.md, skills and pairing live: "files" under the home, "database" in the store (shared
     # by replicas), "auto" (the default): the database on PostgreSQL, files on SQLite.
     state_backend: Literal["auto", "files", "database"] = "auto"

@@ -10,18 +10,18 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["SpeechSettings", "TtsProfile"]
+__all__ = ["TextToSpeech", "TtsProfile"]
 
 
-class SpeechSettings(BaseSettings):
-    """`HERMES_TTS_MODEL` (none: no speech), `HERMES_TTS_VOICE`, `HERMES_TTS_BASE_URL`, `HERMES_TTS_API_KEY`."""
+class TextToSpeech(BaseSettings):
+    """`HERMES_TTS_MODEL` (none: no speech), `HERMES_TTS_VOICE`, `HERMES_TTS_BASE_URL`. The key,
+    `HERMES_TTS_API_KEY` (else `OPENAI_API_KEY`), is read where the synthesizer is made, never kept in settings."""
 
     model_config = SettingsConfigDict(env_prefix="HERMES_TTS_", extra="ignore")
 
     model: str | None = None
     voice: str = "alloy"
     base_url: str | None = None  # None: the SDK's own (OPENAI_BASE_URL, else OpenAI)
-    api_key: str | None = None  # None: OPENAI_API_KEY
     timeout_seconds: float = Field(default=60.0, gt=0)
 
     @property

@@ -9,14 +9,14 @@ failure becomes `SpeechError`, its message redacted.
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 import openai
 
-from hermes_engine.config.speech import SpeechSettings
+from hermes_engine.config.speech import TextToSpeech
 from hermes_engine.ports.speech import Speech, SpeechError
 from hermes_engine.providers.opus import as_ogg_opus
+from hermes_engine.providers.registry import read_env
 from hermes_engine.secrets import redact
 
 __all__ = ["OpenAISpeech", "speech_from_settings"]
@@ -31,7 +31,7 @@ class OpenAISpeech:
                  timeout: float = 60.0, max_retries: int = 1) -> None:
         self.model, self.voice = model, voice
         options: dict[str, Any] = {"timeout": timeout, "max_retries": max_retries,
-                                   "api_key": api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY}
+                                   "api_key": api_key or PLACEHOLDER_API_KEY}
         if base_url:
             options["base_url"] = base_url
         self._client = openai.AsyncOpenAI(**options)
@@ -48,9 +48,10 @@ class OpenAISpeech:
         return await asyncio.to_thread(as_ogg_opus, data)  # FFmpeg's work off the loop
 
 
-def speech_from_settings(settings: SpeechSettings) -> OpenAISpeech | None:
+def speech_from_settings(settings: TextToSpeech) -> OpenAISpeech | None:
     """The synthesizer `HERMES_TTS_*` describe, or None when `HERMES_TTS_MODEL` is unset."""
     if not settings.model:
         return None
-    return OpenAISpeech(settings.model, settings.voice, base_url=settings.base_url, api_key=settings.api_key,
+    key = read_env("HERMES_TTS_API_KEY") or read_env("OPENAI_API_KEY")
+    return OpenAISpeech(settings.model, settings.voice, base_url=settings.base_url, api_key=key,
                         timeout=settings.timeout_seconds)

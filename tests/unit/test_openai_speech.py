@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hermes_engine.config import BotProfile, Settings
-from hermes_engine.config.speech import SpeechSettings
+from hermes_engine.config.speech import TextToSpeech
 from hermes_engine.ports.speech import SpeechError
 from hermes_engine.providers.openai_speech import OpenAISpeech, speech_from_settings
 
@@ -37,13 +37,13 @@ async def test_an_endpoint_error_is_a_speech_error(fake_llm) -> None:
 
 
 def test_speech_is_off_without_a_model_and_the_profile_keeps_tts_off_by_default(monkeypatch) -> None:
-    assert speech_from_settings(SpeechSettings()) is None
+    assert speech_from_settings(TextToSpeech()) is None
     assert BotProfile(soul="s").tts.enabled is False
     monkeypatch.setenv("HERMES_TTS_MODEL", "gpt-4o-mini-tts")
     monkeypatch.setenv("HERMES_TTS_VOICE", "nova")
     settings = Settings()
-    assert (settings.speech.model, settings.speech.voice) == ("gpt-4o-mini-tts", "nova")
-    made = speech_from_settings(settings.speech)
+    assert (settings.tts.model, settings.tts.voice) == ("gpt-4o-mini-tts", "nova")
+    made = speech_from_settings(settings.tts)
     assert made is not None and made.voice == "nova"
 
 
