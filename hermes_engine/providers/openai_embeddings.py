@@ -8,15 +8,14 @@ Hints run inside a turn, so the client gives up fast (one retry, a short timeout
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import openai
 
 from hermes_engine.ports.embedding import EmbeddingError, check_vectors
+from hermes_engine.providers.openai_client import openai_client
 from hermes_engine.secrets import redact
 
 BATCH = 64
-PLACEHOLDER_API_KEY = "not-needed"  # local servers accept any key; the SDK insists on one
 
 
 class OpenAIEmbedder:
@@ -25,11 +24,7 @@ class OpenAIEmbedder:
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 10.0, max_retries: int = 1) -> None:
         self._model = model
-        options: dict[str, Any] = {"timeout": timeout, "max_retries": max_retries,
-                                   "api_key": api_key or PLACEHOLDER_API_KEY}
-        if base_url:
-            options["base_url"] = base_url
-        self._client = openai.AsyncOpenAI(**options)
+        self._client = openai_client(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
     @property
     def model(self) -> str:

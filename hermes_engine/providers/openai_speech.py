@@ -9,19 +9,18 @@ failure becomes `SpeechError`, its message redacted.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import openai
 
 from hermes_engine.config.speech import TextToSpeech
 from hermes_engine.ports.speech import Speech, SpeechError
+from hermes_engine.providers.openai_client import openai_client
 from hermes_engine.providers.opus import as_ogg_opus
 from hermes_engine.providers.registry import read_env
 from hermes_engine.secrets import redact
 
 __all__ = ["OpenAISpeech", "speech_from_settings"]
 
-PLACEHOLDER_API_KEY = "not-needed"  # local servers accept any key; the SDK insists on one
 
 
 class OpenAISpeech:
@@ -30,11 +29,7 @@ class OpenAISpeech:
     def __init__(self, model: str, voice: str, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, max_retries: int = 1) -> None:
         self.model, self.voice = model, voice
-        options: dict[str, Any] = {"timeout": timeout, "max_retries": max_retries,
-                                   "api_key": api_key or PLACEHOLDER_API_KEY}
-        if base_url:
-            options["base_url"] = base_url
-        self._client = openai.AsyncOpenAI(**options)
+        self._client = openai_client(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
     async def synthesize(self, text: str) -> Speech:
         try:

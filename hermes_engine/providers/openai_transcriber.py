@@ -8,14 +8,12 @@ It runs before a turn can start, so the SDK retries once (a 429 or 5xx, a droppe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import openai
 
 from hermes_engine.ports.transcription import TranscriptionFailed
+from hermes_engine.providers.openai_client import openai_client
 from hermes_engine.secrets import redact
-
-PLACEHOLDER_API_KEY = "not-needed"  # a local whisper server takes any key; the SDK insists on one
 
 
 class OpenAITranscriber:
@@ -23,11 +21,7 @@ class OpenAITranscriber:
                  timeout: float = 60.0, max_retries: int = 1) -> None:
         self._model = model
         self._api_key = api_key
-        options: dict[str, Any] = {"timeout": timeout, "max_retries": max_retries,
-                                   "api_key": api_key or PLACEHOLDER_API_KEY}
-        if base_url:
-            options["base_url"] = base_url
-        self._client = openai.AsyncOpenAI(**options)
+        self._client = openai_client(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
     @property
     def model(self) -> str:
