@@ -4,7 +4,6 @@ the upload waited out; a file over the 10 MB limit is refused before anything is
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -12,13 +11,12 @@ from discord_kit import FAST, discord_environment
 from engine_harness import Engine, fake_llm_environment, make_profile
 from fakes.fake_discord import FakeDiscord
 from fakes.fake_llm import FakeLLM, Reply
+from outlets_kit import Served
 
 from adapters.discord import PLATFORM
 from hermes_engine.config import AccessRules
 from hermes_engine.workspace.feature import WorkspaceFeature
 from hermes_engine.workspace.sending import FileOutlets
-from hermes_gateway.wiring import build_gateway
-from storage.store import SqlStore
 
 CSV = "region,sales\nnorth,12\nsouth,7\n"
 POST_ROUTE = "/channels/{channel_id}/messages"
@@ -42,18 +40,10 @@ async def discord_bot(fake_llm: FakeLLM, fake_discord: FakeDiscord, monkeypatch:
     feature = WorkspaceFeature(tmp_path, profile.name, profile.workspace, admins=[alice["id"]],
                                toolsets=profile.toolsets, outlets=outlets)
     e = Engine(tmp_path, profile, [feature])
-    e.store = SqlStore(e.settings.db_url)
-    await e.store.init()
-    e.gateway = build_gateway(e.settings, e.profile, e.store, features=[feature])
-    adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(FAST), None, os.environ)
-    outlets.add(adapter)
-    e.gateway.attach(adapter)
-    await adapter.start()
-    await e.gateway.start()
+    served = Served(e, PLATFORM, FAST, outlets)
+    await served.start()
     yield e
-    await adapter.stop_receiving()
-    await e.stop()
-    await adapter.stop()
+    await served.stop()
 
 
 def sends(path: str, *, content: str = CSV, caption: str = "", size: int | None = None, home: Path | None = None):

@@ -4,7 +4,6 @@ as text and its recording follows as an OGG/Opus audio file in the same thread, 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,13 +12,13 @@ from engine_harness import Engine, fake_llm_environment, make_profile
 from fakes.fake_discord import FakeDiscord
 from fakes.fake_llm import FakeLLM
 from fakes.fake_slack import FakeSlack
+from outlets_kit import Served
 from slack_kit import serve_slack, slack_environment
 
 from adapters.discord import PLATFORM
 from hermes_engine.config import AccessRules, Settings
 from hermes_engine.workspace.sending import FileOutlets
-from hermes_gateway.wiring import build_gateway, voice_feature
-from storage.store import SqlStore
+from hermes_gateway.wiring import voice_feature
 
 CHANNEL = "CGENERAL"
 VOICE_ON = {"enabled": True, "default_on": True}
@@ -68,18 +67,10 @@ async def discord_bot(fake_llm: FakeLLM, fake_discord: FakeDiscord, monkeypatch:
     outlets = FileOutlets()
     feature = voice_feature(Settings(home=tmp_path), profile, outlets)
     e = Engine(tmp_path, profile, [feature])
-    e.store = SqlStore(e.settings.db_url)
-    await e.store.init()
-    e.gateway = build_gateway(e.settings, e.profile, e.store, features=[feature])
-    adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(FAST), None, os.environ)
-    outlets.add(adapter)
-    e.gateway.attach(adapter)
-    await adapter.start()
-    await e.gateway.start()
+    served = Served(e, PLATFORM, FAST, outlets)
+    await served.start()
     yield e
-    await adapter.stop_receiving()
-    await e.stop()
-    await adapter.stop()
+    await served.stop()
 
 
 async def test_slack_an_answer_is_followed_by_its_audio_file_in_the_same_thread(slack_bot, fake_slack, fake_llm):

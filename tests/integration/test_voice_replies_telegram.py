@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import pytest
 from engine_harness import Engine, fake_llm_environment, make_profile
 from fakes.fake_telegram import FakeTelegram, FakeUser
+from outlets_kit import Served
 
 from adapters.telegram import PLATFORM
 from adapters.telegram.adapter import TelegramAdapter
@@ -36,31 +36,18 @@ class Bot:
                                     tts=tts)
         self.outlets = FileOutlets()
         self.e = Engine(home, self.profile, [voice_feature(Settings(home=home), self.profile, self.outlets)])
+        self.served = Served(self.e, PLATFORM, FAST, self.outlets)
         self.adapter: TelegramAdapter | None = None
 
     async def start(self) -> Bot:
-        from hermes_gateway.wiring import build_gateway
-        from storage.store import SqlStore
-
-        e = self.e
-        e.store = SqlStore(e.settings.db_url)
-        await e.store.init()
-        assert e.features is not None
-        e.gateway = build_gateway(e.settings, self.profile, e.store, features=e.features)
-        self.adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(FAST), None, os.environ)
-        self.outlets.add(self.adapter)
-        e.gateway.attach(self.adapter)
-        await self.adapter.start()
-        await e.gateway.start()
-        await asyncio.wait_for(self.adapter.ready.wait(), 5)
+        adapter = await self.served.start()
+        assert isinstance(adapter, TelegramAdapter)
+        self.adapter = adapter
+        await asyncio.wait_for(adapter.ready.wait(), 5)
         return self
 
     async def stop(self) -> None:
-        assert self.adapter is not None and self.e.gateway is not None and self.e.store is not None
-        await self.adapter.stop_receiving()
-        await self.e.gateway.stop()
-        await self.adapter.stop()
-        await self.e.store.close()
+        await self.served.stop()
 
 
 def start_bot(fake_llm, tmp_path, monkeypatch, *, tts=None, speech=True):
