@@ -9,29 +9,20 @@ and the fake."""
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 from engine_harness import Engine, make_profile
-from fakes.fake_llm import Reply
 from fakes.fake_slack import FakeSlack
-from fakes.fake_telegram import ChatMessage, FakeTelegram, FakeUser
+from reminders_kit import ALICE, bot_texts, schedules, shown, start
 from slack_kit import serve_slack, slack_environment
 
-from adapters.telegram import PLATFORM, TelegramAdapter
 from hermes_engine.clock import ClockFeature
-from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.jobs import JobRecord
 
-FAST = {"edit_interval_seconds": 0.05, "group_interval_seconds": 0.05, "poll_timeout": 1, "poll_backoff": 0.2,
-        "poll_backoff_max": 1.0, "send_backoff": 0.1, "send_backoff_max": 0.5}
-ALICE = FakeUser(42, "Alice", "alice")
 TICK = 1.3  # a little more than the longest the clock's ticker sleeps between looks at the store
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 T = TypeVar("T")
@@ -45,43 +36,6 @@ class Now:
 
     def __call__(self) -> datetime:
         return self.t
-
-
-def schedules(calls: dict[str, dict[str, Any]]):
-    """A fake-LLM responder: a message ending in a key of `calls` becomes one `cronjob` call with its
-    arguments; once the tool answered, the model repeats its answer; anything else is answered "Noted."."""
-    def respond(request: Any) -> Reply:
-        if request.turn_tool_results:
-            return Reply(text=request.turn_tool_results[-1])
-        for said, arguments in calls.items():
-            if request.last_user_text.endswith(said):
-                return Reply(tool_calls=[("cronjob", json.dumps(arguments))])
-        return Reply(text="Noted.")
-    return respond
-
-
-async def start(engine: Any, *, features: list[Feature] | None = None, home: Path | None = None,
-                allowed: tuple[str, ...] = ("42",)) -> tuple[Engine, TelegramAdapter]:
-    profile = make_profile(access={"allowed_users": list(allowed)}, platforms={"telegram": FAST},
-                           toolsets=["core", "clock"])
-    e = await engine(profile=profile, features=features, home=home)
-    adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(FAST), None, os.environ)
-    e.gateway.attach(adapter)
-    await adapter.start()
-    await asyncio.wait_for(adapter.ready.wait(), 5)
-    return e, adapter
-
-
-def bot_texts(telegram: FakeTelegram) -> list[str]:
-    return [m.text for m in telegram.chat(42).bot_messages]
-
-
-async def shown(telegram: FakeTelegram, pattern: str, timeout: float = 10) -> ChatMessage:
-    """The first bot message in Alice's chat whose text matches `pattern`."""
-    found = re.compile(pattern)
-    return await telegram.wait_for(
-        lambda: next((m for m in telegram.chat(42).bot_messages if found.search(m.text)), None), timeout,
-        f"no bot message matching {pattern!r}; chat shows {bot_texts(telegram)!r}")
 
 
 async def eventually(probe: Callable[[], Awaitable[T | None]], timeout: float = 10) -> T | None:

@@ -16,6 +16,7 @@ from engine_harness import is_judge, make_profile, verdict
 from fakes.fake_llm import Reply
 from fakes.fake_slack import FakeSlack, SlackMessage
 from kanban_kit import shipped_profile
+from reminders_kit import schedules
 from slack_kit import serve_slack, slack_environment
 
 CHANNEL = "CGENERAL"
@@ -37,20 +38,6 @@ async def slack_clock(engine, fake_slack, monkeypatch):
     served = await serve_slack(e, events_from=fake_slack)
     yield e, served
     await served.close()
-
-
-def schedules(calls: dict[str, dict[str, Any]]):
-    """A fake-LLM responder: a message ending in a key of `calls` becomes one `cronjob` call with its
-    arguments (Slack messages reach the model labelled with their speaker); once the tool answered, the
-    model repeats its answer; anything else is answered "Noted."."""
-    def respond(request: Any) -> Reply:
-        if request.turn_tool_results:
-            return Reply(text=request.turn_tool_results[-1])
-        for said, arguments in calls.items():
-            if request.last_user_text.endswith(said):
-                return Reply(tool_calls=[("cronjob", json.dumps(arguments))])
-        return Reply(text="Noted.")
-    return respond
 
 
 def mention(fake: FakeSlack, text: str) -> str:

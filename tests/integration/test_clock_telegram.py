@@ -4,60 +4,13 @@ calling `cronjob`, the real gateway and its clock on SQLite. Assertions are abou
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from engine_harness import Engine, make_profile
-from fakes.fake_llm import Reply
-from fakes.fake_telegram import FakeTelegram, FakeUser
+from reminders_kit import ALICE, REMINDER, bot_texts, schedules, shown, start
 
-from adapters.telegram import PLATFORM, TelegramAdapter
-
-FAST = {"edit_interval_seconds": 0.05, "group_interval_seconds": 0.05, "poll_timeout": 1, "poll_backoff": 0.2,
-        "poll_backoff_max": 1.0, "send_backoff": 0.1, "send_backoff_max": 0.5}
-ALICE = FakeUser(42, "Alice", "alice")
-REMINDER = "⏰ Reminder: stretch"
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
-
-
-def schedules(calls: dict[str, Any]):
-    """A fake-LLM responder: a person's message becomes one `cronjob` call with `calls[their text]`; once the
-    tool answered, the model says what it answered."""
-    def respond(request: Any) -> Reply:
-        if request.turn_tool_results:
-            return Reply(text=request.turn_tool_results[-1])
-        arguments = calls.get(request.last_user_text)
-        if arguments is None:
-            return Reply(text="Noted.")
-        return Reply(tool_calls=[("cronjob", json.dumps(arguments))])
-    return respond
-
-
-async def start(engine: Any, home: Any = None) -> tuple[Engine, TelegramAdapter]:
-    profile = make_profile(access={"allowed_users": ["42"]}, platforms={"telegram": FAST},
-                           toolsets=["core", "clock"])
-    e = await engine(profile=profile, home=home)
-    adapter = PLATFORM.build(e.gateway, e.settings, PLATFORM.parse_options(FAST), None, os.environ)
-    e.gateway.attach(adapter)
-    await adapter.start()
-    await asyncio.wait_for(adapter.ready.wait(), 5)
-    return e, adapter
-
-
-def bot_texts(telegram: FakeTelegram) -> list[str]:
-    return [m.text for m in telegram.chat(42).bot_messages]
-
-
-async def shown(telegram: FakeTelegram, pattern: str, timeout: float = 10) -> Any:
-    """The first bot message in Alice's chat whose text matches `pattern` (a reply still streaming is waited for)."""
-    found = re.compile(pattern)
-    return await telegram.wait_for(
-        lambda: next((m for m in telegram.chat(42).bot_messages if found.search(m.text)), None), timeout,
-        f"no bot message matching {pattern!r}; chat shows {bot_texts(telegram)!r}")
 
 
 async def test_remind_me_in_two_seconds_names_the_local_time_and_arrives_once(engine, telegram, fake_llm):
@@ -93,7 +46,7 @@ async def test_a_reminder_due_while_the_gateway_was_down_fires_once_after_it_sta
                                                                                     tmp_path):
     fake_llm.responder = schedules({"remind me in 3 seconds to stretch": {
         "action": "create", "message": "stretch", "schedule": "in 3s"}})
-    e, adapter = await start(engine, tmp_path)
+    e, adapter = await start(engine, home=tmp_path)
     telegram.user_says(42, ALICE, "remind me in 3 seconds to stretch")
     await shown(telegram, r"^Reminder #\d+ set")
     await adapter.stop()
@@ -101,7 +54,7 @@ async def test_a_reminder_due_while_the_gateway_was_down_fires_once_after_it_sta
     await asyncio.sleep(4)  # its time comes and goes while nothing runs
     assert REMINDER not in bot_texts(telegram)
 
-    e, adapter = await start(engine, tmp_path)
+    e, adapter = await start(engine, home=tmp_path)
     try:
         await telegram.wait_for_text(42, REMINDER, timeout=10)
         await asyncio.sleep(2.5)
