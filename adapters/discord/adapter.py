@@ -327,6 +327,9 @@ class DiscordAdapter(PlatformAdapter):
             chat_id=str(channel_id), direct=direct, is_bot=user.bot, also_allowed=self.options.allowed_users,
             membership_boundary=not direct)
 
+    def attachment_fetcher(self) -> DiscordFiles | None:
+        return self.files
+
     def approval_asker(self) -> DiscordApprovals:
         return self.approvals
 

@@ -154,6 +154,9 @@ class SlackAdapter(PlatformAdapter):
         return str(await self.call(target, lambda: self.transport.send(target, text, rendered=True, extras={})))
 
     # -- outbound (see adapters.slack.outbound) --------------------------------------------------------------
+    def attachment_fetcher(self) -> SlackFiles | None:
+        return self.files
+
     def approval_asker(self) -> SlackApprovals:
         return self.approvals
 
