@@ -108,3 +108,21 @@ async def test_without_a_fetcher_for_its_platform_the_file_is_described_as_not_d
 
     assert e.outlet.texts == ["I could not see it."]
     assert f"[attachment refused: shot.png (image/png, 1 KB): {NOT_DOWNLOADED}]" in fake_llm.requests[0].last_user_text
+
+
+class BrokenFetcher(Fetcher):
+    async def fetch_pending(self, attachments: tuple[Attachment, ...], session_key: str,
+                            message_id: str) -> list[FetchedAttachment]:
+        raise OSError(28, "No space left on device")
+
+
+async def test_a_fetcher_that_fails_outright_leaves_the_file_not_downloaded_and_the_message_answered(
+        engine, fake_llm, tmp_path):
+    e = await started(engine, FetchingOutlet(BrokenFetcher(tmp_path / "files")))
+    fake_llm.script(Reply(text="I could not read it."))
+    await e.gateway.handle(e.message("look", attachments=(SHOT,)))
+    await e.outlet.wait_for(1)
+    await e.idle()
+
+    assert e.outlet.texts == ["I could not read it."]
+    assert f"[attachment refused: shot.png (image/png, 1 KB): {NOT_DOWNLOADED}]" in fake_llm.requests[0].last_user_text
