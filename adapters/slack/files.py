@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from adapters.downloads import Downloads, Offered, kind_of, pending
+from adapters.downloads import Downloads, Offered, kind_of, pending, safe_file_name
 from adapters.slack.web_api import SlackCallError, SlackWebApi, proxy_for
 from hermes_engine.ports.fetching import FetchedAttachment
 from hermes_engine.ports.inbound import Attachment
@@ -69,8 +69,9 @@ class SlackFiles:
             if not isinstance(file, dict) or file.get("mode") in NO_BYTES:
                 continue
             if file.get("file_access") == "check_file_info" and file.get("id"):
-                out.append(Attachment(_kind(file), str(file.get("name") or file.get("title") or ""),
-                                      str(file.get("mimetype") or ""), _size(file) or 0, source=str(file["id"])))
+                name = safe_file_name(str(file.get("name") or file.get("title") or ""), fallback="file")
+                out.append(Attachment(_kind(file), name, str(file.get("mimetype") or ""), _size(file) or 0,
+                                      source=str(file["id"])))
                 continue
             offer = self._offer(file)
             if offer is not None:
