@@ -30,6 +30,7 @@ from adapters.render import Rendered
 from adapters.streaming import StreamingReply
 from adapters.transport import FileTransport, NoTransport, Transport
 from hermes_engine.ports.approval import ApprovalAsker
+from hermes_engine.ports.fetching import AttachmentFetcher
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import DeliveryLedger, OutgoingFile
@@ -84,6 +85,11 @@ class PlatformAdapter(ABC):
 
     def approval_asker(self) -> ApprovalAsker | None:
         """How this platform shows approval requests (buttons); None: it cannot, and they are denied."""
+        return None
+
+    def attachment_fetcher(self) -> AttachmentFetcher | None:
+        """How the turn fetches the files people send here (`ports/fetching.py`); None: the adapter fetches
+        none, or fetches them itself before handing the message over."""
         return None
 
     def report_to(self, metrics: Metrics) -> None:

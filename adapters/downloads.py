@@ -214,6 +214,26 @@ async def _stream(http: aiohttp.ClientSession, url: str, partial: Path, limit: i
     return Saved(size, bytes(head))
 
 
+async def _on_disk(path: Path) -> Saved | None:
+    """The complete file already at `path`, if there is one."""
+    def read() -> Saved | None:
+        try:
+            with path.open("rb") as f:
+                return Saved(os.fstat(f.fileno()).st_size, f.read(SNIFF_BYTES))
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+
+    return await asyncio.to_thread(read)
+
+
+def pending(item: Offered) -> Attachment:
+    """What the engine records of an offered file before it is fetched (`Attachment.pending`): its declared
+    name, type and size, and its URL as `source` (the credentials in `item.headers` are not kept)."""
+    name = safe_file_name(item.name, fallback=item.kind or "file")
+    mime = (item.mime_type or mimetypes.guess_type(name)[0] or OCTET_STREAM).split(";")[0].strip()
+    return Attachment(item.kind, name, mime, int(item.size or 0), source=item.url)
+
+
 def _open_partial(partial: Path) -> BinaryIO:
     """The temporary file, its folder made first (again if the retention sweep just removed it empty)."""
     partial.parent.mkdir(parents=True, exist_ok=True)
@@ -255,22 +275,41 @@ class Downloads:
             n += 1
         return path
 
-    async def fetch_all(self, offered: list[Offered], session_key: str, message_id: str) -> list[Fetched]:
-        """Each offered file, one after the other (a message carries a few; memory stays at one chunk)."""
+    def destination_of(self, session_key: str, message_id: str, index: int, name: str) -> Path:
+        """Where a message's file named `name` goes, the same path each time it is asked for (so a file fetched
+        before a crash is found there): ``<message_id>-<name>``, or ``<message_id>-<index>-<name>`` for the
+        `index`-th other file of that name in the message."""
+        prefix = attachment_folder_name(message_id) or "message"
+        return self.folder(session_key) / (f"{prefix}-{name}" if index == 0 else f"{prefix}-{index}-{name}")
+
+    async def fetch_all(self, offered: list[Offered], session_key: str, message_id: str, *,
+                        found_on_disk: bool = False) -> list[Fetched]:
+        """Each offered file, one after the other (a message carries a few; memory stays at one chunk).
+        `found_on_disk`: each at its own `destination_of`, and one already there (fetched whole before a
+        crash: a file is renamed into place only once complete) is taken as it is, not fetched again."""
         if not offered:
             return []
+        names = [safe_file_name(item.name, fallback=item.kind or "file") for item in offered]
         async with aiohttp.ClientSession(timeout=self.timeout, trust_env=self.proxy_for is None) as http:
-            return [await self.fetch(http, item, session_key, message_id) for item in offered]
+            return [await self.fetch(http, item, session_key, message_id,
+                                     index=names[:n].count(names[n]) if found_on_disk else None)
+                    for n, item in enumerate(offered)]
 
     async def fetch(self, http: aiohttp.ClientSession, item: Offered, session_key: str,
-                    message_id: str) -> Fetched:
+                    message_id: str, *, index: int | None = None) -> Fetched:
+        """One offered file; `index`: at `destination_of` with this index (see `fetch_all`)."""
         name = safe_file_name(item.name, fallback=item.kind or "file")
         declared_mime = (item.mime_type or mimetypes.guess_type(name)[0] or OCTET_STREAM).split(";")[0].strip()
         kind = item.kind or kind_of(declared_mime)
         size = int(item.size or 0)
-        path = self.destination(session_key, message_id, name)
+        path = (self.destination(session_key, message_id, name) if index is None
+                else self.destination_of(session_key, message_id, index, name))
         try:
-            saved = await self._with_retries(http, item, path)
+            saved = await _on_disk(path) if index is not None else None
+            if saved is not None:
+                log.info("%s of message %s was fetched before: not fetched again", name, message_id)
+            else:
+                saved = await self._with_retries(http, item, path)
         except TooBig as exc:
             log.info("refused a %s (%s): %d bytes or more, over the limit of %d", kind, name, exc.size, exc.limit)
             return Fetched(Attachment(kind, name, declared_mime, exc.size, None, limit_text(self.limit_mb)),
@@ -297,4 +336,4 @@ class Downloads:
 
 
 __all__ = ["DEFAULT_LIMIT_MB", "Downloads", "Fetched", "Offered", "Refused", "Saved", "TooBig", "Transient",
-           "kind_of", "limit_text", "safe_file_name", "settled_kind", "sniff", "stream_to", "too_big_notice"]
+           "kind_of", "limit_text", "pending", "safe_file_name", "settled_kind", "sniff", "stream_to", "too_big_notice"]

@@ -333,6 +333,9 @@ class DiscordAdapter(PlatformAdapter):
         """As `admit` decides: a server's channels are a membership boundary, direct messages are not."""
         return ChatAccess(frozenset(self.options.allowed_users), membership_boundary=not direct)
 
+    def attachment_fetcher(self) -> DiscordFiles | None:
+        return self.files
+
     def approval_asker(self) -> DiscordApprovals:
         return self.approvals
 

@@ -199,20 +199,11 @@ class MessageReceiver:
             place_listed=message.guild is not None and adapter.options.guild_allowed(message.guild.id),
             raw={"guild_id": message.guild.id if message.guild else None, "channel_id": message.channel.id,
                  "message_id": message.id})
-        if message.attachments and adapter.files is not None:
-            fetched = await adapter.files.fetch(message, adapter.engine.session_key(msg))
-            for notice in (f.notice for f in fetched if f.notice):
-                await self._tell(ReplyTarget(adapter.platform, adapter.account, chat_id, thread_id), notice)
-            msg = replace(msg, attachments=tuple(f.attachment for f in fetched))
+        if message.attachments and adapter.files is not None:  # fetched in the turn, once the inbox recorded them
+            msg = replace(msg, attachments=adapter.files.offered(message))
             if not msg.text.strip() and not msg.attachments:
                 return
         await adapter.engine.handle(msg)
-
-    async def _tell(self, target: ReplyTarget, text: str) -> None:
-        try:
-            await self.adapter.send(target, text)
-        except Exception as exc:  # noqa: BLE001 - the message still reaches the engine, which describes the file
-            log.warning("could not tell Discord channel %s: %s", target.thread_id or target.chat_id, exc)
 
     async def _member(self, message: discord.Message) -> Any:
         """The author as a member of the message's guild, where the admin role is asked: a message read back

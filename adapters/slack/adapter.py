@@ -159,6 +159,9 @@ class SlackAdapter(PlatformAdapter):
         """The workspace is the membership boundary in every chat of it, as on the inbound path."""
         return ChatAccess(membership_boundary=True)
 
+    def attachment_fetcher(self) -> SlackFiles | None:
+        return self.files
+
     def approval_asker(self) -> SlackApprovals:
         return self.approvals
 

@@ -131,11 +131,8 @@ class MessageReader:
             platform=PLATFORM, account=team, chat_kind=kind, chat_id=channel, user_id=user, user_name=user_name,
             text=await self.plain_text(text), message_id=ts, thread_id=thread_id, mentioned=mentioned, raw=event,
             arrived=arrived)
-        if event.get("files") and self.files is not None:
-            fetched = await self.files.fetch(event, self.engine.session_key(msg))
-            for notice in (f.notice for f in fetched if f.notice):
-                await self.tell(ReplyTarget(PLATFORM, team, channel, thread_id), notice)
-            msg = replace(msg, attachments=tuple(f.attachment for f in fetched))
+        if event.get("files") and self.files is not None:  # fetched in the turn, once the inbox recorded them
+            msg = replace(msg, attachments=self.files.offered(event))
         if not msg.text.strip() and not msg.attachments:
             return
         await self.engine.handle(msg)

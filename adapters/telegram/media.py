@@ -7,6 +7,10 @@ answer "that is too big" instead of acting as if nothing was sent; the person is
 limit holds for the bytes that arrive, not only for the size Telegram states (which it may leave out): a
 download stops as soon as it passes the limit. The download, the file names and the type read from the
 bytes are those of every platform (`adapters.downloads`).
+
+Unlike Slack and Discord, which hand their files over pending and fetch them in the turn, Telegram's are
+fetched before the handover: an update is confirmed (the next poll's offset, or the webhook's 200) only
+once the inbox recorded its message, so a crash in the middle of a download has Telegram send it again.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ the phases keep together:
 - after a crash, an answer that was stored but not delivered is delivered once, without a model call,
   and a turn cut short goes on from what it stored, however long it was: the model sees every stored tool
   result, and a tool call whose result is stored is not run again;
+- a file the person sent is fetched in the prepare phase, after its message was recorded, so a crash in the
+  middle of a download loses nothing: the replay fetches again what was not fetched;
 - a write that fails because the store cannot write stops the turn at once (a model call in flight
   included); the person hears it once per chat, and no turn starts until the store writes again
   (`StorageHealth`).
@@ -28,6 +30,7 @@ from hermes_engine.agent.long_answers import answer_text
 from hermes_engine.agent.loop import AgentLoop, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder, load_images
 from hermes_engine.attachments.voice import UNHEARD, VOICE_NOTES
+from hermes_engine.core.fetching import fetch_pending
 from hermes_engine.core.jobs import TurnJob
 from hermes_engine.core.journal import Journal
 from hermes_engine.core.storage_health import StorageHealth
@@ -35,6 +38,7 @@ from hermes_engine.core.turn_metrics import FirstRequestRouter, first_request_re
 from hermes_engine.errors import HermesError, ProviderError, StorageError
 from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
+from hermes_engine.ports.fetching import FetchesAttachments
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage, ReplyTarget
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
@@ -159,6 +163,7 @@ class TurnRunner:
             await feature.on_turn_start(session.scope)
         msg = await self._expand_command(msg)
         await self.host.ensure_loaded(session, job.person_id)
+        msg = await self._fetch(session, msg, outlet)
         msg = await self._hear(session, msg)
         images = await asyncio.to_thread(load_images, msg)  # up to megabytes from disk: off the loop
         user = await self.prompts.user_message(session.scope, msg, job.person_id, images=images)
@@ -350,10 +355,23 @@ class TurnRunner:
                 return replace(msg, text=text, command=None, args="")
         return msg
 
+    async def _fetch(self, session: SessionHandle, msg: InboundMessage, outlet: Outlet | None) -> InboundMessage:
+        """The files the message offers, fetched through its platform's fetcher (`core/fetching.py`): the
+        message was recorded first, so a crash here loses nothing. Not for a message its session already
+        stored (a replay: its files were read into the stored user message)."""
+        if not any(a.pending for a in msg.attachments) or _stored(session, msg):
+            return msg
+        fetcher = outlet.attachment_fetcher() if isinstance(outlet, FetchesAttachments) else None
+
+        async def notify(target: ReplyTarget, text: str, key: str) -> None:
+            await self.host.notify(target, text, idempotency_key=key)
+
+        return await fetch_pending(msg, session.key, fetcher, notify)
+
     async def _hear(self, session: SessionHandle, msg: InboundMessage) -> InboundMessage:
         """Voice notes as their transcripts; what the person is to hear of them (no transcriber, a failure,
         the echo) is sent first. Not again for a message its session already stored (a replay)."""
-        if not msg.attachments or any(m.meta.get("event_id") == msg.event_id for m in session.history.view()):
+        if not msg.attachments or _stored(session, msg):
             return msg
         heard = await (self.host.services.get(VOICE_NOTES) or UNHEARD).hear(msg)
         for n, notice in enumerate(heard.notices):
@@ -368,6 +386,11 @@ class TurnRunner:
             with contextlib.suppress(Exception):
                 await outlet.typing(target)
             await asyncio.sleep(TYPING_EVERY_SECONDS)
+
+
+def _stored(session: SessionHandle, msg: InboundMessage) -> bool:
+    """Whether the session already stored this message's user message (a replay after a crash)."""
+    return any(m.meta.get("event_id") == msg.event_id for m in session.history.view())
 
 
 def _log_turn(turn: Turn) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -47,14 +47,27 @@ def valid_text(text: str) -> str:
 
 @dataclass(frozen=True)
 class Attachment:
-    """A file the person sent, already downloaded by the adapter into the session's attachment folder."""
+    """A file the person sent: pending (`source` set, no `path`) from the moment the adapter hands the message
+    over, so the durable inbox records it before any byte is fetched and a crash mid-download loses nothing;
+    fetched (`path` in the session's attachment folder) or refused (`refused_reason`) once the turn's prepare
+    phase has asked the platform's `AttachmentFetcher` for it (`core/fetching.py`).
 
-    kind: str  # "photo" | "voice" | "document" | "video" | "audio"
+    `source` is where the platform serves it, without credentials (a URL, or the platform's file id): the
+    inbox keeps it, and the fetcher adds the bot token only at download time. A pending attachment's `kind`
+    may be empty (the bytes decide) and its `size` 0 (not declared)."""
+
+    kind: str  # "photo" | "voice" | "document" | "video" | "audio"; "" while pending: the bytes decide
     file_name: str
     mime_type: str
     size: int
-    path: str | None = None  # local path once downloaded; None when refused (too large)
+    path: str | None = None  # local path once downloaded; None while pending, or when refused (too large)
     refused_reason: str | None = None
+    source: str | None = None  # where the platform serves it (no credentials); None: nothing to fetch
+
+    @property
+    def pending(self) -> bool:
+        """Offered but not fetched yet: the turn fetches it before the model sees the message."""
+        return self.source is not None and self.path is None and self.refused_reason is None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "file_name", valid_text(self.file_name))
@@ -177,13 +190,17 @@ def message_to_payload(msg: InboundMessage) -> dict[str, Any]:
     }
 
 
+_ATTACHMENT_FIELDS = frozenset(f.name for f in fields(Attachment))
+
+
 def message_from_payload(data: dict[str, Any]) -> InboundMessage:
     return InboundMessage(
         platform=data["platform"], account=data["account"], chat_kind=ChatKind(data["chat_kind"]),
         chat_id=data["chat_id"], user_id=data["user_id"], text=data["text"], message_id=data["message_id"],
         user_name=data.get("user_name", ""), thread_id=data.get("thread_id"),
         mentioned=bool(data.get("mentioned")),
-        attachments=tuple(Attachment(**a) for a in data.get("attachments") or ()),
+        attachments=tuple(Attachment(**{k: v for k, v in a.items() if k in _ATTACHMENT_FIELDS})
+                          for a in data.get("attachments") or ()),
         reply_to_id=data.get("reply_to_id"),
         received_at=datetime.fromisoformat(data["received_at"]) if data.get("received_at") else datetime.now(UTC),
         synthetic=bool(data.get("synthetic")), platform_admin=bool(data.get("platform_admin")),

@@ -40,7 +40,8 @@ What it models (the parts a bot adapter meets):
   the message's IS_VOICE_MESSAGE flag). Each is served at its `url` on this server, as Discord's CDN serves
   it (``/attachments/<channel>/<id>/<name>``, signed query, no token), with the size the payload declares
   as `Content-Length` unless the test makes it lie (`declared_size`), then chunked. Every download is
-  recorded in `cdn_downloads` (attachment id, bytes sent). The bot's own files come as discord.py sends
+  recorded in `cdn_downloads` (attachment id, bytes sent); `hold_downloads` keeps each open after its
+  headers (named in `cdn_begun`) until `release_downloads`. The bot's own files come as discord.py sends
   them, multipart ``payload_json`` + ``files[n]``: the message keeps them as attachment objects (an empty
   content is then allowed), their bytes in `files` by attachment id; over 10 MB in all is 413 (40005).
 - Tests act as people: `user_says`, `slash`, `press`; and as the network: `drop_connection`, `pause_gateway`,
@@ -270,6 +271,9 @@ class FakeDiscord(LoopbackServer):
         self.unknown_routes: list[str] = []  # requests no route matched (a test should see none)
         self.files: dict[str, FakeAttachment] = {}
         self.cdn_downloads: list[tuple[str, int]] = []  # (attachment id, bytes sent)
+        self.cdn_begun: list[str] = []  # attachment ids whose download got its headers
+        self._cdn_open = asyncio.Event()
+        self._cdn_open.set()
         # knobs
         self.grant_message_content = True  # False: the portal toggle is off for a bot that still connects
         self.reject_privileged_intents = False  # True: IDENTIFY asking for them is closed with 4014
@@ -488,6 +492,13 @@ class FakeDiscord(LoopbackServer):
 
     def resume_gateway(self) -> None:
         self._gateway_open.set()
+
+    def hold_downloads(self) -> None:
+        """CDN downloads stop after their headers (recorded in `cdn_begun`) until `release_downloads`."""
+        self._cdn_open.clear()
+
+    def release_downloads(self) -> None:
+        self._cdn_open.set()
 
     def hold_history(self) -> None:
         """Channel history requests wait (recorded, unanswered) until `release_history`."""
@@ -856,8 +867,10 @@ class FakeDiscord(LoopbackServer):
         else:
             response.enable_chunked_encoding()
         await response.prepare(request)
+        self.cdn_begun.append(attachment.id)
         sent = 0
         try:
+            await self._cdn_open.wait()
             for start in range(0, len(attachment.data), 64 * 1024):
                 piece = attachment.data[start:start + 64 * 1024]
                 await response.write(piece)

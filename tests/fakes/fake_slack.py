@@ -32,6 +32,8 @@ and app_mention events). Each is served at its `url_private_download` on this se
 (`/files-pri/<team>-<id>/download/<name>`), only with the bot token as ``Authorization: Bearer`` (403
 otherwise), with `Content-Length` or chunked when the size is not stated; files.info answers with the file.
 Every download is recorded in `downloads` (file id, whether the token was right, bytes sent).
+`hold_downloads()` keeps each download open after its headers (named in `downloads_begun`) until
+`release_downloads()`, as a large file on a slow link would: a test can kill the gateway in the middle.
 The bot's uploads take Slack's current two steps: files.getUploadURLExternal (filename, length) returns an
 upload URL on this server (`/upload/v1/<file id>`, as files.slack.com's, no token needed), which takes the
 bytes (a length other than the one declared is refused); files.completeUploadExternal then shares the
@@ -241,6 +243,9 @@ class FakeSlack(LoopbackServer):
         self.connections_opened = 0  # apps.connections.open calls
         self.files: dict[str, SlackFile] = {}
         self.downloads: list[tuple[str, bool, int]] = []  # (file id, token right, bytes sent)
+        self.downloads_begun: list[str] = []  # file ids whose download got its headers
+        self._downloads_open = asyncio.Event()
+        self._downloads_open.set()
         self.uploads: dict[str, SlackFile] = {}  # the bot's uploads by file id (bytes received)
         self._upload_lengths: dict[str, int] = {}  # file id → declared length, until its bytes arrive
         self.sockets_accepted = 0  # websocket connections made
@@ -297,6 +302,13 @@ class FakeSlack(LoopbackServer):
         """Take `seconds` to answer each of the next `times` calls of `method` (a busy Slack): work that
         waits for such a call before acknowledging its request is then acknowledged after Slack answered."""
         self._slow.extend([(method, seconds)] * times)
+
+    def hold_downloads(self) -> None:
+        """Downloads stop after their headers (recorded in `downloads_begun`) until `release_downloads`."""
+        self._downloads_open.clear()
+
+    def release_downloads(self) -> None:
+        self._downloads_open.set()
 
     def calls_to(self, method: str) -> list[ApiCall]:
         return [c for c in self.calls if c.method == method]
@@ -586,8 +598,11 @@ class FakeSlack(LoopbackServer):
         else:
             response.enable_chunked_encoding()
         await response.prepare(request)
+        self.downloads_begun.append(file.id)
+        await self._notify()
         sent = 0
         try:
+            await self._downloads_open.wait()
             for start in range(0, len(file.data), 64 * 1024):
                 await response.write(file.data[start:start + 64 * 1024])
                 sent += len(file.data[start:start + 64 * 1024])

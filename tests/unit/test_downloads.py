@@ -19,11 +19,13 @@ from adapters.downloads import (
     Refused,
     TooBig,
     Transient,
+    pending,
     safe_file_name,
     settled_kind,
     sniff,
     stream_to,
 )
+from hermes_engine.ports.inbound import Attachment
 
 
 class Files:
@@ -197,6 +199,47 @@ async def test_two_files_of_one_name_in_one_message_are_both_kept(served, tmp_pa
                                          Offered("", "notes.txt", served.url("b"))], "s", "m")
     paths = [Path(str(f.attachment.path)) for f in fetched]
     assert len(set(paths)) == 2 and [p.read_bytes() for p in paths] == [b"first", b"second"]
+
+
+async def test_a_file_fetched_whole_before_a_crash_is_found_in_its_place_and_not_fetched_again(served, tmp_path):
+    served.bodies["shot"] = png()
+    offered = [Offered("", "shot.png", served.url("shot"), "image/png")]
+    [first] = await Downloads(tmp_path).fetch_all(offered, "s", "m", found_on_disk=True)
+    [again] = await Downloads(tmp_path).fetch_all(offered, "s", "m", found_on_disk=True)  # the replay
+    assert served.asked == ["shot"]
+    assert again.attachment == first.attachment and again.attachment.kind == "photo"
+    assert [p.read_bytes() for p in [Path(str(again.attachment.path))]] == [png()]
+
+
+async def test_a_file_a_crash_cut_short_is_fetched_again_whole(served, tmp_path):
+    served.bodies["notes"] = b"all of it"
+    downloads = Downloads(tmp_path)
+    place = downloads.destination_of("s", "m", 0, "notes.txt")
+    place.parent.mkdir(parents=True)
+    (place.parent / ".0123456789abcdef0123456789abcdef.part").write_bytes(b"all")  # what the crash left
+    [fetched] = await downloads.fetch_all([Offered("", "notes.txt", served.url("notes"))], "s", "m",
+                                          found_on_disk=True)
+    assert served.asked == ["notes"] and fetched.attachment.path == str(place)
+    assert place.read_bytes() == b"all of it"
+
+
+async def test_two_files_of_one_name_found_on_disk_each_keep_their_own_place(served, tmp_path):
+    served.bodies["a"] = b"first"
+    served.bodies["b"] = b"second"
+    offered = [Offered("", "notes.txt", served.url("a")), Offered("", "notes.txt", served.url("b"))]
+    fetched = await Downloads(tmp_path).fetch_all(offered, "s", "m", found_on_disk=True)
+    again = await Downloads(tmp_path).fetch_all(offered, "s", "m", found_on_disk=True)
+    paths = [Path(str(f.attachment.path)) for f in again]
+    assert [p.read_bytes() for p in paths] == [b"first", b"second"]
+    assert [f.attachment for f in again] == [f.attachment for f in fetched] and served.asked == ["a", "b"]
+
+
+def test_an_offered_file_is_recorded_pending_by_its_url_without_the_token():
+    offered = Offered("voice", "../clip.ogg", "https://files.example/clip.ogg", "audio/ogg", 12,
+                      headers={"Authorization": "Bearer xoxb-secret"})
+    recorded = pending(offered)
+    assert recorded == Attachment("voice", "clip.ogg", "audio/ogg", 12, source="https://files.example/clip.ogg")
+    assert recorded.pending and "xoxb" not in repr(recorded)
 
 
 def test_a_claimed_kind_holds_unless_the_bytes_are_no_media_at_all():
