@@ -192,6 +192,7 @@ async def test_no_series_carries_a_person_a_chat_a_name_or_message_text(engine, 
     label_values = {v for _, labels in samples for name, v in labels if name != "le"}
     forbidden = {item for row in said for item in row} | set(people) | {"acct"}
     assert not {v for v in label_values for f in forbidden if f in v or v == f}
-    jobs = {JOB, "skills-curator:testbot", "kanban-dispatcher:testbot"}  # leased jobs, named by the engine
+    jobs = {JOB, "skills-curator:testbot", "kanban-dispatcher:testbot",  # leased jobs, named by the engine
+            "attachments-prune:testbot"}
     assert label_values <= {"testbot", "test", "answered", "input", "output", *jobs}
 
