@@ -125,3 +125,17 @@ async def test_the_cost_of_each_model_reaches_the_metrics(engine, fake_llm):
     await e.idle()
     spent = metrics.registry.get_sample_value("hermes_cost_usd_total", {"bot": "testbot", "model": MINI})
     assert spent == pytest.approx(0.132)
+
+
+async def test_a_background_reviews_cost_is_the_persons_whose_turn_it_follows(engine, fake_llm):
+    def respond(request):
+        if "[Background review" in request.last_user_text:
+            return Reply(text="Nothing to save.", usage={"input": 1_000_000, "output": 0})  # $0.40
+        return Reply(text="answer", usage=TURN_USAGE)
+
+    fake_llm.responder = respond
+    e = await engine(profile=make_profile(model=MINI, review={"memory_every_turns": 1, "skill_every_iterations": 0}))
+    assert await e.say("hello") == "answer"
+    await e.idle()
+    assert any("[Background review" in r.last_user_text for r in fake_llm.requests)
+    assert "Cost: $0.4660 today" in await e.say("/status")
