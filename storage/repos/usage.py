@@ -20,8 +20,8 @@ _MODEL_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_wr
 class UsageRepository(SqlRepository):
     """`hermes_engine.ports.storage.UsageLedger`: one row per bot, person and day, and one per model of it."""
 
-    # One statement each (two when a turn's models are added): they take the per-message path (`_hot`: on
-    # SQLite its thread, far quicker than a round through the async driver).
+    # One statement each (on SQLite two when a turn's models are added): they take the per-message path
+    # (`_hot`: on SQLite its thread, far quicker than a round through the async driver).
 
     async def add_usage(self, bot: str, person_id: int, day: date, *, turns: int = 0, tokens: int = 0,
                         cost_micros: int = 0, models: Sequence[ModelSpend] = ()) -> None:
@@ -33,8 +33,10 @@ class UsageRepository(SqlRepository):
         stmt = stmt.on_conflict_do_update(
             index_elements=["bot", "person_id", "day"],
             set_={name: table.c[name] + stmt.excluded[name] for name in ("turns", "tokens", "cost_micros")})
+        if models and self.dialect == "postgresql":  # the models' upsert in a WITH: still one round trip
+            stmt = stmt.add_cte(self._add_models(bot, person_id, day, models).cte("model_shares"))
         await self._hot(stmt, {}, lambda _: None)
-        if models:
+        if models and self.dialect != "postgresql":  # SQLite cannot write in a WITH; its lane is a thread away
             await self._hot(self._add_models(bot, person_id, day, models), {}, lambda _: None)
 
     def _add_models(self, bot: str, person_id: int, day: date, models: Sequence[ModelSpend]) -> sa.Insert:
