@@ -150,8 +150,8 @@ class AttemptRunner:
                 await asyncio.shield(self._charge(card, claim, meter))
 
     async def _charge(self, card: CardRecord, claim: str, meter: Meter) -> None:
-        """Put the attempt's spending on the card and, when a person asked for the card and usage limits
-        apply, on that person's (and so the bot's) daily count, as a turn's tokens are."""
+        """Put the attempt's spending on the card and, when a person asked for the card, on that person's (and
+        so the bot's) daily count, as a turn's tokens and cost are."""
         host = self.host
         try:
             await host.store.record_card_usage(card.id, card.attempts, meter.spent(), actor=claim)

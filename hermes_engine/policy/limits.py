@@ -5,8 +5,8 @@ limit. A turn is counted when it is let through, its tokens when it ends; a pers
 is told when it resets and no model is called. Admins are never refused (their use is still counted).
 Whatever runs on a person's behalf counts against them too: each turn of their goal is a turn (they asked
 for it; `refusal` lets the goal pause instead), and the model calls made for them outside their turns (a
-goal's judge, a background review, a sub-agent, a kanban worker, a compression summary) are tokens
-(`charge`).
+goal's judge, a background review, a sub-agent, a kanban worker, a compression summary) are tokens and
+their cost (`charge`).
 Limits are checked before a turn, so the turn that crosses a token or dollar limit finishes; the next one
 is refused. A person's limits are checked and the turn counted in one statement (replicas cannot both let
 the last turn through); the bot's totals are read first, so turns starting at the same moment may pass them

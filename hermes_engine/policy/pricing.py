@@ -88,6 +88,10 @@ def _from_table(model: str, usage: Usage) -> int | None:
 
 
 def dollars(micros: int) -> str:
-    """Micro-dollars as a person reads them: cents for a dollar or more, four places below."""
+    """Micro-dollars as a person reads them: cents from a dollar up; below, up to four places where cents
+    would hide what a few turns cost ($0.0123), never fewer than two ($0.10)."""
     value = micros / MICROS
-    return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
+    if value >= 1:
+        return f"${value:,.2f}"
+    text = f"{value:.4f}".rstrip("0")
+    return f"${text}{'0' * max(0, 2 - len(text.partition('.')[2]))}"

@@ -16,7 +16,7 @@ MINI = "openai:gpt-4.1-mini"  # $0.40 per million input tokens, $0.10 cached, $1
 SONNET = "anthropic:claude-sonnet-4-5"  # $3 per million input tokens, $0.30 cache read, $15 output
 # 100k uncached + 100k cached input and 10k output on gpt-4.1-mini: $0.04 + $0.01 + $0.016
 TURN_USAGE = {"input": 100_000, "cache_read": 100_000, "output": 10_000}
-TURN_COST = "$0.0660"
+TURN_COST = "$0.066"
 
 
 @pytest.fixture(params=BACKENDS)
@@ -34,7 +34,7 @@ async def test_status_tells_a_person_what_they_spent_today_and_this_month_in_dol
     status = await e.say("/status")
     assert f"Cost: {TURN_COST} today, {TURN_COST} this month." in status
     assert "Bot cost" not in status  # not an admin
-    assert "Cost: $0.0000 today" in await e.say("/status", user="u2", chat="c2")  # their own count
+    assert "Cost: $0.00 today" in await e.say("/status", user="u2", chat="c2")  # their own count
 
 
 async def test_an_admin_sees_the_bots_cost_beside_their_own(engine, fake_llm):
@@ -44,8 +44,8 @@ async def test_an_admin_sees_the_bots_cost_beside_their_own(engine, fake_llm):
     await e.say("two", user="u2", chat="c2")
     await e.idle()
     status = await e.say("/status", user="boss", chat="c3")
-    assert "Cost: $0.0000 today, $0.0000 this month." in status
-    assert "Bot cost: $0.1320 today, $0.1320 this month." in status
+    assert "Cost: $0.00 today, $0.00 this month." in status
+    assert "Bot cost: $0.132 today, $0.132 this month." in status
 
 
 async def test_usage_breaks_the_cost_down_by_model_and_names_a_model_without_a_price_once(engine, fake_llm):
@@ -61,11 +61,11 @@ async def test_usage_breaks_the_cost_down_by_model_and_names_a_model_without_a_p
     report = await e.say("/usage")
     today, month, note = report.split("\n\n")[1:]
     assert today.splitlines() == [
-        "Today (UTC): $0.5460",
-        f"- {SONNET}: $0.4800 (100000 in, 100000 cached in, 0 cache write, 10000 out)",
+        "Today (UTC): $0.546",
+        f"- {SONNET}: $0.48 (100000 in, 100000 cached in, 0 cache write, 10000 out)",
         f"- {MINI}: {TURN_COST} (100000 in, 100000 cached in, 0 cache write, 10000 out)",
         "- openai:gpt-unpriced: no known price (100000 in, 100000 cached in, 0 cache write, 10000 out)"]
-    assert month.splitlines()[0] == "This month (UTC): $0.5460"
+    assert month.splitlines()[0] == "This month (UTC): $0.546"
     assert note.startswith("No known price for openai:gpt-unpriced: its tokens are counted, not its cost")
     assert report.count("No known price") == 1
 
@@ -90,11 +90,11 @@ async def test_a_person_over_their_dollar_limit_is_refused_from_the_next_turn(en
     calls = len(fake_llm.requests)
 
     refused = await e.say("three")
-    assert "You have reached your daily limit of $0.1000 of model use." in refused
+    assert "You have reached your daily limit of $0.10 of model use." in refused
     assert "resets at midnight UTC" in refused
     assert len(fake_llm.requests) == calls
     assert await e.say("hi", user="u2", chat="c2") == "answer"  # another person spends their own
-    assert "(daily limit $0.1000)" in await e.say("/status")
+    assert "(daily limit $0.10)" in await e.say("/status")
 
 
 async def test_the_bots_dollar_limit_holds_everyone_together(engine, fake_llm):
@@ -138,4 +138,4 @@ async def test_a_background_reviews_cost_is_the_persons_whose_turn_it_follows(en
     assert await e.say("hello") == "answer"
     await e.idle()
     assert any("[Background review" in r.last_user_text for r in fake_llm.requests)
-    assert "Cost: $0.4660 today" in await e.say("/status")
+    assert "Cost: $0.466 today" in await e.say("/status")

@@ -75,3 +75,8 @@ def test_a_profile_reads_prices_per_million_tokens_from_yaml_shaped_settings() -
     assert profile.limits.enabled and profile.limits.cost_per_day == 5
     with pytest.raises(ValueError):
         BotProfile(prices={"openai:gpt-x": {"input": -1, "output": 1}})
+
+
+def test_dollars_read_in_cents_from_a_dollar_and_closer_below() -> None:
+    assert [dollars(m) for m in (0, 66_000, 100_000, 123_456, 1_234_567, 5_000_000)] == [
+        "$0.00", "$0.066", "$0.10", "$0.1235", "$1.23", "$5.00"]
