@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 from postgres import BACKENDS, replica_stores
+from sqlalchemy.pool import NullPool
 
 from hermes_engine.ports.storage import ModelSpend, UsageCount
+from storage import migrate
+from storage.engine import make_engine
 from storage.store import SqlStore
 
 DAY, NEXT_DAY = date(2026, 3, 1), date(2026, 3, 2)
@@ -156,3 +159,22 @@ async def test_merging_a_person_joins_their_cost_and_their_models_shares(replica
     assert await store.spend_between("bot", alice, DAY, DAY) == [spend("m:a", 110, input_tokens=3),
                                                                  spend("m:b", 20, output_tokens=3)]
     assert await store.spend_between("bot", bob, DAY, DAY) == []
+
+
+async def test_days_counted_before_costs_were_kept_read_as_nothing_spent(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}"
+    await migrate.upgrade(url, "0018")
+    engine = make_engine(url, poolclass=NullPool)
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql("INSERT INTO people (id, display_name, created_at) "
+                                       "VALUES (1, 'Ann', '2026-03-01 00:00:00')")
+            await conn.exec_driver_sql("INSERT INTO usage_days (bot, person_id, day, turns, tokens) "
+                                       "VALUES ('bot', 1, '2026-03-01', 4, 400)")
+    finally:
+        await engine.dispose()
+    await migrate.upgrade(url)
+    async with SqlStore(url) as store:
+        assert await store.usage_of("bot", 1, DAY) == UsageCount(turns=4, tokens=400, cost_micros=0)
+        await store.add_usage("bot", 1, DAY, cost_micros=25, models=[spend("m:a", 25, output_tokens=1)])
+        assert await store.usage_of("bot", 1, DAY) == UsageCount(turns=4, tokens=400, cost_micros=25)
