@@ -80,3 +80,12 @@ def test_a_profile_reads_prices_per_million_tokens_from_yaml_shaped_settings() -
 def test_dollars_read_in_cents_from_a_dollar_and_closer_below() -> None:
     assert [dollars(m) for m in (0, 66_000, 100_000, 123_456, 1_234_567, 5_000_000)] == [
         "$0.00", "$0.066", "$0.10", "$0.1235", "$1.23", "$5.00"]
+
+
+def test_a_responses_usage_added_to_another_keeps_both_models_apart() -> None:
+    first = Usage(input_tokens=10, cache_read_tokens=4, model="openai:gpt-4.1-mini")
+    first.add(Usage(output_tokens=5, model="anthropic:claude-sonnet-4-5"))
+    first.add(Usage(output_tokens=1, model="openai:gpt-4.1-mini"))
+    parts = {name: (u.input_tokens, u.cache_read_tokens, u.output_tokens) for name, u in first.per_model().items()}
+    assert parts == {"openai:gpt-4.1-mini": (10, 4, 1), "anthropic:claude-sonnet-4-5": (0, 0, 5)}
+    assert first.total == 20
