@@ -38,6 +38,8 @@ class PrometheusMetrics(Metrics):
             ["bot", "platform"], buckets=ADDED_BUCKETS, registry=registry)
         self.tokens = prom.Counter("hermes_tokens", "Model tokens: input (not cached), output, cached.",
                                    ["bot", "platform", "kind"], registry=registry)
+        self.cost = prom.Counter("hermes_cost_usd", "What model calls cost, in US dollars, by model.",
+                                 ["bot", "model"], registry=registry)
         self.tool_calls = prom.Counter("hermes_tool_calls", "Tool calls the model made, by tool.",
                                        ["bot", "tool"], registry=registry)
         self.errors = prom.Counter("hermes_errors", "Turns that did not end well, by kind.",
@@ -71,6 +73,9 @@ class PrometheusMetrics(Metrics):
         for kind, amount in (("input", input_tokens), ("output", output_tokens), ("cached", cached_tokens)):
             if amount:
                 self._child(self.tokens, bot, platform, kind).inc(amount)
+
+    def cost_spent(self, bot: str, model: str, usd: float) -> None:
+        self._child(self.cost, bot, model).inc(usd)
 
     def tool_called(self, bot: str, tool: str) -> None:
         self._child(self.tool_calls, bot, tool).inc()

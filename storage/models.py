@@ -13,20 +13,19 @@ Portable types:
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
-from typing import Any, cast
+from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
-NAMING_CONVENTION = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
+from storage.schema_base import NAMING_CONVENTION as NAMING_CONVENTION
+from storage.schema_base import Base as Base
+from storage.schema_base import Id as Id
+from storage.schema_base import table_of as table_of
+from storage.usage_rows import UsageModelRow as UsageModelRow  # the usage ledger's rows
+from storage.usage_rows import UsageRow as UsageRow
 
 # Goal statuses. "active" and "paused" are open (at most one open goal per session key and bot).
 GOAL_STATUSES = ("active", "paused", "done", "blocked", "cleared")
@@ -38,7 +37,6 @@ INBOUND_RECEIVED = "received"
 INBOUND_DONE = "done"
 INBOUND_REJECTED = "rejected"  # too malformed to read: kept for an operator, never answered
 
-Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 # Tables whose ids SQLite chooses: AUTOINCREMENT, so an id of a deleted row is never given again (migration 0016).
 _NEVER_REUSED_IDS: dict[str, Any] = {"sqlite_autoincrement": True}
 JsonType = sa.JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True), "postgresql")
@@ -66,15 +64,6 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
-
-
-class Base(DeclarativeBase):
-    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
-
-
-def table_of(row: type[Base]) -> sa.Table:
-    """The table behind a mapped class, typed as one (SQLAlchemy types `__table__` as any FROM clause)."""
-    return cast(sa.Table, row.__table__)
 
 
 class PersonRow(Base):
@@ -342,17 +331,6 @@ class CardEventRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
 
 
-class UsageRow(Base):
-    """Turns and tokens one person used with one bot on one day (UTC): what usage limits count."""
-
-    __tablename__ = "usage_days"
-    __table_args__ = (sa.Index(None, "bot", "day"),)
-
-    bot: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
-    person_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("people.id", ondelete="CASCADE"), primary_key=True)
-    day: Mapped[date] = mapped_column(sa.Date(), primary_key=True)
-    turns: Mapped[int] = mapped_column(sa.Integer(), nullable=False, default=0)
-    tokens: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False, default=0)
 class SkillEmbeddingRow(Base):
     """One skill's embedding vector for one model, keyed by the hash of the text that was embedded."""
 

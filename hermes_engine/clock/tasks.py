@@ -154,7 +154,7 @@ async def _answer(host: Host, job: JobRecord, due: datetime, usage: Usage, *, ad
             host.metrics.tokens_used(host.bot, target.platform, input_tokens=step.input_tokens,
                                      output_tokens=step.output_tokens,
                                      cached_tokens=step.cache_read_tokens + step.cache_write_tokens)
-            await charge(host, job.owner_id, step.total)
+            await charge(host, job.owner_id, step)  # priced by its model
 
     result = await agent.run(router=host.chain(host.profile.models(host.settings)).route(),
                              system=session.system_prompt or "", history=session.history,

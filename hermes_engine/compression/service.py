@@ -45,7 +45,7 @@ from hermes_engine.compression.summariser import (
     strip_goal,
 )
 from hermes_engine.policy.limits import charge
-from hermes_engine.ports.conversation import Message, estimate_tokens
+from hermes_engine.ports.conversation import Message, Usage, estimate_tokens
 from hermes_engine.ports.models import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -242,7 +242,7 @@ class SessionContext:
             report.tokens_after = self.estimate(view, window)
         self.reports.append(report)
         if report.summary_usage.total:  # off the turn's path, as the turn's own tokens are counted
-            self.host.spawn(self._charge(report.summary_usage.total), "usage-tokens")
+            self.host.spawn(self._charge(report.summary_usage), "usage-tokens")
         if report.changed or report.failed:
             log.info("session %s: %s compression %s: ~%d → ~%d tokens (%d pruned, %d summarised)%s",
                      self.session.key, reason, "failed" if report.failed else "done", report.tokens_before,
@@ -250,13 +250,13 @@ class SessionContext:
                      f": {report.failed}" if report.failed else "")
         return Compressed(view, report)
 
-    async def _charge(self, tokens: int) -> None:
-        """A summary is made for the person whose message (or /compress) needed it: its tokens are theirs."""
+    async def _charge(self, spent: Usage) -> None:
+        """A summary is made for the person whose message (or /compress) needed it: its cost is theirs."""
         message, person = self.message, self.session.scope.person_id
         if message is not None:
             person = await self.host.person_of(message.platform, message.account, message.user_id,
                                                message.user_name)
-        await charge(self.host, person, tokens)
+        await charge(self.host, person, spent)
 
     async def _summarise(self, history: list[Message], router: Any, report: CompactionReport, window: int,
                          threshold: int, force: bool) -> list[Message]:

@@ -17,6 +17,7 @@ from hermes_engine.config.attachments import AttachmentSettings
 from hermes_engine.config.clock import ClockSettings
 from hermes_engine.config.mcp import McpServerSettings, check_server_names
 from hermes_engine.config.media import SpeechToText, VoiceNoteSettings
+from hermes_engine.config.prices import ModelPriceSettings
 from hermes_engine.config.speech import TextToSpeech, TtsProfile
 from hermes_engine.errors import ConfigError
 
@@ -194,11 +195,13 @@ class UsageLimitSettings(BaseModel):
     tokens_per_day: int | None = Field(None, ge=1)  # per person: input (cached included) and output
     total_turns_per_day: int | None = Field(None, ge=1)  # everyone with this bot together
     total_tokens_per_day: int | None = Field(None, ge=1)
+    cost_per_day: float | None = Field(None, gt=0)  # per person, US dollars (`policy/pricing.py`)
+    total_cost_per_day: float | None = Field(None, gt=0)  # everyone together, US dollars
 
     @property
     def enabled(self) -> bool:
         return any(v is not None for v in (self.turns_per_day, self.tokens_per_day, self.total_turns_per_day,
-                                           self.total_tokens_per_day))
+                                           self.total_tokens_per_day, self.cost_per_day, self.total_cost_per_day))
 
 
 class WorkspaceSettings(BaseModel):
@@ -276,6 +279,8 @@ class BotProfile(BaseModel):
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     limits: UsageLimitSettings = Field(default_factory=UsageLimitSettings)
+    # a model's price in USD per million tokens, by "provider:model" or model name: over the price table's
+    prices: dict[str, ModelPriceSettings] = Field(default_factory=dict)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     kanban: KanbanSettings = Field(default_factory=KanbanSettings)
     voice_notes: VoiceNoteSettings = Field(default_factory=VoiceNoteSettings)

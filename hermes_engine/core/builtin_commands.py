@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from hermes_engine.agent.tool_record import summary as tool_summary
 from hermes_engine.core.tool_lists import started_without
+from hermes_engine.policy.limits import SERVICE as USAGE_LIMITS
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.host import Host
@@ -34,7 +35,7 @@ def register_builtin_commands(registry: CommandRegistry, gateway: Host, features
         intro = gateway.profile.description or "I am an assistant that remembers you and learns with use."
         return f"{intro}\n\nCommands:\n{registry.help_text()}"
 
-    @registry.command("status", "model, session and token use")
+    @registry.command("status", "model, session, token use and what it cost")
     async def status(ctx: CommandContext) -> str:
         session = ctx.session
         await gateway.ensure_loaded(session, ctx.person_id)
@@ -53,6 +54,9 @@ def register_builtin_commands(registry: CommandRegistry, gateway: Host, features
         if without:
             lines.append(f"Tools: this conversation started without the tools of {', '.join(without)}; /new "
                          "starts one with them once they are up.")
+        spending = gateway.services.get(USAGE_LIMITS)
+        if spending is not None:
+            lines.extend(await spending.cost_lines(ctx.person_id, admin=ctx.is_admin))
         for feature in features:
             lines.extend(await feature.status_lines(session.scope, ctx.person_id))
         return "\n".join(lines)

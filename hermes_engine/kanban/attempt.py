@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes_engine.agent.loop import AgentLoop
@@ -64,8 +64,10 @@ class Meter:
     tokens_in: int = 0
     tokens_out: int = 0
     model_calls: int = 0
+    usage: Usage = field(default_factory=Usage)  # the same, per model: what its person is charged
 
     def add(self, usage: Usage) -> None:
+        self.usage.add(usage)
         self.tokens_in += usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
         self.tokens_out += usage.output_tokens
         self.model_calls += 1
@@ -145,15 +147,15 @@ class AttemptRunner:
             return await self._attempt(card, claim, meter)
         finally:
             if meter.model_calls:
-                await asyncio.shield(self._charge(card, claim, meter.spent()))
+                await asyncio.shield(self._charge(card, claim, meter))
 
-    async def _charge(self, card: CardRecord, claim: str, spent: CardUsage) -> None:
-        """Put the attempt's spending on the card and, when a person asked for the card and usage limits
-        apply, on that person's (and so the bot's) daily count, as a turn's tokens are."""
+    async def _charge(self, card: CardRecord, claim: str, meter: Meter) -> None:
+        """Put the attempt's spending on the card and, when a person asked for the card, on that person's (and
+        so the bot's) daily count, as a turn's tokens and cost are."""
         host = self.host
         try:
-            await host.store.record_card_usage(card.id, card.attempts, spent, actor=claim)
-            await charge(host, card.person_id, spent.tokens)
+            await host.store.record_card_usage(card.id, card.attempts, meter.spent(), actor=claim)
+            await charge(host, card.person_id, meter.usage)
         except HermesError as exc:  # the card's work stands; only its bill is missing
             log.warning("kanban card %s: could not record its usage: %s", card.id, exc)
 

@@ -83,5 +83,5 @@ class Triage:
             log.warning("kanban triage of card %s failed: %s", card.id, exc)
             return None
         finally:  # the card's maker pays for its split, as for its workers
-            self.host.spawn(charge(self.host, card.person_id, spent.total), "usage-tokens")
+            self.host.spawn(charge(self.host, card.person_id, spent), "usage-tokens")
         return parse_parts(text)

@@ -137,7 +137,7 @@ class DelegationFeature(Feature):
                 usage.add(step_usage)
                 # Not the parent turn's tokens (they never reach its result): each step counts on its own
                 # against the person the parent acts for, so a run cut short counts too.
-                host.spawn(charge(host, ctx.person_id, step_usage.total), "usage-tokens")
+                host.spawn(charge(host, ctx.person_id, step_usage), "usage-tokens")
 
         async with self._slot(depth):
             try:

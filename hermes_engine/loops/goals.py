@@ -270,13 +270,13 @@ class GoalFeature(Feature):
             return False
         return True
 
-    async def _charge(self, goal: GoalRecord, tokens: int) -> None:
-        """Tokens spent on the goal outside its turns (its judge) are its person's: who set it (after a
+    async def _charge(self, goal: GoalRecord, spent: Usage) -> None:
+        """What was spent on the goal outside its turns (its judge) is its person's: who set it (after a
         /link, the person they are now)."""
         assert self.host is not None
         message = message_from_payload(goal.target["message"])
         person = await self.host.person_of(message.platform, message.account, message.user_id, message.user_name)
-        await charge(self.host, person, tokens)
+        await charge(self.host, person, spent)
 
     async def _goal_of(self, message: InboundMessage) -> GoalRecord | None:
         match = GOAL_MESSAGE_ID.fullmatch(message.message_id)
@@ -320,7 +320,7 @@ class GoalFeature(Feature):
         assert self.host is not None
         store = self.host.store
         verdict, judge_usage, transport_failed = await self._judge(goal, answer)
-        self.host.spawn(self._charge(goal, judge_usage.total), "usage-tokens")
+        self.host.spawn(self._charge(goal, judge_usage), "usage-tokens")
         if transport_failed:
             failures = self._transport[goal.id] = self._transport.get(goal.id, 0) + 1
         else:

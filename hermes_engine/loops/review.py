@@ -170,7 +170,7 @@ class ReviewFeature(Feature):
                                       review_prompt(memory=due.memory, skill=due.skill), spent.add)
         finally:  # a review cut short spent its tokens too; they are the person's, as their turn's are
             counters.usage.add(spent)
-            host.spawn(charge(host, due.person_id, spent.total), "usage-tokens")
+            host.spawn(charge(host, due.person_id, spent), "usage-tokens")
         if result is None:
             return ""
         counters.reviews += 1

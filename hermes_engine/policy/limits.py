@@ -1,15 +1,17 @@
-"""Daily usage limits: turns and tokens per person and for the whole bot, per UTC day.
+"""Daily usage limits: turns, tokens and dollars per person and for the whole bot, per UTC day.
 
 The counts live in the store (`UsageLedger`), so every replica and every restart counts against the same
 limit. A turn is counted when it is let through, its tokens when it ends; a person whose limit is reached
 is told when it resets and no model is called. Admins are never refused (their use is still counted).
 Whatever runs on a person's behalf counts against them too: each turn of their goal is a turn (they asked
 for it; `refusal` lets the goal pause instead), and the model calls made for them outside their turns (a
-goal's judge, a background review, a sub-agent, a kanban worker, a compression summary) are tokens
-(`charge`).
-Limits are checked before a turn, so the turn that crosses a token limit finishes; the next one is refused.
-A person's limits are checked and the turn counted in one statement (replicas cannot both let the last
-turn through); the bot's totals are read first, so turns starting at the same moment may pass them by a few.
+goal's judge, a background review, a sub-agent, a kanban worker, a compression summary) are tokens and
+their cost (`charge`).
+Limits are checked before a turn, so the turn that crosses a token or dollar limit finishes; the next one
+is refused. A person's limits are checked and the turn counted in one statement (replicas cannot both let
+the last turn through); the bot's totals are read first, so turns starting at the same moment may pass them
+by a few. What the model calls cost (`spending.py`, priced by `pricing.py`) is kept whether limits are set
+or not: `/status` and `/usage` tell a person what they spent.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from hermes_engine.config import UsageLimitSettings
+from hermes_engine.policy.pricing import MICROS, Prices, dollars
+from hermes_engine.policy.spending import cost_lines, spend_of, usage_report
+from hermes_engine.ports.commands import CommandContext, CommandRegistry
+from hermes_engine.ports.conversation import Usage
 from hermes_engine.ports.feature import Feature, TurnOutcome
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage
@@ -29,11 +35,24 @@ Clock = Callable[[], datetime]
 SERVICE: ServiceKey[UsageLimits] = ServiceKey("usage_limits")
 
 
-async def charge(host: Host, person_id: int | None, tokens: int) -> None:
-    """Put tokens spent for a person outside their own turns on their (and so the bot's) daily count, as a
-    turn's tokens are; nothing is counted while the profile sets no limits, as for turns."""
-    if person_id is not None and tokens and host.profile.limits.enabled:
-        await host.store.add_usage(host.bot, person_id, datetime.now(UTC).date(), tokens=tokens)
+async def charge(host: Host, person_id: int | None, spent: int | Usage) -> None:
+    """Put what was spent for a person outside their own turns on their (and so the bot's) daily count, as a
+    turn's is: a `Usage` with its models priced, or a bare token count (its cost unknown)."""
+    if person_id is not None:
+        await record(host, person_id, datetime.now(UTC).date(), spent)
+
+
+async def record(host: Host, person_id: int, day: date, spent: int | Usage) -> None:
+    """Add tokens and their cost to the ledger, and the cost to the metrics, per model."""
+    usage = spent if isinstance(spent, Usage) else Usage(input_tokens=spent)
+    if not usage.total:
+        return
+    spend = spend_of(Prices(host.profile.prices), usage)
+    for part in spend.models:
+        if part.cost_micros:
+            host.metrics.cost_spent(host.bot, part.model, part.cost_micros / MICROS)
+    await host.store.add_usage(host.bot, person_id, day, tokens=usage.total, cost_micros=spend.cost_micros,
+                               models=spend.models)
 
 
 def _utcnow() -> datetime:
@@ -50,6 +69,9 @@ class UsageLimits(Feature):
 
     def services(self) -> dict[ServiceKey[Any], object]:
         return {SERVICE: self}
+
+    def register_commands(self, registry: CommandRegistry) -> None:
+        registry.command("usage", "what the model cost you, by model: today and this month")(self.usage)
 
     async def start(self, host: Host) -> None:
         self.host = host
@@ -84,7 +106,8 @@ class UsageLimits(Feature):
             return None
         refused = await self._bot_limit(day)
         if refused is None and not await host.store.count_turn(host.bot, person, day, max_turns=s.turns_per_day,
-                                                               max_tokens=s.tokens_per_day):
+                                                               max_tokens=s.tokens_per_day,
+                                                               max_cost_micros=_micros(s.cost_per_day)):
             refused = await self._person_limit(person, day)
         if refused is None:
             return None
@@ -93,12 +116,27 @@ class UsageLimits(Feature):
         return f"{text} {self._resets()}"
 
     async def on_turn_end(self, outcome: TurnOutcome) -> None:
-        if not self.settings.enabled or outcome.person_id is None or self.host is None:
+        if outcome.person_id is None or self.host is None:
             return
-        tokens = outcome.usage.total
-        if tokens:  # off the session's lane: the next turn need not wait for this write
-            self.host.spawn(self.host.store.add_usage(self.host.bot, outcome.person_id, self.clock().date(),
-                                                      tokens=tokens), "usage-tokens")
+        if outcome.usage.total:  # off the session's lane: the next turn need not wait for this write
+            self.host.spawn(record(self.host, outcome.person_id, self.clock().date(), outcome.usage), "usage-tokens")
+
+    async def cost_lines(self, person_id: int, *, admin: bool) -> list[str]:
+        """`/status`: what the person spent today and this month, and for an admin what the bot did."""
+        if self.host is None:
+            return []
+        return await cost_lines(self.host.store, self.host.bot, person_id, self.clock().date(), admin=admin,
+                                limit=self.settings.cost_per_day, total_limit=self.settings.total_cost_per_day)
+
+    async def usage(self, ctx: CommandContext) -> str:
+        """`/usage`: the person's spending by model; `/usage bot` the whole bot's, for admins."""
+        assert self.host is not None
+        whole_bot = ctx.args.strip().lower() == "bot"
+        if whole_bot and not ctx.is_admin:
+            return "Only an admin can see what the whole bot spent."
+        report = await usage_report(self.host.store, Prices(self.host.profile.prices), self.host.bot,
+                                    None if whole_bot else ctx.person_id, self.clock().date())
+        return ("The whole bot's model use:\n\n" if whole_bot else "Your model use:\n\n") + report
 
     async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
         if not self.settings.enabled or person_id is None or self.host is None:
@@ -111,13 +149,16 @@ class UsageLimits(Feature):
     async def _bot_limit(self, day: date) -> tuple[str, str] | None:
         """The bot's total limit reached, as (metric label, sentence), or None."""
         s, host = self.settings, self.host
-        if (s.total_turns_per_day is None and s.total_tokens_per_day is None) or host is None:
+        if (s.total_turns_per_day is None and s.total_tokens_per_day is None and s.total_cost_per_day is None
+                or host is None):
             return None
         total = await host.store.usage_total(host.bot, day)
         if s.total_turns_per_day is not None and total.turns >= s.total_turns_per_day:
             return "bot_turns", "I have answered as many messages as I may today."
         if s.total_tokens_per_day is not None and total.tokens >= s.total_tokens_per_day:
             return "bot_tokens", "I have used all the tokens I may use today."
+        if s.total_cost_per_day is not None and total.cost_micros >= round(s.total_cost_per_day * MICROS):
+            return "bot_cost", "I have spent all the money I may spend on the model today."
         return None
 
     async def _person_limit(self, person: int, day: date) -> tuple[str, str]:
@@ -127,13 +168,20 @@ class UsageLimits(Feature):
         mine = await host.store.usage_of(host.bot, person, day)
         if s.turns_per_day is not None and mine.turns >= s.turns_per_day:
             return "person_turns", f"You have reached your daily limit of {_count(s.turns_per_day, 'turn')}."
-        return "person_tokens", f"You have reached your daily limit of {_count(s.tokens_per_day or 0, 'token')}."
+        if s.tokens_per_day is not None and mine.tokens >= s.tokens_per_day:
+            return "person_tokens", f"You have reached your daily limit of {_count(s.tokens_per_day, 'token')}."
+        limit = _micros(s.cost_per_day) or 0
+        return "person_cost", f"You have reached your daily limit of {dollars(limit)} of model use."
 
     def _resets(self) -> str:
         now = self.clock()
         midnight = datetime.combine(now.date() + timedelta(days=1), time(0), tzinfo=UTC)
         hours, rest = divmod(int((midnight - now).total_seconds()), 3600)
         return f"It resets at midnight UTC (in {hours} h {rest // 60} min)."
+
+
+def _micros(usd: float | None) -> int | None:
+    return None if usd is None else round(usd * MICROS)
 
 
 def _count(n: int, what: str) -> str:

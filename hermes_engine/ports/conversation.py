@@ -63,12 +63,34 @@ class Message:
 
 @dataclass
 class Usage:
+    """Tokens of model calls, the four counters disjoint. A provider's response names its model (`model`);
+    a sum keeps each model's share apart (`by_model`), since models are priced apart."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    model: str = field(default="", compare=False, kw_only=True)  # "provider:model" of one response's counts
+    by_model: dict[str, Usage] = field(default_factory=dict, compare=False, repr=False, kw_only=True)
 
     def add(self, other: Usage) -> None:
+        if self.model and not self.by_model and self.total:
+            self.by_model[self.model] = self._counts()
+        self._add_counts(other)
+        for name, part in other.per_model().items():
+            self.by_model.setdefault(name, Usage(model=name))._add_counts(part)
+
+    def per_model(self) -> dict[str, Usage]:
+        """Each model's counts; empty when no response named its model."""
+        if self.by_model:
+            return self.by_model
+        return {self.model: self._counts()} if self.model else {}
+
+    def _counts(self) -> Usage:
+        return Usage(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens,
+                     model=self.model)
+
+    def _add_counts(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cache_read_tokens += other.cache_read_tokens

@@ -22,6 +22,10 @@ class Metrics:
                     cached_tokens: int) -> None:
         """A turn's tokens: input not from the cache, output, and input read from or written to the cache."""
 
+    def cost_spent(self, bot: str, model: str, usd: float) -> None:
+        """Model calls of `model` ("provider:model") cost `usd` US dollars (a model with no known price
+        reports nothing)."""
+
     def tool_called(self, bot: str, tool: str) -> None:
         """The model called `tool` once in a turn."""
 

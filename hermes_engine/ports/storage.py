@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from hermes_engine.ports.cards import CARD_STATUSES as CARD_STATUSES
@@ -26,6 +26,9 @@ from hermes_engine.ports.conversation import Message, Usage
 from hermes_engine.ports.inbound import LastInbound
 from hermes_engine.ports.jobs import ScheduledJobs
 from hermes_engine.ports.reply import Delivery
+from hermes_engine.ports.usage import ModelSpend as ModelSpend
+from hermes_engine.ports.usage import UsageCount as UsageCount
+from hermes_engine.ports.usage import UsageLedger as UsageLedger
 
 
 @dataclass(frozen=True)
@@ -454,37 +457,6 @@ class ApprovalStore(Protocol):
 
 class HistoryStore(SessionStore, CompactionLineage, Protocol):
     """What rebuilding a session's view (stored messages + the latest summary) needs."""
-
-
-@dataclass(frozen=True)
-class UsageCount:
-    """Turns and tokens counted for one day (UTC)."""
-
-    turns: int = 0
-    tokens: int = 0
-
-
-class UsageLedger(Protocol):
-    """Turns and tokens per bot, person and day, kept in the database so every replica and every restart
-    counts against the same limits."""
-
-    async def add_usage(self, bot: str, person_id: int, day: date, *, turns: int = 0, tokens: int = 0) -> None:
-        """Add to the day's counts, atomically (one upsert adding to what is there)."""
-
-    async def count_turn(self, bot: str, person_id: int, day: date, *, max_turns: int | None = None,
-                         max_tokens: int | None = None) -> bool:
-        """Count one turn unless the day's counts already reached `max_turns` turns or `max_tokens` tokens;
-        True when counted. One statement, so replicas at the limit cannot both pass."""
-
-    async def usage_of(self, bot: str, person_id: int, day: date) -> UsageCount:
-        """One person's counts for the day (zeros when nothing was counted)."""
-
-    async def usage_total(self, bot: str, day: date) -> UsageCount:
-        """Everyone's counts for the day, summed."""
-
-    async def merge_usage(self, keep_person_id: int, merge_person_id: int) -> None:
-        """Add every count of `merge_person_id` (each bot, each day) to `keep_person_id`'s and drop its own:
-        accounts joined into one person count against one limit. In one transaction."""
 
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,

@@ -177,6 +177,7 @@ class _StreamState:
             if not tool["parts"]:
                 arguments = json.dumps(tool["input"]) if tool["input"] else "{}"
             calls.append(ToolCall(id=tool["id"], name=tool["name"], arguments=arguments))
+        self.usage.model = spec  # what the counts are priced by
         return ModelResponse(text="".join(self.text), tool_calls=calls, usage=self.usage,
                              stop_reason=self.stop_reason, model=spec)
 

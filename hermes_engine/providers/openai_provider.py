@@ -188,6 +188,7 @@ class _StreamState:
         calls = [ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments="".join(c["parts"]))
                  for i, c in sorted(self.calls.items())]
         reason = self.finish_reason or ""
+        self.usage.model = spec  # what the counts are priced by
         return ModelResponse(text="".join(self.text), tool_calls=calls, usage=self.usage,
                              stop_reason=_STOP_REASONS.get(reason, reason), model=spec)
 
