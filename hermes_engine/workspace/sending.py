@@ -23,6 +23,7 @@ import stat
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from hermes_engine.attachments.blobs import current
 from hermes_engine.ports.reply import FileOutlet, OutgoingFile
 from hermes_engine.ports.tools import ToolContext
 from hermes_engine.workspace.space import Workspace, WorkspaceError
@@ -113,6 +114,7 @@ def attached(folder: Path, path: str, caption: str, outlet: FileOutlet) -> Outgo
     name = path[len(ATTACHED):].strip()
     if not name or "/" in name or name in (".", ".."):
         raise WorkspaceError(f"Give the name of a file the person sent, as {ATTACHED}<name>.")
+    current().named(folder.name, name)  # another replica may have received it: brought here first
     try:
         entries = [e for e in os.scandir(folder) if e.name.endswith(f"-{name}") and e.is_file(follow_symlinks=False)]
     except FileNotFoundError:
