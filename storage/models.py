@@ -480,31 +480,3 @@ class PersonTimezoneRow(Base):
     person_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("people.id", ondelete="CASCADE"), primary_key=True)
     timezone: Mapped[str] = mapped_column(sa.String(64), nullable=False)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
-
-
-class AttachmentBlobRow(Base):
-    """A file a person sent, kept in the database so any replica can read it (migration 0019), by its path
-    relative to the attachments root; its bytes are `AttachmentChunkRow`s, so no row is larger than a chunk."""
-
-    __tablename__ = "attachment_blobs"
-    __table_args__ = (sa.UniqueConstraint("path"), sa.Index(None, "folder"), sa.Index(None, "created_at"),
-                      _NEVER_REUSED_IDS)
-
-    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
-    path: Mapped[str] = mapped_column(sa.String(512), nullable=False)
-    folder: Mapped[str] = mapped_column(sa.String(255), nullable=False)  # the conversation's folder
-    size: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False)
-    mime_type: Mapped[str] = mapped_column(sa.String(255), nullable=False)
-    chunks: Mapped[int] = mapped_column(sa.Integer(), nullable=False)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
-
-
-class AttachmentChunkRow(Base):
-    """One chunk of an attachment's bytes (at most `storage.repos.blobs.CHUNK_BYTES`), numbered from 0."""
-
-    __tablename__ = "attachment_blob_chunks"
-
-    blob_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("attachment_blobs.id", ondelete="CASCADE"),
-                                         primary_key=True)
-    seq: Mapped[int] = mapped_column(sa.Integer(), primary_key=True)
-    data: Mapped[bytes] = mapped_column(sa.LargeBinary(), nullable=False)

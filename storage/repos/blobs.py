@@ -18,7 +18,8 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from hermes_engine.ports.blobs import BlobGone, BlobInfo
-from storage.models import AttachmentBlobRow, AttachmentChunkRow, table_of
+from storage.blob_models import AttachmentBlobRow, AttachmentChunkRow
+from storage.models import table_of
 from storage.repos.base import SqlRepository, whole
 
 __all__ = ["CHUNK_BYTES", "BlobRepository"]
