@@ -97,6 +97,9 @@ class AttachmentFiles:
         except (OSError, BlobGone) as exc:  # the file went meanwhile (retention, /forget)
             log.info("could not keep the attachment %s in the database: %s", key, exc)
             return False
+        except Exception as exc:  # noqa: BLE001 - the database failing: the file is still here, the turn goes on
+            log.warning("could not keep the attachment %s in the database: %s", key, exc)
+            return False
         self._known(key)
         if stored:
             log.debug("kept the attachment %s in the database (%d bytes)", key, info.size)
@@ -112,7 +115,11 @@ class AttachmentFiles:
         place once whole); None when the store does not have it."""
         if self.blobs is None:
             return None
-        info = await self.blobs.blob_info(key)
+        try:
+            info = await self.blobs.blob_info(key)
+        except Exception as exc:  # noqa: BLE001 - the database failing: the file is missing, as without one
+            log.warning("could not look for the attachment %s in the database: %s", key, exc)
+            return None
         if info is None:
             return None
         target = self.here(key)
@@ -133,7 +140,7 @@ class AttachmentFiles:
             stamp = info.created_at.timestamp()
             await asyncio.to_thread(os.utime, partial, (stamp, stamp))
             await asyncio.to_thread(os.replace, partial, target)
-        except (OSError, BlobGone) as exc:
+        except Exception as exc:  # noqa: BLE001 - a disk or database failure: the file is missing, one log line
             log.warning("could not bring the attachment %s from the database: %s", key, exc)
             return None
         finally:
@@ -197,6 +204,9 @@ class AttachmentFiles:
             result = call_on_loop(self.loop, call, what)
         except RuntimeError as exc:  # called on the loop itself: only what is on disk
             log.debug("%s", exc)
+            return None
+        except Exception as exc:  # noqa: BLE001 - the database failing: as if the store had nothing
+            log.warning("%s failed: %s", what, exc)
             return None
         return result if isinstance(result, Path) else None
 
