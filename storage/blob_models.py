@@ -1,6 +1,6 @@
-"""The attachment blobs' rows (migration 0019), on the declarative `Base` of `storage.models` (kept apart only so
-that module stays short): the files people send, kept for every replica by their path under the attachments
-root, their bytes in numbered chunks so no row is larger than `storage.repos.blobs.CHUNK_BYTES`."""
+"""The attachment blobs' rows (migration `attachment_blobs`), on the declarative `Base` of `storage.models` (kept
+apart only so that module stays short): the files people send, kept for every replica by their path under the
+attachments root, their bytes in numbered chunks so no row is larger than `storage.repos.blobs.CHUNK_BYTES`."""
 
 from __future__ import annotations
 

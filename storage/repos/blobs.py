@@ -1,5 +1,5 @@
-"""The `AttachmentBlobs` role (migration 0019): the files people send, in the database, by their path relative to
-the attachments root.
+"""The `AttachmentBlobs` role (migration `attachment_blobs`): the files people send, in the database, by their path
+relative to the attachments root.
 
 The bytes are kept in chunks of `CHUNK_BYTES` (1 MiB), one row each, written and read one at a time: a 20 MB
 file is 20 rows, and neither side ever holds more than a chunk or two of it, well inside `bytea`'s 1 GB and
