@@ -14,7 +14,6 @@ import shutil
 import time
 import tracemalloc
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -40,8 +39,9 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(64))
 LOG = "".join(f"line {n:05d} of the log, nothing to see here\n" for n in range(1000))  # ~42,000 characters
 
 
-@asynccontextmanager
-async def database() -> AsyncIterator[tuple[str, dict[str, object]]]:
+@pytest.fixture
+async def db() -> AsyncIterator[tuple[str, dict[str, object]]]:
+    """A fresh schema on the test server; asked for before `engine`, so the replicas stop before it is dropped."""
     async with fresh_schema() as schema:
         yield PG_URL or "", {"connect_args": {"server_settings": {"search_path": schema}}}
 
@@ -74,23 +74,24 @@ async def arrived_on_a(a, text: str, files: list[tuple[str, bytes, str, str]]) -
     return msg
 
 
-async def replicas(engine, tmp_path: Path, db, **profile):
+async def replicas(engine, monkeypatch, tmp_path: Path, db, **profile):
+    monkeypatch.setenv("HERMES_REPLICA_ID", "replica-a")
     a = await engine(home=tmp_path / "a", database=db, profile=make_profile(**profile))
+    monkeypatch.setenv("HERMES_REPLICA_ID", "replica-b")
     b = await engine(home=tmp_path / "b", database=db, profile=make_profile(**profile))
     assert not (tmp_path / "b" / ATTACHMENTS).exists()
     return a, b
 
 
 async def test_replica_b_with_an_empty_home_shows_the_model_the_image_and_reads_the_document_on(
-        engine, fake_llm, tmp_path):
+        db, engine, fake_llm, monkeypatch, tmp_path):
     fake_llm.script(Reply(tool_calls=[("read_document", {"file_name": "server.log", "offset": 20_000})]),
                     Reply(text="Read both."))
-    async with database() as db:
-        a, b = await replicas(engine, tmp_path, db)
-        msg = await arrived_on_a(a, "what do these say?", [("server.log", LOG.encode(), "text/plain", "document"),
-                                                           ("chart.png", PNG, "image/png", "photo")])
-        await b.gateway.handle(msg)  # B answers it (it holds the conversation's lease, or A died)
-        await b.outlet.wait_for(1)
+    a, b = await replicas(engine, monkeypatch, tmp_path, db)
+    msg = await arrived_on_a(a, "what do these say?", [("server.log", LOG.encode(), "text/plain", "document"),
+                                                       ("chart.png", PNG, "image/png", "photo")])
+    await b.gateway.handle(msg)  # B answers it (it holds the conversation's lease, or A died)
+    await b.outlet.wait_for(1)
 
     assert b.outlet.texts == ["Read both."]
     first = fake_llm.requests[0]
@@ -108,60 +109,73 @@ async def test_replica_b_with_an_empty_home_shows_the_model_the_image_and_reads_
     assert (restored / f"{msg.message_id}-chart.png").read_bytes() == PNG
 
 
-async def test_send_file_of_an_attachment_on_replica_b_brings_it_from_the_database(engine, tmp_path):
-    async with database() as db:
-        a, b = await replicas(engine, tmp_path, db)
-        msg = await arrived_on_a(a, "here", [("notes.csv", b"a,b\n1,2\n", "text/csv", "document")])
-        folder = b.home / ATTACHMENTS / attachment_folder_name(b.gateway.session_key(msg))
-        bind(files_of(b))  # as a turn on B does
-        file = await asyncio.to_thread(attached, folder, "/attachments/notes.csv", "yours", Limits())
+async def test_a_voice_note_replica_a_downloaded_is_heard_on_replica_b(db, engine, fake_llm, monkeypatch, tmp_path):
+    monkeypatch.setenv("HERMES_STT_MODEL", "whisper-1")  # at the fake LLM, through OPENAI_BASE_URL
+    fake_llm.transcripts.append("remind me to water the plants")
+    fake_llm.script(Reply(text="I will."))
+    ogg = b"OggS\x00\x02" + bytes(58)
+    a, b = await replicas(engine, monkeypatch, tmp_path, db)
+    msg = await arrived_on_a(a, "", [("voice.ogg", ogg, "audio/ogg", "voice")])
+    await b.gateway.handle(msg)
+    await b.outlet.wait_for(1)
+
+    [upload] = fake_llm.transcriptions
+    assert upload.data == ogg
+    assert "remind me to water the plants" in fake_llm.requests[0].last_user_text
+
+
+async def test_send_file_of_an_attachment_on_replica_b_brings_it_from_the_database(db, engine, monkeypatch, tmp_path):
+    a, b = await replicas(engine, monkeypatch, tmp_path, db)
+    msg = await arrived_on_a(a, "here", [("notes.csv", b"a,b\n1,2\n", "text/csv", "document")])
+    folder = b.home / ATTACHMENTS / attachment_folder_name(b.gateway.session_key(msg))
+    bind(files_of(b))  # as a turn on B does
+    file = await asyncio.to_thread(attached, folder, "/attachments/notes.csv", "yours", Limits())
 
     assert (file.name, file.data, file.caption) == ("notes.csv", b"a,b\n1,2\n", "yours")
 
 
-async def test_forget_on_replica_b_deletes_the_files_replica_a_kept_in_the_database(engine, fake_llm, tmp_path):
+async def test_forget_on_replica_b_deletes_the_files_replica_a_kept_in_the_database(db, engine, fake_llm, monkeypatch,
+                                                                                   tmp_path):
     fake_llm.script(Reply(text="Seen."))
-    async with database() as db:
-        a, b = await replicas(engine, tmp_path, db)
-        msg = await arrived_on_a(a, "keep this", [("passport.png", PNG, "image/png", "photo")])
-        key = blob_key(msg.attachments[0].path or "")
-        assert key is not None and await b.store.blob_info(key) is not None
-        await b.gateway.handle(msg)
-        await b.outlet.wait_for(1)
-        assert (b.home / ATTACHMENTS / key).exists()
+    a, b = await replicas(engine, monkeypatch, tmp_path, db)
+    msg = await arrived_on_a(a, "keep this", [("passport.png", PNG, "image/png", "photo")])
+    key = blob_key(msg.attachments[0].path or "")
+    assert key is not None and await b.store.blob_info(key) is not None
+    await b.gateway.handle(msg)
+    await b.outlet.wait_for(1)
+    assert (b.home / ATTACHMENTS / key).exists()
 
-        explained = await b.say("/forget")
-        code = re.search(r"/forget (\w+)", explained)
-        assert code is not None
-        assert await b.say(f"/forget {code.group(1)}") == "Done: I have deleted everything I kept about you."
+    explained = await b.say("/forget")
+    code = re.search(r"/forget (\w+)", explained)
+    assert code is not None
+    assert await b.say(f"/forget {code.group(1)}") == "Done: I have deleted everything I kept about you."
 
-        assert await b.store.blob_info(key) is None
-        assert not (b.home / ATTACHMENTS / key).exists()
-        assert await files_of(a).restore(key) is None  # no replica can bring it back
+    assert await b.store.blob_info(key) is None
+    assert not (b.home / ATTACHMENTS / key).exists()
+    assert await files_of(a).restore(key) is None  # no replica can bring it back
 
 
-async def test_the_retention_job_deletes_the_blobs_past_the_retention(engine, tmp_path):
-    async with database() as db:
-        a, b = await replicas(engine, tmp_path, db, attachments={"retention_days": 7})
-        msg = a.message("two files")
-        old = downloaded(a, msg, "old.png", PNG, "image/png", "photo")
-        recent = downloaded(a, msg, "recent.png", PNG, "image/png", "photo")
-        now = time.time()
-        os.utime(old.path or "", (now - 8 * DAY, now - 8 * DAY))
-        os.utime(recent.path or "", (now - DAY, now - DAY))
-        await files_of(a).keep_all([old, recent])
+async def test_the_retention_job_deletes_the_blobs_past_the_retention(db, engine, monkeypatch, tmp_path):
+    a, b = await replicas(engine, monkeypatch, tmp_path, db, attachments={"retention_days": 7})
+    msg = a.message("two files")
+    old = downloaded(a, msg, "old.png", PNG, "image/png", "photo")
+    recent = downloaded(a, msg, "recent.png", PNG, "image/png", "photo")
+    now = time.time()
+    os.utime(old.path or "", (now - 8 * DAY, now - 8 * DAY))
+    os.utime(recent.path or "", (now - DAY, now - DAY))
+    await files_of(a).keep_all([old, recent])
 
-        [retention] = [f for f in b.gateway.features if isinstance(f, AttachmentRetention)]
-        swept = await retention.prune()  # the daily job, on whichever replica holds its lease
+    [retention] = [f for f in b.gateway.features if isinstance(f, AttachmentRetention)]
+    swept = await retention.prune()  # the daily job, on whichever replica holds its lease
 
-        assert swept.blobs == 1
-        assert await b.store.blob_info(blob_key(old.path or "") or "") is None
-        assert await b.store.blob_info(blob_key(recent.path or "") or "") is not None
-        shutil.rmtree(a.home / ATTACHMENTS)
-        assert await asyncio.to_thread(files_of(b).local_path, old) is None
-        restored = await asyncio.to_thread(files_of(b).local_path, recent)
-        assert restored is not None and restored.is_relative_to(b.home)
-        assert abs(restored.stat().st_mtime - (now - DAY)) < 2  # the sweep on B ages it from its arrival
+    assert swept.blobs == 1
+    assert await b.store.blob_info(blob_key(old.path or "") or "") is None
+    assert await b.store.blob_info(blob_key(recent.path or "") or "") is not None
+    shutil.rmtree(a.home / ATTACHMENTS)
+    assert await asyncio.to_thread(files_of(b).local_path, old) is None
+    restored = await asyncio.to_thread(files_of(b).local_path, recent)
+    assert restored is not None and restored.is_relative_to(b.home)
+    assert abs(restored.stat().st_mtime - (now - DAY)) < 2  # the sweep on B ages it from its arrival
 
 
 async def test_a_20_mb_file_goes_through_the_database_in_chunks_never_whole_in_memory(tmp_path):
