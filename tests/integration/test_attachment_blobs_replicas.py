@@ -29,6 +29,7 @@ from hermes_engine.attachments.retention import DAY, AttachmentRetention
 from hermes_engine.ports.inbound import Attachment, InboundMessage
 from hermes_engine.ports.reply import OutgoingFile, ReplyTarget
 from hermes_engine.workspace.sending import attached
+from hermes_engine.workspace.space import WorkspaceError
 from storage.repos.blobs import CHUNK_BYTES
 
 pytestmark = [pytest.mark.postgres,
@@ -124,14 +125,18 @@ async def test_a_voice_note_replica_a_downloaded_is_heard_on_replica_b(db, engin
     assert "remind me to water the plants" in fake_llm.requests[0].last_user_text
 
 
-async def test_send_file_of_an_attachment_on_replica_b_brings_it_from_the_database(db, engine, monkeypatch, tmp_path):
+async def test_send_file_of_an_attachment_on_replica_b_brings_it_from_the_database_while_it_keeps_it(db, engine, monkeypatch, tmp_path):
     a, b = await replicas(engine, monkeypatch, tmp_path, db)
     msg = await arrived_on_a(a, "here", [("notes.csv", b"a,b\n1,2\n", "text/csv", "document")])
     folder = b.home / ATTACHMENTS / attachment_folder_name(b.gateway.session_key(msg))
     bind(files_of(b))  # as a turn on B does
     file = await asyncio.to_thread(attached, folder, "/attachments/notes.csv", "yours", Limits())
-
     assert (file.name, file.data, file.caption) == ("notes.csv", b"a,b\n1,2\n", "yours")
+
+    await a.store.delete_blob_folders([folder.name])  # /forget on replica A
+    assert any(folder.iterdir())  # B's copy is still on B's disk
+    with pytest.raises(WorkspaceError, match="has sent no file named notes.csv"):
+        await asyncio.to_thread(attached, folder, "/attachments/notes.csv", "", Limits())
 
 
 async def test_forget_on_replica_b_deletes_the_files_replica_a_kept_in_the_database(db, engine, fake_llm, monkeypatch,
