@@ -24,6 +24,7 @@ import contextlib
 import logging
 import mimetypes
 import os
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Coroutine, Iterable
 from contextvars import ContextVar
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 READ_BYTES = 1024 * 1024  # what is read from a file at a time while it is put (the store keeps 1 MiB chunks)
 KNOWN_KEPT = 4096  # paths this process knows are in the blob store, so a turn does not ask again
 OCTET_STREAM = "application/octet-stream"
+NEW_FILE_SECONDS = 3600.0  # a file on disk the shared store lacks is a new download this long, then a leftover
 
 
 def blob_key(path: str | Path) -> str | None:
@@ -104,6 +106,27 @@ class AttachmentFiles:
         if stored:
             log.debug("kept the attachment %s in the database (%d bytes)", key, info.size)
         return stored
+
+    async def adopt(self, path: Path, key: str, mime_type: str = "") -> Path | None:
+        """`path` when the store keeps `key`, or keeps it now as a new file; None for a leftover copy."""
+        assert self.blobs is not None
+        try:
+            kept = await self.blobs.blob_info(key) is not None
+        except Exception as exc:  # noqa: BLE001 - the database failing: the file on disk serves
+            log.warning("could not look for the attachment %s in the database: %s", key, exc)
+            return path
+        if kept:
+            self._known(key)
+            return path
+        try:
+            age = time.time() - (await asyncio.to_thread(os.stat, path)).st_mtime
+        except OSError:
+            return None
+        if age > NEW_FILE_SECONDS:
+            log.info("not using %s: the database no longer keeps it (deleted by /forget or the retention)", key)
+            return None
+        await self.keep(path, mime_type)
+        return path
 
     async def keep_all(self, attachments: Iterable[Attachment]) -> None:
         for attachment in attachments:
@@ -168,8 +191,12 @@ class AttachmentFiles:
 
     def local_path(self, where: Attachment | str | Path) -> Path | None:
         """The file on this disk: where the message says it is, else in this replica's attachments root, else
-        restored there from the blob store (and a file found on disk is put into the store if it is not yet
-        there). None when neither has it. Blocks: call it from a worker thread."""
+        restored there from the blob store. None when neither has it. Blocks: call it from a worker thread.
+
+        Where blobs are shared the store says which files are kept: a file on disk it lacks is put into it when
+        it arrived within `NEW_FILE_SECONDS` (its message's own arrival, whose keep may still be under way), and
+        is otherwise a copy left on this disk after `/forget` or the retention deleted the file elsewhere: not
+        served. A store that cannot be asked leaves the file on disk in use."""
         if isinstance(where, Attachment):
             if not where.path or where.refused_reason:
                 return None
@@ -181,7 +208,7 @@ class AttachmentFiles:
         for candidate in (Path(raw), self.here(key) if key else None):
             if candidate is not None and candidate.is_file():
                 if key and self.blobs is not None and key not in self._kept:
-                    self._on_loop(self.keep(candidate, mime), "keeping an attachment")
+                    return self._on_loop(self.adopt(candidate, key, mime), "keeping an attachment")
                 return candidate
         if key is None or self.blobs is None:
             return None

@@ -182,6 +182,11 @@ async def test_the_retention_job_deletes_the_blobs_past_the_retention(db, engine
     assert restored is not None and restored.is_relative_to(b.home)
     assert abs(restored.stat().st_mtime - (now - DAY)) < 2  # the sweep on B ages it from its arrival
 
+    await a.store.delete_blobs([blob_key(recent.path or "") or ""])  # its turn came on another replica
+    fresh = AttachmentFiles(b.home, b.store)  # B after a restart: it does not remember what it kept
+    assert await asyncio.to_thread(fresh.local_path, recent) is None  # B's leftover copy is not used
+    assert restored.exists() and await b.store.blob_info(blob_key(recent.path or "") or "") is None
+
 
 async def test_a_20_mb_file_goes_through_the_database_in_chunks_never_whole_in_memory(tmp_path):
     source = tmp_path / "a" / ATTACHMENTS / "telegram_acct_dm_c1" / "m1-video.mp4"
