@@ -8,7 +8,9 @@ So where the store says blobs are shared (`AttachmentBlobs.blobs_shared`), each 
 it, under its path relative to the attachments root, as soon as the engine sees it (`keep`: when the message
 arrives, and again at the turn's first look, `ensure_local`); and a replica that lacks the file restores it
 from there into its own attachments root, with the file's original time, so the retention sweep ages the copy
-as it would the original. On SQLite (one process, one disk) nothing is put in the database.
+as it would the original. There the database is the record of what is kept: a copy left on a replica's disk
+after `/forget` or the retention deleted the file (on whichever replica ran them) is not used again. On SQLite
+(one process, one disk) nothing is put in the database.
 
 The call sites (`load_images`, the document text, `read_document`, `send_file /attachments/…`) run in worker
 threads and are plain functions the core calls with a message alone, so they find this replica's
