@@ -68,7 +68,7 @@ class AttachmentFiles:
         """`home`: this replica's HERMES_HOME (None: only the paths messages give are looked at); `loop`: the
         event loop the store runs on (by default the one running now, if any)."""
         self.root = Path(home) / ATTACHMENTS if home is not None else None
-        self.blobs = blobs if blobs is not None and blobs.blobs_shared else None
+        self.blobs = blobs if getattr(blobs, "blobs_shared", False) else None  # a store without the role: the disk only
         if loop is None:
             with contextlib.suppress(RuntimeError):
                 loop = asyncio.get_running_loop()
