@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hermes_engine.attachments.blobs import ensure_local, local_path
 from hermes_engine.attachments.documents import DOCUMENTS, documents_for_model, readable
 from hermes_engine.policy.untrusted import SENT_FILE
 from hermes_engine.ports.conversation import ImagePart, Message
@@ -93,12 +94,15 @@ def for_history(message: Message) -> Message:
 def load_images(msg: InboundMessage) -> tuple[ImagePart, ...]:
     """Images the person sent, for vision-capable models (the description travels as text regardless): only
     the types and sizes every provider takes, as the adapters read them from the bytes, since one image a
-    provider refuses would fail the whole request."""
+    provider refuses would fail the whole request. The turn's first look at its files: each is put into the
+    blob store, or brought to this replica from it (`attachments/blobs.py`)."""
+    ensure_local(msg.attachments)
     parts = []
     for a in msg.attachments:
         if a.path and a.mime_type in IMAGE_TYPES and 0 < a.size <= MAX_IMAGE_BYTES:
+            path = local_path(a)
             try:
-                data = Path(a.path).read_bytes()
+                data = Path(path or a.path).read_bytes()
             except OSError:
                 continue
             parts.append(ImagePart(a.mime_type, base64.b64encode(data).decode("ascii")))

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_engine.attachments.blobs import local_path
 from hermes_engine.policy.untrusted import mark
 from hermes_engine.ports.inbound import Attachment
 
@@ -93,7 +94,7 @@ def for_model(attachment: Attachment, limit: int = MAX_DOCUMENT_CHARS, *, pager:
     if fmt is None or attachment.path is None:
         return None
     try:
-        doc = read_document(attachment.path, fmt, limit)
+        doc = read_document(local_path(attachment) or attachment.path, fmt, limit)
     except Unreadable as exc:
         return f"[the document {attachment.file_name} could not be read: {exc}]"
     if not doc.text.strip():

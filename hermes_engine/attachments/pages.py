@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from hermes_engine.attachments.blobs import local_path
 from hermes_engine.attachments.documents import DOCUMENTS, MAX_DOCUMENT_CHARS, Unreadable, read_document
 from hermes_engine.policy.untrusted import mark
 from hermes_engine.ports.conversation import Message
@@ -29,7 +30,7 @@ def find_document(history: list[Message], file_name: str) -> dict[str, str] | No
 
 def read_part(path: str, fmt: str, offset: int) -> tuple[str, str]:
     """The part of the document's text at `offset`, and the note saying where it ends."""
-    doc = read_document(path, fmt, offset + MAX_DOCUMENT_CHARS)
+    doc = read_document(local_path(path) or path, fmt, offset + MAX_DOCUMENT_CHARS)
     if offset and offset >= len(doc.text):
         raise Unreadable(f"offset {offset:,} is past the end of its text ({len(doc.text):,} characters)")
     end = len(doc.text)

@@ -11,6 +11,10 @@ A download cut by a crash leaves its hidden temporary file (`.<hex>.part`, see `
 sweep deletes those once untouched for `PARTIAL_GRACE_SECONDS` (a live download writes to its file at least
 every read timeout), whatever the retention, and runs once when the gateway starts as well. What the model
 was told about an old message stays as it was; a file gone since is one sentence from `read_document`.
+
+Where the store shares blobs among replicas (PostgreSQL, `attachments/blobs.py`), the job deletes the blobs
+past the retention too, by the time their file arrived: once that is gone from the database, no replica
+can bring the file back, whichever replica's disk the sweep walked.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_engine.attachments.folders import ATTACHMENTS
+from hermes_engine.ports.blobs import AttachmentBlobs
 from hermes_engine.ports.feature import Feature
 
 if TYPE_CHECKING:
@@ -57,6 +63,7 @@ class Swept:
     partials: int = 0  # abandoned temporary files of cut downloads
     folders: int = 0  # folders left empty
     problems: int = 0  # entries that could not be removed (logged)
+    blobs: int = 0  # attachments past the retention deleted from the database's blob store
 
 
 def sweep(root: Path, now: float, retention_seconds: float | None,
@@ -109,16 +116,24 @@ class AttachmentRetention(Feature):
         self.retention_seconds = retention_days * DAY if retention_days > 0 else None
         self.every_seconds = every_seconds
         self.clock = clock
+        self.blobs: AttachmentBlobs | None = None
 
     async def start(self, host: Host) -> None:
+        store = host.store
+        self.blobs = store if isinstance(store, AttachmentBlobs) and store.blobs_shared else None
         await asyncio.to_thread(sweep, self.root, self.clock(), None)
         host.schedule(f"{JOB}:{host.bot}", self.every_seconds, self.prune)
 
     async def prune(self) -> Swept:
-        swept = await asyncio.to_thread(sweep, self.root, self.clock(), self.retention_seconds)
-        if swept.files or swept.partials or swept.folders:
-            log.info("deleted %d attachments past their retention, %d temporary files of cut downloads and %d "
-                     "empty folders", swept.files, swept.partials, swept.folders)
+        now = self.clock()
+        swept = await asyncio.to_thread(sweep, self.root, now, self.retention_seconds)
+        if self.blobs is not None and self.retention_seconds is not None:
+            cutoff = datetime.fromtimestamp(now - self.retention_seconds, UTC)
+            swept = Swept(swept.files, swept.partials, swept.folders, swept.problems,
+                          await self.blobs.delete_blobs_before(cutoff))
+        if swept.files or swept.partials or swept.folders or swept.blobs:
+            log.info("deleted %d attachments past their retention (%d from the database), %d temporary files of "
+                     "cut downloads and %d empty folders", swept.files, swept.blobs, swept.partials, swept.folders)
         return swept
 
 

@@ -8,9 +8,11 @@ heard before the answer.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, replace
 
+from hermes_engine.attachments.blobs import local_path
 from hermes_engine.ports.inbound import Attachment, InboundMessage
 from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.transcription import Transcriber, TranscriptionFailed
@@ -58,7 +60,9 @@ class VoiceNotes:
                 notices.append(NO_TRANSCRIBER)
                 continue
             try:
-                words = await self.transcriber.transcribe(voice.path or "", voice.file_name, voice.mime_type)
+                path = await asyncio.to_thread(local_path, voice)  # another replica may have downloaded it
+                words = await self.transcriber.transcribe(str(path or voice.path or ""), voice.file_name,
+                                                          voice.mime_type)
             except TranscriptionFailed as exc:
                 log.warning("could not transcribe a voice note (%s): %s", voice.file_name, exc)
                 texts.append(f"[a voice note ({voice.file_name}) arrived but could not be heard: {exc}; "

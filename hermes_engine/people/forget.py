@@ -28,11 +28,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hermes_engine.attachments.blobs import blob_key
 from hermes_engine.attachments.folders import ATTACHMENTS, attachment_folder_name
 from hermes_engine.memory.documents import MemoryOwner, MemoryStore
 from hermes_engine.memory.store import FileMemoryStore
 from hermes_engine.memory.tool import MEMORY
 from hermes_engine.policy.pairing import ALPHABET, Pairing
+from hermes_engine.ports.blobs import AttachmentBlobs
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.storage import ForgottenPerson, PeopleStore
@@ -78,10 +80,11 @@ class ForgetOutcome:
 
 async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
                         memory: MemoryStore | None = None, pairing: Pairing | None = None,
-                        workspaces: Path | None = None) -> ForgetOutcome | None:
+                        workspaces: Path | None = None, blobs: AttachmentBlobs | None = None) -> ForgetOutcome | None:
     """Delete everything kept about `person_id` (see the module docstring); None for an unknown person.
 
-    `workspaces` is the workspaces' root (`Settings.workspaces`; None: under the home).
+    `workspaces` is the workspaces' root (`Settings.workspaces`; None: under the home). `blobs`: where the
+    attachments are kept for every replica (by default the store, when it shares blobs: PostgreSQL).
 
     `memory` is the running gateway's memory store, so a memory write in flight finishes before the files go;
     without it the files under `home` are used directly. `pairing` likewise: the gateway's, else `pairing.json`
@@ -97,7 +100,12 @@ async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
             folders += await memory.erase(MemoryOwner.person(pid))
         except OSError as exc:
             problems.append(f"memory of person {pid} ({exc.strerror or exc})")
-    files = await asyncio.to_thread(_remove_attachments, Path(home) / ATTACHMENTS, record, problems)
+    removed_files = await asyncio.to_thread(_remove_attachments, Path(home) / ATTACHMENTS, record, problems)
+    if blobs is None and isinstance(store, AttachmentBlobs) and store.blobs_shared:
+        blobs = store
+    if blobs is not None:
+        removed_files |= await _remove_blobs(blobs, record)
+    files = len(removed_files)
     removed = await asyncio.to_thread(_remove_workspaces, WorkspaceFolders.of(home, workspaces), record, problems)
     pairing = pairing or Pairing.for_home(home)
     approvals = 0
@@ -127,27 +135,36 @@ def _remove_workspaces(folders: WorkspaceFolders, record: ForgottenPerson, probl
     return removed
 
 
-def _remove_attachments(root: Path, record: ForgottenPerson, problems: list[str]) -> int:
+async def _remove_blobs(blobs: AttachmentBlobs, record: ForgottenPerson) -> set[str]:
+    """The same files in the database's blob store (another replica's downloads among them): the deleted
+    conversations' folders and the files recorded for the person's messages; their relative paths."""
+    folders = [name for key in record.session_keys if (name := attachment_folder_name(key))]
+    paths = [key for raw in record.attachment_paths if (key := blob_key(raw)) is not None]
+    return {*await blobs.delete_blob_folders(folders), *await blobs.delete_blobs(paths)}
+
+
+def _remove_attachments(root: Path, record: ForgottenPerson, problems: list[str]) -> set[str]:
     """Folders of the deleted conversations, and files recorded for their messages; never anything outside
-    `root`, never through a symlink."""
+    `root`, never through a symlink. The files' paths relative to `root`."""
     if not root.is_dir() or root.is_symlink():
-        return 0
+        return set()
     base = root.resolve()
-    removed = 0
+    removed: set[str] = set()
     for key in record.session_keys:
         name = attachment_folder_name(key)
         folder = root / name
         if not name or folder.is_symlink() or not folder.is_dir():
             continue
         try:
-            removed += sum(1 for p in folder.rglob("*") if not p.is_dir())
+            found = {p.relative_to(root).as_posix() for p in folder.rglob("*") if not p.is_dir()}
             shutil.rmtree(folder)
+            removed |= found
         except OSError as exc:
             problems.append(f"{folder} ({exc.strerror or exc})")
     for path in _inside(base, record.attachment_paths):
         try:
             path.unlink()
-            removed += 1
+            removed.add(blob_key(path) or str(path))
         except FileNotFoundError:
             pass
         except OSError as exc:

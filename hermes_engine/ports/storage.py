@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from hermes_engine.ports.blobs import AttachmentBlobs
 from hermes_engine.ports.cards import CARD_STATUSES as CARD_STATUSES
 from hermes_engine.ports.cards import CardEvent as CardEvent
 from hermes_engine.ports.cards import CardRecord as CardRecord
@@ -461,7 +462,7 @@ class HistoryStore(SessionStore, CompactionLineage, Protocol):
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
             CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, DocumentStore, ToolListStore,
-            ReviewQueue, ApprovalStore, ScheduledJobs, Protocol):
+            ReviewQueue, ApprovalStore, ScheduledJobs, AttachmentBlobs, Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:

@@ -6,7 +6,8 @@ on the open descriptor before a byte is read, so a 3 GB file is refused at once 
 is read from its bytes, never from its name: a `.png` that holds text goes as a document.
 
 A file the person sent is reached as ``/attachments/<name>``: the adapters keep those outside the workspace,
-in the conversation's attachment folder (which /forget removes), and the newest of that name is sent.
+in the conversation's attachment folder (which /forget removes), and the newest of that name is sent (on
+PostgreSQL the newest the database keeps, brought from there when another replica received it).
 
 The idempotency key is made of the conversation, the message being answered, the file's name and digest
 and the caption: the same send asked again in one turn (after a restart the model sees its cut call as
@@ -23,6 +24,7 @@ import stat
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from hermes_engine.attachments.blobs import current
 from hermes_engine.ports.reply import FileOutlet, OutgoingFile
 from hermes_engine.ports.tools import ToolContext
 from hermes_engine.workspace.space import Workspace, WorkspaceError
@@ -113,15 +115,27 @@ def attached(folder: Path, path: str, caption: str, outlet: FileOutlet) -> Outgo
     name = path[len(ATTACHED):].strip()
     if not name or "/" in name or name in (".", ".."):
         raise WorkspaceError(f"Give the name of a file the person sent, as {ATTACHED}<name>.")
+    file = prepare(Workspace(folder, 0), _newest_sent(folder, name), caption, outlet)
+    return replace(file, name=name)
+
+
+def _newest_sent(folder: Path, name: str) -> str:
+    """The stored name of the newest file sent as `name`. Where the database keeps every replica's files it
+    says which (another replica may have received it: brought here first; a copy left on this disk after
+    `/forget` or the retention elsewhere is not one); otherwise the folder does."""
+    files = current()
+    if files.shared:
+        found = files.named(folder.name, name)
+        if found is None or found.parent != folder:
+            raise WorkspaceError(f"The person has sent no file named {name} in this conversation.")
+        return found.name
     try:
         entries = [e for e in os.scandir(folder) if e.name.endswith(f"-{name}") and e.is_file(follow_symlinks=False)]
     except FileNotFoundError:
         entries = []
     if not entries:
         raise WorkspaceError(f"The person has sent no file named {name} in this conversation.")
-    newest = max(entries, key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns)
-    file = prepare(Workspace(folder, 0), newest.name, caption, outlet)
-    return replace(file, name=name)
+    return max(entries, key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns).name
 
 
 def send_key(ctx: ToolContext, file: OutgoingFile) -> str:

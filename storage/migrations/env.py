@@ -19,6 +19,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
+import storage.blob_models  # noqa: F401 - its rows are on Base too
 from storage.models import Base
 
 config = context.config
