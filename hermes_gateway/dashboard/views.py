@@ -1,0 +1,81 @@
+"""What the pages show, gathered from the engine's ports: nothing here knows how or where it is stored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from hermes_engine.memory.book import LABELS, Document, MemoryBook
+from hermes_engine.memory.documents import MemoryOwner
+from hermes_engine.ports.dashboard import AuditEntry
+from hermes_engine.ports.storage import AccountRecord, PersonRecord, Store, UsageCount
+
+
+@dataclass(frozen=True)
+class PlatformState:
+    bot: str
+    platform: str
+    connected: bool
+
+
+@dataclass(frozen=True)
+class Overview:
+    platforms: tuple[PlatformState, ...]
+    pending_turns: int
+    today: tuple[tuple[str, UsageCount], ...]  # per bot
+    changes: tuple[AuditEntry, ...]
+
+
+@dataclass(frozen=True)
+class PersonRow:
+    person: PersonRecord
+    accounts: tuple[AccountRecord, ...]
+
+
+@dataclass(frozen=True)
+class PersonPage:
+    person: PersonRecord
+    accounts: tuple[AccountRecord, ...]
+    documents: tuple[tuple[str, Document], ...]  # (file name, document): MEMORY.md, USER.md
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What the pages read from: the store, the memory rules the agent's own writes go through, the bots
+    this gateway serves and its platforms' connections as they are now."""
+
+    store: Store
+    memory: MemoryBook
+    bots: Sequence[str]
+    platforms: Callable[[], Sequence[PlatformState]]
+
+
+async def overview(sources: Sources) -> Overview:
+    day = datetime.now(UTC).date()
+    today = tuple([(bot, await sources.store.usage_total(bot, day)) for bot in sources.bots])
+    return Overview(tuple(sources.platforms()), len(await sources.store.pending_inbound()), today,
+                    tuple(await sources.store.dashboard_changes(limit=10)))
+
+
+async def people(sources: Sources) -> list[PersonRow]:
+    """Everyone with an account, as `hermes-gateway people list` shows them (people merged by /link under
+    the person they were merged into)."""
+    by_person: dict[int, list[AccountRecord]] = {}
+    for account in await sources.store.find_accounts():
+        by_person.setdefault(account.person_id, []).append(account)
+    rows = []
+    for person_id, accounts in sorted(by_person.items()):
+        record = await sources.store.get_person(person_id)
+        if record is not None and record.merged_into is None:
+            rows.append(PersonRow(record, tuple(accounts)))
+    return rows
+
+
+async def person(sources: Sources, person_id: int) -> PersonPage | None:
+    record = await sources.store.get_person(person_id)
+    if record is None or record.merged_into is not None:
+        return None
+    owner = MemoryOwner.person(person_id)
+    documents = tuple([(LABELS[target], await sources.memory.document(owner, target)) for target in owner.targets()])
+    return PersonPage(record, tuple(await sources.store.list_accounts(person_id)), documents)
