@@ -158,7 +158,9 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
     from hermes_engine.providers.embedders import embedder_from_settings
     from hermes_engine.skills.feature import SkillsFeature
     from hermes_engine.workspace.feature import WorkspaceFeature
+    from hermes_engine.workspace.sending import FileOutlets
 
+    outlets = outlets if outlets is not None else FileOutlets()
     workspace = WorkspaceFeature(settings.home, profile.name, profile.workspace, admins=profile.access.admins,
                                  asker=asker, toolsets=profile.toolsets, root=settings.workspaces,
                                  outlets=outlets, attachments=attachment_folder(settings.home))
@@ -182,6 +184,7 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
         workspace,
         KanbanFeature(profile.kanban),
         ClockFeature(),
+        voice_feature(settings, profile, outlets),
         *mcp_features(settings, profile, workspace.approvals),
     ]
     if {"web", "web_fetch", "web_search"} & set(profile.toolsets):  # its HTTP stack is loaded only when used
@@ -189,6 +192,19 @@ def build_features(settings: Settings, profile: BotProfile, *, asker: ApprovalAs
 
         features.append(WebFeature.from_settings(settings, profile.web))
     return features
+
+
+def voice_feature(settings: Settings, profile: BotProfile, outlets: FileOutlets) -> Feature:
+    """Voice replies (`/voice`): spoken by the endpoint `HERMES_TTS_*` names, sent through `outlets`. The
+    `openai` SDK is imported only when that endpoint is set (a bot on another provider never loads it)."""
+    from hermes_engine.voice.feature import VoiceFeature
+
+    speaker = None
+    if settings.speech.configured:
+        from hermes_engine.providers.openai_speech import speech_from_settings
+
+        speaker = speech_from_settings(settings.speech)
+    return VoiceFeature(speaker, profile.tts, outlets)
 
 
 def mcp_features(settings: Settings, profile: BotProfile, approvals: ApprovalGate | None = None) -> list[Feature]:

@@ -95,14 +95,17 @@ class TelegramSender:
         return LOCAL_LIMIT if self.options.local_mode else DOCUMENT_LIMIT
 
     async def send_file(self, target: ReplyTarget, file: OutgoingFile) -> str:
-        """`sendPhoto` for an image Telegram shows as a photo (by its bytes' type, within the photo limit),
-        `sendDocument` for everything else and for a photo Telegram refuses (its dimensions); multipart,
-        through python-telegram-bot."""
+        """`sendVoice` for a spoken answer, `sendPhoto` for an image Telegram shows as a photo (by its bytes'
+        type, within the photo limit), `sendDocument` for everything else and for a photo Telegram refuses
+        (its dimensions); multipart, through python-telegram-bot."""
         from telegram import InputFile
 
         upload = InputFile(file.data, filename=file.name, attach=False)
         caption = file.caption[:CAPTION_LIMIT] or None
         kwargs = self._target_kwargs(target)
+        if file.voice:  # an answer spoken: OGG/Opus, shown as a voice bubble
+            message = await call_api(self.bot.send_voice(voice=upload, caption=caption, **kwargs))
+            return str(message.message_id)
         if file.media_type in PHOTO_TYPES and file.size <= PHOTO_LIMIT:
             try:
                 message = await call_api(self.bot.send_photo(photo=upload, caption=caption, **kwargs))

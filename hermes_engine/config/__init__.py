@@ -17,6 +17,7 @@ from hermes_engine.config.attachments import AttachmentSettings
 from hermes_engine.config.clock import ClockSettings
 from hermes_engine.config.mcp import McpServerSettings, check_server_names
 from hermes_engine.config.media import SpeechToText, VoiceNoteSettings
+from hermes_engine.config.speech import SpeechSettings, TtsProfile
 from hermes_engine.errors import ConfigError
 
 DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
@@ -56,6 +57,7 @@ class Settings(BaseSettings):
     # the base URL defaults to OPENAI_COMPATIBLE_BASE_URL / OPENAI_BASE_URL). Unset: lexical hints only.
     embedding_model: str | None = None
     embedding_base_url: str | None = None
+    speech: SpeechSettings = Field(default_factory=SpeechSettings)  # voice replies: HERMES_TTS_*
     # Where memory, USER.md, skills and pairing live: "files" under the home, "database" in the store (shared
     # by replicas), "auto" (the default): the database on PostgreSQL, files on SQLite.
     state_backend: Literal["auto", "files", "database"] = "auto"
@@ -279,6 +281,7 @@ class BotProfile(BaseModel):
     voice_notes: VoiceNoteSettings = Field(default_factory=VoiceNoteSettings)
     attachments: AttachmentSettings = Field(default_factory=AttachmentSettings)
     clock: ClockSettings = Field(default_factory=ClockSettings)
+    tts: TtsProfile = Field(default_factory=TtsProfile)  # voice replies (off by default; /voice on|off)
     platforms: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-adapter options
     mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)  # tools from MCP servers
     mcp_schema_budget: int = Field(1500, ge=0)  # schema tokens of MCP tools listed in full; beyond: compact

@@ -82,12 +82,14 @@ class Outlet(Protocol):
 class OutgoingFile:
     """A file the agent sends to a person: its bytes, already read from the workspace and checked against
     the outlet's limits, the name it shows under, the media type read from its bytes (not its name), and a
-    caption (plain text, may be empty)."""
+    caption (plain text, may be empty). `voice`: an OGG/Opus recording of an answer, shown as a voice bubble
+    where the platform has one (Telegram's sendVoice); elsewhere it goes as the audio file it is."""
 
     name: str
     data: bytes
     media_type: str
     caption: str = ""
+    voice: bool = False
 
     @property
     def size(self) -> int:

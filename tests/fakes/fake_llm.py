@@ -39,6 +39,7 @@ from typing import Any, Literal
 import Stemmer
 from aiohttp import web
 
+from fakes.fake_speech import FakeSpeech
 from fakes.loopback import LoopbackServer
 
 Api = Literal["openai", "anthropic"]
@@ -196,6 +197,7 @@ class FakeLLM(LoopbackServer):
         self.transcripts: deque[str] = deque()
         self.default_transcript = ""
         self.transcription_failures: deque[int] = deque()
+        self.speech = FakeSpeech()  # /v1/audio/speech
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -205,6 +207,7 @@ class FakeLLM(LoopbackServer):
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_post("/v1/audio/transcriptions", self._transcription)
+        self.speech.mount(app)
         return app
 
     @property

@@ -12,7 +12,7 @@ person would see: ``fake.chat(chat_id)`` has every message with its current text
 history, and every API call made to that chat with its time.
 
 Implemented methods: getMe, getUpdates (offset confirms, ``timeout`` long-polls), sendMessage,
-sendPhoto and sendDocument (multipart: the message keeps the file's bytes, name and caption in
+sendPhoto, sendDocument and sendVoice (multipart: the message keeps the file's bytes, name and caption in
 ``ChatMessage.file``; over 50 MB, a photo over 10 MB or of dimensions Telegram refuses is refused as the
 real server does), editMessageText, deleteMessage, sendChatAction, setMyCommands, getMyCommands, deleteWebhook, setWebhook,
 getWebhookInfo, getFile, close, logOut. Anything else answers 404 like the real server (which the library
@@ -122,7 +122,7 @@ class ChatMessage:
     deleted: bool = False
     raw: dict[str, Any] | None = None
     reply_markup: dict[str, Any] | None = None  # inline buttons, as sent or last edited
-    file: SentFile | None = None  # what sendPhoto / sendDocument carried; `text` is then its caption
+    file: SentFile | None = None  # what sendPhoto / sendDocument / sendVoice carried; `text` is then its caption
 
     @property
     def buttons(self) -> list[tuple[str, str]]:
@@ -622,6 +622,9 @@ class FakeTelegram(LoopbackServer):
     async def _m_sendDocument(self, params: dict[str, Any]) -> dict[str, Any]:
         return self._file_message(params, "document", MAX_UPLOAD)
 
+    async def _m_sendVoice(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self._file_message(params, "voice", MAX_UPLOAD)
+
     def _file_message(self, params: dict[str, Any], kind: str, limit: int) -> dict[str, Any]:
         chat = self.chat(int(params["chat_id"]))
         upload = params.get(kind)
@@ -650,6 +653,9 @@ class FakeTelegram(LoopbackServer):
         if kind == "photo":
             data["photo"] = [{"file_id": unique, "file_unique_id": unique, "width": 1, "height": 1,
                               "file_size": len(sent.data)}]
+        elif kind == "voice":
+            data["voice"] = {"file_id": unique, "file_unique_id": unique, "duration": 1, "mime_type": "audio/ogg",
+                             "file_size": len(sent.data)}
         else:
             data["document"] = {"file_id": unique, "file_unique_id": unique, "file_name": sent.name,
                                 "file_size": len(sent.data)}
