@@ -20,7 +20,7 @@ from hermes_engine.memory.documents import MemoryOwner
 from hermes_engine.ports.dashboard import DashboardStore
 from hermes_gateway.dashboard import views
 from hermes_gateway.dashboard.config import Dashboard
-from hermes_gateway.dashboard.guard import LOGIN, PREFIX, middlewares, visitor
+from hermes_gateway.dashboard.guard import LOGIN, PREFIX, VISITOR, middlewares, visitor
 from hermes_gateway.dashboard.tokens import COOKIE, hashed, new_token
 
 HERE = Path(__file__).parent
@@ -52,7 +52,7 @@ def templates() -> jinja2.Environment:
 
 
 def render(request: web.Request, name: str, status: int = 200, **context: Any) -> web.Response:
-    found = request.get("visitor")
+    found = request.get(VISITOR)
     page = request.app[TEMPLATES].get_template(name).render(visitor=found, prefix=PREFIX, **context)
     return web.Response(text=page, status=status, content_type="text/html", charset="utf-8")
 

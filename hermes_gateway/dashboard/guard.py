@@ -40,12 +40,12 @@ class Visitor:
     csrf: str
 
 
-VISITOR = web.AppKey("visitor", Visitor)
+VISITOR = web.RequestKey("visitor", Visitor)
 
 
 def visitor(request: web.Request) -> Visitor:
-    found = request.get("visitor")
-    assert isinstance(found, Visitor), "a guarded route was reached without a session"
+    found = request.get(VISITOR)
+    assert found is not None, "a guarded route was reached without a session"
     return found
 
 
@@ -87,7 +87,7 @@ def middlewares(store: DashboardStore, dashboard: Dashboard) -> list[Middleware]
             offered = form.get("csrf")
             if not csrf_matches(token, offered if isinstance(offered, str) else None):
                 return web.Response(status=403, text="This form has expired; reload the page and try again.\n")
-        request["visitor"] = Visitor(found.admin, hashed(token), csrf_token(token))
+        request[VISITOR] = Visitor(found.admin, hashed(token), csrf_token(token))
         return await handler(request)
 
     return [host_check, headers, session]
