@@ -431,7 +431,7 @@ JOB_KINDS = ("reminder", "task")
 
 
 class ScheduledJobRow(Base):
-    """A reminder or a scheduled task (the clock, migrations 0017 and 0018): its schedule, its zone, where it
+    """A reminder or a scheduled task (the clock, migrations 0017 to 0019): its schedule, its zone, where it
     goes and what its last run did. `next_due` is the slot a run compares and sets."""
 
     __tablename__ = "scheduled_jobs"
@@ -470,6 +470,10 @@ class ScheduledJobRow(Base):
     started_due: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     runs_left: Mapped[int | None] = mapped_column(sa.Integer(), nullable=True)
     toolsets: Mapped[list[str] | None] = mapped_column(JsonType, nullable=True)
+    # 0019: a task's answer that was produced and not delivered, and the slot it was produced for: its
+    # delivery is retried alone, under that slot's key, and the agent is not run again.
+    undelivered: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
+    undelivered_due: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class PersonTimezoneRow(Base):
@@ -480,40 +484,3 @@ class PersonTimezoneRow(Base):
     person_id: Mapped[int] = mapped_column(Id, sa.ForeignKey("people.id", ondelete="CASCADE"), primary_key=True)
     timezone: Mapped[str] = mapped_column(sa.String(64), nullable=False)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
-
-
-class DashboardLinkRow(Base):
-    """A one-time sign-in link to the dashboard (migration 0019), by the SHA-256 of its token; deleted when used."""
-
-    __tablename__ = "dashboard_links"
-    __table_args__ = (sa.Index(None, "expires_at"),)
-
-    token_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
-    admin: Mapped[str] = mapped_column(sa.String(255), nullable=False)
-    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
-
-
-class DashboardSessionRow(Base):
-    """A signed-in admin's dashboard session (migration 0019), by the SHA-256 of its cookie."""
-
-    __tablename__ = "dashboard_sessions"
-    __table_args__ = (sa.Index(None, "expires_at"),)
-
-    session_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
-    admin: Mapped[str] = mapped_column(sa.String(255), nullable=False)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
-    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
-
-
-class DashboardAuditRow(Base):
-    """One change an admin made through the dashboard (migration 0019): who, what, on what, when."""
-
-    __tablename__ = "dashboard_audit"
-    __table_args__ = (sa.Index(None, "at"), _NEVER_REUSED_IDS)
-
-    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
-    at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
-    admin: Mapped[str] = mapped_column(sa.String(255), nullable=False)
-    action: Mapped[str] = mapped_column(sa.String(64), nullable=False)
-    subject: Mapped[str] = mapped_column(sa.String(255), nullable=False)
-    detail: Mapped[str] = mapped_column(sa.Text(), nullable=False)

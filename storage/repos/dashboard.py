@@ -11,7 +11,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from hermes_engine.ports.dashboard import AuditEntry, DashboardSession
-from storage.models import DashboardAuditRow, DashboardLinkRow, DashboardSessionRow
+from storage.dashboard_rows import DashboardAuditRow, DashboardLinkRow, DashboardSessionRow
 from storage.repos.base import SqlRepository, whole
 
 __all__ = ["DashboardRepository"]
