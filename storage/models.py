@@ -431,7 +431,7 @@ JOB_KINDS = ("reminder", "task")
 
 
 class ScheduledJobRow(Base):
-    """A reminder or a scheduled task (the clock, migrations 0017 to 0019): its schedule, its zone, where it
+    """A reminder or a scheduled task (the clock, migrations 0017 and 0018): its schedule, its zone, where it
     goes and what its last run did. `next_due` is the slot a run compares and sets."""
 
     __tablename__ = "scheduled_jobs"
@@ -470,10 +470,6 @@ class ScheduledJobRow(Base):
     started_due: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     runs_left: Mapped[int | None] = mapped_column(sa.Integer(), nullable=True)
     toolsets: Mapped[list[str] | None] = mapped_column(JsonType, nullable=True)
-    # 0019: a task's answer that was produced and not delivered, and the slot it was produced for: its
-    # delivery is retried alone, under that slot's key, and the agent is not run again.
-    undelivered: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
-    undelivered_due: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class PersonTimezoneRow(Base):
