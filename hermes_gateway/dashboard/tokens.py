@@ -15,7 +15,8 @@ COOKIE = "hermes_dashboard"
 
 
 def new_token() -> str:
-    return secrets.token_urlsafe(32)
+    """Hex, not URL-safe Base64: a link goes out as Markdown, where `_` would be read as emphasis."""
+    return secrets.token_hex(32)
 
 
 def hashed(token: str) -> str:
