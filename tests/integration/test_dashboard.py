@@ -1,5 +1,6 @@
-"""The dashboard's `/admin` application on the real aiohttp server, a real SqlStore (SQLite) and the real
-memory rules: sign-in links, sessions, the guard on every route, the security headers and the People pages."""
+"""The dashboard's `/admin` application on the real aiohttp server, a real SqlStore (SQLite, and PostgreSQL with
+`-m postgres`) and the real memory rules: sign-in links, sessions, the guard on every route, the security
+headers and the People pages."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
-from gateway_kit import free_port
+from gateway_kit import database_url, free_port
+from postgres import BACKENDS
 
 from hermes_engine.memory.book import MemoryBook
 from hermes_engine.memory.documents import MemoryOwner
@@ -63,12 +65,14 @@ def csrf_of(page: str) -> str:
     return found.group(1)
 
 
-async def open_site(tmp_path: Path, public: str | None = None) -> AsyncIterator[Site]:
-    store = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}")
+async def open_site(tmp_path: Path, public: str | None = None, *, db: str | None = None) -> AsyncIterator[Site]:
+    """A replica's dashboard on database `db` (default: a SQLite file in `tmp_path`)."""
+    store = SqlStore(db or f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}")
     await store.init()
     person = await store.resolve_account("telegram", "bot", "666", SCRIPT_NAME)
     memory = MemoryBook(FileMemoryStore.for_home(tmp_path / "home"))
-    await memory.add(MemoryOwner.person(person.person_id), "memory", "Likes tea; secret-memory-entry")
+    if not await memory.entries(MemoryOwner.person(person.person_id), "memory"):
+        await memory.add(MemoryOwner.person(person.person_id), "memory", "Likes tea; secret-memory-entry")
     port = free_port()
     dashboard = Dashboard(public or f"http://127.0.0.1:{port}", 600, 3600)
     http = web.Application()
@@ -82,9 +86,15 @@ async def open_site(tmp_path: Path, public: str | None = None) -> AsyncIterator[
         await store.close()
 
 
+@pytest.fixture(params=BACKENDS)
+async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    async with database_url(request.param, tmp_path) as url:
+        yield url
+
+
 @pytest.fixture
-async def site(tmp_path: Path) -> AsyncIterator[Site]:
-    async for opened in open_site(tmp_path):
+async def site(tmp_path: Path, db: str) -> AsyncIterator[Site]:
+    async for opened in open_site(tmp_path, db=db):
         yield opened
 
 
@@ -266,3 +276,20 @@ async def test_cookies_are_secure_when_the_public_url_is_https(tmp_path: Path) -
                                           headers={"Host": "bot.example.com", "Origin": "https://bot.example.com"})
         assert response.status == 303
         assert response.cookies[COOKIE]["secure"]
+
+
+async def test_a_link_made_on_one_replica_signs_in_on_another_and_signing_out_ends_it_on_both(
+        tmp_path: Path, db: str) -> None:
+    async for one in open_site(tmp_path / "one", db=db):
+        async for other in open_site(tmp_path / "two", db=db):
+            token = (await one.link()).split("token=", 1)[1]
+            signed_in = await other.client.post("/admin/login", data={"token": token}, allow_redirects=False,
+                                                headers={"Origin": other.origin})
+            assert signed_in.status == 303
+            cookie = signed_in.cookies[COOKIE].value
+            one.client.session.cookie_jar.update_cookies({COOKIE: cookie})
+            page = await one.client.get("/admin/people", allow_redirects=False)
+            assert page.status == 200 and "Mallory" in await page.text()
+            csrf = csrf_of(await (await other.client.get("/admin/")).text())
+            await other.client.post("/admin/logout", data={"csrf": csrf}, headers={"Origin": other.origin})
+            assert (await one.client.get("/admin/people", allow_redirects=False)).status == 303
