@@ -2,8 +2,8 @@
 
 `HERMES_PUBLIC_URL` is the gateway's address as a browser reaches it (e.g. `https://bot.example.com`, behind
 the TLS proxy); links point there, only requests whose `Host` is its host are served (against DNS
-rebinding), and cookies are `Secure` when it is https. Unset, it is `http://HERMES_HTTP_HOST:HERMES_HTTP_PORT`,
-which only a browser on the server itself reaches.
+rebinding), and cookies are `Secure` when it is https. Unset, it is `http://HERMES_HTTP_HOST:HERMES_HTTP_PORT`
+(`127.0.0.1` for a host that listens everywhere), which only a browser on the server itself reaches.
 """
 
 from __future__ import annotations
@@ -36,8 +36,13 @@ class Dashboard:
 
     @property
     def host(self) -> str:
-        """The `Host` header requests must carry (host, and port when the URL names one)."""
-        return urlsplit(self.public_url).netloc.lower()
+        """The `Host` header requests must carry (host, and port when the URL names one other than its
+        scheme's default, which browsers leave out)."""
+        return self.normal_host(urlsplit(self.public_url).netloc)
+
+    def normal_host(self, host: str) -> str:
+        default = ":443" if self.secure else ":80"
+        return host.lower().removesuffix(default)
 
     @property
     def origin(self) -> str:
@@ -54,7 +59,9 @@ class Dashboard:
     @classmethod
     def from_settings(cls, settings: Settings, own: DashboardSettings | None = None) -> Dashboard:
         own = own or DashboardSettings()
-        url = (own.public_url or f"http://{settings.http_host}:{settings.http_port}").rstrip("/")
+        host = "127.0.0.1" if settings.http_host in ("", "0.0.0.0", "::") else settings.http_host
+        host = f"[{host}]" if ":" in host else host
+        url = (own.public_url or f"http://{host}:{settings.http_port}").rstrip("/")
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
             raise ConfigError(f"HERMES_PUBLIC_URL must be http(s)://host[:port] with no path, not {url!r}")

@@ -59,7 +59,7 @@ def middlewares(store: DashboardStore, dashboard: Dashboard) -> list[Middleware]
     @web.middleware
     async def host_check(request: web.Request, handler: Handler) -> web.StreamResponse:
         """A page reached under another name (DNS rebinding: evil.example resolving to this server) is refused."""
-        if (request.host or "").lower() != dashboard.host:
+        if dashboard.normal_host(request.host or "") != dashboard.host:
             return _with_headers(web.Response(status=421, text="This dashboard is served at its own address only.\n"))
         return await handler(request)
 

@@ -96,3 +96,13 @@ async def test_someone_who_is_not_an_admin_gets_one_sentence() -> None:
 async def test_an_admin_in_a_group_is_asked_for_a_dm() -> None:
     answer, host, links = await _dashboard(ChatKind.GROUP, is_admin=True)
     assert answer is not None and "direct message" in answer and not host.sent and not links.made
+
+
+def test_without_a_public_url_links_point_at_the_server_itself() -> None:
+    from hermes_engine.config import Settings
+
+    everywhere = Dashboard.from_settings(Settings(http_host="0.0.0.0", http_port=9000))
+    assert (everywhere.public_url, everywhere.host, everywhere.secure) == ("http://127.0.0.1:9000", "127.0.0.1:9000",
+                                                                          False)
+    assert Dashboard.from_settings(Settings(http_host="::1", http_port=80)).host == "[::1]"  # as browsers send it
+    assert Dashboard("https://bot.example.com:443", 1, 1).normal_host("Bot.Example.com:443") == "bot.example.com"
