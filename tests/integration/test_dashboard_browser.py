@@ -61,6 +61,7 @@ def browser():  # type: ignore[no-untyped-def]
 def walk_through(link: str, shots: Path) -> dict[str, object]:
     """What the admin does in the browser (blocking: run on a thread); what the pages showed."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as shown
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -72,6 +73,10 @@ def walk_through(link: str, shots: Path) -> dict[str, object]:
         driver.find_element(By.CSS_SELECTOR, "form[action='/admin/login'] button").click()
         wait.until(shown.presence_of_element_located((By.ID, "pending")))
         seen["overview"] = driver.find_element(By.TAG_NAME, "main").text
+        driver.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)  # by keyboard: the skip link comes first
+        seen["first_tab"] = driver.switch_to.active_element.text
+        driver.switch_to.active_element.send_keys(Keys.TAB)
+        seen["second_tab"] = driver.switch_to.active_element.text
         driver.save_screenshot(str(shots / "dashboard-overview.png"))
 
         driver.find_element(By.LINK_TEXT, "People").click()
@@ -132,6 +137,7 @@ async def test_an_admin_signs_in_from_the_chat_and_edits_a_persons_memory(fake_l
 
     assert "telegram" in str(seen["overview"]) and "connected" in str(seen["overview"])
     assert "waiting for an answer" in str(seen["overview"])
+    assert (seen["first_tab"], seen["second_tab"]) == ("Skip to content", "Overview")
     assert "<script>alert(1)</script>Mallory" in str(seen["people"])  # shown as text, never run
     assert "Alice" in str(seen["people"]) and "telegram:4242" in str(seen["people"])
     assert seen["people_375_overflow"] == 0  # no sideways scrolling on a phone
