@@ -128,7 +128,9 @@ async def overview(request: web.Request) -> web.Response:
 
 
 async def people(request: web.Request) -> web.Response:
-    return render(request, "people.html", page="people", people=await views.people(request.app[SOURCES]))
+    number = request.query.get("page", "1")
+    listing = await views.people(request.app[SOURCES], int(number) if number.isdigit() else 1)
+    return render(request, "people.html", page="people", listing=listing)
 
 
 async def person(request: web.Request, *, status: int = 200, said: str | None = None, ok: bool = True,

@@ -34,6 +34,13 @@ class PersonRow:
 
 
 @dataclass(frozen=True)
+class PeoplePage:
+    rows: tuple[PersonRow, ...]
+    page: int  # from 1
+    pages: int
+
+
+@dataclass(frozen=True)
 class PersonPage:
     person: PersonRecord
     accounts: tuple[AccountRecord, ...]
@@ -58,18 +65,24 @@ async def overview(sources: Sources) -> Overview:
                     tuple(await sources.store.dashboard_changes(limit=10)))
 
 
-async def people(sources: Sources) -> list[PersonRow]:
-    """Everyone with an account, as `hermes-gateway people list` shows them (people merged by /link under
-    the person they were merged into)."""
+PEOPLE_PER_PAGE = 50
+
+
+async def people(sources: Sources, page: int = 1) -> PeoplePage:
+    """Everyone with an account, as `hermes-gateway people list` shows them (a person /link merged into
+    another has their accounts moved there), by id, a page at a time: one person read per row shown."""
     by_person: dict[int, list[AccountRecord]] = {}
     for account in await sources.store.find_accounts():
         by_person.setdefault(account.person_id, []).append(account)
+    pages = max(1, -(-len(by_person) // PEOPLE_PER_PAGE))
+    page = min(max(page, 1), pages)
+    start = (page - 1) * PEOPLE_PER_PAGE
     rows = []
-    for person_id, accounts in sorted(by_person.items()):
+    for person_id, accounts in sorted(by_person.items())[start:start + PEOPLE_PER_PAGE]:
         record = await sources.store.get_person(person_id)
         if record is not None and record.merged_into is None:
             rows.append(PersonRow(record, tuple(accounts)))
-    return rows
+    return PeoplePage(tuple(rows), page, pages)
 
 
 async def person(sources: Sources, person_id: int) -> PersonPage | None:

@@ -293,3 +293,14 @@ async def test_a_link_made_on_one_replica_signs_in_on_another_and_signing_out_en
             csrf = csrf_of(await (await other.client.get("/admin/")).text())
             await other.client.post("/admin/logout", data={"csrf": csrf}, headers={"Origin": other.origin})
             assert (await one.client.get("/admin/people", allow_redirects=False)).status == 303
+
+
+async def test_people_are_listed_a_page_at_a_time(site: Site) -> None:
+    for n in range(60):
+        await site.store.resolve_account("slack", "T1", f"U{n:03}", f"Person {n:03}")
+    await site.sign_in()
+    first = await (await site.client.get("/admin/people")).text()
+    second = await (await site.client.get("/admin/people?page=2")).text()
+    assert "Page 1 of 2" in first and "Mallory" in first and "Person 048" in first and "Person 049" not in first
+    assert "Person 049" in second and "Person 059" in second and "Mallory" not in second
+    assert "Page 2 of 2" in await (await site.client.get("/admin/people?page=99")).text()
