@@ -32,7 +32,20 @@ class AuditEntry:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class ListedPerson:
+    """A person as the dashboard's list of people shows them: their name and their accounts."""
+
+    id: int
+    display_name: str
+    accounts: tuple[tuple[str, str], ...]  # (platform, user id)
+
+
 class DashboardStore(Protocol):
+    async def dashboard_people(self, *, offset: int, limit: int) -> tuple[list[ListedPerson], int]:
+        """A page of the people with an account (a person /link merged into another has none left), by id,
+        in three queries whatever the page's size; and how many there are in all."""
+
     async def put_dashboard_link(self, token_hash: str, admin: str, expires_at: datetime) -> None:
         """Keep a sign-in link (by the hash of its token) until it is used or `expires_at`; links long
         expired are deleted on the way."""

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from hermes_engine.memory.book import LABELS, Document, MemoryBook
 from hermes_engine.memory.documents import MemoryOwner
-from hermes_engine.ports.dashboard import AuditEntry
+from hermes_engine.ports.dashboard import AuditEntry, ListedPerson
 from hermes_engine.ports.storage import AccountRecord, PersonRecord, Store, UsageCount
 
 
@@ -28,14 +28,8 @@ class Overview:
 
 
 @dataclass(frozen=True)
-class PersonRow:
-    person: PersonRecord
-    accounts: tuple[AccountRecord, ...]
-
-
-@dataclass(frozen=True)
 class PeoplePage:
-    rows: tuple[PersonRow, ...]
+    rows: tuple[ListedPerson, ...]
     page: int  # from 1
     pages: int
 
@@ -70,18 +64,13 @@ PEOPLE_PER_PAGE = 50
 
 async def people(sources: Sources, page: int = 1) -> PeoplePage:
     """Everyone with an account, as `hermes-gateway people list` shows them (a person /link merged into
-    another has their accounts moved there), by id, a page at a time: one person read per row shown."""
-    by_person: dict[int, list[AccountRecord]] = {}
-    for account in await sources.store.find_accounts():
-        by_person.setdefault(account.person_id, []).append(account)
-    pages = max(1, -(-len(by_person) // PEOPLE_PER_PAGE))
-    page = min(max(page, 1), pages)
-    start = (page - 1) * PEOPLE_PER_PAGE
-    rows = []
-    for person_id, accounts in sorted(by_person.items())[start:start + PEOPLE_PER_PAGE]:
-        record = await sources.store.get_person(person_id)
-        if record is not None and record.merged_into is None:
-            rows.append(PersonRow(record, tuple(accounts)))
+    another has their accounts moved there), by id, a page at a time."""
+    page = max(page, 1)
+    rows, total = await sources.store.dashboard_people(offset=(page - 1) * PEOPLE_PER_PAGE, limit=PEOPLE_PER_PAGE)
+    pages = max(1, -(-total // PEOPLE_PER_PAGE))
+    if page > pages:  # past the end: the last page
+        page = pages
+        rows, total = await sources.store.dashboard_people(offset=(page - 1) * PEOPLE_PER_PAGE, limit=PEOPLE_PER_PAGE)
     return PeoplePage(tuple(rows), page, pages)
 
 

@@ -10,8 +10,9 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from hermes_engine.ports.dashboard import AuditEntry, DashboardSession
+from hermes_engine.ports.dashboard import AuditEntry, DashboardSession, ListedPerson
 from storage.dashboard_rows import DashboardAuditRow, DashboardLinkRow, DashboardSessionRow
+from storage.models import AccountRow, PersonRow
 from storage.repos.base import SqlRepository, whole
 
 __all__ = ["DashboardRepository"]
@@ -19,6 +20,22 @@ __all__ = ["DashboardRepository"]
 
 class DashboardRepository(SqlRepository):
     """`hermes_engine.ports.dashboard.DashboardStore`."""
+
+    @whole
+    async def dashboard_people(self, *, offset: int, limit: int) -> tuple[list[ListedPerson], int]:
+        listed = sa.exists().where(AccountRow.person_id == PersonRow.id)
+        async with self._session() as session:
+            count = sa.select(sa.func.count()).select_from(PersonRow).where(listed)
+            total = (await session.execute(count)).scalar_one()
+            rows = (await session.execute(sa.select(PersonRow.id, PersonRow.display_name).where(listed)
+                                          .order_by(PersonRow.id).offset(offset).limit(limit))).all()
+            accounts: dict[int, list[tuple[str, str]]] = {}
+            if rows:
+                query = (sa.select(AccountRow.person_id, AccountRow.platform, AccountRow.user_id)
+                         .where(AccountRow.person_id.in_([row.id for row in rows])).order_by(AccountRow.id))
+                for person_id, platform, user_id in (await session.execute(query)).all():
+                    accounts.setdefault(person_id, []).append((platform, user_id))
+        return [ListedPerson(row.id, row.display_name, tuple(accounts.get(row.id, ()))) for row in rows], total
 
     @whole
     async def put_dashboard_link(self, token_hash: str, admin: str, expires_at: datetime) -> None:
