@@ -9,5 +9,5 @@ page reads and changes state through the engine's ports (`Store`, `MemoryBook`),
 - `links.py`: making a sign-in link (the chat command and the CLI share it).
 - `guard.py`: the middlewares every route passes through (Host check, security headers, the session).
 - `app.py`: the routes; `views.py`: what each page shows, gathered from the ports.
-- `command.py`: the `/dashboard` chat command.
+- `command.py`: the `/dashboard` chat command; `serving.py`: both put into a running gateway.
 """
