@@ -35,12 +35,21 @@ from hermes_engine.core.storage_health import StorageHealth
 from hermes_engine.errors import ConfigError, StorageError
 from hermes_engine.holders import new_holder
 from hermes_engine.mcp.feature import McpFeature
+from hermes_engine.memory.book import MemoryBook
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.storage import Store
 from hermes_engine.workspace.sending import FileOutlets
 from hermes_gateway import preflight
+from hermes_gateway.dashboard.serving import attach_dashboard
 from hermes_gateway.metrics import PrometheusMetrics
-from hermes_gateway.wiring import StoredDeliveries, build_gateway, open_migrated, open_store, preload_models
+from hermes_gateway.wiring import (
+    StoredDeliveries,
+    build_gateway,
+    memory_store,
+    open_migrated,
+    open_store,
+    preload_models,
+)
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +137,7 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     http = health_app(storage_health, started, adapters, checks, metrics)
     gateways, built = await start_gateways(settings, profiles, http, store, storage_health, metrics)
     adapters += built
+    attach_dashboard(http, settings, store, gateways, MemoryBook(memory_store(settings, store), profiles[0].memory))
     checks += [feature.not_ready for gateway in gateways for feature in gateway.features
                if isinstance(feature, McpFeature)]
     # The database migrates in a child process (on another core, Alembic never loaded here) while a thread
@@ -138,7 +148,8 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     await runner.setup()
     site = web.TCPSite(runner, settings.http_host, settings.http_port)
     await site.start()
-    log.info("HTTP server on http://%s:%s (health: /health, readiness: /ready, metrics: /metrics)", settings.http_host,
+    log.info("HTTP server on http://%s:%s (health: /health, readiness: /ready, metrics: /metrics, "
+             "dashboard: /admin/)", settings.http_host,
              settings.http_port)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

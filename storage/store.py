@@ -48,6 +48,7 @@ from storage.engine import (
 from storage.errors import NoDatabase
 from storage.repos.approvals import ApprovalRepository
 from storage.repos.blobs import BlobRepository
+from storage.repos.dashboard import DashboardRepository
 from storage.repos.deliveries import DeliveryRepository
 from storage.repos.documents import DocumentRepository
 from storage.repos.embeddings import EmbeddingRepository
@@ -71,7 +72,8 @@ __all__ = ["NoDatabase", "SqlStore", "make_engine", "normalize_url", "is_memory_
 class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalRepository, LeaseRepository,
                LinkCodeRepository, SearchRepository, LineageRepository, DeliveryRepository, CardRepository,
                UsageRepository, EmbeddingRepository, DocumentRepository, ToolListRepository, ReviewRepository,
-               ApprovalRepository, JobRepository, BlobRepository):
+               ApprovalRepository, JobRepository, BlobRepository,
+               DashboardRepository):
     """`hermes_engine.ports.storage.Store` for SQLite and PostgreSQL. See the module docstring for the guarantees.
 
     `clock` returns the current time (timezone-aware); tests pass a fake one to expire leases without

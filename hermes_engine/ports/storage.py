@@ -24,6 +24,7 @@ from hermes_engine.ports.cards import CardUsage as CardUsage
 from hermes_engine.ports.cards import CardViewer as CardViewer
 from hermes_engine.ports.cards import shared_conversation as shared_conversation
 from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.dashboard import DashboardStore
 from hermes_engine.ports.inbound import LastInbound
 from hermes_engine.ports.jobs import ScheduledJobs
 from hermes_engine.ports.reply import Delivery
@@ -462,7 +463,8 @@ class HistoryStore(SessionStore, CompactionLineage, Protocol):
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
             CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, DocumentStore, ToolListStore,
-            ReviewQueue, ApprovalStore, ScheduledJobs, AttachmentBlobs, Protocol):
+            ReviewQueue, ApprovalStore, ScheduledJobs, AttachmentBlobs, DashboardStore,
+            Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 
     async def init(self) -> None:

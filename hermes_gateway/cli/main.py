@@ -168,6 +168,7 @@ _mount("curator", "hermes_gateway.cli.curator", "Run the skill curator or read i
 _mount("skills", "hermes_gateway.cli.skills", "Saved skills: uses, successes, last use, tool calls saved.")
 _mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code.")
 _mount("export", "hermes_gateway.cli.export", "Export conversations.")
+_mount("dashboard", "hermes_gateway.cli.dashboard", "The web dashboard: a one-time sign-in link.")
 _mount("security", "hermes_gateway.cli.security", "Scan memory and skill files; approve content held for an admin.")
 _mount("mcp", "hermes_gateway.cli.mcp", "Start a bot profile's MCP servers and list their tools.")
 _mount("people", "hermes_gateway.cli.people", "List people with their platform accounts, or forget a person.")

@@ -29,6 +29,7 @@ WRITING = [
     ("kanban", "move", "1", "todo"), ("kanban", "retry", "1"), ("memory", "edit", "1"), ("curator", "run", "--no-llm"),
     ("security", "approve", "0123456789abcdef"), ("security", "revoke", "0123456789abcdef"),
     ("jobs", "pause", "1"), ("jobs", "resume", "1"), ("jobs", "remove", "1", "--yes"), ("jobs", "run", "1"),
+    ("dashboard", "link"),
 ]
 EVERY = READ_ONLY + WRITING
 NO_DATA = "no data at HERMES_HOME={home} (no hermes.db) — is this the service's home? Run the command as the " \

@@ -1,0 +1,67 @@
+"""The dashboard's storage role: one-time sign-in links, signed-in sessions and the audit of what admins
+changed. Part of `ports.storage.Store`; kept in a module of its own as `cards.py` and `jobs.py` are.
+
+Only hashes of links and sessions are kept: whoever reads the database cannot sign in with what it holds.
+Both live in the database so a link made on one replica opens a session on any other, and a session
+opened on one is honoured by all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class DashboardSession:
+    """A signed-in admin: who (`telegram:4242`, or `operator` for a link from the command line) and until when."""
+
+    admin: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One change an admin made through the dashboard: who, what, on what, when."""
+
+    at: datetime
+    admin: str
+    action: str  # e.g. "memory.add", "sign-in"
+    subject: str  # what it was done to, e.g. "person 3 MEMORY.md"
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ListedPerson:
+    """A person as the dashboard's list of people shows them: their name and their accounts."""
+
+    id: int
+    display_name: str
+    accounts: tuple[tuple[str, str], ...]  # (platform, user id)
+
+
+class DashboardStore(Protocol):
+    async def dashboard_people(self, *, offset: int, limit: int) -> tuple[list[ListedPerson], int]:
+        """A page of the people with an account (a person /link merged into another has none left), by id,
+        in three queries whatever the page's size; and how many there are in all."""
+
+    async def put_dashboard_link(self, token_hash: str, admin: str, expires_at: datetime) -> None:
+        """Keep a sign-in link (by the hash of its token) until it is used or `expires_at`; links long
+        expired are deleted on the way."""
+
+    async def take_dashboard_link(self, token_hash: str) -> str | None:
+        """The admin a link was made for, once: the link is deleted in the same statement, so two replicas
+        given it at the same moment open one session between them. None when unknown, used or expired."""
+
+    async def open_dashboard_session(self, session_hash: str, admin: str, expires_at: datetime) -> None: ...
+
+    async def dashboard_session(self, session_hash: str) -> DashboardSession | None:
+        """The session, while it has not expired or been closed."""
+
+    async def close_dashboard_session(self, session_hash: str) -> None: ...
+
+    async def record_dashboard_change(self, admin: str, action: str, subject: str, detail: str = "") -> None: ...
+
+    async def dashboard_changes(self, *, limit: int = 50) -> list[AuditEntry]:
+        """The newest changes first."""

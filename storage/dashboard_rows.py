@@ -1,0 +1,51 @@
+"""The dashboard's rows (migration 0022): sign-in links, sessions (hashes only) and the audit of changes.
+
+On `storage.models.Base` like every other row, in a module of its own so the models file stays small;
+`storage.store` imports it (through its repository), so the store's metadata always holds these tables.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column
+
+from storage.models import _NEVER_REUSED_IDS, Base, Id, UTCDateTime
+
+
+class DashboardLinkRow(Base):
+    """A one-time sign-in link to the dashboard (migration 0022), by the SHA-256 of its token; deleted when used."""
+
+    __tablename__ = "dashboard_links"
+    __table_args__ = (sa.Index(None, "expires_at"),)
+
+    token_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    admin: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class DashboardSessionRow(Base):
+    """A signed-in admin's dashboard session (migration 0022), by the SHA-256 of its cookie."""
+
+    __tablename__ = "dashboard_sessions"
+    __table_args__ = (sa.Index(None, "expires_at"),)
+
+    session_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    admin: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+
+
+class DashboardAuditRow(Base):
+    """One change an admin made through the dashboard (migration 0022): who, what, on what, when."""
+
+    __tablename__ = "dashboard_audit"
+    __table_args__ = (sa.Index(None, "at"), _NEVER_REUSED_IDS)
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
+    admin: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    action: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    subject: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    detail: Mapped[str] = mapped_column(sa.Text(), nullable=False)

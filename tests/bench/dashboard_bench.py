@@ -1,0 +1,92 @@
+"""Dashboard benchmark: time per page, as a signed-in admin's browser sees it on loopback, with 1,000
+people and 10,000 sessions in a SQLite store (target: p99 at most 100 ms).
+
+Pages: Overview, People (the first page of fifty), a person's page with MEMORY.md and USER.md. Each request
+passes the whole guard (Host check, the session read from the store, the headers).
+
+    python tests/bench/dashboard_bench.py [--rounds 200] [--people 1000] [--sessions 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import aiohttp  # noqa: E402
+from aiohttp import web  # noqa: E402
+from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
+from gateway_kit import free_port  # noqa: E402
+
+from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryOwner  # noqa: E402
+from hermes_gateway.dashboard.app import mount  # noqa: E402
+from hermes_gateway.dashboard.config import Dashboard  # noqa: E402
+from hermes_gateway.dashboard.links import sign_in_link  # noqa: E402
+from hermes_gateway.dashboard.views import PlatformState, Sources  # noqa: E402
+from storage.store import SqlStore  # noqa: E402
+
+
+async def fill(store: SqlStore, memory: MemoryBook, people: int, sessions: int) -> int:
+    first = 0
+    for n in range(people):
+        account = await store.resolve_account("telegram", "bot", str(10_000 + n), f"Person {n}")
+        first = first or account.person_id
+    for n in range(sessions):
+        await store.active_session(f"telegram:bot:dm:{10_000 + n % people}:{n}", "bot")
+    owner = MemoryOwner.person(first)
+    for n in range(20):
+        await memory.add(owner, "memory", f"Fact number {n} about this person, kept for the benchmark.")
+    return first
+
+
+async def main(rounds: int, people: int, sessions: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        store = SqlStore(f"sqlite+aiosqlite:///{Path(folder) / 'hermes.db'}")
+        await store.init()
+        memory = MemoryBook(FileMemoryStore.for_home(Path(folder)))
+        started = time.perf_counter()
+        person = await fill(store, memory, people, sessions)
+        print(f"filled {people} people and {sessions} sessions in {time.perf_counter() - started:.1f} s")
+        port = free_port()
+        dashboard = Dashboard(f"http://127.0.0.1:{port}", 600, 3600)
+        http = web.Application()
+        mount(http, Sources(store, memory, ["bot"], lambda: [PlatformState("bot", "telegram", True)]), dashboard)
+        client = TestClient(TestServer(http, host="127.0.0.1", port=port), cookie_jar=aiohttp.CookieJar(unsafe=True))
+        await client.start_server()
+        try:
+            token = (await sign_in_link(store, dashboard, "operator")).split("token=", 1)[1]
+            signed = await client.post("/admin/login", data={"token": token}, headers={"Origin": dashboard.origin})
+            assert signed.status == 200, signed.status
+            print(f"{'page':<24}{'p50 ms':>10}{'p99 ms':>10}")
+            for name, path in (("Overview", "/admin/"), ("People", "/admin/people"),
+                               ("A person", f"/admin/people/{person}")):
+                times = []
+                for _ in range(rounds):
+                    t0 = time.perf_counter()
+                    response = await client.get(path)
+                    body = await response.text()
+                    times.append((time.perf_counter() - t0) * 1000)
+                    assert response.status == 200 and re.search("</html>", body), (path, response.status)
+                times.sort()
+                p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
+                print(f"{name:<24}{statistics.median(times):>10.1f}{p99:>10.1f}")
+        finally:
+            await client.close()
+            await store.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--people", type=int, default=1000)
+    parser.add_argument("--sessions", type=int, default=10_000)
+    args = parser.parse_args()
+    asyncio.run(main(args.rounds, args.people, args.sessions))
