@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from hermes_engine.clock.schedule import local_time, parse_schedule, zone_named
 from hermes_engine.config.clock import ClockSettings
+from hermes_engine.ports.host import Host
 from hermes_engine.ports.jobs import JobRecord
 from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.storage import Store
@@ -25,6 +26,7 @@ class ClockAccess:
     store: Store | None = None  # the gateway's, from its start
     settings: ClockSettings = field(default_factory=ClockSettings)  # the profile's `clock:`, from its start
     offered: frozenset[str] = frozenset()  # the toolsets the profile offers (a task names only these)
+    host: Host | None = None  # the gateway, from its start: who may write where, and where the bot is
 
 
 CLOCK: ServiceKey[ClockAccess] = ServiceKey("clock")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.inbound import ChatKind, ReplyTarget
 
 
 class ReplyStream(ABC):
@@ -94,6 +94,26 @@ class ChatAccessFacts(Protocol):
     """An outlet that can say `ChatAccess` for one of its chats; one that cannot gives the profile's rules alone."""
 
     def chat_access(self, target: ReplyTarget, *, direct: bool) -> ChatAccess: ...
+
+
+@dataclass(frozen=True)
+class ChatPresence:
+    """What an adapter found, through its platform, of a chat it was asked to post in unasked (a scheduled job
+    delivered elsewhere than where it was made): the chat's own id (a name such as `@channel` or `#general`
+    resolved), its kind, and whether the bot is in it and may post there; `why` says in a few words why not."""
+
+    present: bool
+    chat_id: str = ""
+    chat_kind: ChatKind = ChatKind.GROUP
+    why: str = ""
+
+
+@runtime_checkable
+class ChatPresenceFacts(Protocol):
+    """An outlet that can say whether the bot is present in a chat named by id or name (`target.chat_id` as a
+    person wrote it); one that cannot has the bot present nowhere but where people write to it."""
+
+    async def chat_presence(self, target: ReplyTarget) -> ChatPresence: ...
 
 
 @dataclass(frozen=True)
