@@ -52,12 +52,13 @@ from adapters.discord.inbound import MessageReceiver
 from adapters.discord.options import GUILDS_ENV, TOKEN_ENV, DiscordConnection, DiscordOptions
 from adapters.discord.outbound import UNREACHABLE, DiscordLanes, DiscordOutbound, DiscordTransport, is_transient
 from adapters.discord.parsing import RejectedEvent, TolerantShardedState, TolerantState
+from adapters.discord.presence import chat_presence
 from adapters.election import Election
 from adapters.parts import DISCORD, Capabilities
 from adapters.render import render_discord
 from hermes_engine.ports.engine import AccessDecision, EnginePort
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.reply import ChatAccess
+from hermes_engine.ports.reply import ChatAccess, ChatPresence
 
 log = logging.getLogger(__name__)
 
@@ -332,6 +333,10 @@ class DiscordAdapter(PlatformAdapter):
     def chat_access(self, target: ReplyTarget, *, direct: bool) -> ChatAccess:
         """As `admit` decides: a server's channels are a membership boundary, direct messages are not."""
         return ChatAccess(frozenset(self.options.allowed_users), membership_boundary=not direct)
+
+    async def chat_presence(self, target: ReplyTarget) -> ChatPresence:
+        """Through discord.py: the channel fetched, the bot's `send_messages` there (`presence.py`)."""
+        return await chat_presence(self.client, target.chat_id, self.serves)
 
     def approval_asker(self) -> DiscordApprovals:
         return self.approvals

@@ -79,11 +79,12 @@ async def destination(host: Host, origin: ReplyTarget, user_id: str | None, deli
     if presence.chat_kind is ChatKind.DM:
         raise BadTarget(f"{deliver.strip()} is a direct chat; a job goes to your own chat with me, or to a group "
                         "or channel.")
-    target = ReplyTarget(origin.platform, origin.account, presence.chat_id)
+    target = ReplyTarget(origin.platform, origin.account, presence.chat_id, presence.thread_id)
     if not await host.may_write(target, user_id, direct=False):
         raise BadTarget(f"you may not write in {deliver.strip()} yourself, so I do not post there for you.")
     as_if = InboundMessage(platform=target.platform, account=target.account, chat_kind=presence.chat_kind,
-                           chat_id=target.chat_id, user_id=user_id, text="", message_id="", synthetic=True)
+                           chat_id=target.chat_id, thread_id=target.thread_id, user_id=user_id, text="",
+                           message_id="", synthetic=True)
     return Destination({**target.to_dict(), NAMED: deliver.strip()}, as_if.session_key(host.profile.shared_sessions))
 
 

@@ -100,12 +100,14 @@ class ChatAccessFacts(Protocol):
 class ChatPresence:
     """What an adapter found, through its platform, of a chat it was asked to post in unasked (a scheduled job
     delivered elsewhere than where it was made): the chat's own id (a name such as `@channel` or `#general`
-    resolved), its kind, and whether the bot is in it and may post there; `why` says in a few words why not."""
+    resolved), its kind (a thread: its parent's id and its own `thread_id`, as inbound messages carry them), and
+    whether the bot is in it and may post there; `why` says in a few words why not."""
 
     present: bool
     chat_id: str = ""
     chat_kind: ChatKind = ChatKind.GROUP
     why: str = ""
+    thread_id: str | None = None
 
 
 @runtime_checkable
