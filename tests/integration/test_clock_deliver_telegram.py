@@ -98,3 +98,35 @@ async def test_a_group_the_bot_left_before_the_run_is_refused_and_the_job_paused
         assert team_texts(telegram) == []
     finally:
         await adapter.stop()
+
+
+async def test_update_moves_a_job_to_a_named_group_only_where_the_bot_is(engine, telegram, fake_llm):
+    telegram.chat(TEAM, "supergroup", title="Team")
+    gone = telegram.chat(-1004444, "supergroup", title="Old team")
+    gone.bot_status = "left"
+    fake_llm.responder = schedules({
+        "remind me later": {"action": "create", "name": "standup", "message": "standup", "schedule": "in 1 hour"},
+        "send it to the old team": {"action": "update", "job_id": "1", "deliver": "-1004444"},
+        "send it to the team": {"action": "update", "job_id": "1", "deliver": str(TEAM)},
+        "rename it": {"action": "update", "job_id": "1", "name": "daily standup"},
+    })
+    e, adapter = await start(engine)
+    try:
+        telegram.user_says(42, ALICE, "remind me later")
+        await shown(telegram, r"^Reminder #1 set")
+        telegram.user_says(42, ALICE, "send it to the old team")
+        await shown(telegram, r"^Error: I cannot post in -1004444: I am not a member of that chat\.$")
+        job = await e.store.get_job(1)
+        assert job is not None and job.target["chat_id"] == "42"  # unchanged
+
+        telegram.user_says(42, ALICE, "send it to the team")
+        await shown(telegram, r"^Updated #1 'standup'")
+        job = await e.store.get_job(1)
+        assert job is not None and job.target["chat_id"] == str(TEAM) and f"group:{TEAM}:user:42" in job.session_key
+
+        telegram.user_says(42, ALICE, "rename it")  # an update that does not name deliver leaves it where it is
+        await shown(telegram, r"^Updated #1 'daily standup'")
+        job = await e.store.get_job(1)
+        assert job is not None and job.target["chat_id"] == str(TEAM)
+    finally:
+        await adapter.stop()
