@@ -334,9 +334,9 @@ class DiscordAdapter(PlatformAdapter):
         """As `admit` decides: a server's channels are a membership boundary, direct messages are not."""
         return ChatAccess(frozenset(self.options.allowed_users), membership_boundary=not direct)
 
-    async def chat_presence(self, target: ReplyTarget) -> ChatPresence:
-        """Through discord.py: the channel fetched, the bot's `send_messages` there (`presence.py`)."""
-        return await chat_presence(self.client, target.chat_id, self.serves)
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
+        """Through discord.py: the channel fetched, the bot's and the writer's `send_messages` (`presence.py`)."""
+        return await chat_presence(self.client, target.chat_id, self.serves, writer)
 
     def approval_asker(self) -> DiscordApprovals:
         return self.approvals

@@ -160,8 +160,9 @@ class SlackAdapter(PlatformAdapter):
         """The workspace is the membership boundary in every chat of it, as on the inbound path."""
         return ChatAccess(membership_boundary=True)
 
-    async def chat_presence(self, target: ReplyTarget) -> ChatPresence:
-        """Through the Web API: `conversations.info`'s `is_member`, a `#name` found first (`presence.py`)."""
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
+        """Through the Web API: `conversations.info`'s `is_member`, a `#name` found first (`presence.py`). The
+        writer is not asked: the workspace is the membership boundary (`chat_access`)."""
         return await chat_presence(self.api, target.chat_id)
 
     def approval_asker(self) -> SlackApprovals:

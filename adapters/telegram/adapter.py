@@ -423,9 +423,9 @@ class TelegramAdapter(PlatformAdapter):
         """As `admit` decides: the profile's rules and `TELEGRAM_ALLOWED_USERS`."""
         return ChatAccess(self.allowed_users)
 
-    async def chat_presence(self, target: ReplyTarget) -> ChatPresence:
-        """Through the Bot API: `getChat`, then the bot's `getChatMember` there (`presence.py`)."""
-        return await chat_presence(self.bot, target.chat_id)
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
+        """Through the Bot API: `getChat`, then the bot's and the writer's `getChatMember` (`presence.py`)."""
+        return await chat_presence(self.bot, target.chat_id, writer)
 
     def approval_asker(self) -> TelegramApprovals:
         return self.approvals

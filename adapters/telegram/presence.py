@@ -1,7 +1,8 @@
 """Is the bot in a Telegram chat named by id or `@username`, and may it post there? `getChat` finds the chat (a
 username resolved to its id), `getChatMember` of the bot says its standing: in a group a member (not
 restricted from sending), in a channel an administrator allowed to post. A chat Telegram does not show the bot
-(not found, or the bot was removed) is absent; a network failure is raised, to be asked again later."""
+(not found, or the bot was removed) is absent; a network failure is raised, to be asked again later. The person
+the bot posts for is asked the same way: a member of the group, an administrator allowed to post in a channel."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from hermes_engine.ports.reply import ChatPresence
 _KINDS = {"private": ChatKind.DM, "group": ChatKind.GROUP, "supergroup": ChatKind.GROUP, "channel": ChatKind.CHANNEL}
 
 
-async def chat_presence(bot: Any, reference: str) -> ChatPresence:
-    """The bot's presence in the chat `reference` names (`-100…` or `@name`), through python-telegram-bot."""
+async def chat_presence(bot: Any, reference: str, writer: str | None = None) -> ChatPresence:
+    """The bot's (and `writer`'s) standing in the chat `reference` names (`-100…` or `@name`), through
+    python-telegram-bot."""
     try:
         chat = await call_api(bot.get_chat(reference))
     except TelegramCallError as exc:
@@ -25,13 +27,16 @@ async def chat_presence(bot: Any, reference: str) -> ChatPresence:
     kind = _KINDS.get(chat.type, ChatKind.GROUP)
     if kind is ChatKind.DM:
         return ChatPresence(True, str(chat.id), kind)
-    try:
-        member = await call_api(bot.get_chat_member(chat.id, bot.id))
-    except TelegramCallError as exc:
-        if exc.transient or exc.retry_after is not None:
-            raise
-        return ChatPresence(False, str(chat.id), kind, why="I am not a member of that chat")
-    return ChatPresence(_may_post(member, kind), str(chat.id), kind, why=_why_not(member, kind))
+    for user_id, who in ((bot.id, "I am"), *(((int(writer), "you are"),) if writer and writer.isdigit() else ())):
+        try:
+            member = await call_api(bot.get_chat_member(chat.id, user_id))
+        except TelegramCallError as exc:
+            if exc.transient or exc.retry_after is not None:
+                raise
+            return ChatPresence(False, str(chat.id), kind, why=f"{who} not a member of that chat")
+        if not _may_post(member, kind):
+            return ChatPresence(False, str(chat.id), kind, why=_why_not(member, kind, who))
+    return ChatPresence(True, str(chat.id), kind)
 
 
 def _may_post(member: Any, kind: ChatKind) -> bool:
@@ -44,9 +49,9 @@ def _may_post(member: Any, kind: ChatKind) -> bool:
     return status in ("creator", "administrator", "member")
 
 
-def _why_not(member: Any, kind: ChatKind) -> str:
-    if _may_post(member, kind):
-        return ""
+def _why_not(member: Any, kind: ChatKind, who: str) -> str:
     if str(member.status) in ("left", "kicked"):
-        return "I am not a member of that chat"
-    return "I may not post there" if kind is not ChatKind.CHANNEL else "I am not an administrator allowed to post there"
+        return f"{who} not a member of that chat"
+    subject = who.split()[0]
+    return f"{subject} may not post there" if kind is not ChatKind.CHANNEL else \
+        f"{who} not an administrator allowed to post there"

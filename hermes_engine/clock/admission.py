@@ -44,5 +44,5 @@ async def refusal(host: Host, job: JobRecord) -> str | None:
     direct = ":dm:" in job.session_key  # `InboundMessage.session_key` names a direct chat so
     for user_id in ids:
         if await host.may_write(target, user_id, direct=direct):
-            return await absence(host, job.target)
+            return await absence(host, job.target, user_id)
     return "its owner may no longer write in its chat"

@@ -73,7 +73,7 @@ async def destination(host: Host, origin: ReplyTarget, user_id: str | None, deli
         return None
     if user_id is None:
         raise BadTarget("a job can be sent to another chat only when it is made in a chat, by its owner.")
-    presence = await host.chat_presence(ReplyTarget(origin.platform, origin.account, reference))
+    presence = await host.chat_presence(ReplyTarget(origin.platform, origin.account, reference), writer=user_id)
     if not presence.present:
         raise BadTarget(f"I cannot post in {deliver.strip()}: {presence.why or 'I am not in that chat'}.")
     if presence.chat_kind is ChatKind.DM:
@@ -88,9 +88,9 @@ async def destination(host: Host, origin: ReplyTarget, user_id: str | None, deli
     return Destination({**target.to_dict(), NAMED: deliver.strip()}, as_if.session_key(host.profile.shared_sessions))
 
 
-async def absence(host: Host, target: dict[str, Any]) -> str | None:
-    """Why the bot may no longer post in a named chat (None: it may, or the job goes to its origin)."""
+async def absence(host: Host, target: dict[str, Any], writer: str) -> str | None:
+    """Why the bot may no longer post in a named chat for `writer` (None: it may, or the job goes to its origin)."""
     if not is_named(target):
         return None
-    presence = await host.chat_presence(ReplyTarget.from_dict(target))
+    presence = await host.chat_presence(ReplyTarget.from_dict(target), writer=writer)
     return None if presence.present else f"I cannot post in {target[NAMED]} any more ({presence.why or 'not in it'})"

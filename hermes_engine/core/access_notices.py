@@ -36,7 +36,8 @@ def chat_access(outlets: Mapping[str, Outlet], target: ReplyTarget, *, direct: b
     return outlet.chat_access(target, direct=direct) if isinstance(outlet, ChatAccessFacts) else ChatAccess()
 
 
-async def chat_presence(outlets: Mapping[str, Outlet], target: ReplyTarget) -> ChatPresence:
+async def chat_presence(outlets: Mapping[str, Outlet], target: ReplyTarget, *, writer: str | None = None
+                        ) -> ChatPresence:
     """The chat's adapter's word on the bot's presence there (`ChatPresenceFacts`); absent when the platform is not
     attached or its adapter cannot tell, so nothing is posted where the bot may not be."""
     outlet = outlets.get(target.platform)
@@ -44,4 +45,4 @@ async def chat_presence(outlets: Mapping[str, Outlet], target: ReplyTarget) -> C
         return ChatPresence(False, why=f"{target.platform} is not connected")
     if not isinstance(outlet, ChatPresenceFacts):
         return ChatPresence(False, why=f"the {target.platform} adapter cannot tell whether I am in a chat")
-    return await outlet.chat_presence(target)
+    return await outlet.chat_presence(target, writer=writer)

@@ -279,8 +279,8 @@ class Gateway:
     async def may_write(self, target: ReplyTarget, user_id: str, *, direct: bool) -> bool:
         return await self.access.may_write(target.platform, user_id, chat_access(self.outlets, target, direct=direct))
 
-    async def chat_presence(self, target: ReplyTarget) -> ChatPresence:
-        return await chat_presence(self.outlets, target)
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
+        return await chat_presence(self.outlets, target, writer=writer)
 
     def session(self, key: str) -> SessionHandle | None:
         return self.sessions.get(key)

@@ -99,9 +99,10 @@ class Host(Protocol):
         scheduled run)."""
         ...
 
-    async def chat_presence(self, target: ReplyTarget) -> ChatPresence:
-        """Is the bot in the chat `target` names (by id or by name, as a person wrote it) and may it post there?
-        The chat's adapter asks its platform; asked before the bot posts in a chat nobody wrote to it from."""
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
+        """Is the bot in the chat `target` names (by id or by name, as a person wrote it) and may it post there,
+        and may `writer` (the platform user it posts for), where the platform says? The chat's adapter asks its
+        platform; asked before the bot posts in a chat nobody wrote to it from."""
         ...
 
     def session(self, key: str) -> SessionHandle | None:

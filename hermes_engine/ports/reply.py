@@ -113,9 +113,11 @@ class ChatPresence:
 @runtime_checkable
 class ChatPresenceFacts(Protocol):
     """An outlet that can say whether the bot is present in a chat named by id or name (`target.chat_id` as a
-    person wrote it); one that cannot has the bot present nowhere but where people write to it."""
+    person wrote it); one that cannot has the bot present nowhere but where people write to it. `writer`: the
+    platform user the bot would post for, who must be able to post there too where the platform says so (a
+    Telegram member, a Discord member with `send_messages`; a Slack workspace is its own boundary)."""
 
-    async def chat_presence(self, target: ReplyTarget) -> ChatPresence: ...
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence: ...
 
 
 @dataclass(frozen=True)

@@ -161,6 +161,7 @@ class FakeChat:
     blocked_until: float = 0.0  # monotonic time before which any call is a 429 (after a 429 was sent)
     username: str | None = None  # a public group's or channel's `@username` (getChat finds it by it)
     bot_status: str = "member"  # the bot's `getChatMember` status: member, administrator, left, kicked
+    members: dict[int, str] = field(default_factory=dict)  # people's `getChatMember` status (absent: left)
 
     def to_dict(self, user: FakeUser | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "type": self.type}
@@ -567,7 +568,9 @@ class FakeTelegram(LoopbackServer):
         chat = self._known_chat(params["chat_id"])
         user_id = int(params["user_id"])
         if user_id != self.bot.id:
-            return {"status": "member", "user": {"id": user_id, "is_bot": False, "first_name": str(user_id)}}
+            status = chat.members.get(user_id, "left")
+            member_of = {"status": status, "user": {"id": user_id, "is_bot": False, "first_name": str(user_id)}}
+            return {**member_of, "until_date": 0} if status == "kicked" else member_of
         member: dict[str, Any] = {"status": chat.bot_status, "user": self.bot.to_dict()}
         if chat.bot_status == "administrator":
             member.update({flag: True for flag in (

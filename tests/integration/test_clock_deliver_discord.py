@@ -118,3 +118,15 @@ async def test_a_channel_the_bot_lost_before_the_run_is_refused_and_paused(disco
     assert job is not None and (job.last_outcome or "").startswith("refused: I cannot post in"), job
     await asyncio.sleep(1)
     assert texts(fake_discord, announcements["id"]) == []
+
+
+async def test_a_channel_the_owner_may_not_send_in_is_refused_though_the_bot_may(discord_clock, fake_discord,
+                                                                                fake_llm):
+    e, dm, announcements = discord_clock
+    alice = fake_discord.user("alice")
+    announcements["permission_overwrites"] = [
+        {"id": alice["id"], "type": 1, "allow": "0", "deny": str(SEND_MESSAGES)}]
+    fake_llm.responder = schedules(announcements["id"])
+    await fake_discord.user_says(dm, "alice", "remind the server")
+    await shown(fake_discord, dm, r"^Error: I cannot post in \d+: you may not send messages there\.$")
+    assert await e.store.list_jobs(e.gateway.bot) == []

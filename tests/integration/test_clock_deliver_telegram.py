@@ -27,7 +27,7 @@ def team_texts(telegram: FakeTelegram) -> list[str]:
 
 async def test_a_reminder_made_in_a_dm_for_a_group_arrives_there_once_and_a_reply_there_has_it(
         engine, telegram, fake_llm):
-    telegram.chat(TEAM, "supergroup", title="Team")
+    telegram.chat(TEAM, "supergroup", title="Team").members[42] = "member"
     fake_llm.responder = schedules({"remind the team": in_team(str(TEAM))})
     e, adapter = await start(engine)
     try:
@@ -76,6 +76,7 @@ async def test_a_target_that_names_no_chat_is_answered_with_how_chats_are_named(
 async def test_a_group_the_bot_left_before_the_run_is_refused_and_the_job_paused_with_nothing_sent(
         engine, telegram, fake_llm):
     team = telegram.chat(TEAM, "supergroup", title="Team")
+    team.members[42] = "member"
     fake_llm.responder = schedules({"remind the team": in_team(str(TEAM), "in 3 seconds")})
     e, adapter = await start(engine)
     try:
@@ -101,7 +102,7 @@ async def test_a_group_the_bot_left_before_the_run_is_refused_and_the_job_paused
 
 
 async def test_update_moves_a_job_to_a_named_group_only_where_the_bot_is(engine, telegram, fake_llm):
-    telegram.chat(TEAM, "supergroup", title="Team")
+    telegram.chat(TEAM, "supergroup", title="Team").members[42] = "member"
     gone = telegram.chat(-1004444, "supergroup", title="Old team")
     gone.bot_status = "left"
     fake_llm.responder = schedules({
@@ -128,5 +129,17 @@ async def test_update_moves_a_job_to_a_named_group_only_where_the_bot_is(engine,
         await shown(telegram, r"^Updated #1 'daily standup'")
         job = await e.store.get_job(1)
         assert job is not None and job.target["chat_id"] == str(TEAM)
+    finally:
+        await adapter.stop()
+
+
+async def test_a_group_the_owner_is_not_a_member_of_is_refused_though_the_bot_is_there(engine, telegram, fake_llm):
+    telegram.chat(TEAM, "supergroup", title="Team")  # the bot is a member; Alice is not
+    fake_llm.responder = schedules({"remind the team": in_team(str(TEAM))})
+    e, adapter = await start(engine)
+    try:
+        telegram.user_says(42, ALICE, "remind the team")
+        await shown(telegram, rf"^Error: I cannot post in {TEAM}: you are not a member of that chat\.$")
+        assert await e.store.list_jobs(e.profile.name) == []
     finally:
         await adapter.stop()

@@ -62,8 +62,9 @@ class Host:
     def profile(self) -> Any:
         return SimpleNamespace(shared_sessions=self.shared)
 
-    async def chat_presence(self, target: ReplyTarget) -> ChatPresence:
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
         self.asked.append(("presence", target.chat_id))
+        assert writer == "42"
         return self.presence
 
     async def may_write(self, target: ReplyTarget, user_id: str, *, direct: bool) -> bool:
@@ -115,7 +116,7 @@ async def test_origin_asks_nothing() -> None:
 async def test_before_a_run_a_named_chat_the_bot_left_is_why_it_is_refused_and_origin_is_not_asked() -> None:
     host = Host(ChatPresence(False, "-100555", ChatKind.GROUP, why="I am not a member of that chat"))
     named = {**ReplyTarget("telegram", "bot1", "-100555").to_dict(), "named": "@team_chat"}
-    assert await absence(host, named) == (  # type: ignore[arg-type]
+    assert await absence(host, named, "42") == (  # type: ignore[arg-type]
         "I cannot post in @team_chat any more (I am not a member of that chat)")
-    assert await absence(host, DM.to_dict()) is None  # type: ignore[arg-type]
+    assert await absence(host, DM.to_dict(), "42") is None  # type: ignore[arg-type]
     assert host.asked == [("presence", "-100555")]
