@@ -129,6 +129,8 @@ async def test_update_moves_a_job_to_a_named_group_only_where_the_bot_is(engine,
         await shown(telegram, r"^Updated #1 'daily standup'")
         job = await e.store.get_job(1)
         assert job is not None and job.target["chat_id"] == str(TEAM)
+        telegram.user_says(42, ALICE, "/jobs")
+        await shown(telegram, rf"^#1 'daily standup' \(in 1 hour\) in {TEAM}: next ")
     finally:
         await adapter.stop()
 
