@@ -134,7 +134,7 @@ async def update(access: ClockAccess, job: JobRecord, req: Request, *, origin: R
         raise Refused(f"#{job.id} is a task: change what it does with prompt, not message.")
     if req.prompt.strip() and job.kind == "reminder":
         raise Refused(f"#{job.id} is a reminder: change its text with message, not prompt.")
-    moved = await _moved(access, job, req.deliver, origin=origin, user_id=user_id, session_key=session_key)
+    moved = await _moved(access, req.deliver, origin=origin, user_id=user_id, session_key=session_key)
     text = (req.message or req.prompt).strip() or None
     if text is not None and len(text) > MAX_TEXT:
         raise Refused(f"a job's text can be at most {MAX_TEXT} characters.")
@@ -159,8 +159,7 @@ async def update(access: ClockAccess, job: JobRecord, req: Request, *, origin: R
     return f"Updated #{changed.id} {changed.name!r}: it fires next {when}.{state}"
 
 
-
-async def _moved(access: ClockAccess, job: JobRecord, deliver: str, *, origin: ReplyTarget | None,
+async def _moved(access: ClockAccess, deliver: str, *, origin: ReplyTarget | None,
                  user_id: str | None, session_key: str) -> Destination | None:
     """Where an update sends the job: None when `deliver` is not given (the job stays where it is); `origin`: the
     chat the update is asked in; another chat: checked now, as at creation."""
