@@ -145,3 +145,28 @@ async def test_a_group_the_owner_is_not_a_member_of_is_refused_though_the_bot_is
         assert await e.store.list_jobs(e.profile.name) == []
     finally:
         await adapter.stop()
+
+
+async def test_a_bot_api_outage_at_run_time_is_a_failed_delivery_retried_later_not_a_refusal(
+        engine, telegram, fake_llm):
+    telegram.chat(TEAM, "supergroup", title="Team").members[42] = "member"
+    fake_llm.responder = schedules({"remind the team": in_team(str(TEAM))})
+    e, adapter = await start(engine)
+    try:
+        telegram.user_says(42, ALICE, "remind the team")
+        await shown(telegram, r"^Reminder #\d+ set")
+        telegram.outage(4)
+
+        job = None
+        for _ in range(100):
+            jobs = await e.store.list_jobs(e.profile.name)
+            if jobs and jobs[0].runs:
+                job = jobs[0]
+                break
+            await asyncio.sleep(0.1)
+        assert job is not None, "the run was not recorded"
+        assert job.state == "active" and job.failures == 1, job
+        assert (job.last_outcome or "").startswith("not delivered: could not ask the platform"), job
+        assert team_texts(telegram) == []
+    finally:
+        await adapter.stop()
