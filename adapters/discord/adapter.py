@@ -52,12 +52,13 @@ from adapters.discord.inbound import MessageReceiver
 from adapters.discord.options import GUILDS_ENV, TOKEN_ENV, DiscordConnection, DiscordOptions
 from adapters.discord.outbound import UNREACHABLE, DiscordLanes, DiscordOutbound, DiscordTransport, is_transient
 from adapters.discord.parsing import RejectedEvent, TolerantShardedState, TolerantState
+from adapters.discord.presence import chat_presence
 from adapters.election import Election
 from adapters.parts import DISCORD, Capabilities
 from adapters.render import render_discord
 from hermes_engine.ports.engine import AccessDecision, EnginePort
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.reply import ChatAccess
+from hermes_engine.ports.reply import ChatAccess, ChatPresence
 
 log = logging.getLogger(__name__)
 
@@ -335,6 +336,10 @@ class DiscordAdapter(PlatformAdapter):
 
     def attachment_fetcher(self) -> DiscordFiles | None:
         return self.files
+
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
+        """Through discord.py: the channel fetched, the bot's and the writer's `send_messages` (`presence.py`)."""
+        return await chat_presence(self.client, target.chat_id, self.serves, writer)
 
     def approval_asker(self) -> DiscordApprovals:
         return self.approvals

@@ -29,13 +29,14 @@ from adapters.slack.files import SlackFiles
 from adapters.slack.inbound import MessageReader, UserNames
 from adapters.slack.options import SlackOptions
 from adapters.slack.outbound import NativeStreams, SlackMessages, SlackTransport
+from adapters.slack.presence import chat_presence
 from adapters.slack.threads import ThreadBook
 from adapters.slack.uploads import SlackUploads
 from adapters.slack.web_api import REFUSED_TOKEN, SlackCallError, SlackWebApi, is_transient
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.engine import EnginePort
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.reply import ChatAccess
+from hermes_engine.ports.reply import ChatAccess, ChatPresence
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +162,11 @@ class SlackAdapter(PlatformAdapter):
 
     def attachment_fetcher(self) -> SlackFiles | None:
         return self.files
+
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
+        """Through the Web API: `conversations.info`'s `is_member`, a `#name` found first (`presence.py`). The
+        writer is not asked: the workspace is the membership boundary (`chat_access`)."""
+        return await chat_presence(self.api, target.chat_id)
 
     def approval_asker(self) -> SlackApprovals:
         return self.approvals

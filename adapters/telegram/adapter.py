@@ -48,10 +48,11 @@ from adapters.telegram.inbound import UpdateReader
 from adapters.telegram.media import AttachmentFetcher, has_media
 from adapters.telegram.options import TelegramOptions
 from adapters.telegram.outbound import TelegramLanes, TelegramPartRenderer, TelegramSender
+from adapters.telegram.presence import chat_presence
 from hermes_engine.errors import ConfigError
 from hermes_engine.ports.engine import EnginePort
 from hermes_engine.ports.inbound import ChatKind, ReplyTarget
-from hermes_engine.ports.reply import ChatAccess
+from hermes_engine.ports.reply import ChatAccess, ChatPresence
 
 if TYPE_CHECKING:
     from adapters.telegram.updates import RejectedUpdate
@@ -421,6 +422,10 @@ class TelegramAdapter(PlatformAdapter):
     def chat_access(self, target: ReplyTarget, *, direct: bool) -> ChatAccess:
         """As `admit` decides: the profile's rules and `TELEGRAM_ALLOWED_USERS`."""
         return ChatAccess(self.allowed_users)
+
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
+        """Through the Bot API: `getChat`, then the bot's and the writer's `getChatMember` (`presence.py`)."""
+        return await chat_presence(self.bot, target.chat_id, writer)
 
     def approval_asker(self) -> TelegramApprovals:
         return self.approvals

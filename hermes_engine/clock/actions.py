@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from hermes_engine.clock.schedule import local_time, parse_schedule, zone_named
 from hermes_engine.config.clock import ClockSettings
+from hermes_engine.ports.host import Host
 from hermes_engine.ports.jobs import JobRecord
 from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.storage import Store
@@ -25,6 +26,7 @@ class ClockAccess:
     store: Store | None = None  # the gateway's, from its start
     settings: ClockSettings = field(default_factory=ClockSettings)  # the profile's `clock:`, from its start
     offered: frozenset[str] = frozenset()  # the toolsets the profile offers (a task names only these)
+    host: Host | None = None  # the gateway, from its start: who may write where, and where the bot is
 
 
 CLOCK: ServiceKey[ClockAccess] = ServiceKey("clock")
@@ -35,14 +37,16 @@ class NotYours(LookupError):
 
 
 def describe(job: JobRecord) -> str:
-    """One line per job, as `list`, `/jobs` and the command line show it: its next time in its own zone and,
-    for a task, the tokens its runs spent so far (a reminder calls no model)."""
+    """One line per job, as `list`, `/jobs` and the command line show it: the chat it goes to when its owner named
+    one, its next time in its own zone and, for a task, the tokens its runs spent so far (a reminder calls no
+    model)."""
     zone = zone_named(job.timezone)
     when = local_time(job.next_due, zone) if job.next_due else "no next run"
     state = "" if job.state == "active" else f" [{job.state}]"
     left = f", {job.runs_left} runs left" if job.runs_left is not None else ""
     spent = f"; task, {job.tokens:,} tokens so far" if job.kind == "task" else ""
-    return f"#{job.id} {job.name!r} ({job.schedule}{left}){state}: next {when}{spent}"
+    where = f" in {job.target['named']}" if job.target.get("named") else ""  # a chat its owner named (targets.py)
+    return f"#{job.id} {job.name!r} ({job.schedule}{left}){state}{where}: next {when}{spent}"
 
 
 async def listing(store: Store, bot: str, person_id: int) -> str:

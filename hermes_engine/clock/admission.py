@@ -3,11 +3,14 @@ the allowlist (or whose pairing was revoked) stops getting their reminders and t
 
 The answer is the access gate's for the owner's next message there (`Host.may_write`), from the profile's
 rules and what the chat's adapter says of it: its platform's own allowlist, and whether the platform is the
-membership boundary there (every Slack chat of the workspace, a Discord server's channels).
+membership boundary there (every Slack chat of the workspace, a Discord server's channels). A job sent to a chat
+its owner named (`targets.py`) also needs the bot still there and allowed to post, which its adapter asks the
+platform (`Host.chat_presence`).
 """
 
 from __future__ import annotations
 
+from hermes_engine.clock.targets import absence
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 from hermes_engine.ports.jobs import JobRecord
@@ -32,7 +35,8 @@ async def owner_is_admin(host: Host, job: JobRecord) -> bool:
 
 
 async def refusal(host: Host, job: JobRecord) -> str | None:
-    """Why the owner may not write in the job's chat any more (None: they may)."""
+    """Why the job may not be delivered to its chat any more: its owner may not write there, or (in a chat they
+    named) the bot is not there or may not post (None: it may be delivered)."""
     target = ReplyTarget.from_dict(job.target)
     ids = await owner_ids(host, job)
     if not ids:
@@ -40,5 +44,5 @@ async def refusal(host: Host, job: JobRecord) -> str | None:
     direct = ":dm:" in job.session_key  # `InboundMessage.session_key` names a direct chat so
     for user_id in ids:
         if await host.may_write(target, user_id, direct=direct):
-            return None
+            return await absence(host, job.target, user_id)
     return "its owner may no longer write in its chat"

@@ -67,6 +67,7 @@ class ClockFeature(Feature):
     async def start(self, host: Host) -> None:
         self._host = host
         self._access.store = host.store
+        self._access.host = host
         self._access.settings = host.profile.clock
         self._access.offered = frozenset(t.toolset for t in host.tools)
         # Not `Host.spawn`: that is work the gateway waits for before it is idle, and the ticker never ends.

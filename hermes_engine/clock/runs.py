@@ -2,8 +2,9 @@
 it is. A reminder (here) is delivered through the outbound path with an idempotency key per slot, recorded by
 compare-and-set, then written into the chat's conversation; a task runs its agent first (`tasks.py`).
 
-A run whose owner may no longer write in its chat (`admission.py`) is refused: recorded, the job paused,
-nothing sent.
+A run whose owner may no longer write in its chat, or whose named chat no longer has the bot (`admission.py`), is
+refused: recorded, the job paused, nothing sent. A platform that cannot say so now fails the run like a failed
+delivery, retried with back-off.
 
 A crash after a reminder's send and before its record leaves the slot due; the next holder (this process
 after a restart, or another replica) sends it again under the same key, and the delivery ledger shows it was
@@ -46,7 +47,13 @@ async def run_due(host: Host, job: JobRecord, clock: Callable[[], datetime]) -> 
         if fresh is None or fresh.state != "active" or fresh.next_due is None or fresh.next_due != job.next_due:
             return False  # recorded, paused or removed since it was found due
         now = clock()
-        if (refused := await refusal(host, fresh)) is not None:
+        try:
+            refused = await refusal(host, fresh)
+        except Exception as exc:  # the platform could not say where the bot is: a delivery failure, backed off
+            log.warning("job %s: could not ask whether its chat takes it: %s", job.id, exc)
+            return await failed(host, fresh, fresh.next_due, now, label="undelivered",
+                                outcome=f"not delivered: could not ask the platform ({str(exc) or type(exc).__name__})")
+        if refused is not None:
             return await _refuse(host, fresh, fresh.next_due, now, refused)
         if now - fresh.next_due > LATE_AFTER and fresh.catch_up == "skip":
             return await record(host, fresh, fresh.next_due, now, outcome="skipped: missed while down",

@@ -38,7 +38,7 @@ async def person_zone(store: Store, person_id: int) -> str:
 @tool(toolset=TOOLSET, name="cronjob")
 async def cronjob(action: Literal["create", "list", "update", "remove", "pause", "resume", "run"], ctx: ToolContext,
                   job_id: str = "", name: str = "", message: str = "", prompt: str = "", schedule: str = "",
-                  deliver: str = "origin", repeat: int | None = None, toolsets: list[str] | None = None,
+                  deliver: str = "", repeat: int | None = None, toolsets: list[str] | None = None,
                   catch_up: Literal["once", "skip"] = "once") -> ToolResult:
     """Scheduled jobs in this chat: a reminder (message: fixed text, sent as it is) or a task (prompt: you run
     it on schedule, alone, and your answer is posted here; answer [SILENT] to post nothing).
@@ -50,7 +50,8 @@ async def cronjob(action: Literal["create", "list", "update", "remove", "pause",
         message: a reminder's text, sent as it is when it fires
         prompt: a task for the agent to run on schedule; its answer is posted
         schedule: once `in 30m`, `2026-12-24T18:00+01:00`; or `every 2h`, `every monday 9am`, `0 9 * * 1-5`
-        deliver: where it is posted: origin (this chat)
+        deliver: where it is posted: origin (this chat, the default), or a group or channel where the person may
+            write and the bot is: Telegram -100123... or @channel, Slack C0123ABCD or #name, Discord a channel id
         repeat: fire this many times, then stop (recurring schedules)
         toolsets: the toolsets a task may use (default: the profile's choice for tasks)
         catch_up: a slot missed while the bot was down: `once` fires it at the next start, `skip` drops it
@@ -75,7 +76,8 @@ async def cronjob(action: Literal["create", "list", "update", "remove", "pause",
                                            session_key=session_key))
         job = await actions.own_job(store, ctx.bot, ctx.person_id, job_id)
         if action == "update":
-            return ToolResult(await update(access, job, req))
+            return ToolResult(await update(access, job, req, origin=ctx.target, user_id=ctx.user_id,
+                                           session_key=ctx.session_key))
     except (Refused, NotYours) as exc:
         return _error(str(exc))
     if action == "remove":

@@ -1,6 +1,7 @@
 """The access gate and the outlets: how "You now have access" reaches a person it let in (through the
 platform's outlet, in the person's direct chat; a failed send is logged and loses nothing else), and what an
-outlet says of a chat's access when nobody wrote in it (`chat_access`)."""
+outlet says of a chat's access when nobody wrote in it (`chat_access`), and whether the bot is present in a chat
+named for it to post in (`chat_presence`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 
 from hermes_engine.policy.access import Notify
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.reply import ChatAccess, ChatAccessFacts, Outlet
+from hermes_engine.ports.reply import ChatAccess, ChatAccessFacts, ChatPresence, ChatPresenceFacts, Outlet
 
 log = logging.getLogger(__name__)
 
@@ -33,3 +34,15 @@ def chat_access(outlets: Mapping[str, Outlet], target: ReplyTarget, *, direct: b
     """What the chat's adapter says of it (`ChatAccessFacts`); the profile's rules alone when it says nothing."""
     outlet = outlets.get(target.platform)
     return outlet.chat_access(target, direct=direct) if isinstance(outlet, ChatAccessFacts) else ChatAccess()
+
+
+async def chat_presence(outlets: Mapping[str, Outlet], target: ReplyTarget, *, writer: str | None = None
+                        ) -> ChatPresence:
+    """The chat's adapter's word on the bot's presence there (`ChatPresenceFacts`); absent when the platform is not
+    attached or its adapter cannot tell, so nothing is posted where the bot may not be."""
+    outlet = outlets.get(target.platform)
+    if outlet is None:
+        return ChatPresence(False, why=f"{target.platform} is not connected")
+    if not isinstance(outlet, ChatPresenceFacts):
+        return ChatPresence(False, why=f"the {target.platform} adapter cannot tell whether I am in a chat")
+    return await outlet.chat_presence(target, writer=writer)

@@ -20,7 +20,7 @@ from typing import Any
 from hermes_engine.agent.loop import AgentLoop, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder
 from hermes_engine.config import BotProfile, Settings
-from hermes_engine.core.access_notices import chat_access, teller
+from hermes_engine.core.access_notices import chat_access, chat_presence, teller
 from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob, run_settling
 from hermes_engine.core.leases import Leases
@@ -43,7 +43,7 @@ from hermes_engine.ports.inbound import InboundMessage, LastInbound, ReplyTarget
 from hermes_engine.ports.leases import session_lease
 from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.prompt import PromptContributor
-from hermes_engine.ports.reply import Outlet
+from hermes_engine.ports.reply import ChatPresence, Outlet
 from hermes_engine.ports.services import Services
 from hermes_engine.ports.session import SessionHandle
 from hermes_engine.ports.storage import InboundEvent, SessionRecord, Store
@@ -241,8 +241,7 @@ class Gateway:
     # ----------------------------------------------------------------- the host (features, loops, commands)
 
     async def notify(self, target: ReplyTarget, text: str, *, idempotency_key: str | None = None) -> bool:
-        outlet = self.outlets.get(target.platform)
-        if outlet is None:
+        if (outlet := self.outlets.get(target.platform)) is None:
             return False
         await outlet.send(target, text, idempotency_key=idempotency_key)
         return True
@@ -255,8 +254,7 @@ class Gateway:
 
     def chain(self, models: Sequence[str]) -> ProviderChain:
         """The provider chain for these models, built once and shared by turns, judges and reviews."""
-        key = tuple(models)
-        if key not in self._chains:
+        if (key := tuple(models)) not in self._chains:
             self._chains[key] = self._chain_factory(list(models))
         return self._chains[key]
 
@@ -280,6 +278,9 @@ class Gateway:
 
     async def may_write(self, target: ReplyTarget, user_id: str, *, direct: bool) -> bool:
         return await self.access.may_write(target.platform, user_id, chat_access(self.outlets, target, direct=direct))
+
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
+        return await chat_presence(self.outlets, target, writer=writer)
 
     def session(self, key: str) -> SessionHandle | None:
         return self.sessions.get(key)
@@ -310,8 +311,7 @@ class Gateway:
 
     async def interrupt(self, session: SessionHandle) -> bool:
         """Cancel the turn in flight (if any). Queued messages stay queued."""
-        lane = self._lanes.get(session.key)
-        task = lane.turn if lane is not None else None
+        task = lane.turn if (lane := self._lanes.get(session.key)) is not None else None
         if task is None or task.done():
             return False
         task.cancel()

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from hermes_engine.ports.leases import Leases
     from hermes_engine.ports.metrics import Metrics
     from hermes_engine.ports.models import ModelChain
+    from hermes_engine.ports.reply import ChatPresence
     from hermes_engine.ports.services import Services
     from hermes_engine.ports.session import SessionHandle
     from hermes_engine.ports.storage import Store
@@ -96,6 +97,12 @@ class Host(Protocol):
         access gate's decision for it, from the profile's rules and what the chat's adapter says of it
         (`ChatAccess`), without offering pairing: asked before the bot posts there on their behalf (a
         scheduled run)."""
+        ...
+
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
+        """Is the bot in the chat `target` names (by id or by name, as a person wrote it) and may it post there,
+        and may `writer` (the platform user it posts for), where the platform says? The chat's adapter asks its
+        platform; asked before the bot posts in a chat nobody wrote to it from."""
         ...
 
     def session(self, key: str) -> SessionHandle | None:

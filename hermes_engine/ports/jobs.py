@@ -43,6 +43,8 @@ class JobChanges:
     once: bool | None = None
     runs_left: int | None = None
     toolsets: tuple[str, ...] | None = None
+    target: dict[str, Any] | None = None  # set with `session_key`: where it is delivered now
+    session_key: str | None = None
 
 
 @dataclass(frozen=True)

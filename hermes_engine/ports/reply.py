@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.inbound import ChatKind, ReplyTarget
 
 
 class ReplyStream(ABC):
@@ -94,6 +94,30 @@ class ChatAccessFacts(Protocol):
     """An outlet that can say `ChatAccess` for one of its chats; one that cannot gives the profile's rules alone."""
 
     def chat_access(self, target: ReplyTarget, *, direct: bool) -> ChatAccess: ...
+
+
+@dataclass(frozen=True)
+class ChatPresence:
+    """What an adapter found, through its platform, of a chat it was asked to post in unasked (a scheduled job
+    delivered elsewhere than where it was made): the chat's own id (a name such as `@channel` or `#general`
+    resolved), its kind (a thread: its parent's id and its own `thread_id`, as inbound messages carry them), and
+    whether the bot is in it and may post there; `why` says in a few words why not."""
+
+    present: bool
+    chat_id: str = ""
+    chat_kind: ChatKind = ChatKind.GROUP
+    why: str = ""
+    thread_id: str | None = None
+
+
+@runtime_checkable
+class ChatPresenceFacts(Protocol):
+    """An outlet that can say whether the bot is present in a chat named by id or name (`target.chat_id` as a
+    person wrote it); one that cannot has the bot present nowhere but where people write to it. `writer`: the
+    platform user the bot would post for, who must be able to post there too where the platform says so (a
+    Telegram member, a Discord member with `send_messages`; a Slack workspace is its own boundary)."""
+
+    async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence: ...
 
 
 @dataclass(frozen=True)

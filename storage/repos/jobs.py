@@ -117,6 +117,8 @@ class JobRepository(SqlRepository):
             values["runs_left"] = changes.runs_left
         if changes.toolsets is not None:
             values["toolsets"] = list(changes.toolsets)
+        if changes.target is not None and changes.session_key is not None:
+            values.update(target=clean(dict(changes.target)), session_key=changes.session_key)
         async with self._single() as session, session.begin():
             if values:
                 await session.execute(sa.update(ScheduledJobRow).where(ScheduledJobRow.id == job_id).values(**values))

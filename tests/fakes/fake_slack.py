@@ -209,6 +209,22 @@ class Delivery:
 
 
 @dataclass
+class Channel:
+    """A channel as `conversations.info` and `conversations.list` show it; `is_member`: the bot is in it."""
+
+    id: str
+    name: str
+    is_member: bool = True
+    is_private: bool = False
+    is_archived: bool = False
+
+    def as_api(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "is_channel": not self.is_private, "is_group": self.is_private,
+                "is_im": False, "is_mpim": False, "is_private": self.is_private, "is_archived": self.is_archived,
+                "is_member": self.is_member}
+
+
+@dataclass
 class User:
     id: str
     name: str
@@ -234,6 +250,7 @@ class FakeSlack(LoopbackServer):
             "UOTHERBOT": User("UOTHERBOT", "otherbot", "Other Bot", "Other Bot", is_bot=True, bot_id="BOTHER"),
         }
         self.calls: list[ApiCall] = []
+        self.channels: dict[str, Channel] = {}  # what conversations.info and conversations.list show
         self.messages: dict[str, list[SlackMessage]] = {}
         self.responses: list[dict[str, Any]] = []  # bodies posted to response_url
         self.ephemerals: list[dict[str, Any]] = []  # chat.postEphemeral params (channel, user, text, ...)
@@ -749,6 +766,20 @@ class FakeSlack(LoopbackServer):
             "is_bot": user.is_bot, "deleted": False,
             "profile": {"real_name": user.real_name, "display_name": user.display_name,
                         **({"bot_id": user.bot_id} if user.bot_id else {})}}}
+
+    def _m_conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = self.channels.get(str(params.get("channel", "")))
+        if channel is None or (channel.is_private and not channel.is_member):
+            return self._error("channel_not_found")
+        return {"ok": True, "channel": channel.as_api()}
+
+    def _m_conversations_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        seen = [c for c in self.channels.values() if (c.is_member or not c.is_private)
+                and not (c.is_archived and _flag(params.get("exclude_archived"), False))]
+        start, limit = int(params.get("cursor") or 0), int(params.get("limit") or 100)
+        after = start + limit
+        return {"ok": True, "channels": [c.as_api() for c in seen[start:after]],
+                "response_metadata": {"next_cursor": str(after) if after < len(seen) else ""}}
 
     def _m_conversations_replies(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = self.thread(str(params.get("channel", "")), str(params.get("ts", "")))

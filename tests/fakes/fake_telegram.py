@@ -159,6 +159,9 @@ class FakeChat:
     calls: list[ApiCall] = field(default_factory=list)
     violations: list[ApiCall] = field(default_factory=list)
     blocked_until: float = 0.0  # monotonic time before which any call is a 429 (after a 429 was sent)
+    username: str | None = None  # a public group's or channel's `@username` (getChat finds it by it)
+    bot_status: str = "member"  # the bot's `getChatMember` status: member, administrator, left, kicked
+    members: dict[int, str] = field(default_factory=dict)  # people's `getChatMember` status (absent: left)
 
     def to_dict(self, user: FakeUser | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "type": self.type}
@@ -541,6 +544,43 @@ class FakeTelegram(LoopbackServer):
         return web.json_response({"ok": False, "error_code": 404, "description": "Not Found"}, status=404)
 
     # -- methods -----------------------------------------------------------------------------------
+    def _known_chat(self, reference: Any) -> FakeChat:
+        """The chat a getChat-like call names by id or `@username`, as Telegram shows it to the bot."""
+        text = str(reference)
+        found = (next((c for c in self.chats.values() if c.username and f"@{c.username}" == text), None)
+                 if text.startswith("@") else self.chats.get(_int_or_none(text) or 0))
+        if found is None:
+            raise _bad_request("chat not found")
+        if found.bot_status == "kicked":
+            raise TelegramApiError(403, "Forbidden: bot was kicked from the supergroup chat")
+        return found
+
+    async def _m_getChat(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat = self._known_chat(params["chat_id"])
+        data = {**chat.to_dict(), "accent_color_id": 0, "max_reaction_count": 11,
+                "accepted_gift_types": {"unlimited_gifts": False, "limited_gifts": False, "unique_gifts": False,
+                                        "premium_subscription": False, "gifts_from_channels": False}}
+        if chat.username:
+            data["username"] = chat.username
+        return data
+
+    async def _m_getChatMember(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat = self._known_chat(params["chat_id"])
+        user_id = int(params["user_id"])
+        if user_id != self.bot.id:
+            status = chat.members.get(user_id, "left")
+            member_of = {"status": status, "user": {"id": user_id, "is_bot": False, "first_name": str(user_id)}}
+            return {**member_of, "until_date": 0} if status == "kicked" else member_of
+        member: dict[str, Any] = {"status": chat.bot_status, "user": self.bot.to_dict()}
+        if chat.bot_status == "administrator":
+            member.update({flag: True for flag in (
+                "can_be_edited", "is_anonymous", "can_manage_chat", "can_delete_messages", "can_manage_video_chats",
+                "can_restrict_members", "can_promote_members", "can_change_info", "can_invite_users",
+                "can_post_stories", "can_edit_stories", "can_delete_stories", "can_post_messages")})
+        if chat.bot_status == "kicked":
+            member["until_date"] = 0
+        return member
+
     async def _m_getMe(self, params: dict[str, Any]) -> dict[str, Any]:
         return {**self.bot.to_dict(), "can_join_groups": True, "can_read_all_group_messages": False,
                 "supports_inline_queries": False, "can_connect_to_business": False, "has_main_web_app": False}

@@ -102,10 +102,10 @@ async def test_repeat_fires_a_recurring_job_that_many_times_then_it_is_done(engi
         "Error: 'in 1h' fires once")
 
 
-async def test_a_job_for_another_chat_is_refused_in_one_sentence_and_nothing_is_saved(engine, fake_llm):
+async def test_a_job_for_another_chat_on_a_platform_naming_no_chats_is_refused_in_one_sentence(engine, fake_llm):
     e = await clock_engine(engine, Now())
     answer = await ask(e, fake_llm, action="create", message="hi all", schedule="in 1h", deliver="telegram:-100")
-    assert answer == "Error: I can deliver a job only to the chat it is made in (deliver=origin) for now."
+    assert answer == "Error: on test a job is delivered only where it is made (deliver=origin)."
     assert await e.store.list_jobs(e.gateway.bot) == []
 
 
