@@ -23,18 +23,23 @@ ALICE = FakeUser(42, "Alice", "alice")
 REMINDER = "⏰ Reminder: stretch"
 
 
-def schedules(calls: dict[str, dict[str, Any]]):
-    """A fake-LLM responder: a message ending in a key of `calls` becomes one `cronjob` call with its
+def calling(calls: dict[str, tuple[str, dict[str, Any]]]):
+    """A fake-LLM responder: a message ending in a key of `calls` becomes one call of the tool it names with its
     arguments (a Slack message reaches the model labelled with its speaker, so the end is what counts); once
     the tool answered, the model repeats its answer; anything else is answered "Noted."."""
     def respond(request: Any) -> Reply:
         if request.turn_tool_results:
             return Reply(text=request.turn_tool_results[-1])
-        for said, arguments in calls.items():
+        for said, (name, arguments) in calls.items():
             if request.last_user_text.endswith(said):
-                return Reply(tool_calls=[("cronjob", json.dumps(arguments))])
+                return Reply(tool_calls=[(name, json.dumps(arguments))])
         return Reply(text="Noted.")
     return respond
+
+
+def schedules(calls: dict[str, dict[str, Any]]):
+    """`calling` with `cronjob` for every message in `calls`."""
+    return calling({said: ("cronjob", arguments) for said, arguments in calls.items()})
 
 
 async def start(engine: Any, *, features: list[Feature] | None = None, home: Path | None = None,

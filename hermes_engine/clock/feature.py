@@ -22,8 +22,8 @@ from typing import Any
 from hermes_engine.clock import actions
 from hermes_engine.clock.actions import CLOCK, ClockAccess, NotYours
 from hermes_engine.clock.runs import run_due
-from hermes_engine.clock.schedule import ScheduleError, local_time, zone_named
-from hermes_engine.clock.tool import cronjob, person_zone
+from hermes_engine.clock.schedule import ScheduleError
+from hermes_engine.clock.tool import cronjob, person_zone, set_timezone, zone_chosen
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.host import Host
@@ -55,7 +55,7 @@ class ClockFeature(Feature):
         self._running: dict[int, asyncio.Task[Any]] = {}  # task runs in flight here, by job
 
     def tools(self) -> list[Tool]:
-        return [cronjob]
+        return [cronjob, set_timezone]
 
     def services(self) -> dict[ServiceKey[Any], object]:
         return {CLOCK: self._access}
@@ -88,12 +88,9 @@ class ClockFeature(Feature):
             chosen = "" if zone != "UTC" else " (nothing chosen yet: UTC)"
             return f"Your time zone is {zone}{chosen}. Change it with /timezone Europe/Berlin."
         try:
-            zone_info = zone_named(given)
+            return await zone_chosen(store, ctx.person_id, given, self.clock())
         except ScheduleError as exc:
             return str(exc)
-        await store.set_person_timezone(ctx.person_id, zone_info.key)
-        return (f"Your time zone is now {zone_info.key}: it is {local_time(self.clock(), zone_info)}. "
-                "Reminders you make from now on use it.")
 
     async def jobs(self, ctx: CommandContext) -> str:
         """`/jobs`: the person's jobs with their next times (local) and tokens; `/jobs ACTION ID`."""

@@ -5,18 +5,20 @@ when the profile allows jobs from tasks; the jobs it makes then go to the chat o
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from hermes_engine.clock import actions
 from hermes_engine.clock.actions import CLOCK, ClockAccess, NotYours
 from hermes_engine.clock.making import Refused, Request, create, update
+from hermes_engine.clock.schedule import ScheduleError, local_time, zone_named
 from hermes_engine.clock.tasks import TASK_RUN
 from hermes_engine.ports.jobs import JobRecord
 from hermes_engine.ports.storage import Store
 from hermes_engine.ports.tools import ToolContext, ToolResult
 from hermes_engine.tools.registry import tool
 
-__all__ = ["CLOCK", "TOOLSET", "ClockAccess", "cronjob", "describe", "person_zone"]
+__all__ = ["CLOCK", "TOOLSET", "ClockAccess", "cronjob", "describe", "person_zone", "set_timezone", "zone_chosen"]
 
 TOOLSET = "clock"
 
@@ -33,6 +35,33 @@ def _error(text: str) -> ToolResult:
 async def person_zone(store: Store, person_id: int) -> str:
     """The person's zone (`/timezone`), UTC when they chose none."""
     return await store.person_timezone(person_id) or "UTC"
+
+
+async def zone_chosen(store: Store, person_id: int, given: str, now: datetime) -> str:
+    """Keep the zone the person chose, with the person (not in a prompt); the sentence that says so, with the
+    time it is there now so a wrong choice shows. A name the IANA database does not know raises ScheduleError."""
+    zone = zone_named(given.strip())
+    await store.set_person_timezone(person_id, zone.key)
+    return f"Your time zone is now {zone.key}: it is {local_time(now, zone)}. Reminders you make from now on use it."
+
+
+@tool(toolset=TOOLSET, name="set_timezone")
+async def set_timezone(zone: str, ctx: ToolContext) -> ToolResult:
+    """Keep the person's time zone for their reminders and scheduled tasks, once they confirmed it (ask first
+    when you only guessed it from what they said, e.g. "You are in Berlin, so Europe/Berlin?").
+
+    Args:
+        zone: an IANA time zone name, e.g. Europe/Berlin, America/New_York, Asia/Tokyo
+    """
+    access = ctx.services.get(CLOCK)
+    if access is None or access.store is None or ctx.person_id is None or ctx.in_review:
+        return _error("time zones are not available here.")
+    if ctx.services.get(TASK_RUN) is not None:
+        return _error("a scheduled task may not change its owner's time zone; they can, with /timezone.")
+    try:
+        return ToolResult(await zone_chosen(access.store, ctx.person_id, zone, access.clock()))
+    except ScheduleError as exc:
+        return _error(str(exc))
 
 
 @tool(toolset=TOOLSET, name="cronjob")

@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from reminders_kit import ALICE, REMINDER, bot_texts, schedules, shown, start
+from reminders_kit import ALICE, REMINDER, bot_texts, calling, schedules, shown, start
 
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 
@@ -96,5 +96,28 @@ async def test_timezone_is_kept_with_the_person_and_names_the_zone(engine, teleg
         confirmation = await shown(telegram, r"^Reminder #\d+ set.*monday 9am\.$")
         assert re.search(r"fires Mon \d+ \w{3} \d{4}, 09:00 CES?T \(Europe/Berlin\), then every monday 9am\.$",
                          confirmation.text), confirmation.text
+    finally:
+        await adapter.stop()
+
+
+async def test_a_zone_the_person_confirmed_in_chat_is_kept_with_them_and_used_by_their_next_reminder(
+        engine, telegram, fake_llm):
+    calls = {"yes, Tokyo time": ("set_timezone", {"zone": "Asia/Tokyo"}),
+             "yes, Olympus time": ("set_timezone", {"zone": "Mars/Olympus"}),
+             "every monday": ("cronjob", {"action": "create", "message": "plan the week", "schedule": "every monday 9am"})}
+
+    fake_llm.responder = calling(calls)
+    e, adapter = await start(engine)
+    try:
+        telegram.user_says(42, ALICE, "yes, Olympus time")
+        await shown(telegram, r"I do not know the time zone 'Mars/Olympus'")
+        telegram.user_says(42, ALICE, "yes, Tokyo time")
+        await shown(telegram, r"^Your time zone is now Asia/Tokyo: it is \w{3} \d+ \w{3} \d{4}, \d\d:\d\d")
+        person = (await e.store.resolve_account("telegram", adapter.account, "42", "Alice")).person_id
+        assert await e.store.person_timezone(person) == "Asia/Tokyo"  # with the person, not in a prompt
+        assert all("Asia/Tokyo" not in (s.system_prompt or "") for s in e.gateway.sessions.values())
+        telegram.user_says(42, ALICE, "every monday")
+        confirmation = await shown(telegram, r"^Reminder #\d+ set")
+        assert "09:00 JST (Asia/Tokyo)" in confirmation.text, confirmation.text
     finally:
         await adapter.stop()
