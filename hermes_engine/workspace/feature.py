@@ -38,7 +38,7 @@ from hermes_engine.workspace.folders import WorkspaceFolders
 from hermes_engine.workspace.mounts import say_what_commands_see
 from hermes_engine.workspace.progress import OutputShown
 from hermes_engine.workspace.risk import classify
-from hermes_engine.workspace.sending import ATTACHED, FileOutlets, attached, prepare, send_key
+from hermes_engine.workspace.sending import ATTACHED, FileOutlets, attached, prepare, send_key, sent_file
 from hermes_engine.workspace.space import Workspace, WorkspaceError, scope_name
 from hermes_engine.workspace.uids import pool_for
 
@@ -191,13 +191,16 @@ class WorkspaceFeature(Feature):
             return ToolResult("Error: that file is not UTF-8 text.", is_error=True)
 
     def read_file(self, ctx: ToolContext, path: str, offset: int = 1, limit: int = 500) -> ToolResult:
-        """Read a text file of the workspace, with line numbers.
+        """Read a text file of the workspace, with line numbers; a file the person sent in this conversation
+        is /attachments/<its name>.
 
         Args:
-            path: relative to the workspace
+            path: relative to the workspace, or /attachments/<name>
             offset: first line (1-based)
             limit: number of lines
         """
+        if path.strip().startswith(ATTACHED):
+            return self._file_tool(ctx, lambda _: files.read_lines(*self._sent(ctx, path), offset, limit))
         return self._file_tool(ctx, lambda ws: files.read_lines(ws, path, offset, limit))
 
     def write_file(self, ctx: ToolContext, path: str, content: str) -> ToolResult:
@@ -267,10 +270,18 @@ class WorkspaceFeature(Feature):
     def _outgoing(self, ctx: ToolContext, path: str, caption: str, outlet: FileOutlet) -> OutgoingFile:
         ws = self._workspace(ctx)  # the same refusals as every file tool
         if path.strip().startswith(ATTACHED):
-            if self.attachments is None or ctx.workspace is not None:
-                raise WorkspaceError("The files people sent cannot be reached from here.")
-            return attached(self.attachments(ctx.session_key), path.strip(), caption, outlet)
+            return attached(self._attachments(ctx), path.strip(), caption, outlet)
         return prepare(ws, path, caption, outlet)
+
+    def _attachments(self, ctx: ToolContext) -> Path:
+        """The folder of the files the person sent in this conversation (not from a sub-agent's or a card's
+        own workspace)."""
+        if self.attachments is None or ctx.workspace is not None:
+            raise WorkspaceError("The files people sent cannot be reached from here.")
+        return self.attachments(ctx.session_key)
+
+    def _sent(self, ctx: ToolContext, path: str) -> tuple[Workspace, str]:
+        return sent_file(self._attachments(ctx), path)
 
     # ------------------------------------------------------------------ /workspace
 

@@ -29,7 +29,7 @@ from hermes_engine.ports.reply import FileOutlet, OutgoingFile
 from hermes_engine.ports.tools import ToolContext
 from hermes_engine.workspace.space import Workspace, WorkspaceError
 
-__all__ = ["ATTACHED", "FileOutlets", "attached", "prepare", "send_key"]
+__all__ = ["ATTACHED", "FileOutlets", "attached", "prepare", "send_key", "sent_file"]
 
 ATTACHED = "/attachments/"  # `send_file("/attachments/notes.csv")`: a file the person sent in this conversation
 
@@ -109,14 +109,20 @@ def prepare(ws: Workspace, path: str, caption: str, outlet: FileOutlet) -> Outgo
     return OutgoingFile(name=rel.name, data=data, media_type=kind, caption=caption.strip())
 
 
-def attached(folder: Path, path: str, caption: str, outlet: FileOutlet) -> OutgoingFile:
-    """The newest file the person sent under this name (kept as ``<message id>-<name>`` in the
-    conversation's attachment folder, `folder`), confined there as workspace files are in theirs."""
-    name = path[len(ATTACHED):].strip()
+def sent_file(folder: Path, path: str) -> tuple[Workspace, str]:
+    """Where the newest file the person sent as ``/attachments/<name>`` is (kept as ``<message id>-<name>`` in
+    the conversation's attachment folder, `folder`): that folder as a workspace, so the file is confined there
+    as workspace files are in theirs, and its stored name."""
+    name = path.strip()[len(ATTACHED):].strip()
     if not name or "/" in name or name in (".", ".."):
         raise WorkspaceError(f"Give the name of a file the person sent, as {ATTACHED}<name>.")
-    file = prepare(Workspace(folder, 0), _newest_sent(folder, name), caption, outlet)
-    return replace(file, name=name)
+    return Workspace(folder, 0), _newest_sent(folder, name)
+
+
+def attached(folder: Path, path: str, caption: str, outlet: FileOutlet) -> OutgoingFile:
+    """The newest file the person sent under this name, to send back."""
+    ws, stored = sent_file(folder, path)
+    return replace(prepare(ws, stored, caption, outlet), name=path.strip()[len(ATTACHED):].strip())
 
 
 def _newest_sent(folder: Path, name: str) -> str:

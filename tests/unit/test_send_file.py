@@ -219,3 +219,24 @@ async def test_a_rate_limited_upload_waits_and_goes_once():
     assert await out.send_file(TARGET, FILE, idempotency_key="k")
     assert files.sent == ["a.csv"]
     await out.scheduler.stop()
+
+
+def test_read_file_reads_a_file_the_person_sent_as_attachments_and_nothing_outside_it(tmp_path):
+    from hermes_engine.config import WorkspaceSettings
+    from hermes_engine.ports.tools import ToolContext
+    from hermes_engine.workspace.feature import WorkspaceFeature
+
+    sent = tmp_path / "attachments" / "telegram_1_dm_42"
+    sent.mkdir(parents=True)
+    (sent / "7-notes.txt").write_text("first\nsecond\n")
+    os.symlink("/etc/passwd", sent / "8-passwd")
+    feature = WorkspaceFeature(tmp_path, "helper", WorkspaceSettings(), admins=[],
+                               attachments=lambda key: tmp_path / "attachments" / key.replace(":", "_"))
+    ctx = ToolContext(bot="helper", session_id=1, session_key="telegram:1:dm:42", person_id=1, user_id="42",
+                      is_admin=True)
+    read = feature.read_file(ctx, "/attachments/notes.txt")
+    assert not read.is_error and read.content.splitlines() == ["1| first", "2| second"]
+    for path, reason in [("/attachments/passwd", "no file named passwd"), ("/attachments/../../etc/passwd",
+                                                                            "Give the name")]:
+        refused = feature.read_file(ctx, path)
+        assert refused.is_error and reason in refused.content
