@@ -16,7 +16,9 @@ from adapters.slack.web_api import SlackCallError, SlackWebApi
 from hermes_engine.ports.inbound import ReplyTarget
 from hermes_engine.ports.reply import OutgoingFile
 
-MAX_FILE_BYTES = 1024 * 1024 * 1024  # Slack's documented limit for one uploaded file (1 GB)
+# Below Slack's own limit (1 GB): a file is held in memory while it is sent, and Slack's web client gives a call
+# 30 s, so the gateway's cap is what one upload can carry within them.
+MAX_FILE_BYTES = 50 * 1024 * 1024
 
 
 class SlackUploads:

@@ -241,7 +241,7 @@ class WorkspaceFeature(Feature):
     async def send_file(self, ctx: ToolContext, path: str, caption: str = "") -> ToolResult:
         """Send a file of the workspace to the person, as a file in this chat or thread (an image as a photo
         where the platform shows photos). Write it first (write_file, or a terminal command). Size limits:
-        Telegram 50 MB (photos 10 MB, larger images go as documents), Slack 1 GB, Discord 10 MB. A file the
+        Telegram 50 MB (photos 10 MB, larger images go as documents), Slack 50 MB, Discord 10 MB. A file the
         person sent in this conversation is /attachments/<its name>.
 
         Args:
