@@ -139,6 +139,11 @@ async def test_a_profile_without_tts_enabled_is_not_set_up_either(telegram, fake
     try:
         telegram.user_says(ALICE.id, ALICE, "/voice on")
         await telegram.wait_for_text(ALICE.id, NOT_SET_UP, 10)
+        fake_llm.script("Text only.")
+        telegram.user_says(ALICE.id, ALICE, "hello")
+        await telegram.wait_for_text(ALICE.id, "Text only.", 15)
+        await telegram.settle(quiet=0.5)
+        assert voices(telegram) == [] and fake_llm.speech.requests == []  # voice stayed off
     finally:
         await started.stop()
 
@@ -165,7 +170,8 @@ async def test_voice_on_survives_a_restart(telegram, fake_llm, tmp_path, monkeyp
     try:
         fake_llm.script("Still speaking.")
         telegram.user_says(ALICE.id, ALICE, "hello again")
-        await telegram.wait_for(lambda: voices(telegram), 15)
+        [voice] = await telegram.wait_for(lambda: voices(telegram), 15)
+        assert voice.file.data.startswith(b"OggS")
     finally:
         await second.stop()
 
@@ -179,8 +185,9 @@ async def test_voice_alone_says_whether_it_is_on_and_a_wrong_word_says_how_to_us
     telegram.user_says(ALICE.id, ALICE, "/voice")
     await telegram.wait_for_text(ALICE.id, "Voice replies are on here. Use /voice on or /voice off.", 10)
     telegram.user_says(ALICE.id, ALICE, "/status")
-    await telegram.wait_for(lambda: any("Voice replies: on" in m.text for m in telegram.chat(ALICE.id).bot_messages),
-                            10)
+    status = await telegram.wait_for(
+        lambda: next((m for m in telegram.chat(ALICE.id).bot_messages if "Voice replies: on" in m.text), None), 10)
+    assert "Voice replies: off" not in status.text
 
 
 async def test_a_long_answer_is_spoken_in_its_first_part_and_a_429_on_send_voice_is_waited_out_once(
@@ -213,3 +220,5 @@ async def test_voice_on_again_after_a_failure_tells_a_new_failure_again(bot, tel
         telegram.user_says(ALICE.id, ALICE, "/voice on")
         await telegram.wait_for(lambda n=n: sum(m.text.startswith("Voice replies are on")
                                                 for m in telegram.chat(ALICE.id).bot_messages) == n + 1, 10)
+    await telegram.settle(quiet=0.5)
+    assert [m.text for m in telegram.chat(ALICE.id).bot_messages].count(FAILED) == 2  # once per failure, not per try
