@@ -6,6 +6,7 @@ An unknown or hidden channel is absent; a server error is raised, to be asked ag
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -14,14 +15,27 @@ import discord
 from hermes_engine.ports.inbound import ChatKind
 from hermes_engine.ports.reply import ChatPresence
 
+_NAMED = re.compile(r"^(?:<#(\d{15,21})>|(\d{15,21}))$")
+SPELLING = ("a Discord channel is named by its id, such as 112233445566778899, or a mention, such as "
+            "<#112233445566778899>")
 
-async def chat_presence(client: discord.Client | None, reference: str, serves: Callable[[int, str], bool],
+
+def reference(named: str) -> str | None:
+    """The channel id in what a person wrote: the id, or a channel mention."""
+    match = _NAMED.match(named.strip())
+    return next(group for group in match.groups() if group) if match else None
+
+
+async def chat_presence(client: discord.Client | None, named: str, serves: Callable[[int, str], bool],
                         writer: str | None = None) -> ChatPresence:
-    """The bot's presence in the channel `reference` (a channel id) names, through discord.py."""
+    """The bot's presence in the channel `named` (an id or a mention) names, through discord.py."""
+    channel_id = reference(named)
+    if channel_id is None:
+        return ChatPresence(False, why=SPELLING)
     if client is None or client.user is None:
         return ChatPresence(False, why="I am not connected to Discord yet")
     try:
-        channel: Any = await client.fetch_channel(int(reference))
+        channel: Any = await client.fetch_channel(int(channel_id))
     except discord.NotFound:
         return ChatPresence(False, why="Discord shows me no such channel")
     except discord.Forbidden:

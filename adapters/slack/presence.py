@@ -6,6 +6,7 @@ to be asked again later."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from adapters.slack.web_api import SlackCallError, SlackWebApi, is_transient
@@ -13,14 +14,25 @@ from hermes_engine.ports.inbound import ChatKind
 from hermes_engine.ports.reply import ChatPresence
 
 MAX_PAGES = 20  # of 200 channels each, looking for a name
+_NAMED = re.compile(r"^(?:<#([CG][A-Z0-9]{6,})(?:\|[^>]*)?>|([CG][A-Z0-9]{6,})|(#[a-z0-9][a-z0-9._-]{0,79}))$")
+SPELLING = "a Slack channel is named by its id, such as C0123ABCD, or its name, such as #general"
 
 
-async def chat_presence(api: SlackWebApi, reference: str) -> ChatPresence:
-    """The bot's presence in the channel `reference` names (`C…` or `#name`), through slack-sdk."""
-    channel_id: str | None = reference
+def reference(named: str) -> str | None:
+    """The channel id or `#name` in what a person wrote: an id, a name, or a channel mention pasted from Slack."""
+    match = _NAMED.match(named.strip())
+    return next(group for group in match.groups() if group) if match else None
+
+
+async def chat_presence(api: SlackWebApi, named: str) -> ChatPresence:
+    """The bot's presence in the channel `named` names (`C…`, `#name` or a pasted mention), through slack-sdk."""
+    found_name = reference(named)
+    if found_name is None:
+        return ChatPresence(False, why=SPELLING)
+    channel_id: str | None = found_name
     try:
-        if reference.startswith("#"):
-            channel_id = await _by_name(api, reference[1:])
+        if found_name.startswith("#"):
+            channel_id = await _by_name(api, found_name[1:])
             if channel_id is None:
                 return ChatPresence(False, why="Slack shows me no channel of that name")
         info = await api.call("conversations.info", channel=channel_id)

@@ -6,20 +6,25 @@ the bot posts for is asked the same way: a member of the group, an administrator
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from adapters.telegram.botapi import TelegramCallError, call_api
 from hermes_engine.ports.inbound import ChatKind
 from hermes_engine.ports.reply import ChatPresence
 
+_NAMED = re.compile(r"^(-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$")
+SPELLING = "a Telegram chat is named by its id, such as -1001234567890, or a username, such as @mychannel"
 _KINDS = {"private": ChatKind.DM, "group": ChatKind.GROUP, "supergroup": ChatKind.GROUP, "channel": ChatKind.CHANNEL}
 
 
 async def chat_presence(bot: Any, reference: str, writer: str | None = None) -> ChatPresence:
     """The bot's (and `writer`'s) standing in the chat `reference` names (`-100…` or `@name`), through
-    python-telegram-bot."""
+    python-telegram-bot. Anything else names no Telegram chat, and says how one is named."""
+    if not _NAMED.match(reference.strip()):
+        return ChatPresence(False, why=SPELLING)
     try:
-        chat = await call_api(bot.get_chat(reference))
+        chat = await call_api(bot.get_chat(reference.strip()))
     except TelegramCallError as exc:
         if exc.transient or exc.retry_after is not None:
             raise

@@ -1,9 +1,7 @@
 """Where a job is delivered: `origin`, the chat it is made in (a DM, a Slack thread, a Discord channel or thread),
-or another group or channel of the same platform and account, named as people name it:
-
-- Telegram: a chat id (`-1001234567890`) or a public username (`@channelname`);
-- Slack: a channel id (`C0123ABCD`, `G…` for an old private one), `#name`, or a pasted mention `<#C0123ABCD>`;
-- Discord: a channel id (`112233445566778899`) or a mention `<#112233445566778899>`.
+or another group or channel of the same platform and account, named as people name it there (a Telegram chat id
+or `@username`, a Slack `C…` id or `#name`, a Discord channel id or mention): the adapter reads the name, as it
+is the one that looks the chat up.
 
 Such a chat is taken only where the job's owner may write (the access gate, `Host.may_write`, as if they wrote
 there) and the bot is present and may post (the adapter asks its platform, `Host.chat_presence`); both are asked
@@ -13,7 +11,6 @@ there joins that chat's conversation: the session key a message of the owner's t
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,16 +19,6 @@ from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 
 ORIGIN = "origin"
 NAMED = "named"  # the key, in a job's stored target, of the chat as its owner named it (absent: its origin)
-
-_TELEGRAM = re.compile(r"^(-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$")
-_SLACK = re.compile(r"^(?:<#([CG][A-Z0-9]{6,})(?:\|[^>]*)?>|([CG][A-Z0-9]{6,})|(#[a-z0-9][a-z0-9._-]{0,79}))$")
-_DISCORD = re.compile(r"^(?:<#(\d{15,21})>|(\d{15,21}))$")
-SPELLINGS = {
-    "telegram": "a Telegram chat id such as -1001234567890 or a username such as @mychannel",
-    "slack": "a Slack channel id such as C0123ABCD or a name such as #general",
-    "discord": "a Discord channel id such as 112233445566778899 or a mention such as <#112233445566778899>",
-}
-
 
 class BadTarget(ValueError):
     """A `deliver` that names no chat the bot may post in for this person; the message is one sentence."""
@@ -45,19 +32,11 @@ class Destination:
     session_key: str
 
 
-def chat_reference(deliver: str, platform: str) -> str | None:
-    """The chat `deliver` names, as the platform's adapter looks it up (an id, `@username`, `#name`); None for the
-    chat the job is made in. Anything else: `BadTarget`, saying how a chat is named on this platform."""
+def chat_reference(deliver: str) -> str | None:
+    """The chat `deliver` names, as its owner wrote it, for the platform's adapter to look up (which says how a
+    chat is named there when this names none); None for the chat the job is made in."""
     text = deliver.strip()
-    if text.lower() in ("", ORIGIN):
-        return None
-    pattern = {"telegram": _TELEGRAM, "slack": _SLACK, "discord": _DISCORD}.get(platform)
-    match = pattern.match(text) if pattern is not None else None
-    if match is None:
-        spelled = SPELLINGS.get(platform)
-        raise BadTarget(f"deliver is `origin` (this chat) or {spelled}; {text!r} is neither." if spelled else
-                        f"on {platform or 'this platform'} a job is delivered only where it is made (deliver=origin).")
-    return next(group for group in match.groups() if group)
+    return None if text.lower() in ("", ORIGIN) else text
 
 
 def is_named(target: dict[str, Any]) -> bool:
@@ -68,7 +47,7 @@ def is_named(target: dict[str, Any]) -> bool:
 async def destination(host: Host, origin: ReplyTarget, user_id: str | None, deliver: str) -> Destination | None:
     """The chat `deliver` names, checked for this person now: the bot is present there and may post, and they may
     write there. None for the origin (the caller keeps the chat the job is made in)."""
-    reference = chat_reference(deliver, origin.platform)
+    reference = chat_reference(deliver)
     if reference is None:
         return None
     if user_id is None:

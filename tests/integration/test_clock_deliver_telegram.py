@@ -67,7 +67,8 @@ async def test_a_target_that_names_no_chat_is_answered_with_how_chats_are_named(
     e, adapter = await start(engine)
     try:
         telegram.user_says(42, ALICE, "post it somewhere")
-        await shown(telegram, re.escape("deliver is `origin` (this chat) or a Telegram chat id"))
+        await shown(telegram, re.escape("I cannot post in the team room: a Telegram chat is named by its id, such as "
+                                        "-1001234567890, or a username"))
         assert await e.store.list_jobs(e.profile.name) == []
     finally:
         await adapter.stop()

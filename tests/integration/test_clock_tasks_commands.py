@@ -105,7 +105,7 @@ async def test_repeat_fires_a_recurring_job_that_many_times_then_it_is_done(engi
 async def test_a_job_for_another_chat_on_a_platform_naming_no_chats_is_refused_in_one_sentence(engine, fake_llm):
     e = await clock_engine(engine, Now())
     answer = await ask(e, fake_llm, action="create", message="hi all", schedule="in 1h", deliver="telegram:-100")
-    assert answer == "Error: on test a job is delivered only where it is made (deliver=origin)."
+    assert answer == "Error: I cannot post in telegram:-100: the test adapter cannot tell whether I am in a chat."
     assert await e.store.list_jobs(e.gateway.bot) == []
 
 
