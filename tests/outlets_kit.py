@@ -39,3 +39,29 @@ class Served:
         await self.adapter.stop_receiving()
         await self.e.stop()
         await self.adapter.stop()
+
+
+class TelegramBot:
+    """`Served` with the real Telegram adapter, started once it has polled the fake Bot API (`ready`); the test
+    files' bots build the engine and hand it here."""
+
+    def __init__(self, e: Engine, options: dict[str, Any], outlets: FileOutlets) -> None:
+        from adapters.telegram import PLATFORM
+
+        self.e, self.outlets = e, outlets
+        self.served = Served(e, PLATFORM, options, outlets)
+        self.adapter: Any = None
+
+    async def start(self) -> TelegramBot:
+        import asyncio
+
+        from adapters.telegram.adapter import TelegramAdapter
+
+        adapter = await self.served.start()
+        assert isinstance(adapter, TelegramAdapter)
+        self.adapter = adapter
+        await asyncio.wait_for(adapter.ready.wait(), 5)
+        return self
+
+    async def stop(self) -> None:
+        await self.served.stop()

@@ -4,7 +4,6 @@ into the chat and forum topic the person wrote in, once, a 429 during the upload
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,8 @@ from engine_harness import Engine, fake_llm_environment, make_profile
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeFile, FakeTelegram, FakeUser
 from files_kit import png
-from outlets_kit import Served
+from outlets_kit import TelegramBot
 
-from adapters.telegram import PLATFORM
-from adapters.telegram.adapter import TelegramAdapter
 from hermes_engine.workspace.feature import WorkspaceFeature
 from hermes_engine.workspace.sending import FileOutlets
 from hermes_gateway.wiring import attachment_folder
@@ -41,7 +38,7 @@ def writes_then_sends(path: str, content: str, caption: str = "", then: str = "S
     return respond
 
 
-class Bot:
+class Bot(TelegramBot):
     """One gateway with the files toolset and the real Telegram adapter, as `serve` wires them."""
 
     def __init__(self, telegram: FakeTelegram, home: Path) -> None:
@@ -52,19 +49,7 @@ class Bot:
         self.feature = WorkspaceFeature(home, self.profile.name, self.profile.workspace, admins=["42"],
                                         toolsets=self.profile.toolsets, outlets=self.outlets,
                                         attachments=attachment_folder(home))
-        self.e = Engine(home, self.profile, [self.feature])
-        self.served = Served(self.e, PLATFORM, FAST, self.outlets)
-        self.adapter: TelegramAdapter | None = None
-
-    async def start(self) -> Bot:
-        adapter = await self.served.start()
-        assert isinstance(adapter, TelegramAdapter)
-        self.adapter = adapter
-        await asyncio.wait_for(adapter.ready.wait(), 5)
-        return self
-
-    async def stop(self) -> None:
-        await self.served.stop()
+        super().__init__(Engine(home, self.profile, [self.feature]), FAST, self.outlets)
 
 
 @pytest.fixture

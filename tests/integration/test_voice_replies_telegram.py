@@ -4,16 +4,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 from engine_harness import Engine, fake_llm_environment, make_profile
 from fakes.fake_telegram import FakeTelegram, FakeUser
-from outlets_kit import Served
+from outlets_kit import TelegramBot
 
-from adapters.telegram import PLATFORM
-from adapters.telegram.adapter import TelegramAdapter
 from hermes_engine.config import Settings
 from hermes_engine.voice.feature import FAILED, NOT_SET_UP
 from hermes_engine.workspace.sending import FileOutlets
@@ -27,7 +24,7 @@ ANSWER = "The **meeting** is at three. Bring the [slides](https://example.com/s)
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
 
 
-class Bot:
+class Bot(TelegramBot):
     """One gateway with voice replies as `wiring` builds them (`HERMES_TTS_*` read from the environment)
     and the real Telegram adapter."""
 
@@ -35,19 +32,8 @@ class Bot:
         self.profile = make_profile(toolsets=["core"], access={"admins": ["42"]}, platforms={"telegram": FAST},
                                     tts=tts)
         self.outlets = FileOutlets()
-        self.e = Engine(home, self.profile, [voice_feature(Settings(home=home), self.profile, self.outlets)])
-        self.served = Served(self.e, PLATFORM, FAST, self.outlets)
-        self.adapter: TelegramAdapter | None = None
-
-    async def start(self) -> Bot:
-        adapter = await self.served.start()
-        assert isinstance(adapter, TelegramAdapter)
-        self.adapter = adapter
-        await asyncio.wait_for(adapter.ready.wait(), 5)
-        return self
-
-    async def stop(self) -> None:
-        await self.served.stop()
+        voice = voice_feature(Settings(home=home), self.profile, self.outlets)
+        super().__init__(Engine(home, self.profile, [voice]), FAST, self.outlets)
 
 
 def start_bot(fake_llm, tmp_path, monkeypatch, *, tts=None, speech=True):
