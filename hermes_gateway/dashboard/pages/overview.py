@@ -1,0 +1,20 @@
+"""Overview: what this gateway is doing now, at a glance."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from hermes_gateway.dashboard import views
+from hermes_gateway.dashboard.pages import Page
+from hermes_gateway.dashboard.rendering import SOURCES, render
+
+
+async def overview(request: web.Request) -> web.Response:
+    return render(request, "overview.html", page="overview", overview=await views.overview(request.app[SOURCES]))
+
+
+def routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/", overview)
+
+
+PAGE = Page("overview", routes, "Overview", "/")
