@@ -26,7 +26,8 @@ def attach_dashboard(http: web.Application, settings: Settings, store: Store, ga
         return [PlatformState(gateway.bot, name, bool(getattr(outlet, "connected", False)))
                 for gateway in gateways for name, outlet in sorted(gateway.outlets.items())]
 
-    mount(http, Sources(store, memory, [gateway.bot for gateway in gateways], platforms), dashboard)
+    goal_turns = {gateway.bot: gateway.profile.goals.max_turns for gateway in gateways}
+    mount(http, Sources(store, memory, [gateway.bot for gateway in gateways], platforms, goal_turns), dashboard)
     for gateway in gateways:
         register_dashboard_command(gateway.commands, store, dashboard)
     return dashboard

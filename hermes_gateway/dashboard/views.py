@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from hermes_engine.memory.book import LABELS, Document, MemoryBook
@@ -44,12 +44,14 @@ class PersonPage:
 @dataclass(frozen=True)
 class Sources:
     """What the pages read from: the store, the memory rules the agent's own writes go through, the bots
-    this gateway serves and its platforms' connections as they are now."""
+    this gateway serves and its platforms' connections as they are now; `goal_turns`: each bot's budget of
+    turns a goal (its profile's `goals.max_turns`)."""
 
     store: Store
     memory: MemoryBook
     bots: Sequence[str]
     platforms: Callable[[], Sequence[PlatformState]]
+    goal_turns: Mapping[str, int] = field(default_factory=dict)
 
 
 async def overview(sources: Sources) -> Overview:
