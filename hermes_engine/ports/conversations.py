@@ -35,11 +35,11 @@ class ListedSession:
 
 class ConversationBrowser(Protocol):
     async def browse_sessions(self, *, bots: Sequence[str], offset: int, limit: int) -> tuple[list[ListedSession], int]:
-        """A page of the bots' sessions, the most recently written in first (three queries); and how many
-        there are in all."""
+        """A page of the bots' sessions, the most recently written in first and those no one wrote in yet last
+        (four queries); and how many there are in all."""
 
     async def listed_sessions(self, session_ids: Sequence[int]) -> list[ListedSession]:
-        """These sessions (those that exist), in the order given (two queries)."""
+        """These sessions (those that exist), in the order given (three queries)."""
 
     async def session_children(self, session_id: int, *, limit: int = 50) -> list[ListedSession]:
         """The sessions started from this one, oldest first (three queries)."""

@@ -1,9 +1,10 @@
 """The `ConversationBrowser` role: what the dashboard reads of conversations and goals, a page at a time.
 
 Sessions are listed by their last activity: one grouped pass over the messages' (session, id) index joined to
-the page's sessions, then the page's writers in one more query. Search reads the full-text index of migration
-0002 as `storage.repos.search` does (FTS5 on SQLite, the GIN indexes on PostgreSQL) with the admin's scope:
-every conversation of the bots named, the latest summary of each session, never tool output.
+the sessions, then the page's newest messages' times and its writers in two more queries. Search reads the
+full-text index of migration 0002 as `storage.repos.search` does (FTS5 on SQLite, the GIN indexes on
+PostgreSQL) with the admin's scope: every conversation of the bots named, the latest summary of each session,
+never tool output.
 """
 
 from __future__ import annotations
@@ -26,17 +27,18 @@ __all__ = ["ConversationRepository"]
 
 messages, sessions, people = table_of(MessageRow), table_of(SessionRow), table_of(PersonRow)
 
-_SQLITE_SEARCH = f"""
-SELECT kind, id, session_id, role, created_at, snippet, score FROM (
+# Ranked first, the snippets made after for the page alone: `snippet()` costs more than ranking, and a common
+# word matches most of the messages.
+_SQLITE_SEARCH = """
+SELECT kind, id, session_id, role, created_at, score FROM (
   SELECT 'message' AS kind, m.id AS id, m.session_id AS session_id, m.role AS role, m.created_at AS created_at,
-         snippet(messages_fts, 0, '«', '»', '…', {SNIPPET_WORDS}) AS snippet, -bm25(messages_fts) AS score
+         -bm25(messages_fts) AS score
   FROM messages_fts
   JOIN messages m ON m.id = messages_fts.rowid
   JOIN sessions s ON s.id = m.session_id
   WHERE messages_fts MATCH :match AND s.bot IN :bots
   UNION ALL
-  SELECT 'summary', c.id, c.session_id, 'summary', c.created_at,
-         snippet(compactions_fts, 0, '«', '»', '…', {SNIPPET_WORDS}), -bm25(compactions_fts)
+  SELECT 'summary', c.id, c.session_id, 'summary', c.created_at, -bm25(compactions_fts)
   FROM compactions_fts
   JOIN compactions c ON c.id = compactions_fts.rowid
   JOIN sessions s ON s.id = c.session_id
@@ -44,6 +46,12 @@ SELECT kind, id, session_id, role, created_at, snippet, score FROM (
     AND c.id IN (SELECT max(id) FROM compactions GROUP BY session_id)
 ) ORDER BY score DESC, id DESC LIMIT :limit OFFSET :offset
 """
+
+_SQLITE_SNIPPETS = {
+    kind: f"SELECT rowid AS id, snippet({table}, 0, '«', '»', '…', {SNIPPET_WORDS}) AS snippet FROM {table} "
+          f"WHERE {table} MATCH :match AND rowid IN :ids"
+    for kind, table in (("message", "messages_fts"), ("summary", "compactions_fts"))
+}
 
 _PG_QUERY = "websearch_to_tsquery('english'::regconfig, :match)"
 _PG_HEADLINE = f"'StartSel=«, StopSel=», MaxWords={SNIPPET_WORDS * 2}, MinWords={SNIPPET_WORDS // 2}, ShortWord=2'"
@@ -71,30 +79,47 @@ FROM (
 
 
 def _activity() -> Any:
-    """Per session with messages: when it was last written in and how many it holds."""
-    return (sa.select(messages.c.session_id, sa.func.max(messages.c.created_at).label("last_at"),
-                      sa.func.count().label("n"))
+    """Per session with messages: its newest message and how many it holds, read off the (session, id) index."""
+    return (sa.select(messages.c.session_id, sa.func.max(messages.c.id).label("last_id"), sa.func.count().label("n"))
             .group_by(messages.c.session_id).subquery("activity"))
 
 
 def _listing(where: Any) -> tuple[Any, Any]:
-    """The sessions matching `where` with their activity, and the expression they sort by."""
+    """The sessions matching `where` with their activity, and the key they sort by (newest message first:
+    ids grow with time; sessions no one wrote in yet last)."""
     activity = _activity()
-    last = sa.func.coalesce(activity.c.last_at, sessions.c.created_at)
     stmt = (sa.select(sessions.c.id, sessions.c.bot, sessions.c.key, sessions.c.parent_id, sessions.c.created_at,
-                      last.label("last_at"), sa.func.coalesce(activity.c.n, 0).label("n"))
+                      activity.c.last_id, sa.func.coalesce(activity.c.n, 0).label("n"))
             .select_from(sessions.outerjoin(activity, activity.c.session_id == sessions.c.id))
             .where(where))
-    return stmt, last
+    return stmt, sa.func.coalesce(activity.c.last_id, 0)
+
+
+async def _sqlite_snippets(conn: Any, match: str, rows: Sequence[Any]) -> dict[tuple[str, int], str]:
+    """The snippets of the page's hits, by (kind, id): one query for messages, one for summaries."""
+    snippets: dict[tuple[str, int], str] = {}
+    for kind, query_text in _SQLITE_SNIPPETS.items():
+        ids = [row.id for row in rows if row.kind == kind]
+        if ids:
+            statement = sa.text(query_text).bindparams(sa.bindparam("ids", expanding=True))
+            for found in await conn.execute(statement, {"match": match, "ids": ids}):
+                snippets[kind, found.id] = found.snippet or ""
+    return {(row.kind, row.id): snippets.get((row.kind, row.id), "") for row in rows}
 
 
 class ConversationRepository(SqlRepository):
     """`hermes_engine.ports.conversations.ConversationBrowser`."""
 
     async def _listed(self, conn: Any, stmt: Any) -> list[ListedSession]:
+        """The rows of `_listing`'s `stmt` as listed sessions: two more queries, for the page's rows alone."""
         rows = (await conn.execute(stmt)).all()
         writers: dict[int, list[tuple[int, str]]] = {}
+        last_at: dict[int, Any] = {}
         if rows:
+            newest = [row.last_id for row in rows if row.last_id is not None]
+            if newest:
+                when = sa.select(messages.c.id, messages.c.created_at).where(messages.c.id.in_(newest))
+                last_at = {id_: created for id_, created in (await conn.execute(when)).all()}
             first = sa.func.min(messages.c.id)
             query = (sa.select(messages.c.session_id, people.c.id, people.c.display_name)
                      .select_from(messages.join(people, people.c.id == messages.c.person_id))
@@ -102,8 +127,9 @@ class ConversationRepository(SqlRepository):
                      .group_by(messages.c.session_id, people.c.id, people.c.display_name).order_by(first))
             for session_id, person_id, name in (await conn.execute(query)).all():
                 writers.setdefault(session_id, []).append((person_id, name))
-        return [ListedSession(row.id, row.bot, row.key, row.parent_id, utc(row.created_at), utc(row.last_at),
-                              int(row.n), tuple(writers.get(row.id, ()))) for row in rows]
+        return [ListedSession(row.id, row.bot, row.key, row.parent_id, utc(row.created_at),
+                              utc(last_at.get(row.last_id, row.created_at)), int(row.n),
+                              tuple(writers.get(row.id, ()))) for row in rows]
 
     @whole
     async def browse_sessions(self, *, bots: Sequence[str], offset: int, limit: int) -> tuple[list[ListedSession], int]:
@@ -148,13 +174,18 @@ class ConversationRepository(SqlRepository):
             return []
         statement = sa.text(_SQLITE_SEARCH if self.dialect == "sqlite" else _PG_SEARCH).bindparams(
             sa.bindparam("bots", expanding=True))
-        params = {"match": _match_expression(self.dialect, words, any_word), "bots": list(bots),
-                  "limit": limit, "offset": max(offset, 0)}
+        match = _match_expression(self.dialect, words, any_word)
+        params = {"match": match, "bots": list(bots), "limit": limit, "offset": max(offset, 0)}
         async with self.engine.connect() as conn:
             rows = (await conn.execute(statement, params)).all()
-        return [SearchHit(kind=row.kind, id=row.id, session_id=row.session_id, role=row.role,
-                          snippet=" ".join((row.snippet or "").split()), created_at=utc(row.created_at),
-                          score=float(row.score or 0.0)) for row in rows]
+            snippets = await _sqlite_snippets(conn, match, rows) if self.dialect == "sqlite" else {}
+        hits = []
+        for row in rows:
+            text = snippets[row.kind, row.id] if self.dialect == "sqlite" else row.snippet
+            hits.append(SearchHit(kind=row.kind, id=row.id, session_id=row.session_id, role=row.role,
+                                  snippet=" ".join((text or "").split()), created_at=utc(row.created_at),
+                                  score=float(row.score or 0.0)))
+        return hits
 
     @whole
     async def browse_goals(self, *, bots: Sequence[str], offset: int, limit: int) -> tuple[list[GoalRecord], int]:

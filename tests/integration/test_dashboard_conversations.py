@@ -181,7 +181,7 @@ async def test_markup_and_bidirectional_overrides_in_a_conversation_are_shown_as
         assert "abc&lt;U+202E&gt;gpj.exe" in body, path
 
 
-async def test_the_list_search_and_conversation_take_as_many_queries_however_many_rows(site: Site) -> None:
+async def test_the_list_search_and_conversation_take_no_more_queries_for_more_rows(site: Site) -> None:
     counted: list[str] = []
 
     def count(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
@@ -203,7 +203,7 @@ async def test_the_list_search_and_conversation_take_as_many_queries_however_man
                 await page(site, path)
                 counts.append(len(counted))
             sizes.append(counts)
-        assert sizes[0] == sizes[1], sizes
+        assert all(more <= fewer <= 10 for fewer, more in zip(*sizes, strict=True)), sizes
     finally:
         sa.event.remove(site.store.engine.sync_engine, "before_cursor_execute", count)
 
