@@ -93,6 +93,7 @@ async def test_conversations_are_listed_most_recently_active_first_with_who_and_
     assert "2 in all" in body and KEY in body
     assert '<td data-label="Messages">4</td>' in body and '<td data-label="Messages">1</td>' in body
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;Mallory" in body and "<script>alert" not in body
+    await page(site, f"/admin/conversations/{other_bot.id}", status=404)
 
 
 async def test_sessions_are_listed_a_page_at_a_time(site: Site) -> None:
