@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
+from hermes_engine.holders import Holder
 from hermes_engine.memory.book import LABELS, Document, MemoryBook
 from hermes_engine.memory.documents import MemoryOwner
-from hermes_engine.ports.dashboard import AuditEntry, ListedPerson
+from hermes_engine.ports.dashboard import AuditEntry, HeldLease, ListedPerson
 from hermes_engine.ports.storage import AccountRecord, PersonRecord, Store, UsageCount
 
 
@@ -20,11 +22,23 @@ class PlatformState:
 
 
 @dataclass(frozen=True)
+class Replica:
+    """A process holding leases now (its replica name and pid; one process holds leases under several holder
+    names), and how many of each family (`session`, `goal`, `job`, a platform's poller, …)."""
+
+    holder: str
+    leases: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
 class Overview:
     platforms: tuple[PlatformState, ...]
     pending_turns: int
     today: tuple[tuple[str, UsageCount], ...]  # per bot
     changes: tuple[AuditEntry, ...]
+    replicas: tuple[Replica, ...] = ()
+    between_runs: tuple[str, ...] = ()  # periodic jobs that ran on some replica and wait for their next interval
+    faults: tuple[tuple[str, int], ...] = ()  # the last hour's, by kind (`error:provider`, `429:telegram`)
 
 
 @dataclass(frozen=True)
@@ -52,11 +66,33 @@ class Sources:
     platforms: Callable[[], Sequence[PlatformState]]
 
 
+FAULT_WINDOW = timedelta(hours=1)
+
+
 async def overview(sources: Sources) -> Overview:
-    day = datetime.now(UTC).date()
-    today = tuple([(bot, await sources.store.usage_total(bot, day)) for bot in sources.bots])
+    now = datetime.now(UTC)
+    today = tuple([(bot, await sources.store.usage_total(bot, now.date())) for bot in sources.bots])
+    faults = await sources.store.faults_since(now - FAULT_WINDOW)
+    processes, between_runs = replicas(await sources.store.live_leases())
     return Overview(tuple(sources.platforms()), len(await sources.store.pending_inbound()), today,
-                    tuple(await sources.store.dashboard_changes(limit=10)))
+                    tuple(await sources.store.dashboard_changes(limit=10)), processes, between_runs,
+                    tuple(sorted(faults.items())))
+
+
+def replicas(leases: Sequence[HeldLease]) -> tuple[tuple[Replica, ...], tuple[str, ...]]:
+    """Leases by process, counted by family (the part of a lease's name before its first colon: never the
+    chat a session lease names); and the periodic jobs whose lease marks a run done for this interval (held by
+    no process)."""
+    held: dict[str, Counter[str]] = {}
+    between: set[str] = set()
+    for lease in leases:
+        holder = Holder.parse(lease.holder)
+        if holder is None:
+            between.add(lease.name.split(":", 1)[0])
+            continue
+        held.setdefault(f"{holder.replica} (pid {holder.pid})", Counter())[lease.name.split(":", 1)[0]] += 1
+    return (tuple(Replica(process, tuple(sorted(families.items()))) for process, families in sorted(held.items())),
+            tuple(sorted(between)))
 
 
 PEOPLE_PER_PAGE = 50

@@ -12,6 +12,7 @@ import asyncio
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,14 @@ def walk_through(link: str, shots: Path) -> dict[str, object]:
         seen["refused"] = refused.text
         driver.save_screenshot(str(shots / "dashboard-person.png"))
 
+        driver.find_element(By.LINK_TEXT, "Overview").click()  # the 429 the link's delivery met, once counted
+        for _ in range(40):
+            seen["faults"] = driver.find_element(By.ID, "fault-counts").text
+            if "429:telegram" in str(seen["faults"]):
+                break
+            time.sleep(0.5)
+            driver.refresh()
+        seen["replicas"] = driver.find_element(By.CSS_SELECTOR, "#replicas + table").text
         driver.find_element(By.CSS_SELECTOR, ".signout button").click()
         wait.until(shown.title_contains("Sign in"))
         driver.get(link.split("/admin/", 1)[0] + "/admin/people")
@@ -127,6 +136,7 @@ async def test_an_admin_signs_in_from_the_chat_and_edits_a_persons_memory(fake_l
             await wait_ready(f"http://127.0.0.1:{port}/ready", proc, START_TIMEOUT)
             telegram.user_says(MALLORY, FakeUser(MALLORY, "<script>alert(1)</script>Mallory"), "/dashboard")
             await telegram.wait_for_text(MALLORY, "Only an admin of this bot can open the dashboard.", START_TIMEOUT)
+            telegram.rate_limit(ALICE, retry_after=1, times=1)  # the link's delivery meets a 429 first
             telegram.user_says(ALICE, FakeUser(ALICE, "Alice"), "/dashboard")
             message = await telegram.wait_for(
                 lambda: next((m for m in telegram.chat(ALICE).bot_messages if "/admin/login?token=" in m.text), None),
@@ -144,6 +154,8 @@ async def test_an_admin_signs_in_from_the_chat_and_edits_a_persons_memory(fake_l
     assert seen["saved"] == "Saved." and "Prefers answers in metric units" in str(seen["entries"])
     assert "nothing was saved" in str(seen["refused"])
     assert str(seen["after_sign_out"]).endswith("/admin/login")
+    assert "429:telegram" in str(seen["faults"])
+    assert "telegram-poller 1" in str(seen["replicas"]), seen["replicas"]
     alice = FileMemoryStore.for_home(home)
     person_ids = {int(p.name) for p in (home / "memories").iterdir() if p.name.isdigit()} if (
         home / "memories").exists() else set()
