@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from hermes_engine.config import UsageLimitSettings
 from hermes_engine.holders import Holder
 from hermes_engine.memory.book import LABELS, Document, MemoryBook
-from hermes_engine.memory.documents import MemoryOwner
+from hermes_engine.memory.documents import MemoryOwner, UnreadableDocument
+from hermes_engine.memory.pending import PendingChanges
+from hermes_engine.people.forget import ForgetOutcome
+from hermes_engine.policy.limits import usage_today
+from hermes_engine.policy.spending import cost_lines
 from hermes_engine.ports.dashboard import AuditEntry, HeldLease, ListedPerson
 from hermes_engine.ports.storage import AccountRecord, PersonRecord, Store, UsageCount
 
@@ -53,6 +58,12 @@ class PersonPage:
     person: PersonRecord
     accounts: tuple[AccountRecord, ...]
     documents: tuple[tuple[str, Document], ...]  # (file name, document): MEMORY.md, USER.md
+    usage: tuple[tuple[str, tuple[str, ...]], ...] = ()  # per bot: what `/status` tells the person of it
+    proposals: tuple[str, ...] = ()  # the background review's changes waiting for the person, described
+    proposals_unreadable: str = ""
+
+
+Forget = Callable[[int], Awaitable[ForgetOutcome | None]]
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,8 @@ class Sources:
     memory: MemoryBook
     bots: Sequence[str]
     platforms: Callable[[], Sequence[PlatformState]]
+    limits: Mapping[str, UsageLimitSettings] = field(default_factory=dict)  # each bot's usage limits
+    forget: Forget | None = None  # deletes everything kept about a person, as `/forget` does (None: not offered)
 
 
 FAULT_WINDOW = timedelta(hours=1)
@@ -116,4 +129,16 @@ async def person(sources: Sources, person_id: int) -> PersonPage | None:
         return None
     owner = MemoryOwner.person(person_id)
     documents = tuple([(LABELS[target], await sources.memory.document(owner, target)) for target in owner.targets()])
-    return PersonPage(record, tuple(await sources.store.list_accounts(person_id)), documents)
+    day = datetime.now(UTC).date()
+    usage = []
+    for bot in sources.bots:
+        limits = sources.limits.get(bot, UsageLimitSettings())
+        lines = [await usage_today(sources.store, limits, bot, person_id, day),
+                 *await cost_lines(sources.store, bot, person_id, day, admin=False, limit=limits.cost_per_day)]
+        usage.append((bot, tuple(lines)))
+    try:
+        proposals, unreadable = tuple(p.describe() for p in await PendingChanges(sources.memory).waiting(owner)), ""
+    except UnreadableDocument as exc:
+        proposals, unreadable = (), exc.reason
+    return PersonPage(record, tuple(await sources.store.list_accounts(person_id)), documents, tuple(usage),
+                      proposals, unreadable)

@@ -103,6 +103,17 @@ def walk_through(link: str, shots: Path) -> dict[str, object]:
         seen["refused"] = refused.text
         driver.save_screenshot(str(shots / "dashboard-person.png"))
 
+        driver.find_element(By.LINK_TEXT, "People").click()  # Mallory is forgotten, as her own /forget would
+        wait.until(shown.title_contains("People"))
+        driver.find_element(By.PARTIAL_LINK_TEXT, "Mallory").click()
+        wait.until(shown.presence_of_element_located((By.ID, "usage")))
+        seen["usage"] = driver.find_element(By.CSS_SELECTOR, "ul.usage").text
+        driver.find_element(By.CSS_SELECTOR, "form.forget input[name='confirm']").click()
+        driver.find_element(By.CSS_SELECTOR, "form.forget button").click()
+        wait.until(shown.alert_is_present()).accept()  # the page asks first
+        seen["forgotten"] = wait.until(shown.presence_of_element_located((By.ID, "said"))).text
+        seen["people_after"] = driver.find_element(By.TAG_NAME, "main").text
+
         driver.find_element(By.LINK_TEXT, "Overview").click()  # the 429 the link's delivery met, once counted
         for _ in range(40):
             seen["faults"] = driver.find_element(By.ID, "fault-counts").text
@@ -155,6 +166,8 @@ async def test_an_admin_signs_in_from_the_chat_and_edits_a_persons_memory(fake_l
     assert "nothing was saved" in str(seen["refused"])
     assert str(seen["after_sign_out"]).endswith("/admin/login")
     assert "429:telegram" in str(seen["faults"])
+    assert str(seen["usage"]).startswith("Today: ")
+    assert str(seen["forgotten"]).endswith("was forgotten.") and "Mallory" not in str(seen["people_after"])
     assert "telegram-poller 1" in str(seen["replicas"]), seen["replicas"]
     alice = FileMemoryStore.for_home(home)
     person_ids = {int(p.name) for p in (home / "memories").iterdir() if p.name.isdigit()} if (
