@@ -13,16 +13,20 @@ import os
 import re
 import shutil
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import yaml
 from engine_harness import fake_llm_environment
 from fakes.fake_telegram import FakeTelegram, FakeUser
-from gateway_kit import ROOT, free_port, gateway_process, wait_ready
+from gateway_kit import ROOT, database_url, free_port, gateway_process, wait_ready
+from postgres import BACKENDS
 
+from hermes_engine.config import Settings
 from hermes_engine.memory.documents import MemoryOwner
-from hermes_engine.memory.store import FileMemoryStore
+from hermes_gateway.wiring import memory_store
+from storage.store import SqlStore
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 pytestmark = [
@@ -134,10 +138,18 @@ def walk_through(link: str, shots: Path) -> dict[str, object]:
     return seen
 
 
-async def test_an_admin_signs_in_from_the_chat_and_edits_a_persons_memory(fake_llm, tmp_path):
+@pytest.fixture(params=BACKENDS)
+async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    async with database_url(request.param, tmp_path) as url:
+        yield url
+
+
+async def test_an_admin_signs_in_from_the_chat_and_edits_a_persons_memory(fake_llm, tmp_path, db):
+    """On SQLite and on PostgreSQL: the pages show the live data of either database."""
     port, home = free_port(), tmp_path / "home"
     home.mkdir()
     env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home), "HERMES_MODEL": "openai:gpt-test",
+           "HERMES_DATABASE_URL": db,
            "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(port),
            "HERMES_PUBLIC_URL": f"http://127.0.0.1:{port}", }
     async with FakeTelegram() as telegram:
@@ -169,11 +181,16 @@ async def test_an_admin_signs_in_from_the_chat_and_edits_a_persons_memory(fake_l
     assert str(seen["usage"]).startswith("Today: ")
     assert str(seen["forgotten"]).endswith("was forgotten.") and "Mallory" not in str(seen["people_after"])
     assert "telegram-poller 1" in str(seen["replicas"]), seen["replicas"]
-    alice = FileMemoryStore.for_home(home)
-    person_ids = {int(p.name) for p in (home / "memories").iterdir() if p.name.isdigit()} if (
-        home / "memories").exists() else set()
-    written = [await alice.read(MemoryOwner.person(pid), "memory") for pid in person_ids]
-    assert ["Prefers answers in metric units"] in written  # through the agent's own memory store
-    if os.environ.get("UPDATE_SCREENSHOTS"):
+    settings = Settings(home=home, database_url=db)
+    store = SqlStore(db)
+    await store.init()
+    try:  # through the agent's own memory store: files under the home on SQLite, the database on PostgreSQL
+        people, _ = await store.dashboard_people(offset=0, limit=10)
+        alice = next(p.id for p in people if ("telegram", str(ALICE)) in p.accounts)
+        written = await memory_store(settings, store).read(MemoryOwner.person(alice), "memory")
+    finally:
+        await store.close()
+    assert written == ["Prefers answers in metric units"]
+    if os.environ.get("UPDATE_SCREENSHOTS") and db.startswith("sqlite"):
         for shot in tmp_path.glob("dashboard-*.png"):
             shutil.copy(shot, ROOT / "docs" / shot.name)
