@@ -39,7 +39,8 @@ from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
 from hermes_engine.ports.host import Host
 from hermes_engine.ports.session import SessionHandle
-from hermes_engine.ports.storage import ForgottenPerson, PeopleStore
+from hermes_engine.ports.storage import ForgottenPerson, Store
+from hermes_engine.voice.state import AREA as VOICE
 from hermes_engine.workspace.folders import WorkspaceFolders
 from hermes_engine.workspace.space import WorkspaceError, scope_name
 
@@ -80,7 +81,7 @@ class ForgetOutcome:
         return text
 
 
-async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
+async def forget_person(store: Store, home: Path, person_id: int, *,
                         memory: MemoryStore | None = None, pairing: Pairing | None = None,
                         workspaces: Path | None = None, blobs: AttachmentBlobs | None = None) -> ForgetOutcome | None:
     """Delete everything kept about `person_id` (see the module docstring); None for an unknown person.
@@ -102,6 +103,8 @@ async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
             folders += await memory.erase(MemoryOwner.person(pid))
         except OSError as exc:
             problems.append(f"memory of person {pid} ({exc.strerror or exc})")
+    for key in record.session_keys:  # a conversation's voice switch (`voice/state.py`) goes with it
+        await store.delete_documents(VOICE, key)
     removed_files = await asyncio.to_thread(_remove_attachments, Path(home) / ATTACHMENTS, record, problems)
     if blobs is None and isinstance(store, AttachmentBlobs) and store.blobs_shared:
         blobs = store
