@@ -436,6 +436,7 @@ class ApprovalRecord:
     decision: str | None = None  # a `ports.approval.Decision` value, once decided
     decided_by: str | None = None  # the platform user id of whoever answered
     asked_by: str | None = None  # the platform user id of the person whose turn asked
+    created_at: datetime | None = None  # when it was asked
 
 
 class ApprovalStore(Protocol):
@@ -455,6 +456,9 @@ class ApprovalStore(Protocol):
     async def end_approval(self, request_id: str) -> ApprovalRecord | None:
         """End a request still pending (no answer is taken after this); the record as it stands then, so a
         caller sees an answer that got there first."""
+
+    async def recent_approvals(self, *, bot: str | None = None, limit: int = 100) -> list[ApprovalRecord]:
+        """The requests still kept (each is swept a day after it expired), newest first; `bot`'s only."""
 
 
 class HistoryStore(SessionStore, CompactionLineage, Protocol):

@@ -61,8 +61,16 @@ class ApprovalRepository(SqlRepository):
             row = (await session.execute(sa.select(ApprovalRow).where(ApprovalRow.id == request_id))).scalar()
             return None if row is None else _record(row)
 
+    @whole
+    async def recent_approvals(self, *, bot: str | None = None, limit: int = 100) -> list[ApprovalRecord]:
+        query = sa.select(ApprovalRow).order_by(ApprovalRow.created_at.desc(), ApprovalRow.id).limit(limit)
+        if bot is not None:
+            query = query.where(ApprovalRow.bot == bot)
+        async with self._session() as session:
+            return [_record(row) for row in await session.scalars(query)]
+
 
 def _record(row: ApprovalRow) -> ApprovalRecord:
     state: Any = row.state
     return ApprovalRecord(row.id, row.bot, row.session_key, state, row.expires_at, row.decision, row.decided_by,
-                          row.asked_by)
+                          row.asked_by, row.created_at)
