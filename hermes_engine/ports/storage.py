@@ -437,6 +437,9 @@ class ApprovalRecord:
     decided_by: str | None = None  # the platform user id of whoever answered
     asked_by: str | None = None  # the platform user id of the person whose turn asked
     created_at: datetime | None = None  # when it was asked
+    command: str | None = None  # what it asked to run or call, secrets redacted
+    risk: str | None = None  # the class that needed approval ("dangerous", ...)
+    decided_at: datetime | None = None  # when the answer was taken
 
 
 class ApprovalStore(Protocol):
@@ -444,8 +447,10 @@ class ApprovalStore(Protocol):
     waits is still taken: that replica records the answer, the waiting one reads it. The first answer wins."""
 
     async def record_approval(self, request_id: str, bot: str, session_key: str, expires_at: datetime,
-                              asked_by: str | None = None) -> None:
-        """Record a pending request; requests that expired a day ago are swept on the way."""
+                              asked_by: str | None = None, *, command: str | None = None,
+                              risk: str | None = None) -> None:
+        """Record a pending request (`command` as shown to the approvers, secrets already redacted); requests
+        that expired a day ago are swept on the way."""
 
     async def get_approval(self, request_id: str) -> ApprovalRecord | None: ...
 

@@ -61,8 +61,10 @@ async def seed(home: Path) -> dict[str, int]:
             timezone="Europe/Berlin", kind="task", text="Plan my week from the open cards",
             next_due=datetime(2030, 1, 7, 8, tzinfo=UTC), once=False))
         soon = datetime.now(UTC) + timedelta(hours=2)
-        await store.record_approval("5f3a9c01d2e4", BOT, f"telegram:{BOT}:dm:{ALICE}", soon, asked_by=str(ALICE))
-        await store.record_approval("77b2e0aa4c19", BOT, f"telegram:{BOT}:dm:{ALICE}", soon, asked_by=str(ALICE))
+        await store.record_approval("5f3a9c01d2e4", BOT, f"telegram:{BOT}:dm:{ALICE}", soon, asked_by=str(ALICE),
+                                    command="rm -rf ~/builds/old", risk="dangerous")
+        await store.record_approval("77b2e0aa4c19", BOT, f"telegram:{BOT}:dm:{ALICE}", soon, asked_by=str(ALICE),
+                                    command="docker system prune -af", risk="dangerous")
         assert await store.answer_approval("77b2e0aa4c19", BOT, "once", str(ALICE))
         return {"todo": cards[0].id, "blocked": claimed.id, "job": job.id}
     finally:
@@ -176,7 +178,8 @@ async def test_an_admin_moves_a_card_reads_its_history_pauses_and_resumes_a_job_
     assert "Every monday 9am".lower() in str(seen["jobs"]).lower() and "Europe/Berlin" in str(seen["jobs"])
     assert seen["paused"] == f"Paused job #{ids['job']} 'plan the week'."
     assert str(seen["resumed"]).startswith(f"Resumed job #{ids['job']} 'plan the week'; next Mon ")
-    assert "5f3a9c01d2e4" in str(seen["approvals"]) and "approved once" in str(seen["approvals"])
+    assert "rm -rf ~/builds/old" in str(seen["approvals"]) and "5f3a9c01d2e4" in str(seen["approvals"])
+    assert "docker system prune -af" in str(seen["approvals"]) and "approved once" in str(seen["approvals"])
     for page in ("kanban", "card", "jobs", "approvals"):
         assert seen[f"{page}_375_overflow"] == 0, page  # no sideways scrolling on a phone
     for action in ("kanban.move", "job.pause", "job.resume"):

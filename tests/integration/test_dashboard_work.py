@@ -226,8 +226,10 @@ async def test_a_job_name_holding_markup_and_bidi_overrides_is_shown_as_text(sit
 
 async def test_approvals_show_the_waiting_requests_and_who_answered_the_others(site: Site) -> None:
     soon = datetime.now(UTC) + timedelta(minutes=5)
-    await site.store.record_approval("aaa111", BOT, "telegram:bot:dm:4242", soon, asked_by="666")
-    await site.store.record_approval("bbb222", BOT, "telegram:bot:group:77", soon, asked_by="667")
+    await site.store.record_approval("aaa111", BOT, "telegram:bot:dm:4242", soon, asked_by="666",
+                                     command="rm -rf /srv/cache", risk="dangerous")
+    await site.store.record_approval("bbb222", BOT, "telegram:bot:group:77", soon, asked_by="667",
+                                     command="git push --force", risk="writes")
     assert await site.store.answer_approval("bbb222", BOT, "once", "4001")
     await site.store.record_approval("ccc333", BOT, "telegram:bot:dm:4243", soon, asked_by=SCRIPT_NAME + BIDI)
     await site.store.end_approval("ccc333")
@@ -236,8 +238,11 @@ async def test_approvals_show_the_waiting_requests_and_who_answered_the_others(s
     raw = await (await site.client.get("/admin/approvals")).text()
     waiting = text_of(raw.split('id="waiting"', 1)[1].split("</section>", 1)[0])
     answered = text_of(raw.split('id="answered"', 1)[1].split("</section>", 1)[0])
-    assert "aaa111 bot telegram:bot:dm:4242 666" in waiting and "bbb222" not in waiting
-    assert "bbb222 bot telegram:bot:group:77 667" in answered and "approved once 4001" in answered
+    assert "rm -rf /srv/cache (dangerous) telegram:bot:dm:4242 (bot, request aaa111) 666" in waiting
+    assert "bbb222" not in waiting
+    assert "git push --force (writes) telegram:bot:group:77 (bot, request bbb222) 667" in answered
+    assert re.search(r"approved once 4001 \d{4}-\d\d-\d\d \d\d:\d\d UTC", answered)  # who, and when
+    assert "not recorded" in answered  # ccc333 was recorded without what it asked
     assert "ccc333" in answered and "ended without an answer" in answered
     assert "ddd444" not in raw
     assert "<script>alert" not in raw and "\u202e" not in raw and "evil&lt;U+202E&gt;gnp.exe" in raw

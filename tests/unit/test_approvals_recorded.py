@@ -1,6 +1,7 @@
-"""What the store keeps of requests for approval, which the dashboard's Approvals page reads: a press taken on
-the replica that asked is recorded with who pressed it (not only one that reached another replica), a request
-nobody answered ends without anyone named, and the kept requests are listed newest first, per bot."""
+"""What the store keeps of requests for approval, which the dashboard's Approvals page reads: what was asked
+(secrets redacted) and its risk, a press taken on the replica that asked recorded with who pressed it and when
+(not only one that reached another replica), a request nobody answered ended without anyone named, and the kept
+requests listed newest first, per bot."""
 
 from __future__ import annotations
 
@@ -46,8 +47,9 @@ async def store(request: pytest.FixtureRequest, tmp_path):
             await s.close()
 
 
-async def asked(gate: ApprovalGate, shown: Shown) -> tuple[asyncio.Task[tuple[Decision, str]], ApprovalRequest]:
-    waiting = asyncio.create_task(gate.decide(bot="bot", session_key="telegram:bot:dm:7", command="rm -rf build",
+async def asked(gate: ApprovalGate, shown: Shown, command: str = "rm -rf build"
+                ) -> tuple[asyncio.Task[tuple[Decision, str]], ApprovalRequest]:
+    waiting = asyncio.create_task(gate.decide(bot="bot", session_key="telegram:bot:dm:7", command=command,
                                               target=ReplyTarget("telegram", "bot", "7"), risk="dangerous",
                                               reason="deletes files", asked_by="7"))
     await asyncio.wait_for(shown.shown.wait(), 5)
@@ -64,6 +66,23 @@ async def test_a_press_on_the_replica_that_asked_is_recorded_with_who_pressed(st
     record = await store.get_approval(request.id)
     assert record is not None and (record.state, record.decision, record.decided_by, record.asked_by) == (
         "decided", "once", "admin1", "7")
+    assert (record.command, record.risk) == ("rm -rf build", "dangerous")
+    assert record.decided_at is not None and record.created_at is not None
+    assert record.created_at <= record.decided_at <= datetime.now(UTC)
+
+
+async def test_a_secret_in_the_command_asked_about_is_not_kept(store: SqlStore) -> None:
+    secret = "sk-proj-" + "Qx7Lm2Np9Rt4Vw8Yz3Bc6Df1Gh5Jk0" * 2
+    shown = Shown()
+    gate = ApprovalGate(shown, {"admin1"}.__contains__, 30.0)
+    gate.share_through(store, "bot")
+    waiting, request = await asked(gate, shown, f"curl -H 'Authorization: Bearer {secret}' https://api.example")
+    assert gate.answer(request.id, "admin1", Decision.DENY)
+    await waiting
+    record = await store.get_approval(request.id)
+    assert record is not None and record.command is not None
+    assert secret not in record.command and record.command.startswith("curl -H ")
+    assert record.command.endswith("https://api.example")
 
 
 async def test_a_request_nobody_answered_ends_with_nobody_named(store: SqlStore) -> None:
@@ -73,7 +92,8 @@ async def test_a_request_nobody_answered_ends_with_nobody_named(store: SqlStore)
     waiting, request = await asked(gate, shown)
     assert await waiting == (Decision.DENY, "nobody approved it in time")
     record = await store.get_approval(request.id)
-    assert record is not None and (record.state, record.decision, record.decided_by) == ("ended", None, None)
+    assert record is not None and (record.state, record.decision, record.decided_by, record.decided_at) == (
+        "ended", None, None, None)
 
 
 async def test_kept_requests_are_listed_newest_first_and_per_bot(store: SqlStore) -> None:

@@ -1,6 +1,8 @@
-"""Approvals: the requests for approval waiting for an answer now, and how the others ended and who answered
-them, as the store keeps them (`ApprovalStore`: each a day past its expiry). Read-only: an answer is a press
-on the question in the chat, where the gate checks who presses (see the README's Dashboard section)."""
+"""Approvals: what each request for approval asked, those waiting for an answer now, and how the others ended,
+who answered and when, as the store keeps them (`ApprovalStore`: each a day past its expiry). Read-only: an
+answer is a press on the question in the chat, where the bot's gate checks that the presser is one of its
+approvers (platform user ids); a dashboard admin is no such presser, and a second way to answer would be a
+second implementation of that rule."""
 
 from __future__ import annotations
 
