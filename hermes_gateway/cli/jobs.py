@@ -153,7 +153,7 @@ def show(job_id: int = typer.Argument(..., help=ID_HELP)) -> None:
     typer.echo(render_job(_job(job_id)))
 
 
-def _change(job: JobRecord, change: Callable[[Store], Awaitable[str]]) -> None:
+def _change(change: Callable[[Store], Awaitable[str]]) -> None:
     """Say what the change did, or fail with why it did not (`operating.Refused`)."""
     async def work(store: Store) -> str | Refused:
         try:
@@ -173,7 +173,7 @@ def pause(job_id: int = typer.Argument(..., help=ID_HELP)) -> None:
 
     A run already under way finishes."""
     job = _open(job_id, "pause")
-    _change(job, lambda store: operating.pause(store, job))
+    _change(lambda store: operating.pause(store, job))
 
 
 @app.command()
@@ -182,7 +182,7 @@ def resume(job_id: int = typer.Argument(..., help=ID_HELP)) -> None:
 
     Next at its schedule's first time from now, in the job's zone; its failures start again from zero."""
     job = _open(job_id, "resume")
-    _change(job, lambda store: operating.resume(store, job, _now()))
+    _change(lambda store: operating.resume(store, job, _now()))
 
 
 @app.command()
@@ -194,7 +194,7 @@ def remove(job_id: int = typer.Argument(..., help=ID_HELP),
     job = _job(job_id)
     if not yes:
         typer.confirm(printable(f"Remove {describe(job)}?"), abort=True)
-    _change(job, lambda store: operating.remove(store, job))
+    _change(lambda store: operating.remove(store, job))
 
 
 @app.command()
@@ -204,4 +204,4 @@ def run(job_id: int = typer.Argument(..., help=ID_HELP)) -> None:
     A paused one becomes active; a running gateway sends it within a second, and its schedule goes on from
     then. A one-time job is then done."""
     job = _open(job_id, "run")
-    _change(job, lambda store: operating.run_now(store, job, _now()))
+    _change(lambda store: operating.run_now(store, job, _now()))
