@@ -2,7 +2,7 @@
 it was answered, so the dashboard shows who approved what.
 
 Revision ID: 0099
-Revises: 0022
+Revises: 0023
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0099"
-down_revision: str | Sequence[str] | None = "0022"
+down_revision: str | Sequence[str] | None = "0023"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
