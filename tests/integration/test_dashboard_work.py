@@ -246,3 +246,18 @@ async def test_approvals_show_the_waiting_requests_and_who_answered_the_others(s
     assert "ccc333" in answered and "ended without an answer" in answered
     assert "ddd444" not in raw
     assert "<script>alert" not in raw and "\u202e" not in raw and "evil&lt;U+202E&gt;gnp.exe" in raw
+
+
+async def test_jobs_are_shown_fifty_to_a_page(site: Site) -> None:
+    made = [await job(site.store, site.person_id, name=f"job {n}") for n in range(51)]
+    await site.sign_in()
+    first = text_of(await (await site.client.get("/admin/jobs")).text())
+    assert f"#{made[49]} job 49 " in first and f"#{made[50]} job 50 " not in first
+    assert "Page 1 of 2 (51 jobs)" in first
+    second = text_of(await (await site.client.get("/admin/jobs?page=2")).text())
+    assert f"#{made[50]} job 50 " in second and f"#{made[0]} job 0 " not in second
+    assert text_of(await (await site.client.get("/admin/jobs?page=9")).text()).count("Page 2 of 2") == 1
+    csrf = await site.sign_in()
+    status, location, _ = await post(site, f"/admin/jobs/{made[50]}/pause", csrf, page="2")
+    assert (status, location) == (303, f"/admin/jobs?changed={made[50]}&page=2")  # back where it was pressed
+    assert f"Paused job #{made[50]} 'job 50'." in text_of(await (await site.client.get(location)).text())

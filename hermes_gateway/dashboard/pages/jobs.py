@@ -16,7 +16,9 @@ from hermes_engine.ports.jobs import JobRecord
 from hermes_engine.ports.storage import Store
 from hermes_gateway.dashboard.guard import PREFIX, visitor
 from hermes_gateway.dashboard.pages import Page
-from hermes_gateway.dashboard.rendering import SOURCES, render
+from hermes_gateway.dashboard.rendering import SOURCES, number, render
+
+PER_PAGE = 50
 
 
 @dataclass(frozen=True)
@@ -47,11 +49,15 @@ def target_text(job: JobRecord) -> str:
 async def jobs(request: web.Request, *, status: int = 200, said: str | None = None, ok: bool = True
                ) -> web.Response:
     sources = request.app[SOURCES]
+    found = [job for bot in sources.bots for job in await sources.store.list_jobs(bot)]
+    pages = max(1, -(-len(found) // PER_PAGE))
+    page = min(number(request.query.get("page")), pages)
     rows = [JobRow(job, in_zone(job.next_due, job.timezone), target_text(job))
-            for bot in sources.bots for job in await sources.store.list_jobs(bot)]
+            for job in found[(page - 1) * PER_PAGE:page * PER_PAGE]]
     if said is None and (changed := request.query.get("changed", "")).isdigit():
         said = await _said(request, int(changed))
-    return render(request, "jobs.html", status=status, page="jobs", rows=rows, said=said, ok=ok)
+    return render(request, "jobs.html", status=status, page="jobs", rows=rows, said=said, ok=ok, at=page,
+                  pages=pages, total=len(found))
 
 
 def _now() -> datetime:
@@ -79,7 +85,8 @@ async def change(request: web.Request) -> web.StreamResponse:
     except operating.Refused as exc:
         return await jobs(request, status=409, said=str(exc)[:1].upper() + str(exc)[1:], ok=False)
     await sources.store.record_dashboard_change(who.admin, f"job.{action}", f"job #{job.id}", said)
-    raise web.HTTPSeeOther(f"{PREFIX}/jobs?changed={job.id}")
+    page = number(str((await request.post()).get("page", "")))
+    raise web.HTTPSeeOther(f"{PREFIX}/jobs?changed={job.id}" + (f"&page={page}" if page > 1 else ""))
 
 
 async def _said(request: web.Request, job_id: int) -> str | None:
