@@ -3,8 +3,7 @@ people and 10,000 sessions in a SQLite store (target: p99 at most 100 ms).
 
 Pages: Overview, People (the first page of fifty), a person's page with MEMORY.md and USER.md; Kanban (500
 cards in every column), a card with 40 lines of history, Jobs (200 jobs, a page of fifty) and Approvals (300
-requests). Each
-request passes the whole guard (Host check, the session read from the store, the headers).
+requests). Each request passes the whole guard (Host check, the session read from the store, the headers).
 
     python tests/bench/dashboard_bench.py [--rounds 200] [--people 1000] [--sessions 10000]
 """
