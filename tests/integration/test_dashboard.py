@@ -119,6 +119,8 @@ def admin_routes(http: web.Application) -> list[tuple[str, str]]:
                 path = info.get("path") or info.get("formatter") or f"{info['prefix']}/dashboard.css"
                 path = re.sub(r"\{person[^}]*\}", "1", path)
                 path = re.sub(r"\{target[^}]*\}", "memory", path)
+                path = re.sub(r"\{action[^}]*\}", "pause", path)
+                path = re.sub(r"\{[a-z]+(:[^}]*)?\}", "1", path)  # a card's, a job's number
                 found.append((route.method, path))
     return found
 
