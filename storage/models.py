@@ -402,7 +402,7 @@ class ApprovalRow(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     asked_by: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)  # migration 0014
-    command: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)  # migration 0099: what it asked
+    command: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)  # migration 0024: what it asked
     risk: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 

@@ -1,7 +1,7 @@
 """What a request for approval asked (the command or tool call, secrets redacted, and its risk class) and when
 it was answered, so the dashboard shows who approved what.
 
-Revision ID: 0099
+Revision ID: 0024
 Revises: 0023
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0099"
+revision: str = "0024"
 down_revision: str | Sequence[str] | None = "0023"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
