@@ -41,6 +41,7 @@ from hermes_engine.ports.storage import Store
 from hermes_engine.workspace.sending import FileOutlets
 from hermes_gateway import preflight
 from hermes_gateway.dashboard.serving import attach_dashboard
+from hermes_gateway.fault_tally import FaultTally, TalliedMetrics
 from hermes_gateway.metrics import PrometheusMetrics
 from hermes_gateway.wiring import (
     StoredDeliveries,
@@ -130,7 +131,8 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
                 stop: asyncio.Event | None = None) -> None:
     settings, profiles = await preflight.check(settings, profiles, serving=True)
     store = open_store(settings)
-    storage_health, started, metrics = StorageHealth(store), asyncio.Event(), PrometheusMetrics()
+    storage_health, started, tally = StorageHealth(store), asyncio.Event(), FaultTally()
+    metrics = TalliedMetrics(tally)
     adapters: list[PlatformAdapter] = []
     stop = stop or asyncio.Event()
     checks: list[Callable[[], list[str]]] = [lambda: ["stopping"] if stop.is_set() else []]
@@ -144,6 +146,7 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     # imports the model SDKs; both are done before any adapter takes a message, so the first turn finds
     # its provider ready.
     await asyncio.gather(open_migrated(store, settings.db_url), asyncio.to_thread(preload_models, gateways))
+    counting = asyncio.create_task(tally.run(store), name="fault-tally")
     runner = web.AppRunner(http)
     await runner.setup()
     site = web.TCPSite(runner, settings.http_host, settings.http_port)
@@ -181,4 +184,6 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
             except Exception:
                 log.exception("stopping %s failed", adapter.platform)
         await runner.cleanup()
+        counting.cancel()
+        await asyncio.gather(counting, return_exceptions=True)  # its last counts are added
         await store.close()

@@ -49,3 +49,14 @@ class DashboardAuditRow(Base):
     action: Mapped[str] = mapped_column(sa.String(64), nullable=False)
     subject: Mapped[str] = mapped_column(sa.String(255), nullable=False)
     detail: Mapped[str] = mapped_column(sa.Text(), nullable=False)
+
+
+class FaultMinuteRow(Base):
+    """How many faults of one kind (`error:provider`, `429:telegram`) the replicas counted in one minute
+    (migration 0023); each replica adds its own counts to the row, so it holds them all."""
+
+    __tablename__ = "fault_minutes"
+
+    minute: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    kind: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    count: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False)

@@ -387,7 +387,8 @@ class DueReviewRow(Base):
 
 class ApprovalRow(Base):
     """A request for approval every replica can answer (`ApprovalStore`): pending until the first answer or
-    until the replica that asked ends it. Swept a day after it expired."""
+    until the replica that asked ends it; what it asked and who answered when, for the dashboard. Swept a day
+    after it expired."""
 
     __tablename__ = "approval_requests"
     __table_args__ = (sa.Index(None, "expires_at"),)
@@ -401,6 +402,9 @@ class ApprovalRow(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)
     asked_by: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)  # migration 0014
+    command: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)  # migration 0024: what it asked
+    risk: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 # Scheduled job states (migration 0017). "active" and "paused" are open; "done" and "failed" are over.

@@ -168,6 +168,15 @@ class SlackAdapter(PlatformAdapter):
         writer is not asked: the workspace is the membership boundary (`chat_access`)."""
         return await chat_presence(self.api, target.chat_id)
 
+    async def replies_to(self, posted: ReplyTarget, idempotency_key: str) -> tuple[ReplyTarget, ...]:
+        """A reply to a channel's top-level post is written in its thread, and a thread is a conversation of its
+        own (`inbound.py`): one per message the key posted. In a thread or a DM replies stay where they are."""
+        if posted.thread_id or posted.chat_id.startswith("D"):
+            return ()
+        delivery = await self.ledger.get(idempotency_key)
+        return tuple(ReplyTarget(posted.platform, posted.account, posted.chat_id, ts)
+                     for ts in (delivery.message_ids if delivery else ()))
+
     def approval_asker(self) -> SlackApprovals:
         return self.approvals
 

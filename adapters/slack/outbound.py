@@ -154,8 +154,7 @@ class SlackTransport:
 
     async def send(self, target: ReplyTarget, text: str, *, rendered: bool, extras: Mapping[str, Any]) -> str:
         ts = await self.messages.post(target, text if rendered else escape(text), mrkdwn=rendered)
-        if target.thread_id:
-            self.threads.join(target.chat_id, target.thread_id)
+        self.threads.join(target.chat_id, target.thread_id or ts)  # a reply under a top-level post is to the bot
         return ts
 
     async def edit(self, target: ReplyTarget, message_id: str, text: str, *, rendered: bool,

@@ -27,6 +27,7 @@ from typing import Protocol
 from hermes_engine.holders import new_holder
 from hermes_engine.ports.approval import ApprovalRequest, Decision, Pressed
 from hermes_engine.ports.storage import ApprovalRecord, ApprovalStore, LeaseStore
+from hermes_engine.secrets import redact
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 0.25  # how late a press taken on another replica is seen; one small read per poll
@@ -59,7 +60,8 @@ class SharedRequests:
         when the store cannot."""
         try:
             await self.store.record_approval(request.id, self.bot, request.session_key, request.expires_at,
-                                             request.asked_by or None)
+                                             request.asked_by or None, command=redact(request.command),
+                                             risk=request.risk)
             await self.store.acquire_lease(waiting_lease(request.id), self.holder, self.lease_seconds)
         except Exception:  # noqa: BLE001 - the request is still answered on this replica
             log.warning("approval %s: not recorded in the database; only this replica can take it", request.id,

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from hermes_engine.clock.schedule import ScheduleError, local_time, parse_schedule, zone_named
 from hermes_engine.ports.conversation import Message
 from hermes_engine.ports.host import Host
-from hermes_engine.ports.inbound import ReplyTarget
+from hermes_engine.ports.inbound import ChatKind, InboundMessage, ReplyTarget
 from hermes_engine.ports.jobs import JobRecord
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,17 @@ def late_note(job: JobRecord, due: datetime) -> str:
 
 
 async def write_into_chat(host: Host, job: JobRecord, due: datetime, text: str) -> None:
-    """What was delivered joins the chat's conversation, so a reply to it has it in context."""
-    session = await host.store.active_session(job.session_key, job.bot)
-    await host.store.append_message(session.id, Message(role="assistant", content=text,
-                                                        meta={"job_id": job.id, "due": due.isoformat()}))
+    """What was delivered joins the chat's conversation, so a reply to it has it in context; and, where the
+    platform puts replies to it in a conversation of their own (a Slack channel post's thread), that one too."""
+    replies = await host.replies_to(ReplyTarget.from_dict(job.target), run_key(job, due))
+    for key in dict.fromkeys([job.session_key, *(thread_key(reply) for reply in replies)]):
+        session = await host.store.active_session(key, job.bot)
+        await host.store.append_message(session.id, Message(role="assistant", content=text,
+                                                            meta={"job_id": job.id, "due": due.isoformat()}))
+
+
+def thread_key(reply: ReplyTarget) -> str:
+    """The session of that reply thread (a thread's is one for everyone in it)."""
+    return InboundMessage(platform=reply.platform, account=reply.account, chat_kind=ChatKind.THREAD,
+                          chat_id=reply.chat_id, thread_id=reply.thread_id, user_id="", text="", message_id="",
+                          synthetic=True).session_key()

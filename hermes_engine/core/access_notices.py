@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from hermes_engine.policy.access import Notify
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.reply import ChatAccess, ChatAccessFacts, ChatPresence, ChatPresenceFacts, Outlet
+from hermes_engine.ports.reply import ChatAccess, ChatAccessFacts, ChatPresence, ChatPresenceFacts, Outlet, ReplyThreads
 
 log = logging.getLogger(__name__)
 
@@ -46,3 +46,12 @@ async def chat_presence(outlets: Mapping[str, Outlet], target: ReplyTarget, *, w
     if not isinstance(outlet, ChatPresenceFacts):
         return ChatPresence(False, why=f"the {target.platform} adapter cannot tell whether I am in a chat")
     return await outlet.chat_presence(target, writer=writer)
+
+
+
+async def replies_to(outlets: Mapping[str, Outlet], target: ReplyTarget, idempotency_key: str
+                     ) -> tuple[ReplyTarget, ...]:
+    """Where replies to the messages sent under `idempotency_key` go, when the chat's adapter says they go into a
+    conversation apart (`ReplyThreads`); none apart otherwise."""
+    outlet = outlets.get(target.platform)
+    return await outlet.replies_to(target, idempotency_key) if isinstance(outlet, ReplyThreads) else ()

@@ -1,10 +1,9 @@
 """The gateway: routes inbound messages to sessions and runs at most one turn per session at a time.
 
-Adapters call `handle(msg)` (the `EnginePort`); it records the event in the durable inbox (so a duplicate
-is ignored and a message received before a crash is answered after restart), resolves the person,
-dispatches chat commands, and queues turns on the session's lane. Many sessions run concurrently. The
-turn itself is the `TurnRunner`'s; features see the gateway only as their `Host`. While the store cannot
-write (`StorageHealth`), a message is not taken: no turn, no model call, the person told once per chat.
+Adapters call `handle(msg)` (the `EnginePort`); it records the event in the durable inbox (a duplicate is
+ignored, a message received before a crash answered after restart), resolves the person, dispatches chat
+commands and queues turns on the session's lane (many sessions run concurrently; the turn is the `TurnRunner`'s;
+features see the gateway as their `Host`). While the store cannot write, no message is taken: told once per chat.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from typing import Any
 from hermes_engine.agent.loop import AgentLoop, TurnResult
 from hermes_engine.agent.prompt import PromptBuilder
 from hermes_engine.config import BotProfile, Settings
-from hermes_engine.core.access_notices import chat_access, chat_presence, teller
+from hermes_engine.core.access_notices import chat_access, chat_presence, replies_to, teller
 from hermes_engine.core.builtin_commands import register_builtin_commands
 from hermes_engine.core.jobs import Lane, TurnJob, run_settling
 from hermes_engine.core.leases import Leases
@@ -62,9 +61,7 @@ class Gateway:
                  chain_factory: Callable[[Sequence[str]], ProviderChain], tools: ToolRegistry,
                  access: AccessGate, history_view: HistoryView, features: list[Feature] | None = None,
                  storage_health: StorageHealth | None = None, metrics: Metrics = NO_METRICS) -> None:
-        self.settings = settings
-        self.history_view = history_view
-        self.metrics = metrics
+        self.settings, self.history_view, self.metrics = settings, history_view, metrics
         self.profile = profile
         self.bot = profile.name
         self.store = store
@@ -281,6 +278,9 @@ class Gateway:
 
     async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence:
         return await chat_presence(self.outlets, target, writer=writer)
+
+    async def replies_to(self, target: ReplyTarget, idempotency_key: str) -> tuple[ReplyTarget, ...]:
+        return await replies_to(self.outlets, target, idempotency_key)
 
     def session(self, key: str) -> SessionHandle | None:
         return self.sessions.get(key)

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_engine.config import KanbanSettings
 from hermes_engine.holders import new_holder
+from hermes_engine.kanban import moves
 from hermes_engine.kanban.attempt import AttemptRunner
-from hermes_engine.kanban.board import parse_card_id, parse_status, render_board, render_card
+from hermes_engine.kanban.board import parse_card_id, render_board, render_card
 from hermes_engine.kanban.dispatcher import Dispatcher, Progress
 from hermes_engine.kanban.triage import Triage
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
@@ -246,18 +247,17 @@ class KanbanFeature(Feature):
                 card_id = parse_card_id(target)
                 if sub == "move":
                     status, _, reason = tail.strip().partition(" ")
-                    moved = await store.move_card(card_id, parse_status(status),  # type: ignore[arg-type]
-                                                  actor=actor, reason=reason, viewer=viewer)
+                    moved = await moves.move(store, card_id, status, actor=actor, reason=reason, viewer=viewer)
                 elif sub == "block":
-                    moved = await store.move_card(card_id, "blocked", actor=actor, reason=tail.strip() or "blocked",
-                                                  viewer=viewer)
+                    moved = await moves.move(store, card_id, "blocked", actor=actor, reason=tail.strip() or "blocked",
+                                             viewer=viewer)
                 else:
-                    moved = await store.move_card(card_id, "archived", actor=actor,
-                                                  reason=tail.strip() or "cancelled", viewer=viewer)
+                    moved = await moves.move(store, card_id, "archived", actor=actor,
+                                             reason=tail.strip() or "cancelled", viewer=viewer)
                 if moved is None:
                     return f"No card {target}."
                 self._poke()
-                return f"Card #{moved.id} is now {moved.status}."
+                return moves.moved_text(moved)
         except ValueError as exc:
             return f"{exc}\n{USAGE}"
         return USAGE

@@ -24,7 +24,7 @@ import logging
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +37,10 @@ from hermes_engine.policy.pairing import ALPHABET, Pairing
 from hermes_engine.ports.blobs import AttachmentBlobs
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
 from hermes_engine.ports.feature import Feature
-from hermes_engine.ports.storage import ForgottenPerson, PeopleStore
+from hermes_engine.ports.host import Host
+from hermes_engine.ports.session import SessionHandle
+from hermes_engine.ports.storage import ForgottenPerson, Store
+from hermes_engine.voice.state import AREA as VOICE
 from hermes_engine.workspace.folders import WorkspaceFolders
 from hermes_engine.workspace.space import WorkspaceError, scope_name
 
@@ -78,7 +81,7 @@ class ForgetOutcome:
         return text
 
 
-async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
+async def forget_person(store: Store, home: Path, person_id: int, *,
                         memory: MemoryStore | None = None, pairing: Pairing | None = None,
                         workspaces: Path | None = None, blobs: AttachmentBlobs | None = None) -> ForgetOutcome | None:
     """Delete everything kept about `person_id` (see the module docstring); None for an unknown person.
@@ -100,6 +103,8 @@ async def forget_person(store: PeopleStore, home: Path, person_id: int, *,
             folders += await memory.erase(MemoryOwner.person(pid))
         except OSError as exc:
             problems.append(f"memory of person {pid} ({exc.strerror or exc})")
+    for key in record.session_keys:  # a conversation's voice switch (`voice/state.py`) goes with it
+        await store.delete_documents(VOICE, key)
     removed_files = await asyncio.to_thread(_remove_attachments, Path(home) / ATTACHMENTS, record, problems)
     if blobs is None and isinstance(store, AttachmentBlobs) and store.blobs_shared:
         blobs = store
@@ -222,29 +227,38 @@ class ForgetFeature(Feature):
         return "Done: I have deleted everything I kept about you."
 
     async def _forget(self, ctx: CommandContext) -> ForgetOutcome | None:
-        host, person_id = ctx.host, ctx.person_id
-        book = host.services.get(MEMORY)
-        memory = getattr(book, "store", None)
-        # Conversations loaded in this process that only this person wrote in restart on a fresh record first,
-        # so nothing here keeps pointing at a deleted one; shared ones reload without the person's words.
-        shared = []
-        for session_id in {ctx.session.record.id, *await host.store.export_session_ids(person_id=person_id)}:
-            handle = host.session_by_id(session_id)
+        return await forget_in([ctx.host], ctx.person_id, pairing=self.pairing, also=(ctx.session.record.id,))
+
+
+async def forget_in(hosts: Sequence[Host], person_id: int, *, pairing: Pairing | None,
+                    also: Iterable[int] = ()) -> ForgetOutcome | None:
+    """`forget_person` in a running process, whose gateways (`hosts`, the first of which owns the memory and
+    home) may hold the person's conversations loaded: those only this person wrote in restart on a fresh record
+    first, so nothing keeps pointing at a deleted one; shared ones reload without the person's words. `also`:
+    sessions to look at besides the person's own (the one `/forget` was sent in)."""
+    host = hosts[0]
+    shared: list[tuple[Host, SessionHandle]] = []
+    session_ids = {*also, *await host.store.export_session_ids(person_id=person_id)}
+    for each in hosts:
+        for session_id in session_ids:
+            handle = each.session_by_id(session_id)
             if handle is None:
                 continue
-            await host.interrupt(handle)
-            stored = await host.store.load_stored_messages(session_id)
+            await each.interrupt(handle)
+            stored = await each.store.load_stored_messages(session_id)
             if all(m.person_id in (None, person_id) for m in stored if m.message.role == "user"):
-                await host.new_session(handle)
+                await each.new_session(handle)
             else:
-                shared.append(handle)
-        outcome = await forget_person(host.store, Path(host.settings.home), person_id,
-                                      memory=memory if isinstance(memory, MemoryStore) else None,
-                                      pairing=self.pairing, workspaces=host.settings.workspaces)
-        for handle in shared:
-            host.drop_session(handle.key)
-        host.forget_people()
-        return outcome
+                shared.append((each, handle))
+    book = host.services.get(MEMORY)
+    outcome = await forget_person(host.store, Path(host.settings.home), person_id,
+                                  memory=book.store if book is not None else None,
+                                  pairing=pairing, workspaces=host.settings.workspaces)
+    for each, handle in shared:
+        each.drop_session(handle.key)
+    for each in hosts:
+        each.forget_people()
+    return outcome
 
 
-__all__ = ["ForgetFeature", "ForgetOutcome", "attachment_folder_name", "forget_person"]
+__all__ = ["ForgetFeature", "ForgetOutcome", "attachment_folder_name", "forget_in", "forget_person"]

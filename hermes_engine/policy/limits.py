@@ -30,6 +30,7 @@ from hermes_engine.ports.host import Host
 from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.ports.services import ServiceKey
 from hermes_engine.ports.session import SessionScope
+from hermes_engine.ports.usage import UsageLedger
 
 Clock = Callable[[], datetime]
 SERVICE: ServiceKey[UsageLimits] = ServiceKey("usage_limits")
@@ -141,10 +142,8 @@ class UsageLimits(Feature):
     async def status_lines(self, scope: SessionScope, person_id: int | None) -> list[str]:
         if not self.settings.enabled or person_id is None or self.host is None:
             return []
-        mine = await self.host.store.usage_of(self.host.bot, person_id, self.clock().date())
-        parts = [_of(mine.turns, self.settings.turns_per_day, "turns"),
-                 _of(mine.tokens, self.settings.tokens_per_day, "tokens")]
-        return [f"Today: {', '.join(parts)}. {self._resets()}"]
+        return [f"{await usage_today(self.host.store, self.settings, self.host.bot, person_id, self.clock().date())} "
+                f"{self._resets()}"]
 
     async def _bot_limit(self, day: date) -> tuple[str, str] | None:
         """The bot's total limit reached, as (metric label, sentence), or None."""
@@ -178,6 +177,13 @@ class UsageLimits(Feature):
         midnight = datetime.combine(now.date() + timedelta(days=1), time(0), tzinfo=UTC)
         hours, rest = divmod(int((midnight - now).total_seconds()), 3600)
         return f"It resets at midnight UTC (in {hours} h {rest // 60} min)."
+
+
+async def usage_today(ledger: UsageLedger, settings: UsageLimitSettings, bot: str, person_id: int, day: date) -> str:
+    """A person's turns and tokens on `day` against their daily limits, as `/status` and the dashboard say it."""
+    mine = await ledger.usage_of(bot, person_id, day)
+    turns = _of(mine.turns, settings.turns_per_day, "turns")
+    return f"Today: {turns}, {_of(mine.tokens, settings.tokens_per_day, 'tokens')}."
 
 
 def _micros(usd: float | None) -> int | None:

@@ -8,6 +8,7 @@ opened on one is honoured by all.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -41,6 +42,16 @@ class ListedPerson:
     accounts: tuple[tuple[str, str], ...]  # (platform, user id)
 
 
+@dataclass(frozen=True)
+class HeldLease:
+    """A lease live now: its name (`session:…`, `goal:…`, `job:…`, a platform's election), who holds it (a
+    replica, named by `hermes_engine.holders`) and until when."""
+
+    name: str
+    holder: str
+    expires_at: datetime
+
+
 class DashboardStore(Protocol):
     async def dashboard_people(self, *, offset: int, limit: int) -> tuple[list[ListedPerson], int]:
         """A page of the people with an account (a person /link merged into another has none left), by id,
@@ -65,3 +76,14 @@ class DashboardStore(Protocol):
 
     async def dashboard_changes(self, *, limit: int = 50) -> list[AuditEntry]:
         """The newest changes first."""
+
+    async def live_leases(self, *, limit: int = 5000) -> list[HeldLease]:
+        """Leases that have not expired, by holder and name: which replicas are at work, and on what."""
+
+    async def add_faults(self, counts: Mapping[tuple[datetime, str], int]) -> None:
+        """Add to the count of faults per minute (`counts`: (the minute, kind) → how many; kinds such as
+        `error:provider` or `429:telegram`). Every replica adds its own, so the sum is the whole deployment's;
+        minutes older than a day are deleted on the way."""
+
+    async def faults_since(self, since: datetime) -> dict[str, int]:
+        """The faults of every replica counted in the minutes from `since`, by kind."""

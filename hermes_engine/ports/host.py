@@ -105,6 +105,12 @@ class Host(Protocol):
         platform; asked before the bot posts in a chat nobody wrote to it from."""
         ...
 
+    async def replies_to(self, target: ReplyTarget, idempotency_key: str) -> tuple[ReplyTarget, ...]:
+        """Where the platform puts replies to what was sent to `target` under `idempotency_key`, when that is a
+        conversation apart (`ReplyThreads`: the thread a Slack channel post opens); empty where they stay in the
+        chat itself. The adapter reads it from its delivery ledger, so it holds after a restart as well."""
+        ...
+
     def session(self, key: str) -> SessionHandle | None:
         """The session loaded in this process for `key`, if any."""
         ...

@@ -120,6 +120,16 @@ class ChatPresenceFacts(Protocol):
     async def chat_presence(self, target: ReplyTarget, *, writer: str | None = None) -> ChatPresence: ...
 
 
+@runtime_checkable
+class ReplyThreads(Protocol):
+    """An outlet whose platform puts a person's reply to a message the bot posted in a conversation apart: on
+    Slack a reply to a channel's top-level message goes into that message's thread, a session of its own. Where
+    replies to what it sent to `posted` under `idempotency_key` go (read from its delivery ledger, which outlives
+    the process); empty where they stay in the same conversation, as on an outlet without this capability."""
+
+    async def replies_to(self, posted: ReplyTarget, idempotency_key: str) -> tuple[ReplyTarget, ...]: ...
+
+
 @dataclass(frozen=True)
 class OutgoingFile:
     """A file the agent sends to a person: its bytes, already read from the workspace and checked against

@@ -397,6 +397,10 @@ class ApprovalRecord:
     decision: str | None = None  # a `ports.approval.Decision` value, once decided
     decided_by: str | None = None  # the platform user id of whoever answered
     asked_by: str | None = None  # the platform user id of the person whose turn asked
+    created_at: datetime | None = None  # when it was asked
+    command: str | None = None  # what it asked to run or call, secrets redacted
+    risk: str | None = None  # the class that needed approval ("dangerous", ...)
+    decided_at: datetime | None = None  # when the answer was taken
 
 
 class ApprovalStore(Protocol):
@@ -404,8 +408,10 @@ class ApprovalStore(Protocol):
     waits is still taken: that replica records the answer, the waiting one reads it. The first answer wins."""
 
     async def record_approval(self, request_id: str, bot: str, session_key: str, expires_at: datetime,
-                              asked_by: str | None = None) -> None:
-        """Record a pending request; requests that expired a day ago are swept on the way."""
+                              asked_by: str | None = None, *, command: str | None = None,
+                              risk: str | None = None) -> None:
+        """Record a pending request (`command` as shown to the approvers, secrets already redacted); requests
+        that expired a day ago are swept on the way."""
 
     async def get_approval(self, request_id: str) -> ApprovalRecord | None: ...
 
@@ -416,6 +422,9 @@ class ApprovalStore(Protocol):
     async def end_approval(self, request_id: str) -> ApprovalRecord | None:
         """End a request still pending (no answer is taken after this); the record as it stands then, so a
         caller sees an answer that got there first."""
+
+    async def recent_approvals(self, *, bot: str | None = None, limit: int = 100) -> list[ApprovalRecord]:
+        """The requests still kept (each is swept a day after it expired), newest first; `bot`'s only."""
 
 
 class HistoryStore(SessionStore, CompactionLineage, Protocol):

@@ -17,17 +17,20 @@ taken finishes as it began.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 import typer
 
-from hermes_engine.clock.schedule import ScheduleError, local_time, parse_schedule, zone_named
+from hermes_engine.clock import operating
+from hermes_engine.clock.operating import Refused, check_open
+from hermes_engine.clock.schedule import ScheduleError, local_time, zone_named
 from hermes_engine.clock.tool import describe
 from hermes_engine.config import load_profile
 from hermes_engine.errors import ConfigError
-from hermes_engine.ports.jobs import JobRecord, JobState
+from hermes_engine.ports.jobs import JobRecord
 from hermes_engine.ports.storage import Store
 from hermes_gateway.cli.home import refuse, with_store
 from hermes_gateway.cli.people import PERSON_HELP, UnknownPerson, resolve_person
@@ -37,7 +40,6 @@ app = typer.Typer(rich_markup_mode=None, no_args_is_help=True,
                   help="Reminders and scheduled jobs: list, show, pause, resume, remove, or run one now.")
 
 ID_HELP = "The job's number (see `hermes-gateway jobs list`)."
-OPEN = ("active", "paused", "failed")  # a job that may be paused, resumed or run; "done" ones only shown
 
 
 def _fail(text: str) -> NoReturn:
@@ -138,8 +140,10 @@ def _job(job_id: int) -> JobRecord:
 
 def _open(job_id: int, doing: str) -> JobRecord:
     job = _job(job_id)
-    if job.state not in OPEN:
-        _fail(f"job #{job.id} is {job.state} (it ran its last time), so there is nothing to {doing}.")
+    try:
+        check_open(job, doing)
+    except Refused as exc:
+        _fail(str(exc))
     return job
 
 
@@ -149,20 +153,18 @@ def show(job_id: int = typer.Argument(..., help=ID_HELP)) -> None:
     typer.echo(render_job(_job(job_id)))
 
 
-def _set_state(job: JobRecord, state: JobState, next_due: datetime | None = None) -> JobRecord:
-    async def work(store: Store) -> JobRecord | None:
-        if not await store.set_job_state(job.id, state, next_due=next_due):
-            return None
-        return await store.get_job(job.id)
+def _change(change: Callable[[Store], Awaitable[str]]) -> None:
+    """Say what the change did, or fail with why it did not (`operating.Refused`)."""
+    async def work(store: Store) -> str | Refused:
+        try:
+            return await change(store)
+        except Refused as exc:
+            return exc
 
-    changed = with_store(work)
-    if changed is None:  # removed meanwhile
-        _fail(f"no job {job.id}: it was removed meanwhile.")
-    return changed
-
-
-def _next(job: JobRecord) -> str:
-    return local_time(job.next_due, zone_named(job.timezone)) if job.next_due else "never"
+    said = with_store(work)
+    if isinstance(said, Refused):
+        _fail(str(said))
+    typer.echo(printable(said))
 
 
 @app.command()
@@ -171,21 +173,7 @@ def pause(job_id: int = typer.Argument(..., help=ID_HELP)) -> None:
 
     A run already under way finishes."""
     job = _open(job_id, "pause")
-    if job.state == "paused":
-        typer.echo(printable(f"Job #{job.id} {job.name!r} is paused already."))
-        return
-    _set_state(job, "paused")
-    typer.echo(printable(f"Paused job #{job.id} {job.name!r}."))
-
-
-def next_due_on_resume(job: JobRecord, now: datetime) -> datetime:
-    """When a resumed job is next due: a one-time job at its own time (now, if that has passed: it fires late,
-    once); a recurring one at its schedule's first slot after now, in its zone (slots missed while paused are
-    not replayed)."""
-    if job.once:
-        return job.next_due if job.next_due is not None and job.next_due > now else now
-    zone = zone_named(job.timezone)
-    return parse_schedule(job.schedule, zone, now).first(now, zone)
+    _change(lambda store: operating.pause(store, job))
 
 
 @app.command()
@@ -194,15 +182,7 @@ def resume(job_id: int = typer.Argument(..., help=ID_HELP)) -> None:
 
     Next at its schedule's first time from now, in the job's zone; its failures start again from zero."""
     job = _open(job_id, "resume")
-    if job.state == "active":
-        typer.echo(printable(f"Job #{job.id} {job.name!r} is active already; next {_next(job)}."))
-        return
-    try:
-        due = next_due_on_resume(job, _now())
-    except ScheduleError as exc:
-        _fail(f"job #{job.id}'s schedule {job.schedule!r} cannot be used here: {exc}")
-    changed = _set_state(job, "active", due)
-    typer.echo(printable(f"Resumed job #{job.id} {job.name!r}; next {_next(changed)}."))
+    _change(lambda store: operating.resume(store, job, _now()))
 
 
 @app.command()
@@ -214,13 +194,7 @@ def remove(job_id: int = typer.Argument(..., help=ID_HELP),
     job = _job(job_id)
     if not yes:
         typer.confirm(printable(f"Remove {describe(job)}?"), abort=True)
-
-    async def work(store: Store) -> bool:
-        return await store.delete_job(job.id)
-
-    if not with_store(work):
-        _fail(f"no job {job.id}: it was removed meanwhile.")
-    typer.echo(printable(f"Removed job #{job.id} {job.name!r}."))
+    _change(lambda store: operating.remove(store, job))
 
 
 @app.command()
@@ -230,7 +204,4 @@ def run(job_id: int = typer.Argument(..., help=ID_HELP)) -> None:
     A paused one becomes active; a running gateway sends it within a second, and its schedule goes on from
     then. A one-time job is then done."""
     job = _open(job_id, "run")
-    _set_state(job, "active", _now())
-    after = " (a one-time job: it is done after this run)" if job.once else ", then by its schedule"
-    typer.echo(printable(f"Job #{job.id} {job.name!r} is due now: a running gateway sends it within a second"
-                         f"{after}."))
+    _change(lambda store: operating.run_now(store, job, _now()))

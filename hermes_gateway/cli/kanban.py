@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import typer
 
+from hermes_engine.kanban import moves
 from hermes_engine.kanban.board import parse_status, render_board, render_card
 from hermes_engine.ports.storage import CardStatus, Store
 from hermes_gateway.cli.home import with_store
@@ -62,8 +63,8 @@ def show(card_id: int = typer.Argument(..., help="The card's number.")) -> None:
 
 def _move(card_id: int, status: CardStatus, reason: str) -> None:
     async def work(store: Store) -> str | None:
-        card = await store.move_card(card_id, status, actor=ACTOR, reason=reason)
-        return f"Card #{card.id} is now {card.status}." if card else None
+        card = await moves.move(store, card_id, status, actor=ACTOR, reason=reason)
+        return moves.moved_text(card) if card else None
 
     text = with_store(work)
     if text is None:
@@ -81,6 +82,13 @@ def move(card_id: int = typer.Argument(..., help="The card's number."),
 
 @app.command()
 def retry(card_id: int = typer.Argument(..., help="The card's number."),
-          reason: str = typer.Option("retried from the command line", "--reason")) -> None:
+          reason: str = typer.Option(moves.RETRIED, "--reason")) -> None:
     """Put a card back in ready with its failure count reset (after fixing what blocked it)."""
-    _move(card_id, "ready", reason)
+    async def work(store: Store) -> str | None:
+        card = await moves.retry(store, card_id, actor=ACTOR, reason=reason)
+        return moves.moved_text(card) if card else None
+
+    text = with_store(work)
+    if text is None:
+        _fail(f"no card {card_id}.")
+    typer.echo(text)

@@ -12,13 +12,27 @@ from aiohttp import web
 from hermes_gateway.dashboard import views
 from hermes_gateway.dashboard.config import Dashboard
 from hermes_gateway.dashboard.guard import PREFIX, middlewares
-from hermes_gateway.dashboard.pages import Page, audit, conversations, goals, overview, people, signing
+from hermes_gateway.dashboard.pages import (
+    Page,
+    approvals,
+    audit,
+    conversations,
+    goals,
+    jobs,
+    kanban,
+    overview,
+    people,
+    signing,
+)
 from hermes_gateway.dashboard.rendering import DASHBOARD, HERE, NAV, SOURCES, TEMPLATES, templates
 
 PAGES: tuple[Page, ...] = (
     signing.PAGE,
     overview.PAGE,
     people.PAGE,
+    kanban.PAGE,
+    jobs.PAGE,
+    approvals.PAGE,
     conversations.PAGE,
     goals.PAGE,
     audit.PAGE,

@@ -10,6 +10,7 @@ from aiohttp import web
 from hermes_engine.config import Settings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.memory.book import MemoryBook
+from hermes_engine.people.forget import ForgetFeature, ForgetOutcome, forget_in
 from hermes_engine.ports.storage import Store
 from hermes_gateway.dashboard.app import mount
 from hermes_gateway.dashboard.command import register_dashboard_command
@@ -26,8 +27,15 @@ def attach_dashboard(http: web.Application, settings: Settings, store: Store, ga
         return [PlatformState(gateway.bot, name, bool(getattr(outlet, "connected", False)))
                 for gateway in gateways for name, outlet in sorted(gateway.outlets.items())]
 
-    goal_turns = {gateway.bot: gateway.profile.goals.max_turns for gateway in gateways}
-    mount(http, Sources(store, memory, [gateway.bot for gateway in gateways], platforms, goal_turns), dashboard)
+    forgetting = next((f for f in gateways[0].features if isinstance(f, ForgetFeature)), None) if gateways else None
+
+    async def forget(person_id: int) -> ForgetOutcome | None:
+        return await forget_in(gateways, person_id, pairing=forgetting.pairing if forgetting else None)
+
+    mount(http, Sources(store, memory, [gateway.bot for gateway in gateways], platforms,
+                        {gateway.bot: gateway.profile.limits for gateway in gateways},
+                        forget if forgetting is not None else None,
+                        {gateway.bot: gateway.profile.goals.max_turns for gateway in gateways}), dashboard)
     for gateway in gateways:
         register_dashboard_command(gateway.commands, store, dashboard)
     return dashboard

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
+from hermes_engine.config import UsageLimitSettings
+from hermes_engine.holders import Holder
 from hermes_engine.memory.book import LABELS, Document, MemoryBook
-from hermes_engine.memory.documents import MemoryOwner
-from hermes_engine.ports.dashboard import AuditEntry, ListedPerson
+from hermes_engine.memory.documents import MemoryOwner, UnreadableDocument
+from hermes_engine.memory.pending import PendingChanges
+from hermes_engine.people.forget import ForgetOutcome
+from hermes_engine.policy.limits import usage_today
+from hermes_engine.policy.spending import cost_lines
+from hermes_engine.ports.dashboard import AuditEntry, HeldLease, ListedPerson
 from hermes_engine.ports.storage import AccountRecord, PersonRecord, Store, UsageCount
 
 
@@ -20,11 +27,23 @@ class PlatformState:
 
 
 @dataclass(frozen=True)
+class Replica:
+    """A process holding leases now (its replica name and pid; one process holds leases under several holder
+    names), and how many of each family (`session`, `goal`, `job`, a platform's poller, …)."""
+
+    holder: str
+    leases: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
 class Overview:
     platforms: tuple[PlatformState, ...]
     pending_turns: int
     today: tuple[tuple[str, UsageCount], ...]  # per bot
     changes: tuple[AuditEntry, ...]
+    replicas: tuple[Replica, ...] = ()
+    between_runs: tuple[str, ...] = ()  # periodic jobs that ran on some replica and wait for their next interval
+    faults: tuple[tuple[str, int], ...] = ()  # the last hour's, by kind (`error:provider`, `429:telegram`)
 
 
 @dataclass(frozen=True)
@@ -39,6 +58,12 @@ class PersonPage:
     person: PersonRecord
     accounts: tuple[AccountRecord, ...]
     documents: tuple[tuple[str, Document], ...]  # (file name, document): MEMORY.md, USER.md
+    usage: tuple[tuple[str, tuple[str, ...]], ...] = ()  # per bot: what `/status` tells the person of it
+    proposals: tuple[str, ...] = ()  # the background review's changes waiting for the person, described
+    proposals_unreadable: str = ""
+
+
+Forget = Callable[[int], Awaitable[ForgetOutcome | None]]
 
 
 @dataclass(frozen=True)
@@ -51,14 +76,38 @@ class Sources:
     memory: MemoryBook
     bots: Sequence[str]
     platforms: Callable[[], Sequence[PlatformState]]
-    goal_turns: Mapping[str, int] = field(default_factory=dict)
+    limits: Mapping[str, UsageLimitSettings] = field(default_factory=dict)  # each bot's usage limits
+    forget: Forget | None = None  # deletes everything kept about a person, as `/forget` does (None: not offered)
+    goal_turns: Mapping[str, int] = field(default_factory=dict)  # each bot's turns a goal (`goals.max_turns`)
+
+
+FAULT_WINDOW = timedelta(hours=1)
 
 
 async def overview(sources: Sources) -> Overview:
-    day = datetime.now(UTC).date()
-    today = tuple([(bot, await sources.store.usage_total(bot, day)) for bot in sources.bots])
+    now = datetime.now(UTC)
+    today = tuple([(bot, await sources.store.usage_total(bot, now.date())) for bot in sources.bots])
+    faults = await sources.store.faults_since(now - FAULT_WINDOW)
+    processes, between_runs = replicas(await sources.store.live_leases())
     return Overview(tuple(sources.platforms()), len(await sources.store.pending_inbound()), today,
-                    tuple(await sources.store.dashboard_changes(limit=10)))
+                    tuple(await sources.store.dashboard_changes(limit=10)), processes, between_runs,
+                    tuple(sorted(faults.items())))
+
+
+def replicas(leases: Sequence[HeldLease]) -> tuple[tuple[Replica, ...], tuple[str, ...]]:
+    """Leases by process, counted by family (the part of a lease's name before its first colon: never the
+    chat a session lease names); and the periodic jobs whose lease marks a run done for this interval (held by
+    no process)."""
+    held: dict[str, Counter[str]] = {}
+    between: set[str] = set()
+    for lease in leases:
+        holder = Holder.parse(lease.holder)
+        if holder is None:
+            between.add(lease.name.split(":", 1)[0])
+            continue
+        held.setdefault(f"{holder.replica} (pid {holder.pid})", Counter())[lease.name.split(":", 1)[0]] += 1
+    return (tuple(Replica(process, tuple(sorted(families.items()))) for process, families in sorted(held.items())),
+            tuple(sorted(between)))
 
 
 PEOPLE_PER_PAGE = 50
@@ -82,4 +131,16 @@ async def person(sources: Sources, person_id: int) -> PersonPage | None:
         return None
     owner = MemoryOwner.person(person_id)
     documents = tuple([(LABELS[target], await sources.memory.document(owner, target)) for target in owner.targets()])
-    return PersonPage(record, tuple(await sources.store.list_accounts(person_id)), documents)
+    day = datetime.now(UTC).date()
+    usage = []
+    for bot in sources.bots:
+        limits = sources.limits.get(bot, UsageLimitSettings())
+        lines = [await usage_today(sources.store, limits, bot, person_id, day),
+                 *await cost_lines(sources.store, bot, person_id, day, admin=False, limit=limits.cost_per_day)]
+        usage.append((bot, tuple(lines)))
+    try:
+        proposals, unreadable = tuple(p.describe() for p in await PendingChanges(sources.memory).waiting(owner)), ""
+    except UnreadableDocument as exc:
+        proposals, unreadable = (), exc.reason
+    return PersonPage(record, tuple(await sources.store.list_accounts(person_id)), documents, tuple(usage),
+                      proposals, unreadable)

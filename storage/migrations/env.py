@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
 import storage.blob_models  # noqa: F401 - its rows are on Base too
+import storage.dashboard_rows  # noqa: F401
 from storage.models import Base
 
 config = context.config

@@ -26,14 +26,15 @@ class ApprovalRepository(SqlRepository):
 
     @whole
     async def record_approval(self, request_id: str, bot: str, session_key: str, expires_at: datetime,
-                              asked_by: str | None = None) -> None:
+                              asked_by: str | None = None, *, command: str | None = None,
+                              risk: str | None = None) -> None:
         now = self._now()
         table = table_of(ApprovalRow)
         async with self.engine.begin() as conn:
             await conn.execute(sa.delete(table).where(table.c.expires_at < now - KEPT_AFTER_EXPIRY))
             await conn.execute(sa.insert(table).values(id=request_id, bot=bot, session_key=session_key,
                                                        state="pending", expires_at=expires_at, created_at=now,
-                                                       asked_by=asked_by))
+                                                       asked_by=asked_by, command=command, risk=risk))
 
     @whole
     async def get_approval(self, request_id: str) -> ApprovalRecord | None:
@@ -47,7 +48,7 @@ class ApprovalRepository(SqlRepository):
         stmt = (sa.update(table)
                 .where(table.c.id == request_id, table.c.bot == bot, table.c.state == "pending",
                        table.c.expires_at > self._now())
-                .values(state="decided", decision=decision, decided_by=decided_by)
+                .values(state="decided", decision=decision, decided_by=decided_by, decided_at=self._now())
                 .returning(table.c.id))
         async with self._single() as session, session.begin():
             return (await session.execute(stmt)).first() is not None
@@ -61,8 +62,16 @@ class ApprovalRepository(SqlRepository):
             row = (await session.execute(sa.select(ApprovalRow).where(ApprovalRow.id == request_id))).scalar()
             return None if row is None else _record(row)
 
+    @whole
+    async def recent_approvals(self, *, bot: str | None = None, limit: int = 100) -> list[ApprovalRecord]:
+        query = sa.select(ApprovalRow).order_by(ApprovalRow.created_at.desc(), ApprovalRow.id).limit(limit)
+        if bot is not None:
+            query = query.where(ApprovalRow.bot == bot)
+        async with self._session() as session:
+            return [_record(row) for row in await session.scalars(query)]
+
 
 def _record(row: ApprovalRow) -> ApprovalRecord:
     state: Any = row.state
     return ApprovalRecord(row.id, row.bot, row.session_key, state, row.expires_at, row.decision, row.decided_by,
-                          row.asked_by)
+                          row.asked_by, row.created_at, row.command, row.risk, row.decided_at)

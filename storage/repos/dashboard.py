@@ -1,4 +1,5 @@
-"""The `DashboardStore` role (migration 0022): sign-in links, dashboard sessions and the audit of changes.
+"""The `DashboardStore` role (migrations 0022, 0023): sign-in links, dashboard sessions, the audit of changes,
+and what the Overview reads of every replica: the leases live now and the faults counted per minute.
 
 A link is taken by one `DELETE ... RETURNING`, so it opens at most one session even when two replicas are
 handed it at once. Expired links and sessions are deleted when new ones are made.
@@ -6,16 +7,19 @@ handed it at once. Expired links and sessions are deleted when new ones are made
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from hermes_engine.ports.dashboard import AuditEntry, DashboardSession, ListedPerson
-from storage.dashboard_rows import DashboardAuditRow, DashboardLinkRow, DashboardSessionRow
-from storage.models import AccountRow, PersonRow
+from hermes_engine.ports.dashboard import AuditEntry, DashboardSession, HeldLease, ListedPerson
+from storage.dashboard_rows import DashboardAuditRow, DashboardLinkRow, DashboardSessionRow, FaultMinuteRow
+from storage.models import AccountRow, LeaseRow, PersonRow, table_of
 from storage.repos.base import SqlRepository, whole
 
 __all__ = ["DashboardRepository"]
+
+FAULTS_KEPT = timedelta(days=1)
 
 
 class DashboardRepository(SqlRepository):
@@ -86,3 +90,28 @@ class DashboardRepository(SqlRepository):
         async with self._session() as session:
             return [AuditEntry(row.at, row.admin, row.action, row.subject, row.detail)
                     for row in await session.scalars(query)]
+
+    @whole
+    async def live_leases(self, *, limit: int = 5000) -> list[HeldLease]:
+        query = (sa.select(LeaseRow.name, LeaseRow.holder, LeaseRow.expires_at)
+                 .where(LeaseRow.expires_at > self._now()).order_by(LeaseRow.holder, LeaseRow.name).limit(limit))
+        async with self._session() as session:
+            return [HeldLease(row.name, row.holder, row.expires_at) for row in (await session.execute(query)).all()]
+
+    @whole
+    async def add_faults(self, counts: Mapping[tuple[datetime, str], int]) -> None:
+        table = table_of(FaultMinuteRow)
+        rows = [{"minute": minute, "kind": kind[:64], "count": count} for (minute, kind), count in counts.items()]
+        async with self._session() as session, session.begin():
+            await session.execute(sa.delete(table).where(table.c.minute < self._now() - FAULTS_KEPT))
+            if rows:
+                stmt = self._insert(table).values(rows)
+                await session.execute(stmt.on_conflict_do_update(
+                    index_elements=["minute", "kind"], set_={"count": table.c.count + stmt.excluded.count}))
+
+    @whole
+    async def faults_since(self, since: datetime) -> dict[str, int]:
+        query = (sa.select(FaultMinuteRow.kind, sa.func.sum(FaultMinuteRow.count))
+                 .where(FaultMinuteRow.minute >= since).group_by(FaultMinuteRow.kind))
+        async with self._session() as session:
+            return {kind: int(total) for kind, total in (await session.execute(query)).all()}

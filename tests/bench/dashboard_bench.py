@@ -1,10 +1,11 @@
 """Dashboard benchmark: time per page, as a signed-in admin's browser sees it on loopback, with 1,000
 people and 10,000 sessions in a SQLite store (target: p99 at most 100 ms).
 
-Pages: Overview, People (the first page of fifty), a person's page with MEMORY.md and USER.md, Conversations
-(the first page of fifty, by last activity over four messages a session), a search over them, one
-conversation, Goals (500 of them). Each request passes the whole guard (Host check, the session read from the
-store, the headers).
+Pages: Overview, People (the first page of fifty), a person's page with MEMORY.md and USER.md; Kanban (500
+cards in every column), a card with 40 lines of history, Jobs (200 jobs, a page of fifty) and Approvals (300
+requests); Conversations (the first page of fifty, by last activity over four messages a session), a search
+over them, one conversation, Goals (500 of them). Each request passes the whole guard (Host check, the
+session read from the store, the headers).
 
     python tests/bench/dashboard_bench.py [--rounds 200] [--people 1000] [--sessions 10000]
 """
@@ -19,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -29,15 +31,18 @@ from aiohttp import web  # noqa: E402
 from aiohttp.test_utils import TestClient, TestServer  # noqa: E402
 from gateway_kit import free_port  # noqa: E402
 
+from hermes_engine.kanban.board import COLUMNS  # noqa: E402
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryOwner  # noqa: E402
+from hermes_engine.ports.cards import CardSpec  # noqa: E402
 from hermes_engine.ports.conversation import Message, ToolCall  # noqa: E402
+from hermes_engine.ports.jobs import JobSpec  # noqa: E402
 from hermes_gateway.dashboard.app import mount  # noqa: E402
 from hermes_gateway.dashboard.config import Dashboard  # noqa: E402
 from hermes_gateway.dashboard.links import sign_in_link  # noqa: E402
 from hermes_gateway.dashboard.views import PlatformState, Sources  # noqa: E402
 from storage.store import SqlStore  # noqa: E402
 
-GOALS = 500
+CARDS, JOBS, APPROVALS, HISTORY, GOALS = 500, 200, 300, 40, 500
 
 
 async def converse(store: SqlStore, session_id: int, person_id: int, n: int) -> None:
@@ -67,6 +72,32 @@ async def fill(store: SqlStore, memory: MemoryBook, people: int, sessions: int) 
     return first
 
 
+async def fill_work(store: SqlStore, first_person: int, people: int) -> int:
+    """The board, the clock's jobs and approval requests; the id of the card with the longest history."""
+    specs = [CardSpec(title=f"Card {n}: a task of the benchmark", body="Some details " * 20, profile="bot",
+                      status=COLUMNS[n % len(COLUMNS)]) for n in range(CARDS)]  # type: ignore[misc]
+    cards = await store.create_cards(specs, actor="bench")
+    busy = cards[0].id
+    for n in range(HISTORY // 2):
+        await store.move_card(busy, "blocked", actor="bench", reason=f"waiting for review {n}")
+        await store.move_card(busy, "todo", actor="bench", reason="reviewed")
+    due = datetime(2030, 1, 7, 8, tzinfo=UTC)
+    for n in range(JOBS):
+        await store.create_job(JobSpec(
+            owner_id=first_person + n % people, bot="bot", target={"platform": "telegram", "account": "bot",
+                                                                   "chat_id": str(10_000 + n % people)},
+            session_key=f"telegram:bot:dm:{10_000 + n % people}", name=f"job {n}", schedule="every monday 9am",
+            timezone="Europe/Berlin", kind="task" if n % 2 else "reminder", text="plan the week", next_due=due,
+            once=False))
+    soon = datetime.now(UTC) + timedelta(hours=1)
+    for n in range(APPROVALS):
+        await store.record_approval(f"req{n:06d}", "bot", f"telegram:bot:dm:{10_000 + n % people}", soon,
+                                    asked_by=str(10_000 + n % people))
+        if n % 2:
+            await store.answer_approval(f"req{n:06d}", "bot", "once", "42")
+    return busy
+
+
 async def main(rounds: int, people: int, sessions: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         store = SqlStore(f"sqlite+aiosqlite:///{Path(folder) / 'hermes.db'}")
@@ -74,7 +105,9 @@ async def main(rounds: int, people: int, sessions: int) -> None:
         memory = MemoryBook(FileMemoryStore.for_home(Path(folder)))
         started = time.perf_counter()
         person = await fill(store, memory, people, sessions)
-        print(f"filled {people} people and {sessions} sessions in {time.perf_counter() - started:.1f} s")
+        busy_card = await fill_work(store, person, people)
+        print(f"filled {people} people, {sessions} sessions, {CARDS} cards, {JOBS} jobs and {APPROVALS} approval "
+              f"requests in {time.perf_counter() - started:.1f} s")
         port = free_port()
         dashboard = Dashboard(f"http://127.0.0.1:{port}", 600, 3600)
         http = web.Application()
@@ -87,7 +120,9 @@ async def main(rounds: int, people: int, sessions: int) -> None:
             assert signed.status == 200, signed.status
             print(f"{'page':<24}{'p50 ms':>10}{'p99 ms':>10}")
             for name, path in (("Overview", "/admin/"), ("People", "/admin/people"),
-                               ("A person", f"/admin/people/{person}"), ("Conversations", "/admin/conversations"),
+                               ("A person", f"/admin/people/{person}"), ("Kanban", "/admin/kanban"),
+                               ("A card", f"/admin/kanban/{busy_card}"), ("Jobs", "/admin/jobs"),
+                               ("Approvals", "/admin/approvals"), ("Conversations", "/admin/conversations"),
                                ("Search", "/admin/conversations?q=teapots+order"),
                                ("A conversation", f"/admin/conversations/{sessions // 2}"), ("Goals", "/admin/goals")):
                 times = []

@@ -63,13 +63,22 @@ async def test_a_reminder_made_in_a_dm_for_a_channel_named_by_name_arrives_there
     await fake_slack.say("UALICE", DM, "remind the team")
     confirmation = await answered(fake_slack, DM, r"^Reminder #\d+ set")
     assert "in #team" in confirmation.visible
-    await answered(fake_slack, TEAM, f"^{re.escape(REMINDER)}$")
+    posted = await answered(fake_slack, TEAM, f"^{re.escape(REMINDER)}$")
     await asyncio.sleep(2)
     assert texts(fake_slack, TEAM).count(REMINDER) == 1
     assert REMINDER not in texts(fake_slack, DM)
     # Written into the channel's conversation, as Alice's own message there would find it.
     session = await e.store.active_session(f"slack:{fake_slack.team}:channel:{TEAM}:user:UALICE", e.gateway.bot)
     assert [m.content for m in await e.store.load_messages(session.id)] == [REMINDER]
+
+    # A reply in the reminder's thread, which Slack keeps apart from the channel, has the reminder in context.
+    await fake_slack.say("UALICE", TEAM, "what was that about?", thread_ts=posted.ts)
+    await fake_slack.wait_for(lambda: any(r.last_user_text.endswith("what was that about?")
+                                          for r in fake_llm.requests), 10)
+    asked = next(r for r in fake_llm.requests if r.last_user_text.endswith("what was that about?"))
+    assert REMINDER in str(asked.body["messages"])
+    await answered(fake_slack, TEAM, "^(?!" + re.escape(REMINDER) + ")")  # answered in the thread, unmentioned
+    assert any(m.thread_ts == posted.ts for m in fake_slack.bot_messages(TEAM) if m.ts != posted.ts)
 
 
 async def test_a_channel_the_bot_is_not_in_is_refused_in_one_sentence_and_nothing_is_saved(

@@ -17,9 +17,11 @@ from aiohttp.test_utils import TestClient, TestServer
 from gateway_kit import database_url, free_port
 from postgres import BACKENDS
 
+from hermes_engine.config import UsageLimitSettings
 from hermes_engine.memory.book import MemoryBook
 from hermes_engine.memory.documents import MemoryOwner
 from hermes_engine.memory.store import FileMemoryStore
+from hermes_engine.people.forget import ForgetOutcome, forget_person
 from hermes_gateway.dashboard.app import mount
 from hermes_gateway.dashboard.config import Dashboard
 from hermes_gateway.dashboard.guard import is_public
@@ -65,8 +67,10 @@ def csrf_of(page: str) -> str:
     return found.group(1)
 
 
-async def open_site(tmp_path: Path, public: str | None = None, *, db: str | None = None) -> AsyncIterator[Site]:
-    """A replica's dashboard on database `db` (default: a SQLite file in `tmp_path`)."""
+async def open_site(tmp_path: Path, public: str | None = None, *, db: str | None = None,
+                    limits: UsageLimitSettings | None = None, forgets: bool = False) -> AsyncIterator[Site]:
+    """A replica's dashboard on database `db` (default: a SQLite file in `tmp_path`); `limits`: the bot's usage
+    limits; `forgets`: the dashboard offers to forget a person (through `forget_person`, as the CLI does)."""
     store = SqlStore(db or f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}")
     await store.init()
     person = await store.resolve_account("telegram", "bot", "666", SCRIPT_NAME)
@@ -76,7 +80,11 @@ async def open_site(tmp_path: Path, public: str | None = None, *, db: str | None
     port = free_port()
     dashboard = Dashboard(public or f"http://127.0.0.1:{port}", 600, 3600)
     http = web.Application()
-    mount(http, Sources(store, memory, ["bot"], lambda: [PlatformState("bot", "telegram", True)]), dashboard)
+    async def forget(person_id: int) -> ForgetOutcome | None:
+        return await forget_person(store, tmp_path / "home", person_id, memory=memory.store)
+
+    mount(http, Sources(store, memory, ["bot"], lambda: [PlatformState("bot", "telegram", True)],
+                        {"bot": limits or UsageLimitSettings()}, forget if forgets else None), dashboard)
     client = TestClient(TestServer(http, host="127.0.0.1", port=port), cookie_jar=aiohttp.CookieJar(unsafe=True))
     await client.start_server()
     try:
@@ -94,7 +102,7 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[st
 
 @pytest.fixture
 async def site(tmp_path: Path, db: str) -> AsyncIterator[Site]:
-    async for opened in open_site(tmp_path, db=db):
+    async for opened in open_site(tmp_path, db=db, forgets=True):
         yield opened
 
 
@@ -111,6 +119,8 @@ def admin_routes(http: web.Application) -> list[tuple[str, str]]:
                 path = info.get("path") or info.get("formatter") or f"{info['prefix']}/dashboard.css"
                 path = re.sub(r"\{person[^}]*\}", "1", path)
                 path = re.sub(r"\{target[^}]*\}", "memory", path)
+                path = re.sub(r"\{action[^}]*\}", "pause", path)
+                path = re.sub(r"\{[a-z]+(:[^}]*)?\}", "1", path)  # a card's, a job's number
                 found.append((route.method, path))
     return found
 

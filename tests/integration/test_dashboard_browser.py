@@ -12,16 +12,21 @@ import asyncio
 import os
 import re
 import shutil
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import yaml
 from engine_harness import fake_llm_environment
 from fakes.fake_telegram import FakeTelegram, FakeUser
-from gateway_kit import ROOT, free_port, gateway_process, wait_ready
+from gateway_kit import ROOT, database_url, free_port, gateway_process, wait_ready
+from postgres import BACKENDS
 
+from hermes_engine.config import Settings
 from hermes_engine.memory.documents import MemoryOwner
-from hermes_engine.memory.store import FileMemoryStore
+from hermes_gateway.wiring import memory_store
+from storage.store import SqlStore
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 pytestmark = [
@@ -102,6 +107,25 @@ def walk_through(link: str, shots: Path) -> dict[str, object]:
         seen["refused"] = refused.text
         driver.save_screenshot(str(shots / "dashboard-person.png"))
 
+        driver.find_element(By.LINK_TEXT, "People").click()  # Mallory is forgotten, as her own /forget would
+        wait.until(shown.title_contains("People"))
+        driver.find_element(By.PARTIAL_LINK_TEXT, "Mallory").click()
+        wait.until(shown.presence_of_element_located((By.ID, "usage")))
+        seen["usage"] = driver.find_element(By.CSS_SELECTOR, "ul.usage").text
+        driver.find_element(By.CSS_SELECTOR, "form.forget input[name='confirm']").click()
+        driver.find_element(By.CSS_SELECTOR, "form.forget button").click()
+        wait.until(shown.alert_is_present()).accept()  # the page asks first
+        seen["forgotten"] = wait.until(shown.presence_of_element_located((By.ID, "said"))).text
+        seen["people_after"] = driver.find_element(By.TAG_NAME, "main").text
+
+        driver.find_element(By.LINK_TEXT, "Overview").click()  # the 429 the link's delivery met, once counted
+        for _ in range(40):
+            seen["faults"] = driver.find_element(By.ID, "fault-counts").text
+            if "429:telegram" in str(seen["faults"]):
+                break
+            time.sleep(0.5)
+            driver.refresh()
+        seen["replicas"] = driver.find_element(By.CSS_SELECTOR, "#replicas + table").text
         driver.find_element(By.CSS_SELECTOR, ".signout button").click()
         wait.until(shown.title_contains("Sign in"))
         driver.get(link.split("/admin/", 1)[0] + "/admin/people")
@@ -114,10 +138,18 @@ def walk_through(link: str, shots: Path) -> dict[str, object]:
     return seen
 
 
-async def test_an_admin_signs_in_from_the_chat_and_edits_a_persons_memory(fake_llm, tmp_path):
+@pytest.fixture(params=BACKENDS)
+async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    async with database_url(request.param, tmp_path) as url:
+        yield url
+
+
+async def test_an_admin_signs_in_from_the_chat_and_edits_a_persons_memory(fake_llm, tmp_path, db):
+    """On SQLite and on PostgreSQL: the pages show the live data of either database."""
     port, home = free_port(), tmp_path / "home"
     home.mkdir()
     env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home), "HERMES_MODEL": "openai:gpt-test",
+           "HERMES_DATABASE_URL": db,
            "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(port),
            "HERMES_PUBLIC_URL": f"http://127.0.0.1:{port}", }
     async with FakeTelegram() as telegram:
@@ -127,6 +159,7 @@ async def test_an_admin_signs_in_from_the_chat_and_edits_a_persons_memory(fake_l
             await wait_ready(f"http://127.0.0.1:{port}/ready", proc, START_TIMEOUT)
             telegram.user_says(MALLORY, FakeUser(MALLORY, "<script>alert(1)</script>Mallory"), "/dashboard")
             await telegram.wait_for_text(MALLORY, "Only an admin of this bot can open the dashboard.", START_TIMEOUT)
+            telegram.rate_limit(ALICE, retry_after=1, times=1)  # the link's delivery meets a 429 first
             telegram.user_says(ALICE, FakeUser(ALICE, "Alice"), "/dashboard")
             message = await telegram.wait_for(
                 lambda: next((m for m in telegram.chat(ALICE).bot_messages if "/admin/login?token=" in m.text), None),
@@ -144,11 +177,20 @@ async def test_an_admin_signs_in_from_the_chat_and_edits_a_persons_memory(fake_l
     assert seen["saved"] == "Saved." and "Prefers answers in metric units" in str(seen["entries"])
     assert "nothing was saved" in str(seen["refused"])
     assert str(seen["after_sign_out"]).endswith("/admin/login")
-    alice = FileMemoryStore.for_home(home)
-    person_ids = {int(p.name) for p in (home / "memories").iterdir() if p.name.isdigit()} if (
-        home / "memories").exists() else set()
-    written = [await alice.read(MemoryOwner.person(pid), "memory") for pid in person_ids]
-    assert ["Prefers answers in metric units"] in written  # through the agent's own memory store
-    if os.environ.get("UPDATE_SCREENSHOTS"):
+    assert "429:telegram" in str(seen["faults"])
+    assert str(seen["usage"]).startswith("Today: ")
+    assert str(seen["forgotten"]).endswith("was forgotten.") and "Mallory" not in str(seen["people_after"])
+    assert "telegram-poller 1" in str(seen["replicas"]), seen["replicas"]
+    settings = Settings(home=home, database_url=db)
+    store = SqlStore(db)
+    await store.init()
+    try:  # through the agent's own memory store: files under the home on SQLite, the database on PostgreSQL
+        people, _ = await store.dashboard_people(offset=0, limit=10)
+        alice = next(p.id for p in people if ("telegram", str(ALICE)) in p.accounts)
+        written = await memory_store(settings, store).read(MemoryOwner.person(alice), "memory")
+    finally:
+        await store.close()
+    assert written == ["Prefers answers in metric units"]
+    if os.environ.get("UPDATE_SCREENSHOTS") and db.startswith("sqlite"):
         for shot in tmp_path.glob("dashboard-*.png"):
             shutil.copy(shot, ROOT / "docs" / shot.name)

@@ -42,7 +42,8 @@ async def site(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         port = free_port()
         dashboard = Dashboard(f"http://127.0.0.1:{port}", 600, 3600)
         http = web.Application()
-        sources = Sources(store, memory, ["bot"], lambda: [PlatformState("bot", "telegram", True)], {"bot": 20})
+        sources = Sources(store, memory, ["bot"], lambda: [PlatformState("bot", "telegram", True)],
+                          goal_turns={"bot": 20})
         mount(http, sources, dashboard)
         client = TestClient(TestServer(http, host="127.0.0.1", port=port), cookie_jar=aiohttp.CookieJar(unsafe=True))
         await client.start_server()

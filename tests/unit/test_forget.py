@@ -15,9 +15,12 @@ from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryOwner
 from hermes_engine.people.forget import ForgetFeature, forget_person
 from hermes_engine.policy.pairing import Pairing
 from hermes_engine.ports.commands import CommandContext
+from hermes_engine.ports.conversation import Message
 from hermes_engine.ports.inbound import ChatKind, InboundMessage
 from hermes_engine.ports.storage import AccountRecord, ForgottenPerson
+from hermes_engine.voice.state import VoiceState, VoiceSwitches
 from hermes_gateway.cli.people import app, with_store
+from storage.store import SqlStore
 
 
 @pytest.fixture
@@ -192,3 +195,24 @@ def test_forgetting_removes_their_opaquely_named_workspaces_of_every_bot_and_kee
     outcome = with_store(forget)
     assert outcome is not None and outcome.workspaces == 2 and not outcome.problems
     assert sorted(own_root.root.iterdir()) == sorted(kept)
+
+
+async def test_forgetting_deletes_the_voice_switch_of_their_own_conversations_and_keeps_a_shared_ones(tmp_path):
+    store = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}")
+    await store.init()
+    try:
+        alice = await store.resolve_account("telegram", "bot", "1", "Alice")
+        bob = await store.resolve_account("telegram", "bot", "2", "Bob")
+        own, shared = "telegram:bot:dm:1", "telegram:bot:group:9"
+        for key, writers in ((own, [alice]), (shared, [alice, bob])):
+            session = await store.active_session(key, "bot")
+            for writer in writers:
+                await store.append_message(session.id, Message(role="user", content="hi"), person_id=writer.person_id)
+        switches = VoiceSwitches(store, default_on=False)
+        assert await switches.put(own, VoiceState(on=True)) and await switches.put(shared, VoiceState(on=True))
+
+        await forget_person(store, tmp_path / "home", alice.person_id)
+        assert await switches.get(own) == VoiceState(on=False)  # gone with the conversation: the default again
+        assert await switches.get(shared) == VoiceState(on=True)  # Bob's conversation too: kept
+    finally:
+        await store.close()

@@ -15,7 +15,9 @@ from hermes_gateway.dashboard.rendering import SOURCES, number, render
 
 async def people(request: web.Request) -> web.Response:
     listing = await views.people(request.app[SOURCES], number(request.query.get("page")))
-    return render(request, "people.html", page="people", listing=listing)
+    forgotten = request.query.get("forgotten", "")
+    said = f"Person {forgotten} was forgotten." if forgotten.isdigit() else None
+    return render(request, "people.html", page="people", listing=listing, said=said)
 
 
 async def person(request: web.Request, *, status: int = 200, said: str | None = None, ok: bool = True,
@@ -25,6 +27,7 @@ async def person(request: web.Request, *, status: int = 200, said: str | None = 
         raise web.HTTPNotFound(text="No such person.\n")
     said = said if said is not None else ("Saved." if "saved" in request.query else None)
     return render(request, "person.html", status=status, page="people", found=found, said=said, ok=ok,
+                  forget_offered=request.app[SOURCES].forget is not None,
                   draft=draft or {})
 
 
@@ -64,6 +67,22 @@ async def _change(request: web.Request, changes: list[Change], action: str, deta
     raise web.HTTPSeeOther(f"{PREFIX}/people/{person_id}?saved")
 
 
+async def forget(request: web.Request) -> web.StreamResponse:
+    """Everything kept about the person deleted, as their own `/forget` deletes it (the same engine code,
+    loaded conversations included), once the admin ticked that they mean it."""
+    sources, who, person_id = request.app[SOURCES], visitor(request), int(request.match_info["person"])
+    if sources.forget is None:
+        raise web.HTTPNotFound(text="Forgetting is not offered here.\n")
+    form = await request.post()
+    if form.get("confirm") != "yes":
+        return await person(request, status=422, said="Tick the box to confirm; nothing was deleted.", ok=False)
+    outcome = await sources.forget(person_id)
+    if outcome is None:
+        raise web.HTTPNotFound(text="No such person.\n")
+    await sources.store.record_dashboard_change(who.admin, "person.forget", f"person {person_id}", outcome.summary())
+    raise web.HTTPSeeOther(f"{PREFIX}/people?forgotten={person_id}")
+
+
 def _subject(person_id: int, target: str) -> str:
     return f"person {person_id} {LABELS[target]}"
 
@@ -73,6 +92,7 @@ def routes(router: web.UrlDispatcher) -> None:
     router.add_get("/people/{person:\\d+}", person)
     router.add_post("/people/{person:\\d+}/memory/{target:memory|user}/add", memory_add)
     router.add_post("/people/{person:\\d+}/memory/{target:memory|user}/remove", memory_remove)
+    router.add_post("/people/{person:\\d+}/forget", forget)
 
 
 PAGE = Page("people", routes, "People", "/people")
