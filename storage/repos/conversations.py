@@ -78,16 +78,20 @@ FROM (
 """
 
 
-def _activity() -> Any:
-    """Per session with messages: its newest message and how many it holds, read off the (session, id) index."""
-    return (sa.select(messages.c.session_id, sa.func.max(messages.c.id).label("last_id"), sa.func.count().label("n"))
-            .group_by(messages.c.session_id).subquery("activity"))
+def _activity(of: Any = None) -> Any:
+    """Per session with messages (of the sessions `of` selects, else all): its newest message and how many it
+    holds, read off the (session, id) index."""
+    stmt = sa.select(messages.c.session_id, sa.func.max(messages.c.id).label("last_id"), sa.func.count().label("n"))
+    if of is not None:
+        stmt = stmt.where(messages.c.session_id.in_(of))
+    return stmt.group_by(messages.c.session_id).subquery("activity")
 
 
-def _listing(where: Any) -> tuple[Any, Any]:
+def _listing(where: Any, *, few: bool = False) -> tuple[Any, Any]:
     """The sessions matching `where` with their activity, and the key they sort by (newest message first:
-    ids grow with time; sessions no one wrote in yet last)."""
-    activity = _activity()
+    ids grow with time; sessions no one wrote in yet last). `few`: `where` picks a handful of sessions, so only
+    their messages are counted, not every session's."""
+    activity = _activity(sa.select(sessions.c.id).where(where) if few else None)
     stmt = (sa.select(sessions.c.id, sessions.c.bot, sessions.c.key, sessions.c.parent_id, sessions.c.created_at,
                       activity.c.last_id, sa.func.coalesce(activity.c.n, 0).label("n"))
             .select_from(sessions.outerjoin(activity, activity.c.session_id == sessions.c.id))
@@ -145,14 +149,14 @@ class ConversationRepository(SqlRepository):
     async def listed_sessions(self, session_ids: Sequence[int]) -> list[ListedSession]:
         if not session_ids:
             return []
-        stmt, _ = _listing(sessions.c.id.in_(list(session_ids)))
+        stmt, _ = _listing(sessions.c.id.in_(list(session_ids)), few=True)
         async with self.engine.connect() as conn:
             found = {listed.id: listed for listed in await self._listed(conn, stmt)}
         return [found[i] for i in dict.fromkeys(session_ids) if i in found]
 
     @whole
     async def session_children(self, session_id: int, *, limit: int = 50) -> list[ListedSession]:
-        stmt, _ = _listing(sessions.c.parent_id == session_id)
+        stmt, _ = _listing(sessions.c.parent_id == session_id, few=True)
         async with self.engine.connect() as conn:
             return await self._listed(conn, stmt.order_by(sessions.c.id).limit(max(limit, 0)))
 
