@@ -48,6 +48,7 @@ from storage.engine import (
 from storage.errors import NoDatabase
 from storage.repos.approvals import ApprovalRepository
 from storage.repos.blobs import BlobRepository
+from storage.repos.conversations import ConversationRepository
 from storage.repos.dashboard import DashboardRepository
 from storage.repos.deliveries import DeliveryRepository
 from storage.repos.documents import DocumentRepository
@@ -73,7 +74,7 @@ class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalReposit
                LinkCodeRepository, SearchRepository, LineageRepository, DeliveryRepository, CardRepository,
                UsageRepository, EmbeddingRepository, DocumentRepository, ToolListRepository, ReviewRepository,
                ApprovalRepository, JobRepository, BlobRepository,
-               DashboardRepository):
+               DashboardRepository, ConversationRepository):
     """`hermes_engine.ports.storage.Store` for SQLite and PostgreSQL. See the module docstring for the guarantees.
 
     `clock` returns the current time (timezone-aware); tests pass a fake one to expire leases without

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_engine.agent.long_answers import answer_text
 from hermes_engine.config import GoalSettings
 from hermes_engine.errors import HermesError, ProviderError
+from hermes_engine.loops.goal_actions import clear_goal, pause_goal
 from hermes_engine.policy.limits import SERVICE as LIMITS
 from hermes_engine.policy.limits import UsageLimits, charge
 from hermes_engine.ports.commands import CommandContext, CommandRegistry
@@ -197,9 +198,8 @@ class GoalFeature(Feature):
                                               key=lambda g: g.id, reverse=True)), None)
             return self._status(latest) if latest else "No goal in this conversation. " + USAGE
         if sub == "pause":
-            if goal is None or goal.status != "active":
+            if await pause_goal(store, goal) is None:
                 return "No running goal to pause."
-            await store.update_goal(goal.id, status="paused")
             return "Goal paused. /goal resume picks it up again."
         if sub == "resume":
             if goal is None:
@@ -217,9 +217,8 @@ class GoalFeature(Feature):
             await self._submit_turn(goal)
             return f"Resuming the goal: {goal.text}"
         if sub == "clear":
-            if goal is None:
+            if await clear_goal(store, goal) is None:
                 return "No goal to clear."
-            await store.update_goal(goal.id, status="cleared")
             return "Goal cleared."
         if goal is not None and goal.status == "active":
             return (f"A goal is already running here: “{goal.text}”. Clear it first with /goal clear "

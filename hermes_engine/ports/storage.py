@@ -24,9 +24,14 @@ from hermes_engine.ports.cards import CardUsage as CardUsage
 from hermes_engine.ports.cards import CardViewer as CardViewer
 from hermes_engine.ports.cards import shared_conversation as shared_conversation
 from hermes_engine.ports.conversation import Message, Usage
+from hermes_engine.ports.conversations import ConversationBrowser
 from hermes_engine.ports.dashboard import DashboardStore
 from hermes_engine.ports.inbound import LastInbound
 from hermes_engine.ports.jobs import ScheduledJobs
+from hermes_engine.ports.records import GoalRecord as GoalRecord
+from hermes_engine.ports.records import GoalStatus as GoalStatus
+from hermes_engine.ports.records import SearchHit as SearchHit
+from hermes_engine.ports.records import StoredMessage as StoredMessage
 from hermes_engine.ports.reply import Delivery
 from hermes_engine.ports.usage import ModelSpend as ModelSpend
 from hermes_engine.ports.usage import UsageCount as UsageCount
@@ -80,17 +85,6 @@ class SessionRecord:
 
 
 @dataclass(frozen=True)
-class StoredMessage:
-    id: int
-    session_id: int
-    person_id: int | None
-    message: Message
-    usage: Usage | None
-    model: str | None
-    created_at: datetime
-
-
-@dataclass(frozen=True)
 class InboundEvent:
     platform: str
     event_id: str
@@ -98,28 +92,6 @@ class InboundEvent:
     payload: dict[str, Any]
     created_at: datetime | None = None  # when it was first received
     session_key: str | None = None  # the session it was recorded for; None if recorded without one
-
-
-GoalStatus = Literal["active", "paused", "done", "blocked", "cleared"]
-
-
-@dataclass(frozen=True)
-class GoalRecord:
-    """A /goal. "active" and "paused" are open; a session key + bot has at most one open goal."""
-
-    id: int
-    session_key: str
-    bot: str
-    session_id: int | None
-    text: str
-    status: GoalStatus
-    turns_used: int
-    tokens_used: int
-    verdicts: list[dict[str, Any]]  # judge verdicts, oldest first
-    target: dict[str, Any]  # where continuations go (platform, chat, thread ...), free-form
-    created_at: datetime
-    updated_at: datetime
-
 
 
 @dataclass(frozen=True)
@@ -147,17 +119,6 @@ class MessageRef:
     content: str
     tool_call_id: str | None
     event_id: str | None
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    kind: str  # "message" | "summary"
-    id: int  # message id or compaction id
-    session_id: int
-    role: str  # "user" | "assistant" | "summary"
-    snippet: str
-    created_at: datetime
-    score: float  # higher is better (comparable within one search)
 
 
 class PeopleStore(Protocol):
@@ -472,7 +433,7 @@ class HistoryStore(SessionStore, CompactionLineage, Protocol):
 
 class Store(PeopleStore, SessionStore, Inbox, GoalStore, LeaseStore, LinkCodeStore, SearchIndex,
             CompactionLineage, DeliveryLog, CardStore, UsageLedger, SkillEmbeddingCache, DocumentStore, ToolListStore,
-            ReviewQueue, ApprovalStore, ScheduledJobs, AttachmentBlobs, DashboardStore,
+            ReviewQueue, ApprovalStore, ScheduledJobs, AttachmentBlobs, DashboardStore, ConversationBrowser,
             Protocol):
     """Every role at once, with a lifecycle: what the composition root opens."""
 

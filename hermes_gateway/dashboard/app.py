@@ -12,7 +12,18 @@ from aiohttp import web
 from hermes_gateway.dashboard import views
 from hermes_gateway.dashboard.config import Dashboard
 from hermes_gateway.dashboard.guard import PREFIX, middlewares
-from hermes_gateway.dashboard.pages import Page, approvals, audit, jobs, kanban, overview, people, signing
+from hermes_gateway.dashboard.pages import (
+    Page,
+    approvals,
+    audit,
+    conversations,
+    goals,
+    jobs,
+    kanban,
+    overview,
+    people,
+    signing,
+)
 from hermes_gateway.dashboard.rendering import DASHBOARD, HERE, NAV, SOURCES, TEMPLATES, templates
 
 PAGES: tuple[Page, ...] = (
@@ -22,6 +33,8 @@ PAGES: tuple[Page, ...] = (
     kanban.PAGE,
     jobs.PAGE,
     approvals.PAGE,
+    conversations.PAGE,
+    goals.PAGE,
     audit.PAGE,
 )
 

@@ -34,7 +34,8 @@ def attach_dashboard(http: web.Application, settings: Settings, store: Store, ga
 
     mount(http, Sources(store, memory, [gateway.bot for gateway in gateways], platforms,
                         {gateway.bot: gateway.profile.limits for gateway in gateways},
-                        forget if forgetting is not None else None), dashboard)
+                        forget if forgetting is not None else None,
+                        {gateway.bot: gateway.profile.goals.max_turns for gateway in gateways}), dashboard)
     for gateway in gateways:
         register_dashboard_command(gateway.commands, store, dashboard)
     return dashboard

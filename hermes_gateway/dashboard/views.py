@@ -69,7 +69,8 @@ Forget = Callable[[int], Awaitable[ForgetOutcome | None]]
 @dataclass(frozen=True)
 class Sources:
     """What the pages read from: the store, the memory rules the agent's own writes go through, the bots
-    this gateway serves and its platforms' connections as they are now."""
+    this gateway serves and its platforms' connections as they are now; `goal_turns`: each bot's budget of
+    turns a goal (its profile's `goals.max_turns`)."""
 
     store: Store
     memory: MemoryBook
@@ -77,6 +78,7 @@ class Sources:
     platforms: Callable[[], Sequence[PlatformState]]
     limits: Mapping[str, UsageLimitSettings] = field(default_factory=dict)  # each bot's usage limits
     forget: Forget | None = None  # deletes everything kept about a person, as `/forget` does (None: not offered)
+    goal_turns: Mapping[str, int] = field(default_factory=dict)  # each bot's turns a goal (`goals.max_turns`)
 
 
 FAULT_WINDOW = timedelta(hours=1)

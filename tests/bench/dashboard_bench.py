@@ -3,7 +3,9 @@ people and 10,000 sessions in a SQLite store (target: p99 at most 100 ms).
 
 Pages: Overview, People (the first page of fifty), a person's page with MEMORY.md and USER.md; Kanban (500
 cards in every column), a card with 40 lines of history, Jobs (200 jobs, a page of fifty) and Approvals (300
-requests). Each request passes the whole guard (Host check, the session read from the store, the headers).
+requests); Conversations (the first page of fifty, by last activity over four messages a session), a search
+over them, one conversation, Goals (500 of them). Each request passes the whole guard (Host check, the
+session read from the store, the headers).
 
     python tests/bench/dashboard_bench.py [--rounds 200] [--people 1000] [--sessions 10000]
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import re
 import statistics
 import sys
@@ -31,6 +34,7 @@ from gateway_kit import free_port  # noqa: E402
 from hermes_engine.kanban.board import COLUMNS  # noqa: E402
 from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryOwner  # noqa: E402
 from hermes_engine.ports.cards import CardSpec  # noqa: E402
+from hermes_engine.ports.conversation import Message, ToolCall  # noqa: E402
 from hermes_engine.ports.jobs import JobSpec  # noqa: E402
 from hermes_gateway.dashboard.app import mount  # noqa: E402
 from hermes_gateway.dashboard.config import Dashboard  # noqa: E402
@@ -38,7 +42,17 @@ from hermes_gateway.dashboard.links import sign_in_link  # noqa: E402
 from hermes_gateway.dashboard.views import PlatformState, Sources  # noqa: E402
 from storage.store import SqlStore  # noqa: E402
 
-CARDS, JOBS, APPROVALS, HISTORY = 500, 200, 300, 40
+CARDS, JOBS, APPROVALS, HISTORY, GOALS = 500, 200, 300, 40, 500
+
+
+async def converse(store: SqlStore, session_id: int, person_id: int, n: int) -> None:
+    """A question, a tool call, its result and the answer: what a session of a DM holds after one turn."""
+    call = ToolCall(f"call_{n}", "calculate", json.dumps({"expression": f"{n} * 3"}))
+    await store.append_message(session_id, Message("user", f"How many teapots are in order {n}?"), person_id=person_id)
+    await store.append_message(session_id, Message("assistant", "", tool_calls=(call,)), model="openai:gpt-test")
+    await store.append_message(session_id, Message("tool", str(n * 3), tool_call_id=call.id, tool_name="calculate"))
+    await store.append_message(session_id, Message("assistant", f"Order {n} holds {n * 3} teapots."),
+                               model="openai:gpt-test")
 
 
 async def fill(store: SqlStore, memory: MemoryBook, people: int, sessions: int) -> int:
@@ -47,7 +61,11 @@ async def fill(store: SqlStore, memory: MemoryBook, people: int, sessions: int) 
         account = await store.resolve_account("telegram", "bot", str(10_000 + n), f"Person {n}")
         first = first or account.person_id
     for n in range(sessions):
-        await store.active_session(f"telegram:bot:dm:{10_000 + n % people}:{n}", "bot")
+        session = await store.active_session(f"telegram:bot:dm:{10_000 + n % people}:{n}", "bot")
+        await converse(store, session.id, first + n % people, n)
+    for n in range(GOALS):
+        goal = await store.create_goal(f"telegram:bot:dm:{10_000 + n}:{n}", "bot", f"Goal number {n}")
+        await store.update_goal(goal.id, add_turns=n % 20, verdict={"verdict": "continue", "reason": "going on"})
     owner = MemoryOwner.person(first)
     for n in range(20):
         await memory.add(owner, "memory", f"Fact number {n} about this person, kept for the benchmark.")
@@ -104,7 +122,9 @@ async def main(rounds: int, people: int, sessions: int) -> None:
             for name, path in (("Overview", "/admin/"), ("People", "/admin/people"),
                                ("A person", f"/admin/people/{person}"), ("Kanban", "/admin/kanban"),
                                ("A card", f"/admin/kanban/{busy_card}"), ("Jobs", "/admin/jobs"),
-                               ("Approvals", "/admin/approvals")):
+                               ("Approvals", "/admin/approvals"), ("Conversations", "/admin/conversations"),
+                               ("Search", "/admin/conversations?q=teapots+order"),
+                               ("A conversation", f"/admin/conversations/{sessions // 2}"), ("Goals", "/admin/goals")):
                 times = []
                 for _ in range(rounds):
                     t0 = time.perf_counter()
