@@ -35,7 +35,14 @@ def attach_dashboard(http: web.Application, settings: Settings, store: Store, ga
     mount(http, Sources(store, memory, [gateway.bot for gateway in gateways], platforms,
                         {gateway.bot: gateway.profile.limits for gateway in gateways},
                         forget if forgetting is not None else None,
-                        {gateway.bot: gateway.profile.goals.max_turns for gateway in gateways}), dashboard)
+                        {gateway.bot: gateway.profile.goals.max_turns for gateway in gateways},
+                        slack_admins=slack_admins(gateways)), dashboard)
     for gateway in gateways:
         register_dashboard_command(gateway.commands, store, dashboard)
     return dashboard
+
+
+def slack_admins(gateways: Sequence[Gateway]) -> frozenset[str]:
+    """The Slack user ids that administer a bot served on Slack: who signs in with Slack as an admin."""
+    return frozenset(str(user) for gateway in gateways if "slack" in gateway.profile.platforms
+                     for user in gateway.profile.access.admins)
