@@ -1,9 +1,10 @@
 """The dashboard's storage role: one-time sign-in links, single sign-ons under way, signed-in sessions and
-the audit of what admins changed. Part of `ports.storage.Store`; kept in a module of its own as `cards.py` and `jobs.py` are.
+the audit of what admins changed. Part of `ports.storage.Store`; kept in a module of its own as `cards.py`
+and `jobs.py` are.
 
-Only hashes of links, sign-on states and sessions are kept: whoever reads the database cannot sign in with what it holds.
-Both live in the database so a link made on one replica opens a session on any other, and a session
-opened on one is honoured by all.
+Only hashes of links, sign-on states and sessions are kept: whoever reads the database cannot sign in with
+what it holds. Links and sessions live in the database so a link made on one replica opens a session on
+any other, and a session opened on one is honoured by all.
 """
 
 from __future__ import annotations

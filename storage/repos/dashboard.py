@@ -14,7 +14,13 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 
 from hermes_engine.ports.dashboard import AuditEntry, DashboardSession, HeldLease, ListedPerson
-from storage.dashboard_rows import DashboardAuditRow, DashboardLinkRow, DashboardOidcStateRow, DashboardSessionRow, FaultMinuteRow
+from storage.dashboard_rows import (
+    DashboardAuditRow,
+    DashboardLinkRow,
+    DashboardOidcStateRow,
+    DashboardSessionRow,
+    FaultMinuteRow,
+)
 from storage.models import AccountRow, LeaseRow, PersonRow, table_of
 from storage.repos.base import SqlRepository, whole
 
