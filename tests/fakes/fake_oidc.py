@@ -1,5 +1,6 @@
 """An OpenID Connect provider on 127.0.0.1: discovery, an authorization endpoint that sends the browser straight
-back with a code for the scripted identity, a token endpoint, and its JWKS.
+back with a code for the scripted identity (or, with `consent`, shows a page whose link does), a token
+endpoint, and its JWKS.
 
 The token endpoint holds the client to what a real provider does: the client's secret (Basic or in the form),
 the code once, the same `redirect_uri`, and a PKCE verifier whose S256 is the challenge the authorization
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import secrets
 import time
@@ -48,6 +50,12 @@ class FakeOidc(LoopbackServer):
     grants: dict[str, Grant] = field(default_factory=dict)
     authorize_requests: list[dict[str, str]] = field(default_factory=list)
     token_requests: list[dict[str, str]] = field(default_factory=list)
+    host: str = "127.0.0.1"  # the name it is reached by: "localhost" puts it on another site than 127.0.0.1
+    consent: bool = False  # show a page whose "Allow" link goes back, as a provider asking the person does
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
 
     @property
     def issuer(self) -> str:
@@ -83,8 +91,11 @@ class FakeOidc(LoopbackServer):
         code = secrets.token_urlsafe(16)
         self.grants[code] = Grant(self.client_id, query.get("redirect_uri", ""), query["code_challenge"],
                                   query.get("nonce", ""), dict(self.identity))
-        back = {"code": code, "state": query.get("state", "")}
-        raise web.HTTPFound(f"{query.get('redirect_uri', '')}?{urlencode(back)}")
+        back = f"{query.get('redirect_uri', '')}?{urlencode({'code': code, 'state': query.get('state', '')})}"
+        if self.consent:  # the way back is then a navigation this site starts
+            return web.Response(text=f'<!doctype html><title>Consent</title><a id="allow" href="{html.escape(back)}">'
+                                     "Allow</a>", content_type="text/html")
+        raise web.HTTPFound(back)
 
     async def _token(self, request: web.Request) -> web.Response:
         form = {key: str(value) for key, value in (await request.post()).items()}
