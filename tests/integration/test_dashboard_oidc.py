@@ -18,11 +18,12 @@ from joserfc.jwk import RSAKey
 from postgres import BACKENDS
 from test_dashboard import Site, open_site
 
-from hermes_engine.config import Settings
+from hermes_engine.config import AccessRules, BotProfile, Settings
 from hermes_engine.errors import ConfigError
 from hermes_gateway.dashboard.config import Dashboard, DashboardSettings, Oidc
 from hermes_gateway.dashboard.oidc.admins import admin_of
 from hermes_gateway.dashboard.oidc.binding import COOKIE as BINDING
+from hermes_gateway.dashboard.serving import slack_admins
 from hermes_gateway.dashboard.tokens import COOKIE
 
 ADMIN = "ada@example.com"
@@ -107,8 +108,8 @@ async def test_an_admin_signs_in_and_the_callback_may_land_on_another_replica(
             one.client.session.cookie_jar.update_cookies({COOKIE: session.value})
             assert (await one.client.get("/admin/people", allow_redirects=False)).status == 200
             [entry] = await one.store.dashboard_changes()
-            assert (entry.admin, entry.action, entry.detail) == (f"oidc:{ADMIN}", "sign-in",
-                                                                 f"single sign-on ({provider.issuer})")
+            assert (entry.admin, entry.action, entry.subject, entry.detail) == (
+                f"oidc:{ADMIN}", "sign-in", "dashboard (single sign-on)", provider.issuer)
     [asked] = provider.authorize_requests
     assert asked["code_challenge_method"] == "S256" and asked["nonce"] and asked["state"]
     [token_request] = provider.token_requests
@@ -197,6 +198,12 @@ def test_slack_admins_sign_in_with_slack_by_their_user_id() -> None:
     assert admin_of(claims, slack, {"U0OTHER"}) is None
     elsewhere = Oidc("https://idp.example.com", "c", "s", frozenset({"x@example.com"}))
     assert admin_of(claims, elsewhere, {"U0ADMIN"}) == "oidc:x@example.com"  # the claim counts from Slack only
+
+
+def test_the_slack_admins_are_those_of_the_profiles_serving_slack() -> None:
+    profiles = [BotProfile(name="helper", platforms={"slack": {}}, access=AccessRules(admins=["U0ADMIN"])),
+                BotProfile(name="dm", platforms={"telegram": {}}, access=AccessRules(admins=["4242"]))]
+    assert slack_admins(profiles) == {"U0ADMIN"}
 
 
 def test_single_sign_on_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

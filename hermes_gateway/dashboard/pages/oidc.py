@@ -78,7 +78,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
     session = new_token()
     await store.open_dashboard_session(hashed(session), admin, datetime.now(UTC) + timedelta(
         seconds=dashboard.session_seconds))
-    await store.record_dashboard_change(admin, "sign-in", "dashboard", f"single sign-on ({dashboard.oidc.issuer})")
+    await store.record_dashboard_change(admin, "sign-in", "dashboard (single sign-on)", dashboard.oidc.issuer)
     response = render(request, "signed_in.html", target=f"{PREFIX}/")
     response.set_cookie(COOKIE, session, path=PREFIX, httponly=True, secure=dashboard.secure, samesite="Strict",
                         max_age=int(dashboard.session_seconds))
