@@ -1,4 +1,5 @@
-"""The dashboard's rows (migration 0022): sign-in links, sessions (hashes only) and the audit of changes.
+"""The dashboard's rows (migrations 0022, 0023, 0099): sign-in links, sessions (hashes only), the audit of changes,
+the faults counted per minute and the single sign-ons under way (hashes only).
 
 On `storage.models.Base` like every other row, in a module of its own so the models file stays small;
 `storage.store` imports it (through its repository), so the store's metadata always holds these tables.
@@ -60,3 +61,16 @@ class FaultMinuteRow(Base):
     minute: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
     kind: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
     count: Mapped[int] = mapped_column(sa.BigInteger(), nullable=False)
+
+
+class DashboardOidcStateRow(Base):
+    """A single sign-on under way (migration 0099): the SHA-256 of its `state`, and the SHA-256 of the secret
+    the browser that started it holds in a cookie (its PKCE verifier and nonce are derived from that secret,
+    so none of them is kept); deleted when the provider sends the browser back."""
+
+    __tablename__ = "dashboard_oidc_states"
+    __table_args__ = (sa.Index(None, "expires_at"),)
+
+    state_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    browser_hash: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), nullable=False)

@@ -1,9 +1,10 @@
-"""The dashboard's storage role: one-time sign-in links, signed-in sessions and the audit of what admins
-changed. Part of `ports.storage.Store`; kept in a module of its own as `cards.py` and `jobs.py` are.
+"""The dashboard's storage role: one-time sign-in links, single sign-ons under way, signed-in sessions and
+the audit of what admins changed. Part of `ports.storage.Store`; kept in a module of its own as `cards.py`
+and `jobs.py` are.
 
-Only hashes of links and sessions are kept: whoever reads the database cannot sign in with what it holds.
-Both live in the database so a link made on one replica opens a session on any other, and a session
-opened on one is honoured by all.
+Only hashes of links, sign-on states and sessions are kept: whoever reads the database cannot sign in with
+what it holds. Links and sessions live in the database so a link made on one replica opens a session on
+any other, and a session opened on one is honoured by all.
 """
 
 from __future__ import annotations
@@ -64,6 +65,15 @@ class DashboardStore(Protocol):
     async def take_dashboard_link(self, token_hash: str) -> str | None:
         """The admin a link was made for, once: the link is deleted in the same statement, so two replicas
         given it at the same moment open one session between them. None when unknown, used or expired."""
+
+    async def put_dashboard_oidc_state(self, state_hash: str, browser_hash: str, expires_at: datetime) -> None:
+        """Keep a single sign-on under way until the provider sends the browser back or `expires_at`: the hash
+        of its `state` and of the secret the browser that started it holds. Long expired ones are deleted on
+        the way."""
+
+    async def take_dashboard_oidc_state(self, state_hash: str) -> str | None:
+        """The browser hash a sign-on's `state` was kept with, once (deleted in the same statement, as a link
+        is), so a callback replayed on any replica finds nothing. None when unknown, used or expired."""
 
     async def open_dashboard_session(self, session_hash: str, admin: str, expires_at: datetime) -> None: ...
 

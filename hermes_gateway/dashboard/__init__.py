@@ -7,6 +7,7 @@ page reads and changes state through the engine's ports (`Store`, `MemoryBook`),
 - `config.py`: the gateway's public URL and how long links and sessions last.
 - `tokens.py`: link and session tokens, their hashes and the CSRF token of a session.
 - `links.py`: making a sign-in link (the chat command and the CLI share it).
+- `oidc/`: single sign-on with an OpenID Connect provider, when configured (`pages/oidc.py`: its two routes).
 - `guard.py`: the middlewares every route passes through (Host check, security headers, the session).
 - `app.py`: the routes; `views.py`: what each page shows, gathered from the ports.
 - `command.py`: the `/dashboard` chat command; `serving.py`: both put into a running gateway.

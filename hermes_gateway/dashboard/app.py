@@ -12,6 +12,7 @@ from aiohttp import web
 from hermes_gateway.dashboard import views
 from hermes_gateway.dashboard.config import Dashboard
 from hermes_gateway.dashboard.guard import PREFIX, middlewares
+from hermes_gateway.dashboard.oidc.flow import Provider
 from hermes_gateway.dashboard.pages import (
     Page,
     approvals,
@@ -20,6 +21,7 @@ from hermes_gateway.dashboard.pages import (
     goals,
     jobs,
     kanban,
+    oidc,
     overview,
     people,
     signing,
@@ -28,6 +30,7 @@ from hermes_gateway.dashboard.rendering import DASHBOARD, HERE, NAV, SOURCES, TE
 
 PAGES: tuple[Page, ...] = (
     signing.PAGE,
+    oidc.PAGE,
     overview.PAGE,
     people.PAGE,
     kanban.PAGE,
@@ -43,6 +46,8 @@ def dashboard_app(sources: views.Sources, dashboard: Dashboard) -> web.Applicati
     """The application to mount at `/admin` (see `mount`)."""
     app = web.Application(middlewares=middlewares(sources.store, dashboard))
     app[SOURCES], app[DASHBOARD], app[TEMPLATES] = sources, dashboard, templates()
+    if dashboard.oidc is not None:
+        app[oidc.PROVIDER] = Provider(dashboard.oidc, dashboard.oidc_callback_url)
     app[NAV] = tuple((page.label, page.path, page.name) for page in PAGES if page.label)
     for page in PAGES:
         page.routes(app.router)

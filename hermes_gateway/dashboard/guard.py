@@ -2,8 +2,8 @@
 session (with the CSRF token and the Origin on every POST).
 
 The session check is a middleware on the whole `/admin` application, not a decorator a handler may lack:
-a route added later is guarded without anyone remembering to. Only `PUBLIC` paths (the sign-in page and
-the package's own CSS and JS) answer without a session, and they show no data.
+a route added later is guarded without anyone remembering to. Only `PUBLIC` paths (the sign-in page, the
+two ends of single sign-on and the package's own CSS and JS) answer without a session, and they show no data.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 PREFIX = "/admin"
 LOGIN = f"{PREFIX}/login"
-PUBLIC = (LOGIN, f"{PREFIX}/static/")
+STATIC = f"{PREFIX}/static/"
+PUBLIC = (LOGIN, f"{PREFIX}/oidc/start", f"{PREFIX}/oidc/callback", STATIC)
 
 # `same-origin`: a sign-in link's token never reaches another site in a Referer, and form POSTs keep their
 # real `Origin` (under `no-referrer` browsers send `Origin: null`).
@@ -52,7 +53,7 @@ def visitor(request: web.Request) -> Visitor:
 
 
 def is_public(path: str) -> bool:
-    return path == LOGIN or path.startswith(PUBLIC[1])
+    return path in PUBLIC[:-1] or path.startswith(STATIC)
 
 
 def middlewares(store: DashboardStore, dashboard: Dashboard) -> list[Middleware]:

@@ -46,6 +46,7 @@ def templates() -> jinja2.Environment:
 def render(request: web.Request, name: str, status: int = 200, **context: Any) -> web.Response:
     found = request.get(VISITOR)
     page = request.app[TEMPLATES].get_template(name).render(visitor=found, prefix=PREFIX, nav=request.app[NAV],
+                                                           single_sign_on=request.app[DASHBOARD].oidc is not None,
                                                            **context)
     return web.Response(text=page, status=status, content_type="text/html", charset="utf-8")
 

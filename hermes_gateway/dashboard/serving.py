@@ -3,11 +3,11 @@ each bot's commands (before the adapters start, so it is in the platforms' comma
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from aiohttp import web
 
-from hermes_engine.config import Settings
+from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.memory.book import MemoryBook
 from hermes_engine.people.forget import ForgetFeature, ForgetOutcome, forget_in
@@ -35,7 +35,15 @@ def attach_dashboard(http: web.Application, settings: Settings, store: Store, ga
     mount(http, Sources(store, memory, [gateway.bot for gateway in gateways], platforms,
                         {gateway.bot: gateway.profile.limits for gateway in gateways},
                         forget if forgetting is not None else None,
-                        {gateway.bot: gateway.profile.goals.max_turns for gateway in gateways}), dashboard)
+                        {gateway.bot: gateway.profile.goals.max_turns for gateway in gateways},
+                        slack_admins=slack_admins([gateway.profile for gateway in gateways])), dashboard)
     for gateway in gateways:
         register_dashboard_command(gateway.commands, store, dashboard)
     return dashboard
+
+
+def slack_admins(profiles: Iterable[BotProfile]) -> frozenset[str]:
+    """The Slack user ids that administer a bot served on Slack: who signs in with Slack as an admin (a
+    profile serving only Telegram names Telegram ids, which mean nothing to Slack)."""
+    return frozenset(str(user) for profile in profiles if "slack" in profile.platforms
+                     for user in profile.access.admins)

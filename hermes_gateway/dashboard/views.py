@@ -79,6 +79,7 @@ class Sources:
     limits: Mapping[str, UsageLimitSettings] = field(default_factory=dict)  # each bot's usage limits
     forget: Forget | None = None  # deletes everything kept about a person, as `/forget` does (None: not offered)
     goal_turns: Mapping[str, int] = field(default_factory=dict)  # each bot's turns a goal (`goals.max_turns`)
+    slack_admins: frozenset[str] = frozenset()  # user ids in `access.admins` of the bot profiles serving Slack
 
 
 FAULT_WINDOW = timedelta(hours=1)

@@ -1,8 +1,9 @@
-"""The `DashboardStore` role (migrations 0022, 0023): sign-in links, dashboard sessions, the audit of changes,
-and what the Overview reads of every replica: the leases live now and the faults counted per minute.
+"""The `DashboardStore` role (migrations 0022, 0023, 0099): sign-in links, single sign-ons under way, dashboard
+sessions, the audit of changes, and what the Overview reads of every replica: the leases live now and the
+faults counted per minute.
 
-A link is taken by one `DELETE ... RETURNING`, so it opens at most one session even when two replicas are
-handed it at once. Expired links and sessions are deleted when new ones are made.
+A link (and a sign-on's state) is taken by one `DELETE ... RETURNING`, so it opens at most one session even
+when two replicas are handed it at once. Expired links, states and sessions are deleted when new ones are made.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 
 from hermes_engine.ports.dashboard import AuditEntry, DashboardSession, HeldLease, ListedPerson
-from storage.dashboard_rows import DashboardAuditRow, DashboardLinkRow, DashboardSessionRow, FaultMinuteRow
+from storage.dashboard_rows import (
+    DashboardAuditRow,
+    DashboardLinkRow,
+    DashboardOidcStateRow,
+    DashboardSessionRow,
+    FaultMinuteRow,
+)
 from storage.models import AccountRow, LeaseRow, PersonRow, table_of
 from storage.repos.base import SqlRepository, whole
 
@@ -53,6 +60,22 @@ class DashboardRepository(SqlRepository):
         statement = (sa.delete(DashboardLinkRow)
                      .where(DashboardLinkRow.token_hash == token_hash, DashboardLinkRow.expires_at > self._now())
                      .returning(DashboardLinkRow.admin))
+        async with self._session() as session, session.begin():
+            return (await session.execute(statement)).scalar_one_or_none()
+
+    @whole
+    async def put_dashboard_oidc_state(self, state_hash: str, browser_hash: str, expires_at: datetime) -> None:
+        now = self._now()
+        async with self._session() as session, session.begin():
+            await session.execute(sa.delete(DashboardOidcStateRow).where(DashboardOidcStateRow.expires_at <= now))
+            session.add(DashboardOidcStateRow(state_hash=state_hash, browser_hash=browser_hash, expires_at=expires_at))
+
+    @whole
+    async def take_dashboard_oidc_state(self, state_hash: str) -> str | None:
+        statement = (sa.delete(DashboardOidcStateRow)
+                     .where(DashboardOidcStateRow.state_hash == state_hash,
+                            DashboardOidcStateRow.expires_at > self._now())
+                     .returning(DashboardOidcStateRow.browser_hash))
         async with self._session() as session, session.begin():
             return (await session.execute(statement)).scalar_one_or_none()
 

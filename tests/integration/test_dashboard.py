@@ -23,7 +23,7 @@ from hermes_engine.memory.documents import MemoryOwner
 from hermes_engine.memory.store import FileMemoryStore
 from hermes_engine.people.forget import ForgetOutcome, forget_person
 from hermes_gateway.dashboard.app import mount
-from hermes_gateway.dashboard.config import Dashboard
+from hermes_gateway.dashboard.config import Dashboard, Oidc
 from hermes_gateway.dashboard.guard import is_public
 from hermes_gateway.dashboard.links import sign_in_link
 from hermes_gateway.dashboard.tokens import COOKIE, hashed
@@ -68,9 +68,11 @@ def csrf_of(page: str) -> str:
 
 
 async def open_site(tmp_path: Path, public: str | None = None, *, db: str | None = None,
-                    limits: UsageLimitSettings | None = None, forgets: bool = False) -> AsyncIterator[Site]:
+                    limits: UsageLimitSettings | None = None, forgets: bool = False,
+                    oidc: Oidc | None = None) -> AsyncIterator[Site]:
     """A replica's dashboard on database `db` (default: a SQLite file in `tmp_path`); `limits`: the bot's usage
-    limits; `forgets`: the dashboard offers to forget a person (through `forget_person`, as the CLI does)."""
+    limits; `forgets`: the dashboard offers to forget a person (through `forget_person`, as the CLI does);
+    `oidc`: single sign-on with that provider."""
     store = SqlStore(db or f"sqlite+aiosqlite:///{tmp_path / 'hermes.db'}")
     await store.init()
     person = await store.resolve_account("telegram", "bot", "666", SCRIPT_NAME)
@@ -78,7 +80,7 @@ async def open_site(tmp_path: Path, public: str | None = None, *, db: str | None
     if not await memory.entries(MemoryOwner.person(person.person_id), "memory"):
         await memory.add(MemoryOwner.person(person.person_id), "memory", "Likes tea; secret-memory-entry")
     port = free_port()
-    dashboard = Dashboard(public or f"http://127.0.0.1:{port}", 600, 3600)
+    dashboard = Dashboard(public or f"http://127.0.0.1:{port}", 600, 3600, oidc)
     http = web.Application()
     async def forget(person_id: int) -> ForgetOutcome | None:
         return await forget_person(store, tmp_path / "home", person_id, memory=memory.store)
@@ -130,7 +132,8 @@ async def test_every_admin_route_refuses_a_visitor_without_a_session(site: Site)
     assert ("GET", "/admin/") in routes and ("POST", "/admin/people/1/memory/memory/add") in routes
     assert len(routes) >= 9
     paths = sorted({path for _, path in routes})
-    assert [path for path in paths if is_public(path)] == ["/admin/login", "/admin/static/dashboard.css"]
+    assert [path for path in paths if is_public(path)] == ["/admin/login", "/admin/oidc/callback", "/admin/oidc/start",
+                                                           "/admin/static/dashboard.css"]
     for path in paths:
         for verb in ("GET", "POST"):
             response = await site.client.request(verb, path, allow_redirects=False, headers={"Origin": site.origin},
