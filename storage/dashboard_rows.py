@@ -1,4 +1,4 @@
-"""The dashboard's rows (migrations 0022, 0023, 0099): sign-in links, sessions (hashes only), the audit of changes,
+"""The dashboard's rows (migrations 0022, 0023, 0025): sign-in links, sessions (hashes only), the audit of changes,
 the faults counted per minute and the single sign-ons under way (hashes only).
 
 On `storage.models.Base` like every other row, in a module of its own so the models file stays small;
@@ -64,7 +64,7 @@ class FaultMinuteRow(Base):
 
 
 class DashboardOidcStateRow(Base):
-    """A single sign-on under way (migration 0099): the SHA-256 of its `state`, and the SHA-256 of the secret
+    """A single sign-on under way (migration 0025): the SHA-256 of its `state`, and the SHA-256 of the secret
     the browser that started it holds in a cookie (its PKCE verifier and nonce are derived from that secret,
     so none of them is kept); deleted when the provider sends the browser back."""
 

@@ -1,4 +1,4 @@
-"""The `DashboardStore` role (migrations 0022, 0023, 0099): sign-in links, single sign-ons under way, dashboard
+"""The `DashboardStore` role (migrations 0022, 0023, 0025): sign-in links, single sign-ons under way, dashboard
 sessions, the audit of changes, and what the Overview reads of every replica: the leases live now and the
 faults counted per minute.
 

@@ -1,7 +1,7 @@
 """The dashboard's single sign-ons under way (OpenID Connect): the hash of each `state` and of the secret the
 browser that started it holds, kept for a few minutes and deleted when the provider sends the browser back.
 
-Revision ID: 0099
+Revision ID: 0025
 Revises: 0024
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0099"
+revision: str = "0025"
 down_revision: str | Sequence[str] | None = "0024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
