@@ -12,13 +12,15 @@ from aiohttp import web
 from hermes_gateway.dashboard import views
 from hermes_gateway.dashboard.config import Dashboard
 from hermes_gateway.dashboard.guard import PREFIX, middlewares
-from hermes_gateway.dashboard.pages import Page, audit, overview, people, signing
+from hermes_gateway.dashboard.pages import Page, audit, learning, overview, people, signing, skills
 from hermes_gateway.dashboard.rendering import DASHBOARD, HERE, NAV, SOURCES, TEMPLATES, templates
 
 PAGES: tuple[Page, ...] = (
     signing.PAGE,
     overview.PAGE,
     people.PAGE,
+    skills.PAGE,
+    learning.PAGE,
     audit.PAGE,
 )
 

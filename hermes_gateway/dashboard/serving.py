@@ -11,6 +11,7 @@ from hermes_engine.config import Settings
 from hermes_engine.core.gateway import Gateway
 from hermes_engine.memory.book import MemoryBook
 from hermes_engine.ports.storage import Store
+from hermes_engine.skills.feature import SkillsFeature
 from hermes_gateway.dashboard.app import mount
 from hermes_gateway.dashboard.command import register_dashboard_command
 from hermes_gateway.dashboard.config import Dashboard
@@ -26,7 +27,9 @@ def attach_dashboard(http: web.Application, settings: Settings, store: Store, ga
         return [PlatformState(gateway.bot, name, bool(getattr(outlet, "connected", False)))
                 for gateway in gateways for name, outlet in sorted(gateway.outlets.items())]
 
-    mount(http, Sources(store, memory, [gateway.bot for gateway in gateways], platforms), dashboard)
+    skills = {gateway.bot: feature for gateway in gateways for feature in gateway.features
+              if isinstance(feature, SkillsFeature)}
+    mount(http, Sources(store, memory, [gateway.bot for gateway in gateways], platforms, skills), dashboard)
     for gateway in gateways:
         register_dashboard_command(gateway.commands, store, dashboard)
     return dashboard

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from hermes_engine.memory.book import LABELS, Document, MemoryBook
 from hermes_engine.memory.documents import MemoryOwner
 from hermes_engine.ports.dashboard import AuditEntry, ListedPerson
 from hermes_engine.ports.storage import AccountRecord, PersonRecord, Store, UsageCount
+
+if TYPE_CHECKING:
+    from hermes_engine.skills.feature import SkillsFeature
 
 
 @dataclass(frozen=True)
@@ -44,12 +48,14 @@ class PersonPage:
 @dataclass(frozen=True)
 class Sources:
     """What the pages read from: the store, the memory rules the agent's own writes go through, the bots
-    this gateway serves and its platforms' connections as they are now."""
+    this gateway serves and its platforms' connections as they are now; `skills`: each bot's skills feature
+    (its libraries, usage, approval queue and curator), by bot."""
 
     store: Store
     memory: MemoryBook
     bots: Sequence[str]
     platforms: Callable[[], Sequence[PlatformState]]
+    skills: Mapping[str, SkillsFeature] = field(default_factory=dict)
 
 
 async def overview(sources: Sources) -> Overview:
