@@ -115,7 +115,9 @@ class DayUse:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DayUse:
-        return cls(*(int(data.get(k, 0) or 0) for k in ("counted", "calls", "tokened", "tokens")))
+        get = data.get
+        return cls(int(get("counted") or 0), int(get("calls") or 0), int(get("tokened") or 0),
+                   int(get("tokens") or 0))
 
     def __add__(self, other: DayUse) -> DayUse:
         return DayUse(self.counted + other.counted, self.calls + other.calls, self.tokened + other.tokened,

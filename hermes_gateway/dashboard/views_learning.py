@@ -7,20 +7,22 @@ that used one of its skills, day by day, from the turns the usage log recorded; 
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from hermes_engine.skills.feature import SkillsFeature
 from hermes_engine.skills.usage import DayUse, SkillUsage, ranked
+from hermes_gateway.dashboard import skill_reads
 from hermes_gateway.dashboard.chart import Chart, line_chart
 from hermes_gateway.dashboard.views import Sources
 
 WEEK_DAYS = 7
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one per reading of the usage: kept and compared as itself
 class Family:
     bot: str
     category: str
@@ -29,6 +31,11 @@ class Family:
     baseline: float | None  # tool calls of a task without the skills (weighted by use), when known
     calls_chart: Chart
     tokens_chart: Chart
+
+    @property
+    def anchor(self) -> str:
+        """An HTML id that stays the family's own while the page changes around it."""
+        return "f" + hashlib.sha1(f"{self.bot}\0{self.category}".encode()).hexdigest()[:12]
 
     @property
     def total(self) -> DayUse:
@@ -43,20 +50,34 @@ class BotFigures:
     calls_saved_this_week: float | None  # None while no used skill has a baseline
 
 
-async def _usages(feature: SkillsFeature, bot: str) -> tuple[dict[str, str], list[tuple[str, SkillUsage]]]:
-    """(category by skill, the skills' usage as `skills stats` ranks them)."""
-    skills = await feature.raw_library(bot).list_skills()
-    usages = await asyncio.to_thread(feature.usage_for(bot).all)
-    categories = {s.name: s.category for s in skills}
-    return categories, ranked(usages, categories)
+async def _usages(feature: SkillsFeature, bot: str) -> tuple[skill_reads.Read, list[tuple[str, SkillUsage]]]:
+    """(what was read, the skills' usage as `skills stats` ranks them)."""
+    found = await skill_reads.read(feature, bot)
+    if "ranked" not in found.derived:
+        found.derived["ranked"] = ranked(found.usages, found.skills)
+    return found, found.derived["ranked"]
+
+
+def summed(usages: Iterable[SkillUsage], since: str = "") -> dict[str, DayUse]:
+    """The turns of these skills by day (from `since`, "YYYY-MM-DD"), summed: sums of plain numbers first,
+    one `DayUse` a day after (a library of hundreds of skills has tens of thousands of skill-days)."""
+    sums: dict[str, list[int]] = {}
+    for usage in usages:
+        for day, use in usage.days.items():
+            if day < since or not isinstance(use, dict):
+                continue
+            acc = sums.setdefault(day, [0, 0, 0, 0])
+            acc[0] += int(use.get("counted") or 0)
+            acc[1] += int(use.get("calls") or 0)
+            acc[2] += int(use.get("tokened") or 0)
+            acc[3] += int(use.get("tokens") or 0)
+    return {day: DayUse(*acc) for day, acc in sums.items()}
 
 
 def _family(bot: str, category: str, rows: list[tuple[str, SkillUsage]]) -> Family:
-    days: dict[str, DayUse] = defaultdict(DayUse)
+    days = summed(usage for _, usage in rows)
     weighted, weight = 0.0, 0
     for _, usage in rows:
-        for day, use in usage.per_day():
-            days[day] = days[day] + use
         if usage.baseline_calls is not None and usage.counted:
             weighted += usage.baseline_calls * usage.counted
             weight += usage.counted
@@ -71,11 +92,14 @@ def _family(bot: str, category: str, rows: list[tuple[str, SkillUsage]]) -> Fami
 async def families(sources: Sources) -> tuple[Family, ...]:
     found: list[Family] = []
     for bot, feature in sorted(sources.skills.items()):
-        categories, rows = await _usages(feature, bot)
-        grouped: dict[str, list[tuple[str, SkillUsage]]] = defaultdict(list)
-        for name, usage in rows:
-            grouped[categories[name]].append((name, usage))
-        found += [_family(bot, category, members) for category, members in sorted(grouped.items())]
+        read, rows = await _usages(feature, bot)
+        if "families" not in read.derived:
+            grouped: dict[str, list[tuple[str, SkillUsage]]] = defaultdict(list)
+            for name, usage in rows:
+                grouped[read.skills[name].category].append((name, usage))
+            read.derived["families"] = [_family(bot, category, members)
+                                        for category, members in sorted(grouped.items())]
+        found += read.derived["families"]
     return tuple(found)
 
 
@@ -90,15 +114,23 @@ def saved(usage: SkillUsage, use: DayUse) -> float | None:
 async def bot_figures(feature: SkillsFeature, bot: str, today: date | None = None) -> BotFigures:
     today = today or datetime.now(UTC).date()
     since = (today - timedelta(days=WEEK_DAYS - 1)).isoformat()
-    _, rows = await _usages(feature, bot)
+    read, rows = await _usages(feature, bot)
+    key = f"week:{since}"
+    if key not in read.derived:
+        read.derived[key] = _week(rows, since)
+    uses, saving, known = read.derived[key]
+    return BotFigures(bot, len(rows), uses, saving if known else None)
+
+
+def _week(rows: list[tuple[str, SkillUsage]], since: str) -> tuple[int, float, bool]:
     uses, saving, known = 0, 0.0, False
     for _, usage in rows:
-        week = sum((use for day, use in usage.per_day() if day >= since), DayUse())
+        week = sum(summed([usage], since).values(), DayUse())
         uses += week.counted
         found = saved(usage, week)
         if found is not None:
             saving, known = saving + found, True
-    return BotFigures(bot, len(rows), uses, saving if known else None)
+    return uses, saving, known
 
 
 def line_of(figures: BotFigures) -> str:

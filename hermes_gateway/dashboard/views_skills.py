@@ -14,10 +14,12 @@ from hermes_engine.skills.history import Revision, revisions
 from hermes_engine.skills.model import NAME_RE, Skill
 from hermes_engine.skills.report import CuratorReport, recent_reports
 from hermes_engine.skills.usage import SkillUsage, ranked
+from hermes_gateway.dashboard import skill_reads
 from hermes_gateway.dashboard.views import Sources
 
 REPORTS_SHOWN = 5
 DIFF_CONTEXT = 3
+SKILLS_PER_PAGE = 50
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,9 @@ class Library:
     rows: tuple[SkillRow, ...]
     pending: tuple[PendingChange, ...]
     reports: tuple[CuratorReport, ...]
+    total: int  # skills in the library; `rows` is page `page` of `pages`
+    page: int = 1
+    pages: int = 1
 
 
 @dataclass(frozen=True)
@@ -58,30 +63,38 @@ class SkillPage:
     pending: tuple[PendingChange, ...]  # held changes to this skill
 
 
-async def library(feature: SkillsFeature, bot: str) -> Library:
-    """One bot's library: skills most used first, as `skills stats` ranks them."""
-    skills = await feature.raw_library(bot).list_skills()  # brings a database library's copy up to date first
-    by_name = {s.name: s for s in skills}
-    usages = await asyncio.to_thread(feature.usage_for(bot).all)
-    rows = tuple(SkillRow(name, by_name[name].category, by_name[name].description, by_name[name].agent_written,
-                          usage) for name, usage in ranked(usages, by_name))
+async def library(feature: SkillsFeature, bot: str, page: int = 1) -> Library:
+    """One bot's library, a page at a time: skills most used first, as `skills stats` ranks them."""
+    found = await skill_reads.read(feature, bot)
+    if "rows" not in found.derived:
+        by_name = found.skills
+        found.derived["rows"] = tuple(
+            SkillRow(name, by_name[name].category, by_name[name].description, by_name[name].agent_written, usage)
+            for name, usage in ranked(found.usages, by_name))
+    rows: tuple[SkillRow, ...] = found.derived["rows"]
+    pages = max(1, -(-len(rows) // SKILLS_PER_PAGE))
+    page = min(max(page, 1), pages)
     pending = await asyncio.to_thread(feature.pending_for(bot).list)
     reports = await asyncio.to_thread(recent_reports, feature.raw_library(bot).root, REPORTS_SHOWN)
-    return Library(bot, rows, tuple(pending), tuple(reports))
+    shown = rows[(page - 1) * SKILLS_PER_PAGE:page * SKILLS_PER_PAGE]
+    return Library(bot, shown, tuple(pending), tuple(reports), len(rows), page, pages)
 
 
-async def libraries(sources: Sources) -> tuple[Library, ...]:
-    return tuple([await library(feature, bot) for bot, feature in sorted(sources.skills.items())])
+async def libraries(sources: Sources, bot: str | None = None, page: int = 1) -> tuple[Library, ...]:
+    """Every bot's library; `page` of the one named `bot`, the first page of the others."""
+    return tuple([await library(feature, name, page if name == bot else 1)
+                  for name, feature in sorted(sources.skills.items())])
 
 
 async def skill(sources: Sources, bot: str, name: str) -> SkillPage | None:
     feature = sources.skills.get(bot)
     if feature is None or not NAME_RE.match(name):
         return None
-    found = await feature.raw_library(bot).get(name)
+    read = await skill_reads.read(feature, bot)
+    found = read.skills.get(name)
     if found is None:
         return None
-    usage = await asyncio.to_thread(feature.usage_for(bot).get, name)
+    usage = read.usages.get(name, SkillUsage())
     kept = await asyncio.to_thread(revisions, feature.raw_library(bot).root, name)
     held = [p for p in await asyncio.to_thread(feature.pending_for(bot).list) if p.change.name == name]
     return SkillPage(bot, found, usage, tuple(Patch(r, diff(r)) for r in kept), tuple(held))

@@ -253,8 +253,9 @@ async def test_learning_draws_calls_and_tokens_per_task_of_each_family(skills_si
     response = await skills_site.client.get("/admin/learning")
     assert response.status == 200
     page = await response.text()
-    family = page.split('id="fam-1"', 1)[1]
-    assert family.startswith(">ops") and "rotate-logs, renew-certs" in family.split("</h2>", 1)[0]
+    family = page.split('class="family"', 1)[1]
+    assert re.match(r'>\s*<h2 id="fam-f[0-9a-f]{12}">ops ', family), family[:200]
+    assert "rotate-logs, renew-certs" in family.split("</h2>", 1)[0]
     days = [(NOW - timedelta(days=n)).date().isoformat() for n in (9, 3, 0)]
     rows = re.findall(r"<tr><td>([\d-]+)</td><td>(\d+)</td>\s*<td>([^<]+)</td>\s*<td>([^<]+)</td></tr>", family)
     assert rows == [(days[0], "1", "6.0", "3,000"), (days[1], "1", "4.0", "2,000"), (days[2], "2", "3.0", "1,200")]
@@ -309,3 +310,18 @@ async def test_every_skills_route_refuses_a_visitor_without_a_session(skills_sit
         assert response.status == (401 if verb == "POST" else 303), (verb, path, response.status)
     assert [p.id for p in skills_site.feature.pending_for(BOT).list()] == [pending_id]
     assert await skills_site.site.store.dashboard_changes() == []
+
+
+async def test_a_large_library_is_shown_fifty_skills_a_page(tmp_path: Path) -> None:
+    async for s in open_skill_site(tmp_path, "files"):
+        library = s.feature.raw_library(BOT)
+        for n in range(53):
+            await library.apply(SkillChange("create", f"skill-{n:02d}", skill_md(f"skill-{n:02d}", f"Skill {n}")))
+        await s.site.sign_in()
+        first = await (await s.client.get("/admin/skills")).text()
+        second = await (await s.client.get("/admin/skills?bot=helper&page=2")).text()
+        shown = [re.findall(r'<a href="/admin/skills/helper/(skill-\d+)">', page) for page in (first, second)]
+        assert [len(names) for names in shown] == [50, 3] and not set(shown[0]) & set(shown[1])
+        assert "53 skills" in first and "Page 1 of 2" in first and 'href="/admin/skills?bot=helper&amp;page=2"' in first
+        assert shown[1] == re.findall(r'<a href="/admin/skills/helper/(skill-\d+)">',
+                                      await (await s.client.get("/admin/skills?bot=helper&page=9")).text())

@@ -31,7 +31,7 @@ def test_a_refused_write_leaves_no_history(tmp_path: Path) -> None:
     library.apply_sync(SkillChange("create", "pg-dump", content=skill_md("pg-dump"), category="db"))
     with pytest.raises(SkillError):
         library.apply_sync(SkillChange("patch", "pg-dump", old_string="not there", new_string="x"))
-    library.apply_sync(SkillChange("patch", "pg-dump", old_string="## Steps", new_string="## Steps"), commit=False)
+    library.apply_sync(SkillChange("patch", "pg-dump", old_string="## Steps", new_string="## Steps\n0. x"), commit=False)
     assert [r.action for r in revisions(library.root, "pg-dump")] == ["create"]
 
 

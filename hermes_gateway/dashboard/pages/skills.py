@@ -10,7 +10,7 @@ from hermes_engine.skills.model import SkillError
 from hermes_gateway.dashboard import views_skills
 from hermes_gateway.dashboard.guard import PREFIX, visitor
 from hermes_gateway.dashboard.pages import Page
-from hermes_gateway.dashboard.rendering import SOURCES, render
+from hermes_gateway.dashboard.rendering import SOURCES, number, render
 
 DONE = {"approved": "Approved {}.", "rejected": "Rejected {}."}
 
@@ -21,7 +21,8 @@ async def skills(request: web.Request, *, status: int = 200, said: str | None = 
         for key, sentence in DONE.items():
             if key in request.query:
                 said = sentence.format(request.query[key])
-    found = await views_skills.libraries(request.app[SOURCES])
+    found = await views_skills.libraries(request.app[SOURCES], request.query.get("bot"),
+                                         number(request.query.get("page")))
     return render(request, "skills.html", status=status, page="skills", libraries=found, said=said, ok=ok,
                   pending_text=views_skills.pending_text)
 
