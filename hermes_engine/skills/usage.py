@@ -28,7 +28,7 @@ from hermes_engine.skills.contract import USAGE_FILE
 log = logging.getLogger(__name__)
 
 RECENT = 20  # outcomes kept per skill
-DAYS_KEPT = 120  # days of per-day figures kept per skill (the learning chart's span)
+DAYS_KEPT = 90  # days of per-day figures kept per skill (the learning chart's span)
 
 
 def utcnow() -> datetime:

@@ -97,6 +97,10 @@ def walk_through(link: str, shots: Path, pending_id: str) -> dict[str, object]:
         seen["removed"] = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "article.patch:first-of-type pre.diff .remove")]
         seen["skill_text"] = driver.find_element(By.CSS_SELECTOR, "pre.skill-text").text
         driver.save_screenshot(str(shots / "dashboard-skill.png"))
+        driver.set_window_size(375, 812)
+        seen["skill_375_overflow"] = driver.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        driver.set_window_size(1200, 900)
 
         driver.find_element(By.LINK_TEXT, "← Skills").click()
         wait.until(shown.title_contains("Skills"))
@@ -144,7 +148,7 @@ async def test_an_admin_reads_the_skills_approves_a_held_one_and_sees_the_learni
     skills = str(seen["skills"])
     assert "rotate-logs" in skills and "weekly-report" in skills and "create tidy-tmp" in skills
     assert "Curator reports" in skills and "dry run" in skills
-    assert seen["skills_375_overflow"] == 0 and seen["learning_375_overflow"] == 0  # no sideways scroll
+    assert seen["skills_375_overflow"] == seen["skill_375_overflow"] == seen["learning_375_overflow"] == 0
     assert seen["removed"] == ["-1. Run `logrotate -f`."]
     assert seen["added"] == ["+1. Run `logrotate -f /etc/logrotate.conf`.", "+2. Check `df -h`."]
     assert "2. Check `df -h`." in str(seen["skill_text"])
