@@ -34,8 +34,10 @@ from hermes_engine.skills.curator import Curator, latest_report
 from hermes_engine.skills.hints import SkillHints
 from hermes_engine.skills.index import hint_text, render_index
 from hermes_engine.skills.library import (
+    ChangeResult,
     FileSkillLibrary,
     GatedLibrary,
+    PendingChange,
     PendingQueue,
     SkillLibrary,
     bot_library_dir,
@@ -131,6 +133,15 @@ class SkillsFeature(Feature, PromptContributor):
 
     def pending_for(self, bot: str | None = None) -> PendingQueue:
         return PendingQueue(self.raw_library(bot).root)
+
+    async def approve(self, bot: str, pending_id: str) -> ChangeResult:
+        """An admin's approval of a held change (`/skills approve`, the dashboard): applied, as its author, to
+        the ungated library; raises `SkillError` when there is no such change or it cannot be applied."""
+        return await self.pending_for(bot).approve(pending_id, self.raw_library(bot))
+
+    def reject(self, bot: str, pending_id: str) -> PendingChange:
+        """An admin's rejection (`/skills reject`, the dashboard): the change is dropped unapplied."""
+        return self.pending_for(bot).reject(pending_id)
 
     def usage_for(self, bot: str | None = None) -> UsageLog:
         bot = bot or self.bot
@@ -290,7 +301,7 @@ class SkillsFeature(Feature, PromptContributor):
             if used:
                 failed = outcome.failed and not outcome.interrupted
                 await asyncio.to_thread(usage.record_turn, dict(used), failed=failed, at=self.clock(),
-                                        calls=len(calls))
+                                        calls=len(calls), tokens=outcome.usage.total)
                 self._last_used[key] = sorted(used)
                 while len(self._last_used) > _CACHE_SESSIONS:
                     self._last_used.popitem(last=False)
@@ -365,9 +376,9 @@ class SkillsFeature(Feature, PromptContributor):
                 return f"Usage: /skills {sub} <id> (see /skills pending)."
             try:
                 if sub == "approve":
-                    result = await queue.approve(words[1], self.raw_library(bot))
+                    result = await self.approve(bot, words[1])
                     return f"Approved {words[1]}: {result.text()}"
-                entry = queue.reject(words[1])
+                entry = self.reject(bot, words[1])
                 return f"Rejected {entry.id} ({entry.change.summary()})."
             except SkillError as exc:
                 return f"Could not {sub} {words[1]}: {exc}"

@@ -36,6 +36,7 @@ from hermes_engine.skills.contract import (
     SkillChange,
 )
 from hermes_engine.skills.folders import SkillFolders
+from hermes_engine.skills.history import record as record_history
 from hermes_engine.skills.model import (
     MAX_FILE_BYTES,
     SUPPORT_DIRS,
@@ -192,6 +193,7 @@ class FileSkillLibrary(SkillFolders):
                 os.rename(folder, target)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
+            record_history(self.root, name, action="create", author=author, file=SKILL_FILE, before="", after=text)
         return ChangeResult("create", name, f"Created skill '{name}' in category '{category}'.",
                             self._warnings(skill))
 
@@ -204,6 +206,8 @@ class FileSkillLibrary(SkillFolders):
         if commit:
             assert skill.path is not None
             atomic_write_text(skill.path / SKILL_FILE, text)
+            record_history(self.root, skill.name, action="edit", author=author, file=SKILL_FILE, before=skill.text,
+                           after=text)
         return ChangeResult("edit", skill.name, f"Rewrote skill '{skill.name}'.", self._warnings(new_skill))
 
     def _do_patch(self, change: SkillChange, author: str, commit: bool) -> ChangeResult:
@@ -244,6 +248,8 @@ class FileSkillLibrary(SkillFolders):
             scan_or_raise(updated, label, change.scan_mode)
         if commit:
             atomic_write_text(target, updated)
+            record_history(self.root, skill.name, action="patch", author=author, file=label, before=current,
+                           after=updated)
         times = f" ({count} occurrences)" if count > 1 else ""
         return ChangeResult("patch", skill.name, f"Patched {label} of skill '{skill.name}'{times}.", warnings)
 
@@ -290,7 +296,10 @@ class FileSkillLibrary(SkillFolders):
         if os.path.lexists(target) and not is_regular_file(target):
             raise SkillError(f"{rel.as_posix()} in skill '{skill.name}' exists and is not a file.")
         if commit:
+            before = read_text(target, errors="replace") if is_regular_file(target) else ""
             atomic_write(target, data)
+            record_history(self.root, skill.name, action="write_file", author=author, file=rel.as_posix(),
+                           before=before, after=change.file_content)
         return ChangeResult("write_file", skill.name, f"Wrote {rel.as_posix()} in skill '{skill.name}'.")
 
     def _do_remove_file(self, change: SkillChange, author: str, commit: bool) -> ChangeResult:
@@ -302,8 +311,11 @@ class FileSkillLibrary(SkillFolders):
             listing = ", ".join(self._support_files(skill.path)) or "none"
             raise SkillError(f"Skill '{skill.name}' has no file {rel.as_posix()}. Its files: {listing}.")
         if commit:
+            before = read_text(target, errors="replace")
             target.unlink()
             self._prune_empty(target.parent, stop=skill.path)
+            record_history(self.root, skill.name, action="remove_file", author=author, file=rel.as_posix(),
+                           before=before, after="")
         return ChangeResult("remove_file", skill.name, f"Removed {rel.as_posix()} from skill '{skill.name}'.")
 
     def _do_archive(self, change: SkillChange, author: str, commit: bool) -> ChangeResult:

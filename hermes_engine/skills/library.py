@@ -6,6 +6,7 @@ One library per bot profile, at `<HERMES_HOME>/skills/<bot>/`:
                                         see `skills.folders`)
     <category>/<name>/references/…      optional supporting files (also templates/, scripts/, assets/)
     .archive/  .backups/  .reports/  .pending/  .usage.json   (curator, approval queue, usage)
+    .history/<name>/…                   each write to a skill, its text before and after (`skills.history`)
 
 The parts live apart: the storage contract in `skills.contract`, reading the folders in `skills.folders`,
 transactional writes, archive and backups in `skills.files`, the approval queue in `skills.approvals`,

@@ -107,14 +107,23 @@ def save_report(library_root: Path | str, report: CuratorReport, now: datetime) 
 
 
 def latest_report(library_root: Path | str) -> CuratorReport | None:
+    found = recent_reports(library_root, 1)
+    return found[0] if found else None
+
+
+def recent_reports(library_root: Path | str, limit: int = KEEP_REPORTS) -> list[CuratorReport]:
+    """The newest `limit` readable reports, newest first (an unreadable one is logged and passed over)."""
     folder = Path(library_root) / REPORT_DIR
     reports = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    found: list[CuratorReport] = []
     for path in reversed(reports):
+        if len(found) >= limit:
+            break
         try:
-            return CuratorReport.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            found.append(CuratorReport.from_dict(json.loads(path.read_text(encoding="utf-8"))))
         except (ValueError, TypeError) as exc:
             log.warning("unreadable curator report %s: %s", path, exc)
-    return None
+    return found
 
 
-__all__ = ["KEEP_REPORTS", "CuratorReport", "latest_report", "save_report"]
+__all__ = ["KEEP_REPORTS", "CuratorReport", "latest_report", "recent_reports", "save_report"]

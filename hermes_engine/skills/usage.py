@@ -28,6 +28,7 @@ from hermes_engine.skills.contract import USAGE_FILE
 log = logging.getLogger(__name__)
 
 RECENT = 20  # outcomes kept per skill
+DAYS_KEPT = 90  # days of per-day figures kept per skill (the learning chart's span)
 
 
 def utcnow() -> datetime:
@@ -64,6 +65,11 @@ class SkillUsage:
     calls: int = 0  # tool calls of the turns that used it (those whose count was recorded)
     counted: int = 0  # turns whose tool calls are in `calls`
     baseline_calls: int | None = None  # tool calls of the skill-less work it was learned from (estimate)
+    days: dict[str, dict[str, int]] = field(default_factory=dict)  # "YYYY-MM-DD" (UTC) -> DayUse's fields
+
+    def per_day(self) -> list[tuple[str, DayUse]]:
+        """The turns that used it, by day (UTC), oldest first."""
+        return sorted((day, DayUse.from_dict(v)) for day, v in self.days.items() if isinstance(v, dict))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SkillUsage:
@@ -95,6 +101,35 @@ class SkillUsage:
         """(bad, total) over the last `window` uses: turns that errored or drew a correction."""
         recent = self.recent[-window:]
         return sum(1 for r in recent if r.get("outcome") in ("error", "correction")), len(recent)
+
+
+@dataclass(frozen=True)
+class DayUse:
+    """One day's turns that used a skill: `counted` of them with their tool calls in `calls`, `tokened` with
+    their tokens in `tokens` (a turn recorded before tokens were kept has calls only)."""
+
+    counted: int = 0
+    calls: int = 0
+    tokened: int = 0
+    tokens: int = 0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DayUse:
+        get = data.get
+        return cls(int(get("counted") or 0), int(get("calls") or 0), int(get("tokened") or 0),
+                   int(get("tokens") or 0))
+
+    def __add__(self, other: DayUse) -> DayUse:
+        return DayUse(self.counted + other.counted, self.calls + other.calls, self.tokened + other.tokened,
+                      self.tokens + other.tokens)
+
+    @property
+    def calls_per_use(self) -> float | None:
+        return self.calls / self.counted if self.counted else None
+
+    @property
+    def tokens_per_use(self) -> float | None:
+        return self.tokens / self.tokened if self.tokened else None
 
 
 class UsageLog:
@@ -147,13 +182,14 @@ class UsageLog:
 
     # ------------------------------------------------------------------ recording
     def record_turn(self, views: dict[str, int] | Iterable[str], *, failed: bool = False,
-                    at: datetime | None = None, calls: int | None = None) -> None:
+                    at: datetime | None = None, calls: int | None = None, tokens: int | None = None) -> None:
         """One turn used these skills (`{name: skill_view calls}`); `failed` when the turn ended in an error;
-        `calls`: the turn's tool calls, when known."""
+        `calls` and `tokens`: the turn's tool calls and model tokens, when known (also kept per day)."""
         counts = dict(views) if isinstance(views, dict) else {n: 1 for n in views}
         if not counts:
             return
-        stamp = _iso(at or utcnow())
+        when = at or utcnow()
+        stamp, day = _iso(when), _iso(when)[:10]
         with self._update() as data:
             for name, n in counts.items():
                 entry = self._entry(data, name)
@@ -165,6 +201,7 @@ class UsageLog:
                 if calls is not None:
                     entry["calls"] += max(0, int(calls))
                     entry["counted"] += 1
+                    _count_day(entry, day, max(0, int(calls)), None if tokens is None else max(0, int(tokens)))
                 if entry.get("status") == "stale":
                     entry["status"], entry["status_since"] = "active", stamp
                 entry["recent"] = (entry["recent"] + [{"at": stamp, "outcome": "error" if failed else "ok"}])[-RECENT:]
@@ -210,6 +247,20 @@ class UsageLog:
             self._entry(data, name).update(fields)
 
 
+def _count_day(entry: dict[str, Any], day: str, calls: int, tokens: int | None) -> None:
+    days = entry.setdefault("days", {})
+    if not isinstance(days, dict):
+        days = entry["days"] = {}
+    bucket = days.setdefault(day, {})
+    bucket["counted"] = int(bucket.get("counted", 0)) + 1
+    bucket["calls"] = int(bucket.get("calls", 0)) + calls
+    if tokens is not None:
+        bucket["tokened"] = int(bucket.get("tokened", 0)) + 1
+        bucket["tokens"] = int(bucket.get("tokens", 0)) + tokens
+    for old in sorted(days)[:-DAYS_KEPT]:
+        del days[old]
+
+
 def describe(name: str, usage: SkillUsage) -> str:
     """One line for /status and `hermes-gateway skills stats`."""
     last = usage.last_used_at
@@ -229,4 +280,4 @@ def ranked(usages: dict[str, SkillUsage], names: Iterable[str] | None = None) ->
     return sorted(rows, key=lambda r: (-r[1].turns, r[0]))
 
 
-__all__ = ["SkillUsage", "UsageLog", "describe", "parse_time", "ranked", "utcnow"]
+__all__ = ["DAYS_KEPT", "DayUse", "SkillUsage", "UsageLog", "describe", "parse_time", "ranked", "utcnow"]

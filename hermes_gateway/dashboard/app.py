@@ -21,10 +21,12 @@ from hermes_gateway.dashboard.pages import (
     goals,
     jobs,
     kanban,
+    learning,
     oidc,
     overview,
     people,
     signing,
+    skills,
 )
 from hermes_gateway.dashboard.rendering import DASHBOARD, HERE, NAV, SOURCES, TEMPLATES, templates
 
@@ -33,11 +35,13 @@ PAGES: tuple[Page, ...] = (
     oidc.PAGE,
     overview.PAGE,
     people.PAGE,
+    conversations.PAGE,
+    skills.PAGE,
+    learning.PAGE,
+    goals.PAGE,
     kanban.PAGE,
     jobs.PAGE,
     approvals.PAGE,
-    conversations.PAGE,
-    goals.PAGE,
     audit.PAGE,
 )
 

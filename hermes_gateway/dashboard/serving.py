@@ -12,6 +12,7 @@ from hermes_engine.core.gateway import Gateway
 from hermes_engine.memory.book import MemoryBook
 from hermes_engine.people.forget import ForgetFeature, ForgetOutcome, forget_in
 from hermes_engine.ports.storage import Store
+from hermes_engine.skills.feature import SkillsFeature
 from hermes_gateway.dashboard.app import mount
 from hermes_gateway.dashboard.command import register_dashboard_command
 from hermes_gateway.dashboard.config import Dashboard
@@ -32,11 +33,14 @@ def attach_dashboard(http: web.Application, settings: Settings, store: Store, ga
     async def forget(person_id: int) -> ForgetOutcome | None:
         return await forget_in(gateways, person_id, pairing=forgetting.pairing if forgetting else None)
 
+    skills = {gateway.bot: feature for gateway in gateways for feature in gateway.features
+              if isinstance(feature, SkillsFeature)}
     mount(http, Sources(store, memory, [gateway.bot for gateway in gateways], platforms,
-                        {gateway.bot: gateway.profile.limits for gateway in gateways},
-                        forget if forgetting is not None else None,
-                        {gateway.bot: gateway.profile.goals.max_turns for gateway in gateways},
-                        slack_admins=slack_admins([gateway.profile for gateway in gateways])), dashboard)
+                        limits={gateway.bot: gateway.profile.limits for gateway in gateways},
+                        forget=forget if forgetting is not None else None,
+                        goal_turns={gateway.bot: gateway.profile.goals.max_turns for gateway in gateways},
+                        slack_admins=slack_admins([gateway.profile for gateway in gateways]), skills=skills),
+          dashboard)
     for gateway in gateways:
         register_dashboard_command(gateway.commands, store, dashboard)
     return dashboard

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from hermes_engine.config import UsageLimitSettings
 from hermes_engine.holders import Holder
@@ -17,6 +18,9 @@ from hermes_engine.policy.limits import usage_today
 from hermes_engine.policy.spending import cost_lines
 from hermes_engine.ports.dashboard import AuditEntry, HeldLease, ListedPerson
 from hermes_engine.ports.storage import AccountRecord, PersonRecord, Store, UsageCount
+
+if TYPE_CHECKING:
+    from hermes_engine.skills.feature import SkillsFeature
 
 
 @dataclass(frozen=True)
@@ -70,16 +74,19 @@ Forget = Callable[[int], Awaitable[ForgetOutcome | None]]
 class Sources:
     """What the pages read from: the store, the memory rules the agent's own writes go through, the bots
     this gateway serves and its platforms' connections as they are now; `goal_turns`: each bot's budget of
-    turns a goal (its profile's `goals.max_turns`)."""
+    turns a goal (its profile's `goals.max_turns`); `skills`: each bot's skills feature (its libraries, usage,
+    approval queue and curator), by bot."""
 
     store: Store
     memory: MemoryBook
     bots: Sequence[str]
     platforms: Callable[[], Sequence[PlatformState]]
+    _: KW_ONLY  # what follows is named where it is given
     limits: Mapping[str, UsageLimitSettings] = field(default_factory=dict)  # each bot's usage limits
     forget: Forget | None = None  # deletes everything kept about a person, as `/forget` does (None: not offered)
     goal_turns: Mapping[str, int] = field(default_factory=dict)  # each bot's turns a goal (`goals.max_turns`)
     slack_admins: frozenset[str] = frozenset()  # user ids in `access.admins` of the bot profiles serving Slack
+    skills: Mapping[str, SkillsFeature] = field(default_factory=dict)
 
 
 FAULT_WINDOW = timedelta(hours=1)

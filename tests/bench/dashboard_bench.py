@@ -1,13 +1,15 @@
 """Dashboard benchmark: time per page, as a signed-in admin's browser sees it on loopback, with 1,000
-people and 10,000 sessions in a SQLite store (target: p99 at most 100 ms).
+people and 10,000 sessions in a SQLite store and 500 skills in the bot's library (target: p99 at most 100 ms).
 
 Pages: Overview, People (the first page of fifty), a person's page with MEMORY.md and USER.md; Kanban (500
 cards in every column), a card with 40 lines of history, Jobs (200 jobs, a page of fifty) and Approvals (300
 requests); Conversations (the first page of fifty, by last activity over four messages a session), a search
-over them, one conversation, Goals (500 of them). Each request passes the whole guard (Host check, the
-session read from the store, the headers).
+over them, one conversation, Goals (500 of them); Skills (the library with its usage, held changes and curator
+reports), a skill with its patches as diffs, and Learning (every family's chart from 30 days of use; once as
+the page is read again, once right after a turn changed the usage, which is read and drawn anew). Each request
+passes the whole guard (Host check, the session read from the store, the headers).
 
-    python tests/bench/dashboard_bench.py [--rounds 200] [--people 1000] [--sessions 10000]
+    python tests/bench/dashboard_bench.py [--rounds 200] [--people 1000] [--sessions 10000] [--skills 500]
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ from hermes_engine.memory import FileMemoryStore, MemoryBook, MemoryOwner  # noq
 from hermes_engine.ports.cards import CardSpec  # noqa: E402
 from hermes_engine.ports.conversation import Message, ToolCall  # noqa: E402
 from hermes_engine.ports.jobs import JobSpec  # noqa: E402
+from hermes_engine.skills.approvals import GatedLibrary  # noqa: E402
+from hermes_engine.skills.contract import SkillChange  # noqa: E402
+from hermes_engine.skills.curator import Curator  # noqa: E402
+from hermes_engine.skills.feature import SkillsFeature  # noqa: E402
 from hermes_gateway.dashboard.app import mount  # noqa: E402
 from hermes_gateway.dashboard.config import Dashboard  # noqa: E402
 from hermes_gateway.dashboard.links import sign_in_link  # noqa: E402
@@ -98,7 +104,34 @@ async def fill_work(store: SqlStore, first_person: int, people: int) -> int:
     return busy
 
 
-async def main(rounds: int, people: int, sessions: int) -> None:
+def skill_md(name: str, n: int) -> str:
+    return (f"---\nname: {name}\ndescription: Procedure number {n} the agent learned\n---\n## When to use\n"
+            f"When task {n} comes up.\n\n## Steps\n1. Look at the input.\n2. Do step {n}.\n\n## Pitfalls\n- None.\n")
+
+
+async def fill_skills(feature: SkillsFeature, skills: int, days: int = 30) -> str:
+    """`skills` skills in ten families, each used on each of `days` days, with a baseline; one skill patched
+    five times; three changes held for approval; one curator report. The patched skill's name."""
+    library = feature.raw_library("bot")
+    names = [f"skill-{n:04d}" for n in range(skills)]
+    for n, name in enumerate(names):
+        await library.apply(SkillChange("create", name, skill_md(name, n), category=f"family-{n % 10}"))
+    for n in range(5):
+        await library.apply(SkillChange("patch", names[0], old_string="1. Look at the input.",
+                                        new_string=f"1. Look at the input.\n{n + 3}. Check it again ({n})."))
+    usage = feature.usage_for("bot")
+    usage.set_baseline(names, 12)
+    now = datetime.now(UTC)
+    for day in range(days, 0, -1):
+        usage.record_turn(dict.fromkeys(names, 1), calls=3 + day // 5, tokens=2000 + 40 * day,
+                          at=now - timedelta(days=day))
+    for n in range(3):
+        await GatedLibrary(library).apply(SkillChange("create", f"held-{n}", skill_md(f"held-{n}", n)))
+    await Curator(library, usage, llm_pass=False, bot="bot").run(dry_run=True)
+    return names[0]
+
+
+async def main(rounds: int, people: int, sessions: int, skills: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         store = SqlStore(f"sqlite+aiosqlite:///{Path(folder) / 'hermes.db'}")
         await store.init()
@@ -106,12 +139,15 @@ async def main(rounds: int, people: int, sessions: int) -> None:
         started = time.perf_counter()
         person = await fill(store, memory, people, sessions)
         busy_card = await fill_work(store, person, people)
-        print(f"filled {people} people, {sessions} sessions, {CARDS} cards, {JOBS} jobs and {APPROVALS} approval "
-              f"requests in {time.perf_counter() - started:.1f} s")
+        feature = SkillsFeature(Path(folder) / "skills", bot="bot")
+        patched = await fill_skills(feature, skills)
+        print(f"filled {people} people, {sessions} sessions, {CARDS} cards, {JOBS} jobs, {APPROVALS} approval "
+              f"requests and {skills} skills in {time.perf_counter() - started:.1f} s")
         port = free_port()
         dashboard = Dashboard(f"http://127.0.0.1:{port}", 600, 3600)
         http = web.Application()
-        mount(http, Sources(store, memory, ["bot"], lambda: [PlatformState("bot", "telegram", True)]), dashboard)
+        mount(http, Sources(store, memory, ["bot"], lambda: [PlatformState("bot", "telegram", True)],
+                            skills={"bot": feature}), dashboard)
         client = TestClient(TestServer(http, host="127.0.0.1", port=port), cookie_jar=aiohttp.CookieJar(unsafe=True))
         await client.start_server()
         try:
@@ -124,9 +160,13 @@ async def main(rounds: int, people: int, sessions: int) -> None:
                                ("A card", f"/admin/kanban/{busy_card}"), ("Jobs", "/admin/jobs"),
                                ("Approvals", "/admin/approvals"), ("Conversations", "/admin/conversations"),
                                ("Search", "/admin/conversations?q=teapots+order"),
-                               ("A conversation", f"/admin/conversations/{sessions // 2}"), ("Goals", "/admin/goals")):
+                               ("A conversation", f"/admin/conversations/{sessions // 2}"), ("Goals", "/admin/goals"),
+                               ("Skills", "/admin/skills"), ("A skill (5 patches)", f"/admin/skills/bot/{patched}"),
+                               ("Learning", "/admin/learning"), ("Learning, after a turn", "/admin/learning")):
                 times = []
                 for _ in range(rounds):
+                    if name.endswith("after a turn"):  # the usage file changed: read and drawn again
+                        feature.usage_for("bot").record_turn({patched: 1}, calls=3, tokens=2000)
                     t0 = time.perf_counter()
                     response = await client.get(path)
                     body = await response.text()
@@ -145,5 +185,6 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--people", type=int, default=1000)
     parser.add_argument("--sessions", type=int, default=10_000)
+    parser.add_argument("--skills", type=int, default=500)
     args = parser.parse_args()
-    asyncio.run(main(args.rounds, args.people, args.sessions))
+    asyncio.run(main(args.rounds, args.people, args.sessions, args.skills))

@@ -86,7 +86,7 @@ async def open_site(tmp_path: Path, public: str | None = None, *, db: str | None
         return await forget_person(store, tmp_path / "home", person_id, memory=memory.store)
 
     mount(http, Sources(store, memory, ["bot"], lambda: [PlatformState("bot", "telegram", True)],
-                        {"bot": limits or UsageLimitSettings()}, forget if forgets else None), dashboard)
+                        limits={"bot": limits or UsageLimitSettings()}, forget=forget if forgets else None), dashboard)
     client = TestClient(TestServer(http, host="127.0.0.1", port=port), cookie_jar=aiohttp.CookieJar(unsafe=True))
     await client.start_server()
     try:

@@ -72,7 +72,8 @@ def test_migrate_files_moves_everything_once_and_the_engine_reads_the_same(datab
     before = sorted(p.relative_to(home) for p in home.rglob("*") if p.is_file() and ".lock" not in p.name)
 
     first = migrate("--bot", "helper")
-    assert "skill files (helper): 4 moved" in first and "(other)" not in first  # SKILL.md x2, script, backup
+    # SKILL.md x2, script, backup, and the history of the three writes
+    assert "skill files (helper): 7 moved" in first and "(other)" not in first
     assert "memory documents: 4 moved, 0 already in the database" in first
     assert "pairing approvals: 1 moved" in first and "pairing codes: 1 moved" in first
     assert "skipped (cannot be read)" in first and "USER.md" in first and "not UTF-8" in first
@@ -82,8 +83,8 @@ def test_migrate_files_moves_everything_once_and_the_engine_reads_the_same(datab
     assert sorted(p.relative_to(home) for p in home.rglob("*") if p.is_file() and ".lock" not in p.name) == before
 
     second = migrate()
-    assert "skill files (helper): 0 moved, 4 already" in second
-    assert "skill files (other): 1 moved" in second  # every library when no --bot is given
+    assert "skill files (helper): 0 moved, 7 already" in second
+    assert "skill files (other): 2 moved" in second  # every library when no --bot is given
     assert "memory documents: 0 moved, 4 already in the database" in second
     assert "pairing approvals: 0 moved, 1 already" in second
     assert "Nothing changed" in migrate()

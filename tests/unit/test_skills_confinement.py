@@ -18,6 +18,7 @@ from state_backends import skill_library
 from hermes_engine.skills.approvals import GatedLibrary
 from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.files import FileSkillLibrary
+from hermes_engine.skills.history import revisions
 from hermes_engine.skills.model import SkillError
 from hermes_engine.skills.report import CuratorReport, save_report
 from hermes_engine.skills.usage import UsageLog
@@ -208,7 +209,7 @@ def test_stale_staging_cleanup_never_follows_a_planted_symlink(tmp_path, outside
 
 async def test_a_real_skill_file_can_still_be_written_viewed_patched_and_removed(library, skill):
     tools = skill_tools()
-    before = snapshot(library.root)
+    before = snapshot(library.root, skip=(".locks", ".history"))
     wrote = await call(tools, library, "skill_manage", action="write_file", name="pg-dump",
                        file_path="scripts/dump.sh", file_content="pg_dump -Fc \"$DB\" > db.dump\n")
     patched = await call(tools, library, "skill_manage", action="patch", name="pg-dump", file_path="scripts/dump.sh",
@@ -219,4 +220,5 @@ async def test_a_real_skill_file_can_still_be_written_viewed_patched_and_removed
 
     assert not any(r.is_error for r in (wrote, patched, viewed, removed))
     assert viewed.content == "pg_dump -Fc --no-owner \"$DB\" > db.dump\n"
-    assert snapshot(library.root) == before
+    assert snapshot(library.root, skip=(".locks", ".history")) == before  # only the kept history of the writes
+    assert [r.action for r in revisions(library.root, "pg-dump")][:3] == ["remove_file", "patch", "write_file"]

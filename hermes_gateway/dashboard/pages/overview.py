@@ -7,10 +7,13 @@ from aiohttp import web
 from hermes_gateway.dashboard import views
 from hermes_gateway.dashboard.pages import Page
 from hermes_gateway.dashboard.rendering import SOURCES, render
+from hermes_gateway.dashboard.views_learning import learning_lines
 
 
 async def overview(request: web.Request) -> web.Response:
-    return render(request, "overview.html", page="overview", overview=await views.overview(request.app[SOURCES]))
+    sources = request.app[SOURCES]
+    return render(request, "overview.html", page="overview", overview=await views.overview(sources),
+                  learning=await learning_lines(sources))
 
 
 def routes(router: web.UrlDispatcher) -> None:
