@@ -80,6 +80,16 @@ class SessionRecord:
 
 
 @dataclass(frozen=True)
+class NewMessage:
+    """A message to append, with what `append_message` takes beside it."""
+
+    message: Message
+    person_id: int | None = None
+    usage: Usage | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
 class StoredMessage:
     id: int
     session_id: int
@@ -199,6 +209,9 @@ class SessionStore(Protocol):
 
     async def append_message(self, session_id: int, message: Message, *, person_id: int | None = None,
                              usage: Usage | None = None, model: str | None = None) -> int: ...
+
+    async def append_messages(self, session_id: int, steps: Sequence[NewMessage]) -> list[int]:
+        """Several messages in one write, in order, all or none; their ids, in the same order."""
 
     async def load_messages(self, session_id: int) -> list[Message]: ...
 
