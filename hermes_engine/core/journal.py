@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -54,10 +55,8 @@ class Journal(Generic[T]):
 
     async def settle(self) -> None:
         """`flush` without raising (a failure stays in `failure`)."""
-        try:
+        with contextlib.suppress(Exception):  # it is `failure`
             await self.flush()
-        except Exception:  # noqa: BLE001 - it is `failure`
-            pass
 
     def _start(self) -> None:
         if self._queued and self.failure is None and (self._writer is None or self._writer.done()):

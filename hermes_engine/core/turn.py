@@ -186,8 +186,15 @@ class TurnRunner:
         if answered is None:
             return False
         await turn.stream.finish(answered)
-        await self.store.complete_inbound(turn.message.platform, event_id)
+        await self._complete(turn.job, turn.session.key)
         return True
+
+    async def _complete(self, job: TurnJob, session_key: str) -> None:
+        """Mark the event answered; the session's events still pending come back in the same round trip,
+        for the lane to answer next."""
+        msg = job.message
+        job.pending_after = await asyncio.shield(
+            self.store.complete_and_pending(msg.platform, msg.event_id, session_key=session_key))
 
     async def run_agent(self, turn: Turn) -> None:
         session, job = turn.session, turn.job
@@ -308,7 +315,7 @@ class TurnRunner:
         if (turn.interrupted and self.stopping(turn.session.key)) or turn.undelivered or turn.duplicate or turn.paused:
             return
         try:
-            await asyncio.shield(self.store.complete_inbound(turn.message.platform, turn.message.event_id))
+            await self._complete(turn.job, turn.session.key)
         except StorageError as error:  # answered, but not marked: a restart delivers the stored answer again
             self.storage_health.failed(error)
 

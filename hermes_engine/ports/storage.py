@@ -234,6 +234,10 @@ class Inbox(Protocol):
 
     async def complete_inbound(self, platform: str, event_id: str) -> None: ...
 
+    async def complete_and_pending(self, platform: str, event_id: str, *, session_key: str) -> list[InboundEvent]:
+        """`complete_inbound`, and what `pending_inbound(session_key=…)` then finds, in one round trip: a
+        session's lane learns what to answer next as its turn ends, without reading the inbox again."""
+
     async def pending_inbound(self, platform: str | None = None, *,
                               session_key: str | None = None) -> list[InboundEvent]:
         """Events received but not answered (e.g. the process was killed mid-turn), oldest first. With

@@ -93,6 +93,7 @@ async def test_a_replica_that_lost_a_sessions_lease_mid_turn_stops_and_the_new_h
     assert "was taken by another replica while held here" in caplog.text
     assert await a.store.pending_inbound() == []
     a.outlet.delivered.clear()
+    await b.let_go()  # b has given the session back: the next message is a's to answer
     assert await a.say("second", timeout=30) == "answer to second"  # a's lane goes on
 
 

@@ -1,0 +1,133 @@
+"""A session's lane at work: its turns under the session's lease, every pending inbox event of the session
+answered oldest first, whichever replica received it.
+
+The lease is taken once for a run of turns, not per turn: after its last job the worker keeps it for
+`linger` seconds (a third of the lease, one renewal at most) waiting for the session's next message, so a
+conversation that goes on costs no lease and no re-read of the session per turn. While it holds the lease
+it knows what is pending without asking: the inbox is read once when the lease is taken, each turn's
+completion hands back the session's events still pending (`Inbox.complete_and_pending`), and a message
+received here since is queued here. What another replica records for the session while this one waits is
+answered when the wait ends (the inbox is read again after the lease is given back) or by the takeover
+round (`Gateway.replay_pending`), whichever comes first.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from hermes_engine.core.jobs import Lane, TurnJob, run_settling
+from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.leases import session_lease
+from hermes_engine.ports.session import SessionHandle
+from hermes_engine.ports.storage import InboundEvent
+
+if TYPE_CHECKING:
+    from hermes_engine.core.gateway import Gateway
+
+Pending = list[tuple[InboundEvent, InboundMessage]]
+
+
+class LaneWork:
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    @property
+    def linger(self) -> float:
+        return self.gateway.leases.renew_every
+
+    async def work(self, session: SessionHandle, lane: Lane) -> None:
+        """Answer the session's events under its lease: the queue here and every pending event of the
+        session in the inbox (received by any replica), oldest first. When another live replica holds the
+        session, what was queued here is left to it: the events are in the inbox it reads."""
+        gw = self.gateway
+        local: dict[tuple[str, str], TurnJob] = {}
+        given_back = False
+        while True:
+            await lane.take_queued(local)
+            if gw.winding_down:  # recorded: the inbox keeps them for whoever answers next
+                lane.drop(local)
+                return
+            waiting = given_back and not local and bool(await self.waiting(session.key))
+            if not local and not waiting and lane.queue.empty():  # no await since the check: no job is lost
+                return
+            async with gw.leases.held(session_lease(gw.bot, session.key)) as ours:
+                if ours:
+                    await self.refresh(session)
+                    await self.drain(session, lane, local)
+            lane.drop(local)  # answered meanwhile, or left to the replica that holds the session
+            if not ours and lane.queue.empty():
+                return
+            # Given back: an event recorded by a replica that found the lease held a moment ago is ours now.
+            given_back = ours
+
+    async def drain(self, session: SessionHandle, lane: Lane, local: dict[tuple[str, str], TurnJob]) -> None:
+        gw = self.gateway
+        since = time.monotonic()
+        pending = await self.waiting(session.key)  # once per lease: from here on the lane knows
+        seen = {(event.platform, event.event_id) for event, _ in pending}
+        while True:
+            await lane.take_queued(local)
+            pending += _recorded_since(lane, local, seen, since)
+            if not pending:
+                if gw.winding_down or not await lane.linger(self.linger) or gw.winding_down:
+                    return
+                continue
+            event, msg = pending.pop(0)
+            if gw.winding_down:
+                return
+            key = (event.platform, event.event_id)
+            if key in gw.commands_running:
+                continue
+            job = lane.take(local, key) or gw.job_for(
+                msg, await gw.person_of(msg.platform, msg.account, msg.user_id, msg.user_name),
+                event.payload.get("purpose", "turn"), replayed=True)
+            gw.pending.tried(*key)
+            started = time.monotonic()
+            await run_settling(job, gw.run_job(session, lane, job), session.key)
+            if job.pending_after is not None:  # its completion said what is still pending
+                since, pending = started, [(e, m) for e, m in gw.pending.among(session.key, job.pending_after)
+                                           if (e.platform, e.event_id) not in gw.commands_running]
+                seen = {(e.platform, e.event_id) for e, _ in pending}
+            elif not pending:  # not completed by a turn (a command, a duplicate): read the inbox again
+                since, pending = time.monotonic(), await self.waiting(session.key)
+                seen = {(e.platform, e.event_id) for e, _ in pending}
+
+    async def waiting(self, key: str) -> Pending:
+        """The session's pending events a lane here may take (not an immediate command under way here)."""
+        running = self.gateway.commands_running
+        return [(event, msg) for event, msg in await self.gateway.pending.of(key)
+                if (event.platform, event.event_id) not in running]
+
+    async def refresh(self, session: SessionHandle) -> None:
+        """Another replica may have answered in this session since this one last did: read it again."""
+        gw = self.gateway
+        record = await gw.store.active_session(session.key, gw.bot)
+        if record.id != session.record.id:
+            gw.adopt(session, record)
+        session.record = record
+        if await gw.store.last_message_id(record.id) != session.seen_message_id:
+            session.history.drop()
+
+
+def _recorded_since(lane: Lane, local: dict[tuple[str, str], TurnJob], seen: set[tuple[str, str]],
+                    since: float) -> Pending:
+    """Jobs queued here that the inbox as last read (from `since`) could not hold yet, recorded after it,
+    so after all it held. One recorded before it and not in it was answered already: it goes."""
+    after: Pending = []
+    for key, job in list(local.items()):
+        if key in seen:
+            continue
+        seen.add(key)
+        if job.recorded_at >= since:
+            after.append((_event_of(job), job.message))
+        else:
+            lane.drop({key: local.pop(key)})
+    return after
+
+
+def _event_of(job: TurnJob) -> InboundEvent:
+    """The inbox event of a job queued here, as the inbox holds it (its purpose is all the lane reads)."""
+    msg = job.message
+    return InboundEvent(platform=msg.platform, event_id=msg.event_id, status="received",
+                        payload={"purpose": job.purpose})
