@@ -13,23 +13,46 @@ round (`Gateway.replay_pending`), whichever comes first.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from hermes_engine.agent.loop import TurnResult
 from hermes_engine.core.jobs import Lane, TurnJob, run_settling
+from hermes_engine.core.leases import Leases
+from hermes_engine.core.pending import PendingEvents
 from hermes_engine.ports.inbound import InboundMessage
 from hermes_engine.ports.leases import session_lease
 from hermes_engine.ports.session import SessionHandle
-from hermes_engine.ports.storage import InboundEvent
-
-if TYPE_CHECKING:
-    from hermes_engine.core.gateway import Gateway
+from hermes_engine.ports.storage import InboundEvent, SessionRecord, SessionStore
 
 Pending = list[tuple[InboundEvent, InboundMessage]]
 
 
+class LaneHost(Protocol):
+    """What a lane asks of its gateway (`core/gateway.py`)."""
+
+    bot: str
+    leases: Leases
+    pending: PendingEvents
+    commands_running: set[tuple[str, str]]
+    winding_down: bool
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    async def person_of(self, platform: str, account: str, user_id: str, display_name: str = "") -> int: ...
+
+    def job_for(self, msg: InboundMessage, person_id: int, purpose: str, *, replayed: bool,
+                recorded: asyncio.Future[bool] | None = None) -> TurnJob: ...
+
+    async def run_job(self, session: SessionHandle, lane: Lane, job: TurnJob) -> TurnResult | None: ...
+
+    def adopt(self, session: SessionHandle, record: SessionRecord) -> None: ...
+
+
 class LaneWork:
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: LaneHost) -> None:
         self.gateway = gateway
 
     @property
