@@ -27,14 +27,8 @@ class TurnJob:
     # The session's events still pending when this one was completed (`Inbox.complete_and_pending`): what
     # its lane answers next, known without reading the inbox again. None: the lane reads it.
     pending_after: list[InboundEvent] | None = None
-    recorded_at: float = float("-inf")  # when its inbox write was seen done (monotonic); replayed: long ago
-
-    def __post_init__(self) -> None:
-        if self.recorded is not None:
-            self.recorded.add_done_callback(self._seen_recorded)
-
-    def _seen_recorded(self, _recorded: asyncio.Future[bool]) -> None:
-        self.recorded_at = time.monotonic()
+    # When its lane saw its inbox write done (monotonic): the write landed before. Replayed: long ago.
+    recorded_at: float = float("-inf")
 
     async def is_new(self) -> bool:
         return True if self.recorded is None else await asyncio.shield(self.recorded)
@@ -85,6 +79,8 @@ class Lane:
                 self.left()
                 settle(job, exc)
                 continue
+            if job.recorded is not None:
+                job.recorded_at = time.monotonic()
             key = (job.message.platform, job.message.event_id)
             if not new or key in local:
                 self.left()
