@@ -25,7 +25,9 @@ async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
 
 
 async def test_a_plain_turn_on_an_existing_conversation_makes_at_most_four_store_round_trips(
-        engine, fake_llm, database):
+        engine, fake_llm, database, monkeypatch):
+    # Leases renewed and the inbox looked over for takeovers every 200 s: none of that falls into a turn.
+    monkeypatch.setenv("HERMES_SESSION_LEASE_SECONDS", "600")
     profile = make_profile(review={"memory_every_turns": 0, "skill_every_iterations": 0})
     e = await engine(profile=profile, database=database)
     await e.say("hello")  # the conversation exists from here on
