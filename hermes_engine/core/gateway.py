@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Collection, Coroutine, Sequence
 from dataclasses import replace
@@ -98,6 +99,7 @@ class Gateway:
         self.commands_running: set[tuple[str, str]] = set()  # immediate commands under way here
         self.sessions = SessionTable(settings.max_live_sessions)
         self._lanes: dict[str, Lane] = {}
+        self._letting_go: dict[str, asyncio.Task[None]] = {}  # evicted lanes' workers giving their lease back
         self._background: set[asyncio.Task[Any]] = set()
         self._watchers: set[asyncio.Task[Any]] = set()  # long-lived: pairing approvals per platform
         self._started = False
@@ -372,7 +374,8 @@ class Gateway:
         lane.put(job)
         self.metrics.turns_pending(self.bot, 1)
         if lane.worker is None or lane.worker.done():
-            lane.worker = asyncio.create_task(self.lanes.work(session, lane), name=f"session:{session.key}")
+            after = self._letting_go.pop(session.key, None)
+            lane.worker = asyncio.create_task(self.lanes.work(session, lane, after), name=f"session:{session.key}")
 
     async def session_for(self, msg: InboundMessage) -> SessionHandle:
         key = self.session_key(msg)
@@ -380,10 +383,19 @@ class Gateway:
 
     async def _load_session(self, key: str, msg: InboundMessage) -> SessionHandle:
         session = new_handle(self.bot, key, await self.store.active_session(key, self.bot), msg)
-        for idle in self.sessions.add(session, busy=lambda k: k in self._lanes and self._lanes[k].active):
-            self._lanes.pop(idle.key, None)
+        for idle in self.sessions.add(session, busy=lambda k: k in self._lanes and self._lanes[k].busy):
+            lane = self._lanes.pop(idle.key, None)
+            if lane is not None and lane.active:  # waiting for its next message: it gives the lease back now
+                assert lane.worker is not None
+                lane.worker.cancel()
+                self._letting_go[idle.key] = lane.worker
+                lane.worker.add_done_callback(functools.partial(self._let_go, idle.key))
             self._evicted(idle)
         return session
+
+    def _let_go(self, key: str, worker: asyncio.Task[None]) -> None:
+        if self._letting_go.get(key) is worker:
+            del self._letting_go[key]
 
     def _evicted(self, session: SessionHandle) -> None:
         for feature in self.features:

@@ -59,11 +59,14 @@ class LaneWork:
     def linger(self) -> float:
         return self.gateway.leases.renew_every
 
-    async def work(self, session: SessionHandle, lane: Lane) -> None:
+    async def work(self, session: SessionHandle, lane: Lane, after: asyncio.Task[None] | None = None) -> None:
         """Answer the session's events under its lease: the queue here and every pending event of the
         session in the inbox (received by any replica), oldest first. When another live replica holds the
-        session, what was queued here is left to it: the events are in the inbox it reads."""
+        session, what was queued here is left to it: the events are in the inbox it reads. `after`: the
+        worker of the session's evicted lane, giving the lease back (it is this replica's to take then)."""
         gw = self.gateway
+        if after is not None:
+            await asyncio.wait({after})
         local: dict[tuple[str, str], TurnJob] = {}
         given_back = False
         while True:
@@ -91,6 +94,11 @@ class LaneWork:
         seen = {(event.platform, event.event_id) for event, _ in pending}
         while True:
             await lane.take_queued(local)
+            if any(key not in seen and job.recorded_at < since for key, job in local.items()):
+                # A job the inbox as last read could have held and did not (one the takeover or the end of an
+                # outage queued from the inbox): read it again, in the inbox's order.
+                since, pending = time.monotonic(), await self.waiting(session.key)
+                seen = {(event.platform, event.event_id) for event, _ in pending}
             pending += _recorded_since(lane, local, seen, since)
             if not pending:
                 if gw.winding_down or not await lane.linger(self.linger) or gw.winding_down:
