@@ -139,12 +139,13 @@ async def run(turns: int, database: tuple[str, dict] | None) -> dict:
     }
 
 
-def command_line(doc: str) -> argparse.Namespace:
+def command_line(doc: str, *, database: bool = True) -> argparse.Namespace:
     """`--turns N` (default 300), `--db URL` (default: SQLite in a temporary home); the fake LLM on loopback
     is never reached through a proxy."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--turns", type=int, default=300)
-    parser.add_argument("--db", default=None, help="a database URL, e.g. postgresql+asyncpg://… (an empty one)")
+    if database:
+        parser.add_argument("--db", default=None, help="a PostgreSQL server's URL (the run makes a schema there)")
     args = parser.parse_args()
     for key in ("NO_PROXY", "no_proxy"):
         os.environ[key] = "127.0.0.1,localhost"
@@ -152,7 +153,7 @@ def command_line(doc: str) -> argparse.Namespace:
 
 
 def turns_from_command_line(doc: str) -> int:
-    return int(command_line(doc).turns)
+    return int(command_line(doc, database=False).turns)
 
 
 if __name__ == "__main__":
