@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -196,10 +196,17 @@ class SqliteLane:
         install_sqlite_pragmas(self.engine, wal=True)
         self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-sqlite")
 
-    async def execute(self, statement: Any, params: dict[str, Any], result: Callable[[Any], Any]) -> Any:
+    async def execute(self, statement: Any, params: Any, result: Callable[[Any], Any]) -> Any:
+        """One statement (`params`: a dict, or a list of them for an executemany) in its own transaction."""
+        return await self.execute_all([(statement, params)], result)
+
+    async def execute_all(self, steps: Sequence[tuple[Any, Any]], result: Callable[[Any], Any]) -> Any:
+        """Several statements in one transaction, one trip to the thread; `result` reads the last one's."""
         def run() -> Any:
             with self.engine.begin() as conn:
-                return result(conn.execute(statement, params))
+                for statement, params in steps[:-1]:
+                    conn.execute(statement, params)
+                return result(conn.execute(*steps[-1]))
 
         return await asyncio.get_running_loop().run_in_executor(self._thread, run)
 

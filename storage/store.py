@@ -33,7 +33,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from storage import revision
@@ -123,6 +123,15 @@ class SqlStore(PeopleRepository, SessionRepository, InboxRepository, GoalReposit
             self._single_maker = async_sessionmaker(self._single_engine, expire_on_commit=False)
             if self.dialect == "sqlite" and not is_memory_sqlite(self.url):
                 self._lane = SqliteLane(url)
+
+    @property
+    def engines(self) -> list[Engine]:
+        """The engines that carry this store's statements (the async engine's and the SQLite lane's), for
+        whoever counts or traces what the store sends (SQLAlchemy's events)."""
+        engines = [self.engine.sync_engine]
+        if self._lane is not None:
+            engines.append(self._lane.engine)
+        return engines
 
     def _existing_url(self) -> URL:
         """The URL that opens the database only if it is there (for `create=False`)."""

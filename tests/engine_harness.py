@@ -165,6 +165,18 @@ class Engine:
         raise TimeoutError("the gateway did not become idle")
 
 
+    async def let_go(self, timeout: float = 10.0) -> None:
+        """`idle`, and until no lane here holds its session's lease any more (a lane keeps it a moment for
+        the session's next message): what comes now may go to another replica."""
+        assert self.gateway is not None
+        await self.idle(timeout)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.gateway.holding:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError("a lane kept its session's lease")
+            await asyncio.sleep(0.01)
+
+
 def make_profile(**overrides: Any) -> BotProfile:
     base: dict[str, Any] = dict(name="testbot", model="openai:gpt-test", soul=default_soul(),
                                 toolsets=["core", "memory", "skills", "search", "test"])

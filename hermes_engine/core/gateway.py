@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Collection, Coroutine, Sequence
 from dataclasses import replace
@@ -21,7 +22,8 @@ from hermes_engine.agent.prompt import PromptBuilder
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.access_notices import chat_access, chat_presence, replies_to, teller
 from hermes_engine.core.builtin_commands import register_builtin_commands
-from hermes_engine.core.jobs import Lane, TurnJob, run_settling
+from hermes_engine.core.jobs import Lane, TurnJob
+from hermes_engine.core.lane_work import LaneWork
 from hermes_engine.core.leases import Leases
 from hermes_engine.core.pending import PendingEvents
 from hermes_engine.core.people_cache import PeopleCache
@@ -45,7 +47,7 @@ from hermes_engine.ports.prompt import PromptContributor
 from hermes_engine.ports.reply import ChatPresence, Outlet
 from hermes_engine.ports.services import Services
 from hermes_engine.ports.session import SessionHandle
-from hermes_engine.ports.storage import InboundEvent, SessionRecord, Store
+from hermes_engine.ports.storage import SessionRecord, Store
 from hermes_engine.ports.tools import ToolContext
 from hermes_engine.providers.chain import ProviderChain
 from hermes_engine.secrets import redact
@@ -89,14 +91,16 @@ class Gateway:
         self.leases = Leases(store, ttl_seconds=settings.session_lease_seconds,
                              holder=process_holder(settings.replica_id))
         self.pending = PendingEvents(store, self.bot, self.outlets, self.session_key)
+        self.lanes = LaneWork(self)
         self.scheduler = Scheduler(store, metrics=metrics)  # the features' periodic jobs (`schedule`)
-        self._commands_running: set[tuple[str, str]] = set()  # immediate commands under way here
+        self.commands_running: set[tuple[str, str]] = set()  # immediate commands under way here
         self.sessions = SessionTable(settings.max_live_sessions)
         self._lanes: dict[str, Lane] = {}
+        self._letting_go: dict[str, asyncio.Task[None]] = {}  # evicted lanes' workers giving their lease back
         self._background: set[asyncio.Task[Any]] = set()
         self._watchers: set[asyncio.Task[Any]] = set()  # long-lived: pairing approvals per platform
         self._started = False
-        self._stopping = self._winding_down = False  # see `finish_turns` and `stop`
+        self._stopping = self.winding_down = False  # see `finish_turns` and `stop`
         self.people = PeopleCache(store, settings.max_live_sessions)
         self.turns = TurnRunner(host=self, store=store, prompts=self.prompts, agent=self.agent,
                                 features=self.features, streaming=profile.streaming, outlet_for=self.outlets.get,
@@ -125,7 +129,7 @@ class Gateway:
         """Wake every session with events received but not answered that no lane here is busy with; its
         lane answers them unless another live replica holds the session (then that one does). Adapters
         start first, so an event taken live a moment ago is pending too: the lane answers it once."""
-        if self._winding_down:
+        if self.winding_down:
             return
         for key, events in (await self.pending.by_session(forced=forced)).items():
             lane = self._lanes.get(key)
@@ -157,13 +161,15 @@ class Gateway:
         half; `stop` cuts whatever still runs then. From now on no turn begins here: a message that comes, or
         waits in a session's queue, is kept in the inbox for whoever answers next. Immediate commands still
         run (a `/stop` is honoured: its turn ends as stopped, not kept to be answered after the restart)."""
-        self._winding_down = True
+        self.winding_down = True
+        for lane in self._lanes.values():
+            lane.wake()  # a lane waiting for its session's next message gives its lease back now
         workers = [lane.worker for lane in self._lanes.values() if lane.worker and not lane.worker.done()]
         if workers and seconds > 0:
             await asyncio.wait(workers, timeout=seconds)
 
     async def stop(self) -> None:
-        self._stopping = self._winding_down = True  # turns cut short now stay in the inbox for the next start
+        self._stopping = self.winding_down = True  # turns cut short now stay in the inbox for the next start
         tasks = [t for lane in self._lanes.values() for t in (lane.turn, lane.worker) if t]
         tasks += [*self._background, *self._watchers]
         for task in tasks:
@@ -295,14 +301,14 @@ class Gateway:
     async def new_session(self, session: SessionHandle) -> SessionHandle:
         """`/new`: a fresh session for the same key, linked to the old one; prompts are frozen anew."""
         record = await self.store.new_session(session.key, self.bot, parent_id=session.record.id)
-        self._adopt(session, record)
+        self.adopt(session, record)
         return session
 
     def drop_session(self, key: str) -> None:
         if (session := self.sessions.get(key)) is not None:
             unload(session)
 
-    def _adopt(self, session: SessionHandle, record: SessionRecord) -> None:
+    def adopt(self, session: SessionHandle, record: SessionRecord) -> None:
         """The key's session is now `record`: prompts are frozen anew."""
         self._evicted(session)  # what features keep for the old session goes with it
         session.record = record
@@ -330,6 +336,11 @@ class Gateway:
         return task
 
     @property
+    def holding(self) -> bool:
+        """A lane here holds its session's lease: running, or waiting for the session's next message."""
+        return any(lane.active for lane in self._lanes.values())
+
+    @property
     def busy(self) -> bool:
         """Work is queued or running: a turn, a command, a goal's judge or next turn, a review."""
         return bool(self._background) or any(lane.busy for lane in self._lanes.values())
@@ -340,7 +351,7 @@ class Gateway:
                       recorded: asyncio.Future[bool] | None = None) -> None:
         person_id = await self.person_of(msg.platform, msg.account, msg.user_id, msg.user_name)
         session = await self.session_for(msg)
-        job = self._job_for(msg, person_id, purpose, replayed=replayed, recorded=recorded)
+        job = self.job_for(msg, person_id, purpose, replayed=replayed, recorded=recorded)
         if not msg.synthetic and not replayed:
             for feature in self.features:
                 feature.on_message(session.key, msg)
@@ -350,7 +361,7 @@ class Gateway:
             return
         self.enqueue(session, job)
 
-    def _job_for(self, msg: InboundMessage, person_id: int, purpose: str, *, replayed: bool,
+    def job_for(self, msg: InboundMessage, person_id: int, purpose: str, *, replayed: bool,
                  recorded: asyncio.Future[bool] | None = None) -> TurnJob:
         command = self.commands.get(msg.command) if purpose == "turn" else None
         return TurnJob(msg, person_id, "command" if command else purpose, replayed=replayed, recorded=recorded)
@@ -360,10 +371,11 @@ class Gateway:
 
     def enqueue(self, session: SessionHandle, job: TurnJob) -> None:
         lane = self._lanes.setdefault(session.key, Lane(left=lambda: self.metrics.turns_pending(self.bot, -1)))
-        lane.queue.put_nowait(job)
+        lane.put(job)
         self.metrics.turns_pending(self.bot, 1)
         if lane.worker is None or lane.worker.done():
-            lane.worker = asyncio.create_task(self._work(session, lane), name=f"session:{session.key}")
+            after = self._letting_go.pop(session.key, None)
+            lane.worker = asyncio.create_task(self.lanes.work(session, lane, after), name=f"session:{session.key}")
 
     async def session_for(self, msg: InboundMessage) -> SessionHandle:
         key = self.session_key(msg)
@@ -372,9 +384,18 @@ class Gateway:
     async def _load_session(self, key: str, msg: InboundMessage) -> SessionHandle:
         session = new_handle(self.bot, key, await self.store.active_session(key, self.bot), msg)
         for idle in self.sessions.add(session, busy=lambda k: k in self._lanes and self._lanes[k].busy):
-            self._lanes.pop(idle.key, None)
+            lane = self._lanes.pop(idle.key, None)
+            if lane is not None and lane.active:  # waiting for its next message: it gives the lease back now
+                assert lane.worker is not None
+                lane.worker.cancel()
+                self._letting_go[idle.key] = lane.worker
+                lane.worker.add_done_callback(functools.partial(self._let_go, idle.key))
             self._evicted(idle)
         return session
+
+    def _let_go(self, key: str, worker: asyncio.Task[None]) -> None:
+        if self._letting_go.get(key) is worker:
+            del self._letting_go[key]
 
     def _evicted(self, session: SessionHandle) -> None:
         for feature in self.features:
@@ -383,62 +404,7 @@ class Gateway:
             except Exception:
                 log.exception("feature %s failed to drop session %s", feature.name, session.key)
 
-    async def _work(self, session: SessionHandle, lane: Lane) -> None:
-        """Answer the session's events under its lease: the queue here and every pending event of the
-        session in the inbox (received by any replica), oldest first. When another live replica holds the
-        session, what was queued here is left to it: the events are in the inbox it reads."""
-        local: dict[tuple[str, str], TurnJob] = {}
-        given_back = False
-        while True:
-            await lane.take_queued(local)
-            if self._winding_down:  # recorded: the inbox keeps them for whoever answers next
-                lane.drop(local)
-                return
-            waiting = given_back and not local and bool(await self._waiting(session.key))
-            if not local and not waiting and lane.queue.empty():  # no await since the check: no job is lost
-                return
-            async with self.leases.held(session_lease(self.bot, session.key)) as ours:
-                if ours:
-                    await self._refresh(session)
-                    await self._drain(session, lane, local)
-            lane.drop(local)  # answered meanwhile, or left to the replica that holds the session
-            if not ours and lane.queue.empty():
-                return
-            # Given back: an event recorded by a replica that found the lease held a moment ago is ours now.
-            given_back = ours
-
-    async def _drain(self, session: SessionHandle, lane: Lane, local: dict[tuple[str, str], TurnJob]) -> None:
-        while True:
-            await lane.take_queued(local)
-            pending = await self._waiting(session.key)
-            if not pending:
-                session.seen_message_id = await self.store.last_message_id(session.record.id)
-                return
-            for event, msg in pending:
-                if self._winding_down:
-                    return
-                key = (event.platform, event.event_id)
-                job = lane.take(local, key) or self._job_for(
-                    msg, await self.person_of(msg.platform, msg.account, msg.user_id, msg.user_name),
-                    event.payload.get("purpose", "turn"), replayed=True)
-                self.pending.tried(*key)
-                await run_settling(job, self._run_job(session, lane, job), session.key)
-
-    async def _waiting(self, key: str) -> list[tuple[InboundEvent, InboundMessage]]:
-        """The session's pending events a lane here may take (not an immediate command under way here)."""
-        return [(event, msg) for event, msg in await self.pending.of(key)
-                if (event.platform, event.event_id) not in self._commands_running]
-
-    async def _refresh(self, session: SessionHandle) -> None:
-        """Another replica may have answered in this session since this one last did: read it again."""
-        record = await self.store.active_session(session.key, self.bot)
-        if record.id != session.record.id:
-            self._adopt(session, record)
-        session.record = record
-        if await self.store.last_message_id(record.id) != session.seen_message_id:
-            session.history.drop()
-
-    async def _run_job(self, session: SessionHandle, lane: Lane, job: TurnJob) -> TurnResult | None:
+    async def run_job(self, session: SessionHandle, lane: Lane, job: TurnJob) -> TurnResult | None:
         if job.known_duplicate():
             return None
         if job.purpose == "command":
@@ -470,13 +436,13 @@ class Gateway:
         if not await job.is_new():
             return
         key = (job.message.platform, job.message.event_id)
-        self._commands_running.add(key)
+        self.commands_running.add(key)
         try:
             async with self.leases.held(f"command:{self.bot}:{key[0]}:{key[1]}") as ours:
                 if ours:
                     await self._command(session, job)
         finally:
-            self._commands_running.discard(key)
+            self.commands_running.discard(key)
 
     async def _command(self, session: SessionHandle, job: TurnJob) -> None:
         msg, person_id = job.message, job.person_id

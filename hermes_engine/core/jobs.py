@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from hermes_engine.agent.loop import TurnResult
 from hermes_engine.ports.inbound import InboundMessage
+from hermes_engine.ports.storage import InboundEvent
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +24,11 @@ class TurnJob:
     replayed: bool = False  # re-run after a restart; the user message may already be stored
     done: asyncio.Future[TurnResult | None] | None = None
     recorded: asyncio.Future[bool] | None = None  # the inbox write under way; False: a duplicate
+    # The session's events still pending when this one was completed (`Inbox.complete_and_pending`): what
+    # its lane answers next, known without reading the inbox again. None: the lane reads it.
+    pending_after: list[InboundEvent] | None = None
+    # When its lane saw its inbox write done (monotonic): the write landed before. Replayed: long ago.
+    recorded_at: float = float("-inf")
 
     async def is_new(self) -> bool:
         return True if self.recorded is None else await asyncio.shield(self.recorded)
@@ -38,6 +46,28 @@ class Lane:
     worker: asyncio.Task[None] | None = None
     turn: asyncio.Task[TurnResult | None] | None = None
     left: Callable[[], None] = lambda: None  # a queued job leaves the queue (the queue depth metric)
+    lingering: bool = False  # its worker holds the session's lease, waiting for the session's next message
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def put(self, job: TurnJob) -> None:
+        self.queue.put_nowait(job)
+        self.arrived.set()
+
+    def wake(self) -> None:
+        """End a wait in `linger` now (the gateway winds down)."""
+        self.arrived.set()
+
+    async def linger(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the next job; True when one is queued."""
+        if self.queue.empty():
+            self.arrived.clear()
+            self.lingering = True
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.arrived.wait(), seconds)
+            finally:
+                self.lingering = False
+        return not self.queue.empty()
 
     async def take_queued(self, local: dict[tuple[str, str], TurnJob]) -> None:
         """Move what is queued into `local` (by event), once each event is recorded; duplicates go."""
@@ -49,6 +79,8 @@ class Lane:
                 self.left()
                 settle(job, exc)
                 continue
+            if job.recorded is not None:
+                job.recorded_at = time.monotonic()
             key = (job.message.platform, job.message.event_id)
             if not new or key in local:
                 self.left()
@@ -71,8 +103,14 @@ class Lane:
         local.clear()
 
     @property
-    def busy(self) -> bool:
+    def active(self) -> bool:
+        """Its worker runs (a lingering one included: it holds the session's lease) or a job waits."""
         return (self.worker is not None and not self.worker.done()) or not self.queue.empty()
+
+    @property
+    def busy(self) -> bool:
+        """Work is queued or running (a lingering worker has none)."""
+        return (self.active and not self.lingering) or not self.queue.empty()
 
 
 def settle(job: TurnJob, outcome: TurnResult | Exception | None) -> None:

@@ -2,7 +2,8 @@
 
 With several gateways on one database, a session runs its turns on one replica at a time: the one holding
 the store lease `session:<bot>:<key>`. The holder renews it every third of its time to live while it works
-and gives it back when the session's queue and its pending inbox events are done. A replica that dies
+and gives it back when the session's queue and its pending inbox events are done and no message has come for
+a third of its time to live (`core/lane_work.py`: a conversation that goes on takes it once). A replica that dies
 stops renewing; once the lease expires (`HERMES_SESSION_LEASE_SECONDS`, 30 s by default) another replica
 takes the session's pending events over. On a single replica every lease is won at once.
 

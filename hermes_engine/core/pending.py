@@ -28,11 +28,15 @@ class PendingEvents:
                          ) -> dict[str, list[tuple[InboundEvent, InboundMessage]]]:
         """This bot's pending events per session key, oldest first; without `forced`, not those tried here.
         With `only`, the store is asked for that session's events (and those recorded without a key)."""
-        sessions: dict[str, list[tuple[InboundEvent, InboundMessage]]] = {}
         since = self._marks
         events = await self.store.pending_inbound(session_key=only)
         if only is None:  # a whole read: what is not in it is finished
             self._forget_finished(events, since)
+        return self._grouped(events, forced=forced)
+
+    def _grouped(self, events: list[InboundEvent], *, forced: bool,
+                 ) -> dict[str, list[tuple[InboundEvent, InboundMessage]]]:
+        sessions: dict[str, list[tuple[InboundEvent, InboundMessage]]] = {}
         for event in events:
             if event.platform not in self.platforms or event.payload.get("bot", self.bot) != self.bot:
                 continue
@@ -41,6 +45,10 @@ class PendingEvents:
             msg = message_from_payload(event.payload["message"])
             sessions.setdefault(self.session_key(msg), []).append((event, msg))
         return sessions
+
+    def among(self, session_key: str, events: list[InboundEvent]) -> list[tuple[InboundEvent, InboundMessage]]:
+        """`of`, from events the store has just handed over (`Inbox.complete_and_pending`), not read again."""
+        return self._grouped(events, forced=False).get(session_key, [])
 
     async def of(self, session_key: str) -> list[tuple[InboundEvent, InboundMessage]]:
         return (await self.by_session(only=session_key)).get(session_key, [])

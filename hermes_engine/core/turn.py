@@ -45,7 +45,7 @@ from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.models import CallHook
 from hermes_engine.ports.reply import BufferedStream, Outlet, ReplyStream
 from hermes_engine.ports.session import SessionHandle
-from hermes_engine.ports.storage import Inbox, SessionStore
+from hermes_engine.ports.storage import Inbox, NewMessage, SessionStore
 from hermes_engine.providers.continuation import is_cut
 from hermes_engine.secrets import redact
 
@@ -74,7 +74,7 @@ class Turn:
     stream: ReplyStream
     outlet: Outlet | None
     user: Message | None = None
-    journal: Journal = field(default_factory=Journal)
+    journal: Journal[NewMessage] = field(default_factory=Journal)
     result: TurnResult | None = None
     failed: bool = False
     interrupted: bool = False
@@ -186,8 +186,15 @@ class TurnRunner:
         if answered is None:
             return False
         await turn.stream.finish(answered)
-        await self.store.complete_inbound(turn.message.platform, event_id)
+        await self._complete(turn.job, turn.session.key)
         return True
+
+    async def _complete(self, job: TurnJob, session_key: str) -> None:
+        """Mark the event answered; the session's events still pending come back in the same round trip,
+        for the lane to answer next."""
+        msg = job.message
+        job.pending_after = await asyncio.shield(
+            self.store.complete_and_pending(msg.platform, msg.event_id, session_key=session_key))
 
     async def run_agent(self, turn: Turn) -> None:
         session, job = turn.session, turn.job
@@ -197,15 +204,19 @@ class TurnRunner:
             if not await job.is_new():
                 raise DuplicateEvent(turn.message.event_id)
 
-        async def store_message(message: Message, usage: Usage | None, model: str | None) -> None:
+        async def store_steps(steps: Sequence[NewMessage]) -> None:
             await ensure_new()
-            await self.store.append_message(session.record.id, message, usage=usage, model=model,
-                                            person_id=job.person_id if message.role == "user" else None)
+            ids = await self.store.append_messages(session.record.id, steps)
+            session.seen_message_id = ids[-1]  # what this replica wrote last: no need to read it back
+
+        turn.journal.store = store_steps
 
         async def persist(message: Message, usage: Usage | None, model: str | None) -> None:
-            if message.role != "user":
+            user = message.role == "user"
+            if not user:
                 await ensure_new()  # the user message is written behind; anything after it waits here
-            turn.journal.write(lambda: store_message(message, usage, model))
+            # The user message goes with the turn's next step (for a plain turn its answer): one write.
+            turn.journal.write(NewMessage(message, job.person_id if user else None, usage, model), hold=user)
             if usage is not None:
                 session.usage.add(usage)
             if model:
@@ -304,7 +315,7 @@ class TurnRunner:
         if (turn.interrupted and self.stopping(turn.session.key)) or turn.undelivered or turn.duplicate or turn.paused:
             return
         try:
-            await asyncio.shield(self.store.complete_inbound(turn.message.platform, turn.message.event_id))
+            await self._complete(turn.job, turn.session.key)
         except StorageError as error:  # answered, but not marked: a restart delivers the stored answer again
             self.storage_health.failed(error)
 

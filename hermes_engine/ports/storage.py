@@ -85,6 +85,16 @@ class SessionRecord:
 
 
 @dataclass(frozen=True)
+class NewMessage:
+    """A message to append, with what `append_message` takes beside it."""
+
+    message: Message
+    person_id: int | None = None
+    usage: Usage | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
 class InboundEvent:
     platform: str
     event_id: str
@@ -161,6 +171,9 @@ class SessionStore(Protocol):
     async def append_message(self, session_id: int, message: Message, *, person_id: int | None = None,
                              usage: Usage | None = None, model: str | None = None) -> int: ...
 
+    async def append_messages(self, session_id: int, steps: Sequence[NewMessage]) -> list[int]:
+        """Several messages in one write, in order, all or none; their ids, in the same order."""
+
     async def load_messages(self, session_id: int) -> list[Message]: ...
 
     async def load_stored_messages(self, session_id: int) -> list[StoredMessage]:
@@ -181,6 +194,10 @@ class Inbox(Protocol):
         (a duplicate)."""
 
     async def complete_inbound(self, platform: str, event_id: str) -> None: ...
+
+    async def complete_and_pending(self, platform: str, event_id: str, *, session_key: str) -> list[InboundEvent]:
+        """`complete_inbound`, and what `pending_inbound(session_key=…)` then finds, in one round trip: a
+        session's lane learns what to answer next as its turn ends, without reading the inbox again."""
 
     async def pending_inbound(self, platform: str | None = None, *,
                               session_key: str | None = None) -> list[InboundEvent]:

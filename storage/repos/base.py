@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -132,7 +132,7 @@ class SqlRepository:
         if self.dialect == "postgresql":
             await session.execute(sa.select(sa.func.pg_advisory_xact_lock(namespace, sa.func.hashtext(subject))))
 
-    async def _hot(self, statement: Any, params: dict[str, Any], result: Callable[[Any], Any]) -> Any:
+    async def _hot(self, statement: Any, params: Any, result: Callable[[Any], Any]) -> Any:
         """A per-message write: on the SQLite lane when there is one (its thread finishes the write even
         when the caller is cancelled), else whole on the async engine."""
         if self._lane is not None:
@@ -141,10 +141,28 @@ class SqlRepository:
         return await self._on_engine(statement, params, result)
 
     @whole
-    async def _on_engine(self, statement: Any, params: dict[str, Any], result: Callable[[Any], Any]) -> Any:
+    async def _on_engine(self, statement: Any, params: Any, result: Callable[[Any], Any]) -> Any:
         """One statement, its own transaction (on PostgreSQL in autocommit: one round trip, not three)."""
         async with self.single_engine.begin() as conn:
             return result(await conn.execute(statement, params))
+
+    async def _hot_all(self, steps: Sequence[tuple[Any, Any]], result: Callable[[Any], Any]) -> Any:
+        """Per-message writes of several statements, in one transaction: on SQLite one trip to its lane.
+        (On PostgreSQL a caller rather writes one statement, a `WITH` if need be: a transaction of several
+        is a round trip each and two more.)"""
+        if len(steps) == 1:
+            return await self._hot(*steps[0], result)
+        if self._lane is not None:
+            with as_storage_errors():
+                return await self._lane.execute_all(steps, result)
+        return await self._all_on_engine(steps, result)
+
+    @whole
+    async def _all_on_engine(self, steps: Sequence[tuple[Any, Any]], result: Callable[[Any], Any]) -> Any:
+        async with self.engine.begin() as conn:
+            for statement, params in steps[:-1]:
+                await conn.execute(statement, params)
+            return result(await conn.execute(*steps[-1]))
 
     def _insert(self, table: sa.Table) -> Any:
         return postgresql.insert(table) if self.dialect == "postgresql" else sqlite.insert(table)

@@ -34,7 +34,19 @@ _COMPLETE_INBOUND = (sa.update(table_of(InboundEventRow))
                      .values(status=sa.bindparam("done"), completed_at=sa.bindparam("at")))
 
 
-def _inbound(row: InboundEventRow) -> InboundEvent:
+_EVENTS = table_of(InboundEventRow)
+# A session's pending events (and those recorded without a session key), oldest first: what its lane answers.
+_PENDING_OF_SESSION = (sa.select(_EVENTS)
+                       .where(_EVENTS.c.status == INBOUND_RECEIVED,
+                              sa.or_(_EVENTS.c.session_key == sa.bindparam("k"), _EVENTS.c.session_key.is_(None)))
+                       .order_by(_EVENTS.c.id))
+# The completion and that read in one statement on PostgreSQL (a data-modifying WITH runs whole, read or
+# not); its SELECT sees the table as it was before the UPDATE, so the completed event is left out after.
+_COMPLETE_THEN_PENDING_PG = _PENDING_OF_SESSION.add_cte(
+    _COMPLETE_INBOUND.returning(_EVENTS.c.id).cte("completed"))
+
+
+def _inbound(row: InboundEventRow | sa.Row[Any]) -> InboundEvent:
     return InboundEvent(platform=row.platform, event_id=row.event_id, status=row.status,
                         payload=dict(row.payload or {}), created_at=row.created_at, session_key=row.session_key)
 
@@ -63,11 +75,30 @@ class InboxRepository(SqlRepository):
         await self._hot(_COMPLETE_INBOUND, {"p": platform, "e": event_id, "done": INBOUND_DONE,
                                             "at": self._now()}, lambda r: None)
 
-    @whole
+    async def complete_and_pending(self, platform: str, event_id: str, *, session_key: str) -> list[InboundEvent]:
+        """One round trip: one statement on PostgreSQL, one transaction on SQLite's lane."""
+        done = {"p": platform, "e": event_id, "done": INBOUND_DONE, "at": self._now(), "k": session_key}
+
+        def rest(result: sa.CursorResult[Any]) -> list[InboundEvent]:
+            return [_inbound(row) for row in result if (row.platform, row.event_id) != (platform, event_id)]
+
+        if self.dialect == "postgresql":
+            return list(await self._hot(_COMPLETE_THEN_PENDING_PG, done, rest))
+        return list(await self._hot_all([(_COMPLETE_INBOUND, done), (_PENDING_OF_SESSION, {"k": session_key})], rest))
+
     async def pending_inbound(self, platform: str | None = None, *,
                               session_key: str | None = None) -> list[InboundEvent]:
         """Events received but not completed, oldest first; with `session_key`, that session's and those
-        recorded without one (the index on status, session key and id finds both)."""
+        recorded without one (the index on status, session key and id finds both): a statement built once,
+        as a lane reads it whenever it takes its session's lease."""
+        if platform is None and session_key is not None:
+            return list(await self._hot(_PENDING_OF_SESSION, {"k": session_key},
+                                        lambda result: [_inbound(row) for row in result]))
+        return await self._pending_inbound(platform, session_key=session_key)
+
+    @whole
+    async def _pending_inbound(self, platform: str | None = None, *,
+                               session_key: str | None = None) -> list[InboundEvent]:
         stmt = sa.select(InboundEventRow).where(InboundEventRow.status == INBOUND_RECEIVED)
         if platform is not None:
             stmt = stmt.where(InboundEventRow.platform == platform)

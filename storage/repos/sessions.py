@@ -1,19 +1,21 @@
 """Sessions and their messages: the `SessionStore` role.
 
 Messages are append-only: compression changes the view the model gets, never the stored rows.
-`append_message` is a per-message write and goes through `SqlRepository._hot` (one trip to the SQLite
-lane, or one statement on the async engine).
+`append_messages` (a turn's steps, written together) is a per-message write and goes through
+`SqlRepository._hot` (one trip to the SQLite lane, or one statement on the async engine).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from hermes_engine.ports.conversation import Message, Usage
-from hermes_engine.ports.storage import SessionRecord, StoredMessage
+from hermes_engine.ports.storage import NewMessage, SessionRecord, StoredMessage
 from storage.models import MessageRow, SessionRow, table_of
 from storage.repos.base import LOCK_SESSION_CREATE, SqlRepository, whole
 from storage.values import clean, clean_text
@@ -21,7 +23,31 @@ from storage.values import clean, clean_text
 __all__ = ["SessionRepository"]
 
 # Built once: constructing a statement costs more than running it on SQLite.
-_INSERT_MESSAGE = sa.insert(table_of(MessageRow)).returning(table_of(MessageRow).c.id)
+# Ids come in the order of the rows (an id is taken per row as it is inserted), so they are sorted rather
+# than asked back in parameter order, which would make SQLAlchemy send one INSERT per row.
+_INSERT_MESSAGES = sa.insert(table_of(MessageRow)).returning(table_of(MessageRow).c.id)
+
+
+def _row(session_id: int, step: NewMessage, now: datetime) -> dict[str, Any]:
+    data, usage = step.message.to_dict(), step.usage
+    return {
+        "session_id": session_id,
+        "person_id": step.person_id,
+        "role": data["role"],
+        "content": clean_text(data["content"] or ""),
+        "tool_calls": clean(data["tool_calls"]) or None,
+        "tool_call_id": data["tool_call_id"],
+        "tool_name": data["tool_name"],
+        "is_error": bool(data["is_error"]),
+        "images": data["images"] or None,
+        "meta": clean(data["meta"]) or None,
+        "input_tokens": usage.input_tokens if usage else None,
+        "output_tokens": usage.output_tokens if usage else None,
+        "cache_read_tokens": usage.cache_read_tokens if usage else None,
+        "cache_write_tokens": usage.cache_write_tokens if usage else None,
+        "model": step.model,
+        "created_at": now,
+    }
 
 
 def _session(row: SessionRow) -> SessionRecord:
@@ -114,26 +140,17 @@ class SessionRepository(SqlRepository):
 
     async def append_message(self, session_id: int, message: Message, *, person_id: int | None = None,
                              usage: Usage | None = None, model: str | None = None) -> int:
-        data = message.to_dict()
-        row = {
-            "session_id": session_id,
-            "person_id": person_id,
-            "role": data["role"],
-            "content": clean_text(data["content"] or ""),
-            "tool_calls": clean(data["tool_calls"]) or None,
-            "tool_call_id": data["tool_call_id"],
-            "tool_name": data["tool_name"],
-            "is_error": bool(data["is_error"]),
-            "images": data["images"] or None,
-            "meta": clean(data["meta"]) or None,
-            "input_tokens": usage.input_tokens if usage else None,
-            "output_tokens": usage.output_tokens if usage else None,
-            "cache_read_tokens": usage.cache_read_tokens if usage else None,
-            "cache_write_tokens": usage.cache_write_tokens if usage else None,
-            "model": model,
-            "created_at": self._now(),
-        }
-        return await self._hot(_INSERT_MESSAGE, row, lambda r: r.scalar_one())
+        return (await self.append_messages(session_id, [NewMessage(message, person_id, usage, model)]))[0]
+
+    async def append_messages(self, session_id: int, steps: Sequence[NewMessage]) -> list[int]:
+        """One statement for all of them (an executemany that SQLAlchemy sends as one multi-row INSERT),
+        so a turn's steps cost one round trip."""
+        if not steps:
+            return []
+        now = self._now()
+        rows = [_row(session_id, step, now) for step in steps]
+        return await self._hot(_INSERT_MESSAGES, rows if len(rows) > 1 else rows[0],
+                               lambda r: sorted(int(i) for i in r.scalars().all()))
 
     @whole
     async def load_messages(self, session_id: int) -> list[Message]:

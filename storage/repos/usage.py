@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -33,11 +34,12 @@ class UsageRepository(SqlRepository):
         stmt = stmt.on_conflict_do_update(
             index_elements=["bot", "person_id", "day"],
             set_={name: table.c[name] + stmt.excluded[name] for name in ("turns", "tokens", "cost_micros")})
+        steps: list[tuple[Any, Any]] = [(stmt, {})]
         if models and self.dialect == "postgresql":  # the models' upsert in a WITH: still one round trip
-            stmt = stmt.add_cte(self._add_models(bot, person_id, day, models).cte("model_shares"))
-        await self._hot(stmt, {}, lambda _: None)
-        if models and self.dialect != "postgresql":  # SQLite cannot write in a WITH; its lane is a thread away
-            await self._hot(self._add_models(bot, person_id, day, models), {}, lambda _: None)
+            steps = [(stmt.add_cte(self._add_models(bot, person_id, day, models).cte("model_shares")), {})]
+        elif models:  # SQLite cannot write in a WITH: both in one transaction, one trip to its lane
+            steps.append((self._add_models(bot, person_id, day, models), {}))
+        await self._hot_all(steps, lambda _: None)
 
     def _add_models(self, bot: str, person_id: int, day: date, models: Sequence[ModelSpend]) -> sa.Insert:
         table = table_of(UsageModelRow)

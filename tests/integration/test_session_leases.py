@@ -48,6 +48,28 @@ async def test_a_message_for_a_session_another_replica_holds_is_answered_there_a
     assert await a.store.pending_inbound() == []
 
 
+async def test_a_message_another_replica_takes_while_the_holder_waits_for_the_next_is_answered_once_in_time(
+        engine, fake_llm, monkeypatch):
+    """The holder keeps the session's lease a third of its time after a turn, for the session's next message;
+    one that reaches the other replica meanwhile waits in the inbox no longer than that, and is answered once."""
+    monkeypatch.setenv("HERMES_SESSION_LEASE_SECONDS", "3")
+    fake_llm.responder = lambda request: Reply(text=f"answer to {request.last_user_text}")
+    a = await start_replica(engine, monkeypatch, "replica-a")
+    b = await start_replica(engine, monkeypatch, "replica-b")
+    assert await a.say("first") == "answer to first"
+    assert a.gateway.holding  # waiting for the session's next message, under its lease
+    started = asyncio.get_running_loop().time()
+    await b.gateway.handle(b.message("second"))  # b finds the lease held: the inbox keeps it for a
+    await a.outlet.wait_for(2, timeout=10)
+    assert asyncio.get_running_loop().time() - started < 3  # within the wait (1 s) and a turn
+    await a.let_go()
+    await b.let_go()
+    assert a.outlet.texts == ["answer to first", "answer to second"]
+    assert b.outlet.texts == []
+    assert [r.last_user_text for r in fake_llm.requests] == ["first", "second"]
+    assert await a.store.pending_inbound() == []
+
+
 async def test_a_replica_starting_beside_another_leaves_that_ones_turn_in_flight_alone(engine, fake_llm, monkeypatch):
     fake_llm.responder = answer_slowly
     a = await start_replica(engine, monkeypatch, "replica-a")
@@ -93,6 +115,7 @@ async def test_a_replica_that_lost_a_sessions_lease_mid_turn_stops_and_the_new_h
     assert "was taken by another replica while held here" in caplog.text
     assert await a.store.pending_inbound() == []
     a.outlet.delivered.clear()
+    await b.let_go()  # b has given the session back: the next message is a's to answer
     assert await a.say("second", timeout=30) == "answer to second"  # a's lane goes on
 
 
