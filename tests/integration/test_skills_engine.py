@@ -14,6 +14,7 @@ import pytest
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
 
+from hermes_engine.atomic import in_flight
 from hermes_engine.skills.curator import CURATOR_SYSTEM, latest_report
 from hermes_engine.skills.model import parse_skill
 
@@ -71,12 +72,13 @@ def skills_root(e) -> Path:
 
 
 def library_files(e) -> dict[str, bytes]:
-    """Every file of the bot's skill library except the lock and staging folders."""
+    """Every file of the bot's skill library except the lock and staging folders and writes under way (the
+    usage log's, in a worker thread, may be one)."""
     root = skills_root(e)
     if not root.is_dir():
         return {}
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.relative_to(root).parts[0] not in (".locks", ".tmp")}
+            if p.is_file() and p.relative_to(root).parts[0] not in (".locks", ".tmp") and not in_flight(p.name)}
 
 
 def since_user(request) -> list[dict]:
