@@ -196,7 +196,7 @@ class SqliteLane:
         install_sqlite_pragmas(self.engine, wal=True)
         self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-sqlite")
 
-    async def execute(self, statement: Any, params: dict[str, Any], result: Callable[[Any], Any]) -> Any:
+    async def execute(self, statement: Any, params: dict[str, Any] | list[dict[str, Any]], result: Callable[[Any], Any]) -> Any:
         def run() -> Any:
             with self.engine.begin() as conn:
                 return result(conn.execute(statement, params))
