@@ -22,7 +22,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from storage.engine import SqliteLane
+from storage.engine import Params, SqliteLane
 from storage.errors import as_storage_errors
 
 __all__ = ["LOCK_GOAL_CREATE", "LOCK_SESSION_CREATE", "SqlRepository", "whole", "whole_call"]
@@ -132,7 +132,7 @@ class SqlRepository:
         if self.dialect == "postgresql":
             await session.execute(sa.select(sa.func.pg_advisory_xact_lock(namespace, sa.func.hashtext(subject))))
 
-    async def _hot(self, statement: Any, params: dict[str, Any] | list[dict[str, Any]], result: Callable[[Any], Any]) -> Any:
+    async def _hot(self, statement: Any, params: Params, result: Callable[[Any], Any]) -> Any:
         """A per-message write: on the SQLite lane when there is one (its thread finishes the write even
         when the caller is cancelled), else whole on the async engine. A list of `params` runs the
         statement once for each (executemany)."""
@@ -142,7 +142,7 @@ class SqlRepository:
         return await self._on_engine(statement, params, result)
 
     @whole
-    async def _on_engine(self, statement: Any, params: dict[str, Any] | list[dict[str, Any]], result: Callable[[Any], Any]) -> Any:
+    async def _on_engine(self, statement: Any, params: Params, result: Callable[[Any], Any]) -> Any:
         """One statement, its own transaction (on PostgreSQL in autocommit: one round trip, not three)."""
         async with self.single_engine.begin() as conn:
             return result(await conn.execute(statement, params))

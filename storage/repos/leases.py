@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -20,7 +21,9 @@ from storage.repos.base import SqlRepository, whole
 __all__ = ["LeaseRepository", "LinkCodeRepository"]
 
 _LEASES = table_of(LeaseRow)
-_NAME, _HOLDER = sa.bindparam("lease"), sa.bindparam("by")  # not column names: an update reserves those
+# Not named as the columns: an update reserves those names.
+_NAME: sa.BindParameter[str] = sa.bindparam("lease", type_=sa.String())
+_HOLDER: sa.BindParameter[str] = sa.bindparam("by", type_=sa.String())
 _UNTIL = sa.bindparam("until", type_=_LEASES.c.expires_at.type)
 
 
@@ -44,7 +47,7 @@ _RELEASE = sa.delete(_LEASES).where(_HOLDS).returning(_LEASES.c.name)
 _HOLDER_OF = sa.select(_LEASES.c.holder).where(_LEASES.c.name == _NAME)
 
 
-def _changed(result: sa.CursorResult) -> bool:
+def _changed(result: sa.CursorResult[Any]) -> bool:
     return result.first() is not None
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -153,10 +154,8 @@ async def drive(args: argparse.Namespace, load: Load, users: list[int], telegram
     def answered() -> bool:
         return all(chat_shows(telegram, turn) for turn in load.turns.values())
 
-    try:
+    with contextlib.suppress(TimeoutError):  # what is still unanswered then is reported
         await telegram.wait_for(answered, timeout=DRAIN_TIMEOUT)
-    except TimeoutError:
-        pass
     return report(args, load, telegram, (steady_from, steady_to), steady_end_cpu - steady_cpu, memory)
 
 
