@@ -70,6 +70,9 @@ class TelegramAdapter(PlatformAdapter):
     def __init__(self, engine: EnginePort, *, token: str, base_url: str, file_url: str,
                  options: TelegramOptions | None = None, home: Path, allowed_users: frozenset[str] = frozenset(),
                  webhook_secret: str | None = None, webhook_url: str | None = None) -> None:
+        from adapters.telegram.library import load
+
+        load()
         from adapters.telegram.request import AiohttpRequest
         from adapters.telegram.updates import TolerantBot
 

@@ -10,13 +10,17 @@ TIMEOUT_SECONDS = 10.0
 
 
 async def check_token(token: str, base_url: str) -> CredentialCheck:
+    from adapters.telegram.library import load
+
+    load()
     from telegram import Bot
     from telegram.error import InvalidToken, TelegramError
-    from telegram.request import HTTPXRequest
+
+    from adapters.telegram.request import AiohttpRequest
 
     redact_token_in_logs(token)  # the library's request lines carry it in the URL
-    request = HTTPXRequest(connect_timeout=TIMEOUT_SECONDS, read_timeout=TIMEOUT_SECONDS,
-                           pool_timeout=TIMEOUT_SECONDS)
+    request = AiohttpRequest(1, connect_timeout=TIMEOUT_SECONDS, read_timeout=TIMEOUT_SECONDS,
+                             pool_timeout=TIMEOUT_SECONDS)
     bot = Bot(token, base_url=base_url, request=request)
     try:
         async with bot:  # initialize() is getMe
