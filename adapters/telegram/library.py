@@ -1,10 +1,12 @@
-"""python-telegram-bot, imported without Telegram Passport's cryptography.
+"""python-telegram-bot, imported without what a bot of this gateway never uses.
 
-The library imports `cryptography` at its own import when it is installed (the MCP SDK's JWT support
+At its own import the library loads `cryptography` when it is installed (the MCP SDK's JWT support
 installs it), only to decrypt Telegram Passport data, which a bot reads only when it is given a private
-key; this gateway never gives one. That import is about 8 MB and a tenth of a second of every start, so
-the library is imported here with `cryptography` hidden from it: it then marks Passport decryption as
-unavailable. Anything else that imports `cryptography` later gets it as usual.
+key; this gateway never gives one. It also imports httpx (its default transport, unused here: the calls go
+through `request.AiohttpRequest`), whose `httpx._main`, the `httpx` command line, loads rich, click and
+pygments. Together about 10 MB and a tenth of a second or more of every start, so the library is imported
+with both hidden from it: it then marks Passport decryption as unavailable, and httpx leaves its command
+line out, as both do when those are not installed. Anything that imports them later gets them as usual.
 """
 
 from __future__ import annotations
@@ -15,21 +17,21 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-_HIDDEN = "cryptography"
+_HIDDEN = ("cryptography", "httpx._main")
 
 
 class _Hide(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname == _HIDDEN or fullname.startswith(_HIDDEN + "."):
+        if any(fullname == name or fullname.startswith(name + ".") for name in _HIDDEN):
             raise ModuleNotFoundError(f"No module named {fullname!r} (hidden from python-telegram-bot)",
                                       name=fullname)
         return None
 
 
 def load() -> None:
-    """Import the library once; a no-op when it (or `cryptography`, which it then uses) is loaded."""
-    if "telegram" in sys.modules or _HIDDEN in sys.modules:
+    """Import the library once; a no-op when it or what would be hidden from it is loaded already."""
+    if "telegram" in sys.modules or any(name in sys.modules for name in (*_HIDDEN, "httpx")):
         return
     hide = _Hide()
     sys.meta_path.insert(0, hide)
