@@ -11,8 +11,9 @@ person, session and prompt), over the steady part that follows, it measures:
   adds before the model starts working: parsing, the inbox, routing, the session's lease and load, the
   prompt, the SDK's request);
 - CPU time of the gateway process per turn: utime + stime from /proc/<pid>/stat over the steady part,
-  divided by the turns completed in it (their answers shown in the chat). Unlike wall time, CPU time stays
-  put on a machine shared with other work;
+  divided by the turns completed in it (their answers shown in the chat). On a machine shared with other
+  work CPU time moves far less than wall time (some: shared caches and cores), so the load average is
+  printed beside the figures;
 - the reply time a person sees (update handed out → answer shown, the model's second included) and the
   process's resident memory at the end, for context.
 
