@@ -105,7 +105,8 @@ class Outbound:
         await self.deliver_once(idempotency_key, deliver)
 
     async def typing(self, target: ReplyTarget) -> None:
-        """Best effort, never waits: skipped when the chat is busy or paused (a reply is on its way)."""
+        """Best effort, never waits: skipped when the chat is busy or paused (a reply is on its way), and
+        when the adapter's global rate has no token to spare (at the cap, answers go first)."""
         if not self.capabilities.typing_indicator:
             return
         key = self.lanes.key(target)
@@ -121,7 +122,7 @@ class Outbound:
                 log.debug("typing indicator failed in %s: %s", target.chat_id, exc)
 
         with contextlib.suppress(PlatformError):  # the scheduler stopped
-            self.scheduler.enqueue(key, typing_call, interim=True, merge_key=("typing",), paced=False)
+            self.scheduler.enqueue(key, typing_call, interim=True, merge_key=("typing",), paced=False, spare=True)
 
     def max_file_bytes(self, media_type: str) -> int:
         return self.files.max_file_bytes(media_type) if self.files is not None else 0

@@ -12,7 +12,8 @@ FIFO queue worked by its own task, so a slow or rate-limited chat never holds up
 - Other transient errors (`is_transient(exc)`, by default network errors and timeouts) are retried a
   bounded number of times with exponential backoff. Anything else fails the op's future.
 - An optional global token bucket (`global_rate` calls a second) caps the adapter's overall rate,
-  e.g. Telegram's ~30/s.
+  e.g. Telegram's ~30/s. A `spare` op (the typing indicator) runs only on a token no other call is
+  waiting for and is dropped rather than wait for one: at the cap, answers go first.
 
 Ops are zero-argument coroutine functions; they run when their turn comes, so an op can read the newest
 state at that moment (streaming uses this to always send the latest frame).
@@ -95,13 +96,21 @@ class TokenBucket:
     async def acquire(self) -> None:
         async with self._lock:
             while True:
-                now = self._clock()
-                self._tokens = min(self.capacity, self._tokens + (now - self._last) * self.rate)
-                self._last = now
-                if self._tokens >= 1:
-                    self._tokens -= 1
+                if self._take(self._clock()):
                     return
                 await self._sleep((1 - self._tokens) / self.rate)
+
+    def try_acquire(self) -> bool:
+        """A token at once, when one is saved up and no `acquire` waits for it."""
+        return not self._lock.locked() and self._take(self._clock())
+
+    def _take(self, now: float) -> bool:
+        self._tokens = min(self.capacity, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return True
+        return False
 
 
 @dataclass(eq=False)
@@ -112,6 +121,7 @@ class _Op:
     merge_key: Hashable | None
     tag: Hashable | None
     paced: bool
+    spare: bool = False
     attempts: int = 0
     rate_limited: int = 0
 
@@ -155,9 +165,10 @@ class OutboundScheduler:
     # -- submitting ---------------------------------------------------------------------------------
     def enqueue(self, key: Hashable, fn: Callable[[], Awaitable[Any]], *, interim: bool = False,
                 merge_key: Hashable | None = None, tag: Hashable | None = None, paced: bool = True,
-                interval: float | None = None) -> asyncio.Future[Any]:
+                interval: float | None = None, spare: bool = False) -> asyncio.Future[Any]:
         """Queue `fn` on lane `key`; the future resolves to its result, or `DROPPED` for a dropped
-        interim op. `interval` (if given) sets that lane's pacing from now on."""
+        interim op. `interval` (if given) sets that lane's pacing from now on. `spare`: dropped when the
+        global rate has no token to spare for it (see the module docstring)."""
         if self._closed:
             raise PlatformError("outbound scheduler is stopped")
         lane = self._lane(key)
@@ -165,7 +176,7 @@ class OutboundScheduler:
             lane.interval = interval
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         future.add_done_callback(_consume_exception)
-        op = _Op(fn, future, interim, merge_key, tag, paced)
+        op = _Op(fn, future, interim, merge_key, tag, paced, spare)
         placed = False
         if merge_key is not None and any(o.interim and o.merge_key == merge_key for o in lane.queue):
             queue: deque[_Op] = deque()
@@ -266,7 +277,11 @@ class OutboundScheduler:
                 lane.queue.popleft()
                 if op.future.done():
                     continue
-                if self._bucket is not None:
+                if self._bucket is not None and op.spare:
+                    if not self._bucket.try_acquire():
+                        _resolve(op.future, DROPPED)
+                        continue
+                elif self._bucket is not None:
                     await self._bucket.acquire()
                     if lane.paused_until > self.clock():
                         lane.queue.appendleft(op)

@@ -26,6 +26,9 @@ from storage.values import json_dumps
 __all__ = ["SQLITE_BUSY_TIMEOUT_MS", "SqliteLane", "existing_sqlite_file", "install_sqlite_pragmas",
            "is_memory_sqlite", "make_engine", "normalize_url", "single_statement_engine"]
 
+# A statement's parameters: one set, or a list of them (the statement runs once for each).
+Params = dict[str, Any] | list[dict[str, Any]]
+
 log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 15_000
@@ -196,11 +199,11 @@ class SqliteLane:
         install_sqlite_pragmas(self.engine, wal=True)
         self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-sqlite")
 
-    async def execute(self, statement: Any, params: Any, result: Callable[[Any], Any]) -> Any:
+    async def execute(self, statement: Any, params: Params, result: Callable[[Any], Any]) -> Any:
         """One statement (`params`: a dict, or a list of them for an executemany) in its own transaction."""
         return await self.execute_all([(statement, params)], result)
 
-    async def execute_all(self, steps: Sequence[tuple[Any, Any]], result: Callable[[Any], Any]) -> Any:
+    async def execute_all(self, steps: Sequence[tuple[Any, Params]], result: Callable[[Any], Any]) -> Any:
         """Several statements in one transaction, one trip to the thread; `result` reads the last one's."""
         def run() -> Any:
             with self.engine.begin() as conn:

@@ -70,8 +70,10 @@ class TelegramAdapter(PlatformAdapter):
     def __init__(self, engine: EnginePort, *, token: str, base_url: str, file_url: str,
                  options: TelegramOptions | None = None, home: Path, allowed_users: frozenset[str] = frozenset(),
                  webhook_secret: str | None = None, webhook_url: str | None = None) -> None:
-        from telegram.request import HTTPXRequest
+        from adapters.telegram.library import load
 
+        load()
+        from adapters.telegram.request import AiohttpRequest
         from adapters.telegram.updates import TolerantBot
 
         redact_token_in_logs(token)
@@ -92,11 +94,10 @@ class TelegramAdapter(PlatformAdapter):
         # Pool sizes as python-telegram-bot's ApplicationBuilder sets them: one long poll, many sends.
         self.bot = TolerantBot(
             token, base_url=base_url, base_file_url=file_url, local_mode=opts.local_mode, on_rejected=self._reject,
-            request=HTTPXRequest(connection_pool_size=256, connect_timeout=opts.connect_timeout,
-                                 read_timeout=opts.read_timeout, write_timeout=opts.read_timeout,
-                                 pool_timeout=opts.connect_timeout),
-            get_updates_request=HTTPXRequest(connection_pool_size=1, connect_timeout=opts.connect_timeout,
-                                             read_timeout=opts.read_timeout))
+            request=AiohttpRequest(256, connect_timeout=opts.connect_timeout, read_timeout=opts.read_timeout,
+                                   write_timeout=opts.read_timeout, pool_timeout=opts.connect_timeout),
+            get_updates_request=AiohttpRequest(1, connect_timeout=opts.connect_timeout,
+                                               read_timeout=opts.read_timeout))
         self.reader = UpdateReader(self.platform, self.account, knows_command=engine.knows_command)
         self.sender = TelegramSender(self.bot, opts)
         super().__init__(self.sender, scheduler=scheduler, lanes=TelegramLanes(opts), files=self.sender,

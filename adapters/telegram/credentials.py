@@ -10,14 +10,19 @@ TIMEOUT_SECONDS = 10.0
 
 
 async def check_token(token: str, base_url: str) -> CredentialCheck:
+    from adapters.telegram.library import load
+
+    load()
     from telegram import Bot
     from telegram.error import InvalidToken, TelegramError
-    from telegram.request import HTTPXRequest
+
+    from adapters.telegram.request import AiohttpRequest
 
     redact_token_in_logs(token)  # the library's request lines carry it in the URL
-    request = HTTPXRequest(connect_timeout=TIMEOUT_SECONDS, read_timeout=TIMEOUT_SECONDS,
-                           pool_timeout=TIMEOUT_SECONDS)
-    bot = Bot(token, base_url=base_url, request=request)
+    request = AiohttpRequest(1, connect_timeout=TIMEOUT_SECONDS, read_timeout=TIMEOUT_SECONDS,
+                             pool_timeout=TIMEOUT_SECONDS)
+    # Its own getUpdates transport too, or the library builds an httpx one (and loads httpcore) for nothing.
+    bot = Bot(token, base_url=base_url, request=request, get_updates_request=AiohttpRequest(1))
     try:
         async with bot:  # initialize() is getMe
             return CredentialCheck(who=f"@{bot.username}")

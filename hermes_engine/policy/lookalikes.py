@@ -13,8 +13,6 @@ from __future__ import annotations
 import functools
 import re
 
-from confusable_homoglyphs import confusables
-
 # Four or more single letters, each followed by the same single separator ("i g n o r e", "i.g.n.o.r.e"):
 # a word spelled out. A longer gap between such runs ("i g n o r e  p r e v i o u s") keeps them two words.
 _SPELLED = re.compile(r"(?<![^\W\d_])(?:[^\W\d_]( |\.|-|\*|_)(?=[^\W\d_]))(?:[^\W\d_]\1(?=[^\W\d_])){2,}"
@@ -23,7 +21,11 @@ _SPELLED = re.compile(r"(?<![^\W\d_])(?:[^\W\d_]( |\.|-|\*|_)(?=[^\W\d_]))(?:[^\
 
 @functools.cache
 def _ascii_lookalikes() -> dict[int, str]:
-    """Each non-ASCII character the confusables table says looks like a single ASCII letter or digit."""
+    """Each non-ASCII character the confusables table says looks like a single ASCII letter or digit. The
+    table is read at the first scan, not at start: it is about 15 MB, and a bot whose agent writes nothing
+    to itself never scans."""
+    from confusable_homoglyphs import confusables
+
     table: dict[int, str] = {}
     for char, homoglyphs in confusables.confusables_data.items():
         if len(char) != 1 or char.isascii():

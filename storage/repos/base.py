@@ -22,7 +22,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from storage.engine import SqliteLane
+from storage.engine import Params, SqliteLane
 from storage.errors import as_storage_errors
 
 __all__ = ["LOCK_GOAL_CREATE", "LOCK_SESSION_CREATE", "SqlRepository", "whole", "whole_call"]
@@ -132,21 +132,22 @@ class SqlRepository:
         if self.dialect == "postgresql":
             await session.execute(sa.select(sa.func.pg_advisory_xact_lock(namespace, sa.func.hashtext(subject))))
 
-    async def _hot(self, statement: Any, params: Any, result: Callable[[Any], Any]) -> Any:
+    async def _hot(self, statement: Any, params: Params, result: Callable[[Any], Any]) -> Any:
         """A per-message write: on the SQLite lane when there is one (its thread finishes the write even
-        when the caller is cancelled), else whole on the async engine."""
+        when the caller is cancelled), else whole on the async engine. A list of `params` runs the
+        statement once for each (executemany)."""
         if self._lane is not None:
             with as_storage_errors():
                 return await self._lane.execute(statement, params, result)
         return await self._on_engine(statement, params, result)
 
     @whole
-    async def _on_engine(self, statement: Any, params: Any, result: Callable[[Any], Any]) -> Any:
+    async def _on_engine(self, statement: Any, params: Params, result: Callable[[Any], Any]) -> Any:
         """One statement, its own transaction (on PostgreSQL in autocommit: one round trip, not three)."""
         async with self.single_engine.begin() as conn:
             return result(await conn.execute(statement, params))
 
-    async def _hot_all(self, steps: Sequence[tuple[Any, Any]], result: Callable[[Any], Any]) -> Any:
+    async def _hot_all(self, steps: Sequence[tuple[Any, Params]], result: Callable[[Any], Any]) -> Any:
         """Per-message writes of several statements, in one transaction: on SQLite one trip to its lane.
         (On PostgreSQL a caller rather writes one statement, a `WITH` if need be: a transaction of several
         is a round trip each and two more.)"""
@@ -158,7 +159,7 @@ class SqlRepository:
         return await self._all_on_engine(steps, result)
 
     @whole
-    async def _all_on_engine(self, steps: Sequence[tuple[Any, Any]], result: Callable[[Any], Any]) -> Any:
+    async def _all_on_engine(self, steps: Sequence[tuple[Any, Params]], result: Callable[[Any], Any]) -> Any:
         async with self.engine.begin() as conn:
             for statement, params in steps[:-1]:
                 await conn.execute(statement, params)

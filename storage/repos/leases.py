@@ -9,14 +9,47 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, timedelta
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 
 from hermes_engine.holders import holder_gone
 from storage.models import LeaseRow, LinkCodeRow, table_of
 from storage.repos.base import SqlRepository, whole
 
 __all__ = ["LeaseRepository", "LinkCodeRepository"]
+
+_LEASES = table_of(LeaseRow)
+# Not named as the columns: an update reserves those names.
+_NAME: sa.BindParameter[str] = sa.bindparam("lease", type_=sa.String())
+_HOLDER: sa.BindParameter[str] = sa.bindparam("by", type_=sa.String())
+_UNTIL = sa.bindparam("until", type_=_LEASES.c.expires_at.type)
+
+
+def _take(insert: type[sqlite.Insert] | type[postgresql.Insert]) -> sa.Executable:
+    """Take or renew in one upsert, values bound by name: a lease is taken for every turn, and building
+    the statement (its `excluded` columns above all) costs more than running it."""
+    stmt = insert(_LEASES).values(name=_NAME, holder=_HOLDER, expires_at=_UNTIL)
+    now = sa.bindparam("now", type_=_LEASES.c.expires_at.type)
+    return stmt.on_conflict_do_update(
+        index_elements=["name"], set_={"holder": stmt.excluded.holder, "expires_at": stmt.excluded.expires_at},
+        where=sa.or_(_LEASES.c.expires_at <= now, _LEASES.c.holder == stmt.excluded.holder),
+    ).returning(_LEASES.c.name)
+
+
+_ACQUIRE = {"sqlite": _take(sqlite.Insert), "postgresql": _take(postgresql.Insert)}
+_HOLDS = sa.and_(_LEASES.c.name == _NAME, _LEASES.c.holder == _HOLDER)
+_HAND_OVER = (sa.update(_LEASES).where(_HOLDS).values(holder=sa.bindparam("to"), expires_at=_UNTIL)
+              .returning(_LEASES.c.name))
+_RENEW = sa.update(_LEASES).where(_HOLDS).values(expires_at=_UNTIL).returning(_LEASES.c.name)
+_RELEASE = sa.delete(_LEASES).where(_HOLDS).returning(_LEASES.c.name)
+_HOLDER_OF = sa.select(_LEASES.c.holder).where(_LEASES.c.name == _NAME)
+
+
+def _changed(result: sa.CursorResult[Any]) -> bool:
+    return result.first() is not None
+
 
 log = logging.getLogger(__name__)
 
@@ -33,19 +66,10 @@ class LeaseRepository(SqlRepository):
         if ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
         now = self._now()
-        table = table_of(LeaseRow)
-        stmt = self._insert(table).values(name=name, holder=holder,
-                                          expires_at=now + timedelta(seconds=ttl_seconds))
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["name"],
-            set_={"holder": stmt.excluded.holder, "expires_at": stmt.excluded.expires_at},
-            where=sa.or_(table.c.expires_at <= now, table.c.holder == stmt.excluded.holder),
-        ).returning(table.c.name)
-        async with self._single() as session, session.begin():
-            if (await session.execute(stmt)).first() is not None:
-                return True
-        async with self._single() as session:
-            current = await session.scalar(sa.select(LeaseRow.holder).where(LeaseRow.name == name))
+        params = {"lease": name, "by": holder, "until": now + timedelta(seconds=ttl_seconds), "now": now}
+        if await self._hot(_ACQUIRE[self.dialect], params, _changed):
+            return True
+        current = await self._hot(_HOLDER_OF, {"lease": name}, lambda result: result.scalar())
         if current is None or not holder_gone(current):
             return False
         if await self.hand_over_lease(name, current, holder, ttl_seconds):
@@ -53,36 +77,24 @@ class LeaseRepository(SqlRepository):
             return True
         return False
 
-    @whole
     async def hand_over_lease(self, name: str, holder: str, to: str, ttl_seconds: float) -> bool:
         """Pass `holder`'s lease `name` to `to` for `ttl_seconds`, as long as `holder` still has it."""
         if ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
-        stmt = (sa.update(LeaseRow).where(LeaseRow.name == name, LeaseRow.holder == holder)
-                .values(holder=to, expires_at=self._now() + timedelta(seconds=ttl_seconds))
-                .returning(LeaseRow.name))
-        async with self._single() as session, session.begin():
-            return (await session.execute(stmt)).first() is not None
+        params = {"lease": name, "by": holder, "to": to, "until": self._now() + timedelta(seconds=ttl_seconds)}
+        return bool(await self._hot(_HAND_OVER, params, _changed))
 
-    @whole
     async def renew_lease(self, name: str, holder: str, ttl_seconds: float) -> bool:
         """Extend `holder`'s lease `name`, expired or not, as long as nobody took it meanwhile (a taker
         overwrites the holder; one that gave it back deleted the row)."""
         if ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
-        stmt = (sa.update(LeaseRow).where(LeaseRow.name == name, LeaseRow.holder == holder)
-                .values(expires_at=self._now() + timedelta(seconds=ttl_seconds)).returning(LeaseRow.name))
-        async with self._single() as session, session.begin():
-            return (await session.execute(stmt)).first() is not None
+        params = {"lease": name, "by": holder, "until": self._now() + timedelta(seconds=ttl_seconds)}
+        return bool(await self._hot(_RENEW, params, _changed))
 
-    @whole
     async def release_lease(self, name: str, holder: str) -> bool:
         """Give up lease `name` if `holder` holds it; True when it did."""
-        async with self._single() as session, session.begin():
-            result = await session.execute(
-                sa.delete(LeaseRow).where(LeaseRow.name == name, LeaseRow.holder == holder)
-                .returning(LeaseRow.name))
-            return result.first() is not None
+        return bool(await self._hot(_RELEASE, {"lease": name, "by": holder}, _changed))
 
 
 class LinkCodeRepository(SqlRepository):

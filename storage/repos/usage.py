@@ -8,14 +8,34 @@ from datetime import date
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 
 from hermes_engine.ports.storage import ModelSpend, UsageCount
+from storage.engine import Params
 from storage.models import UsageModelRow, UsageRow, table_of
 from storage.repos.base import SqlRepository, whole
 
 __all__ = ["UsageRepository"]
 
 _MODEL_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_micros")
+
+
+def _upsert(insert: type[sqlite.Insert] | type[postgresql.Insert], row: type, keys: tuple[str, ...],
+            counts: tuple[str, ...]) -> sa.Insert:
+    """An upsert adding `counts` to the stored ones, its values bound by name: built once, since building
+    one (its `excluded` columns above all) costs more than running it."""
+    table = table_of(row)
+    stmt = insert(table).values({name: sa.bindparam(name, type_=table.c[name].type) for name in (*keys, *counts)})
+    return stmt.on_conflict_do_update(index_elements=list(keys),
+                                      set_={name: table.c[name] + stmt.excluded[name] for name in counts})
+
+
+_KEYS = ("bot", "person_id", "day")
+_COUNTS = ("turns", "tokens", "cost_micros")
+_ADD = {"sqlite": _upsert(sqlite.Insert, UsageRow, _KEYS, _COUNTS),
+        "postgresql": _upsert(postgresql.Insert, UsageRow, _KEYS, _COUNTS)}
+_ADD_MODEL = {"sqlite": _upsert(sqlite.Insert, UsageModelRow, (*_KEYS, "model"), _MODEL_COUNTS),
+              "postgresql": _upsert(postgresql.Insert, UsageModelRow, (*_KEYS, "model"), _MODEL_COUNTS)}
 
 
 class UsageRepository(SqlRepository):
@@ -28,23 +48,21 @@ class UsageRepository(SqlRepository):
                         cost_micros: int = 0, models: Sequence[ModelSpend] = ()) -> None:
         """One upsert that adds to the stored counts in the database, so replicas counting at the same
         moment both count (no read-modify-write); the models' shares likewise."""
-        table = table_of(UsageRow)
-        stmt = self._insert(table).values(bot=bot, person_id=person_id, day=day, turns=turns, tokens=tokens,
-                                          cost_micros=cost_micros)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["bot", "person_id", "day"],
-            set_={name: table.c[name] + stmt.excluded[name] for name in ("turns", "tokens", "cost_micros")})
-        steps: list[tuple[Any, Any]] = [(stmt, {})]
+        keys = {"bot": bot, "person_id": person_id, "day": day}
+        counts = {**keys, "turns": turns, "tokens": tokens, "cost_micros": cost_micros}
+        shares = [{**keys, "model": spend.model, **{name: getattr(spend, name) for name in _MODEL_COUNTS}}
+                  for spend in models]
         if models and self.dialect == "postgresql":  # the models' upsert in a WITH: still one round trip
-            steps = [(stmt.add_cte(self._add_models(bot, person_id, day, models).cte("model_shares")), {})]
-        elif models:  # SQLite cannot write in a WITH: both in one transaction, one trip to its lane
-            steps.append((self._add_models(bot, person_id, day, models), {}))
+            stmt = _ADD["postgresql"].add_cte(self._add_models(shares).cte("model_shares"))
+            await self._hot(stmt, counts, lambda _: None)
+            return
+        steps: list[tuple[Any, Params]] = [(_ADD[self.dialect], counts)]
+        if shares:  # SQLite cannot write in a WITH: both in one transaction, one trip to its lane (an executemany)
+            steps.append((_ADD_MODEL[self.dialect], shares))
         await self._hot_all(steps, lambda _: None)
 
-    def _add_models(self, bot: str, person_id: int, day: date, models: Sequence[ModelSpend]) -> sa.Insert:
+    def _add_models(self, rows: list[dict[str, object]]) -> sa.Insert:
         table = table_of(UsageModelRow)
-        rows = [{"bot": bot, "person_id": person_id, "day": day, "model": spend.model,
-                 **{name: getattr(spend, name) for name in _MODEL_COUNTS}} for spend in models]
         stmt = self._insert(table).values(rows)
         return stmt.on_conflict_do_update(
             index_elements=["bot", "person_id", "day", "model"],

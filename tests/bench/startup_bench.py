@@ -39,8 +39,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fakes.fake_llm import FakeLLM, Reply  # noqa: E402
 from fakes.fake_telegram import FakeTelegram  # noqa: E402
 
-TARGET_FIRST_REPLY_S = 1.5
-TARGET_RSS_MB = 80.0
+# Relative to the floor: what the gateway adds to its primary model's SDK, and a whole-process bound for the
+# lighter SDK.
+TARGET_REST_S = 0.5  # start -> first reply, beyond `import <sdk>` alone
+TARGET_REST_MB = 50.0  # resident memory after 20 messages, beyond what `import <sdk>` alone takes
+TARGET_OPENAI_MB = 105.0  # the whole process with an OpenAI primary
 ALICE = 4242
 MESSAGES = 20
 TIMEOUT = 60.0
@@ -232,9 +235,9 @@ async def print_breakdown(last: Run) -> None:
 
 
 async def main(runs: int, breakdown: bool) -> int:
-    """The targets hold for what the gateway adds: where the primary model's SDK alone costs more than a
-    target allows, its own import time and memory (measured in a bare interpreter) are printed beside it
-    and the gateway's share is what is checked."""
+    """The targets hold for what the gateway adds: the primary model's SDK alone (its import time and memory,
+    measured in a bare interpreter in the same run) is printed beside each figure and the gateway's share,
+    the rest, is what is checked; with an OpenAI primary the whole process is bounded as well."""
     ok = True
     for n, (label, env, sdk) in enumerate(CONFIGS):
         results = [await Run(COMMAND, MESSAGES, env).go() for _ in range(runs)]
@@ -243,15 +246,16 @@ async def main(runs: int, breakdown: bool) -> int:
         firsts = sorted(r.first_reply for r in results)
         first, rss = statistics.median(firsts), statistics.median(r.rss_mb for r in results)
         sdk_seconds, sdk_mb = await floor(sdk)
+        whole = f"; the whole process <= {TARGET_OPENAI_MB:.0f} MB" if sdk == "openai" else ""
         print(f"{label}:")
         print(f"  start -> first reply to a waiting DM: median {first:.2f} s "
               f"({', '.join(f'{f:.2f}' for f in firsts)}); `import {sdk}` alone {sdk_seconds:.2f} s; "
-              f"the rest {first - sdk_seconds:.2f} s; target <= {TARGET_FIRST_REPLY_S} s")
+              f"the rest {first - sdk_seconds:.2f} s; target: the rest <= {TARGET_REST_S} s")
         print(f"  resident memory after {MESSAGES} messages: median {rss:.1f} MB "
               f"({', '.join(f'{r.rss_mb:.1f}' for r in results)}); `import {sdk}` alone +{sdk_mb:.1f} MB; "
-              f"the rest {rss - sdk_mb:.1f} MB; target <= {TARGET_RSS_MB:.0f} MB")
-        ok = ok and min(first, first - sdk_seconds) <= TARGET_FIRST_REPLY_S and \
-            min(rss, rss - sdk_mb) <= TARGET_RSS_MB
+              f"the rest {rss - sdk_mb:.1f} MB; target: the rest <= {TARGET_REST_MB:.0f} MB{whole}")
+        ok = ok and first - sdk_seconds <= TARGET_REST_S and rss - sdk_mb <= TARGET_REST_MB and \
+            (sdk != "openai" or rss <= TARGET_OPENAI_MB)
     return 0 if ok else 1
 
 

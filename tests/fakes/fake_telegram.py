@@ -9,7 +9,8 @@ entities Telegram would compute: ``bot_command`` and ``mention``), optionally ca
 voice note whose bytes the fake then serves through ``getFile`` and the file route;
 ``fake.push_update(raw)`` queues any update as given, malformed ones too. They assert on what a
 person would see: ``fake.chat(chat_id)`` has every message with its current text, entities and edit
-history, and every API call made to that chat with its time.
+history, and every API call made to that chat with its time. ``fake.first_handed_out`` says when each
+update first left the fake (in a getUpdates answer or a webhook post), for benchmarks that time the bot.
 
 Implemented methods: getMe, getUpdates (offset confirms, ``timeout`` long-polls), sendMessage,
 sendPhoto, sendDocument and sendVoice (multipart: the message keeps the file's bytes, name and caption in
@@ -228,6 +229,7 @@ class FakeTelegram(LoopbackServer):
         self.chats: dict[int, FakeChat] = {}
         self.updates: list[dict[str, Any]] = []  # not yet confirmed
         self.delivered_update_ids: list[int] = []  # every update id handed out by getUpdates (repeats too)
+        self.first_handed_out: dict[int, float] = {}  # update id -> when (monotonic) it was first handed out
         self.refused_update_ids: list[int] = []  # every webhook delivery the bot did not answer 200 (repeats too)
         self.confirmed_offset = 0
         self.commands: list[dict[str, Any]] | None = None
@@ -614,9 +616,12 @@ class FakeTelegram(LoopbackServer):
                     break
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._new_update.wait(), remaining)
-        if time.monotonic() < self.outage_until:
+        now = time.monotonic()
+        if now < self.outage_until:
             raise TelegramApiError(502, "Bad Gateway")
         self.delivered_update_ids.extend(u["update_id"] for u in ready)
+        for update in ready:
+            self.first_handed_out.setdefault(update["update_id"], now)
         return ready
 
     def _text_check(self, text: str, params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -813,6 +818,7 @@ class FakeTelegram(LoopbackServer):
             while self.webhook_url and self.updates:
                 update = self.updates[0]
                 headers = {"X-Telegram-Bot-Api-Secret-Token": self.webhook_secret} if self.webhook_secret else {}
+                self.first_handed_out.setdefault(update["update_id"], time.monotonic())
                 try:
                     async with http.post(self.webhook_url, json=update, headers=headers) as response:
                         ok = response.status == 200

@@ -171,6 +171,39 @@ async def test_the_global_rate_caps_calls_across_all_chats() -> None:
     assert times[-1] - times[0] >= 7 / 40 - EPS
 
 
+async def test_a_spare_call_is_dropped_when_the_global_rate_has_no_token_left() -> None:
+    s = OutboundScheduler(0.0, global_rate=5, global_burst=1)
+    rec = Recorder()
+    try:
+        assert await s.enqueue("A", rec.op("A", "answer")) == "answer"  # the one saved-up token
+        assert await s.enqueue("B", rec.op("B", "typing"), interim=True, paced=False, spare=True) is DROPPED
+    finally:
+        await s.stop()
+    assert rec.labels("B") == []
+
+
+async def test_a_spare_call_never_takes_the_token_a_waiting_call_waits_for() -> None:
+    s = OutboundScheduler(0.0, global_rate=20, global_burst=1)
+    rec = Recorder()
+    try:
+        first = s.enqueue("A", rec.op("A", "answer 1"))
+        second = s.enqueue("B", rec.op("B", "answer 2"))  # waits 50 ms for the next token
+        await asyncio.sleep(0.01)
+        typing = s.enqueue("C", rec.op("C", "typing"), interim=True, paced=False, spare=True)
+        assert await asyncio.gather(first, second, typing) == ["answer 1", "answer 2", DROPPED]
+    finally:
+        await s.stop()
+
+
+async def test_a_spare_call_runs_while_the_global_rate_has_tokens_to_spare() -> None:
+    s = OutboundScheduler(0.0, global_rate=30)
+    rec = Recorder()
+    try:
+        assert await s.enqueue("A", rec.op("A", "typing"), interim=True, paced=False, spare=True) == "typing"
+    finally:
+        await s.stop()
+
+
 async def test_unpaced_calls_do_not_use_up_the_chat_interval(scheduler: OutboundScheduler) -> None:
     rec = Recorder()
     typing = scheduler.enqueue("A", rec.op("A", "typing"), paced=False)
