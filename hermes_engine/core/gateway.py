@@ -165,6 +165,7 @@ class Gateway:
         for lane in self._lanes.values():
             lane.wake()  # a lane waiting for its session's next message gives its lease back now
         workers = [lane.worker for lane in self._lanes.values() if lane.worker and not lane.worker.done()]
+        workers += [t for t in self._background if t.get_name().startswith("command:")]  # a /stop under way
         if workers and seconds > 0:
             await asyncio.wait(workers, timeout=seconds)
 
