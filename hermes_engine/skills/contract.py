@@ -23,6 +23,7 @@ BACKUP_DIR = ".backups"
 REPORT_DIR = ".reports"
 PENDING_DIR = ".pending"
 USAGE_FILE = ".usage.json"
+USAGE_DAYS_DIR = ".usage-days"  # one file of per-day figures per UTC day (`skills.usage_days`)
 
 
 @dataclass(frozen=True)

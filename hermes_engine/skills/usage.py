@@ -1,4 +1,5 @@
-"""Per-skill usage, kept in `<library>/.usage.json` (atomic writes, one writer at a time across processes).
+"""Per-skill usage, kept in `<library>/.usage.json` (atomic writes, one writer at a time across processes),
+and its per-day figures beside it in `<library>/.usage-days/` (`skills.usage_days`).
 
 For each skill: how often it was viewed, in how many turns, how those turns ended (ok / error / the
 person corrected the agent next), when it was last used, and the curator's status (active / stale).
@@ -23,12 +24,12 @@ from typing import Any
 
 from hermes_engine.atomic import atomic_write_text
 from hermes_engine.filelock import FileLock
-from hermes_engine.skills.contract import USAGE_FILE
+from hermes_engine.skills.contract import USAGE_DAYS_DIR, USAGE_FILE
+from hermes_engine.skills.usage_days import DAYS_KEPT, DayFiles, DayUse, Stamp, legacy_days
 
 log = logging.getLogger(__name__)
 
 RECENT = 20  # outcomes kept per skill
-DAYS_KEPT = 90  # days of per-day figures kept per skill (the learning chart's span)
 
 
 def utcnow() -> datetime:
@@ -65,11 +66,6 @@ class SkillUsage:
     calls: int = 0  # tool calls of the turns that used it (those whose count was recorded)
     counted: int = 0  # turns whose tool calls are in `calls`
     baseline_calls: int | None = None  # tool calls of the skill-less work it was learned from (estimate)
-    days: dict[str, dict[str, int]] = field(default_factory=dict)  # "YYYY-MM-DD" (UTC) -> DayUse's fields
-
-    def per_day(self) -> list[tuple[str, DayUse]]:
-        """The turns that used it, by day (UTC), oldest first."""
-        return sorted((day, DayUse.from_dict(v)) for day, v in self.days.items() if isinstance(v, dict))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SkillUsage:
@@ -103,42 +99,16 @@ class SkillUsage:
         return sum(1 for r in recent if r.get("outcome") in ("error", "correction")), len(recent)
 
 
-@dataclass(frozen=True)
-class DayUse:
-    """One day's turns that used a skill: `counted` of them with their tool calls in `calls`, `tokened` with
-    their tokens in `tokens` (a turn recorded before tokens were kept has calls only)."""
-
-    counted: int = 0
-    calls: int = 0
-    tokened: int = 0
-    tokens: int = 0
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DayUse:
-        get = data.get
-        return cls(int(get("counted") or 0), int(get("calls") or 0), int(get("tokened") or 0),
-                   int(get("tokens") or 0))
-
-    def __add__(self, other: DayUse) -> DayUse:
-        return DayUse(self.counted + other.counted, self.calls + other.calls, self.tokened + other.tokened,
-                      self.tokens + other.tokens)
-
-    @property
-    def calls_per_use(self) -> float | None:
-        return self.calls / self.counted if self.counted else None
-
-    @property
-    def tokens_per_use(self) -> float | None:
-        return self.tokens / self.tokened if self.tokened else None
-
-
 class UsageLog:
     """One library's usage file. Turns (gateway) and curator runs (CLI or scheduler) update it concurrently,
-    so every update is a read-modify-write under a lock on `<file>.lock`."""
+    so every update is a read-modify-write under a lock on `<file>.lock`; the day files are written under
+    the same lock. An older usage file kept each skill's days inside its entry: they are read as they are and
+    moved to the day files by the next write, so an upgrade loses no figures."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._lock = FileLock(self.path.with_name(self.path.name + ".lock"))
+        self.days = DayFiles(self.path.with_name(USAGE_DAYS_DIR))
 
     @classmethod
     def for_library(cls, root: Path | str) -> UsageLog:
@@ -161,8 +131,22 @@ class UsageLog:
     def _update(self) -> Iterator[dict[str, Any]]:
         with self._lock.hold():
             data = self._read()
+            self._move_days(data)
             yield data
-            atomic_write_text(self.path, json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True))
+            # compact: json's C encoder (an indented dump takes the pure-Python one, several times slower)
+            text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+            atomic_write_text(self.path, text)
+
+    def _move_days(self, data: dict[str, Any]) -> None:
+        """Move the days an older file keeps inside its entries to the day files (before the entries lose
+        them: a crash in between counts them twice rather than not at all)."""
+        moved: dict[str, dict[str, dict[str, int]]] = {}
+        for name, entry in data["skills"].items():
+            if isinstance(entry, dict) and "days" in entry:
+                for day, figures in legacy_days(entry).items():
+                    moved.setdefault(day, {})[name] = figures
+                del entry["days"]
+        self.days.merge(moved)
 
     @staticmethod
     def _entry(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -174,7 +158,42 @@ class UsageLog:
 
     # ------------------------------------------------------------------ reading
     def all(self) -> dict[str, SkillUsage]:
-        return {name: SkillUsage.from_dict(v) for name, v in self._read()["skills"].items() if isinstance(v, dict)}
+        return self.snapshot()[0]
+
+    def snapshot(self) -> tuple[dict[str, SkillUsage], dict[str, dict[str, DayUse]]]:
+        """(each skill's usage, the per-day figures an older usage file still holds inside its entries, by day
+        then skill: empty once a write has moved them to the day files)."""
+        usages: dict[str, SkillUsage] = {}
+        legacy: dict[str, dict[str, DayUse]] = {}
+        for name, raw in self._read()["skills"].items():
+            if not isinstance(raw, dict):
+                continue
+            usages[name] = SkillUsage.from_dict(raw)
+            for day, figures in legacy_days(raw).items():
+                legacy.setdefault(day, {})[name] = DayUse(**figures)
+        return usages, legacy
+
+    def day_stamps(self) -> dict[str, Stamp]:
+        """Each day (UTC, "YYYY-MM-DD") with a day file, and the file's stamp: what a reader keeps to re-read
+        only the days that changed."""
+        return self.days.stamps()
+
+    def read_day(self, day: str) -> dict[str, DayUse]:
+        """A day file's figures by skill (without what an older usage file still holds: see `snapshot`)."""
+        return self.days.read(day)
+
+    def per_day(self, name: str | None = None) -> list[tuple[str, dict[str, DayUse]]]:
+        """Every day kept, oldest first, with its figures by skill (only skill `name`'s when given; a day it
+        was not used on is left out)."""
+        _, legacy = self.snapshot()
+        days: dict[str, dict[str, DayUse]] = {day: self.read_day(day) for day in self.day_stamps()}
+        for day, skills in legacy.items():
+            into = days.setdefault(day, {})
+            for skill, use in skills.items():
+                into[skill] = into.get(skill, DayUse()) + use
+        if name is not None:
+            days = {day: {name: skills[name]} for day, skills in days.items() if name in skills}
+        return sorted(days.items())
 
     def get(self, name: str) -> SkillUsage:
         raw = self._read()["skills"].get(name)
@@ -201,10 +220,11 @@ class UsageLog:
                 if calls is not None:
                     entry["calls"] += max(0, int(calls))
                     entry["counted"] += 1
-                    _count_day(entry, day, max(0, int(calls)), None if tokens is None else max(0, int(tokens)))
                 if entry.get("status") == "stale":
                     entry["status"], entry["status_since"] = "active", stamp
                 entry["recent"] = (entry["recent"] + [{"at": stamp, "outcome": "error" if failed else "ok"}])[-RECENT:]
+            if calls is not None:  # only today's file is rewritten
+                self.days.count(day, counts, max(0, int(calls)), None if tokens is None else max(0, int(tokens)))
 
     def set_baseline(self, names: Iterable[str], baseline: int) -> None:
         """New skills `names` were learned from work that took `baseline` tool calls (skills that already have
@@ -245,20 +265,6 @@ class UsageLog:
         """Free-form notes on a skill (e.g. archived_to, absorbed_into)."""
         with self._update() as data:
             self._entry(data, name).update(fields)
-
-
-def _count_day(entry: dict[str, Any], day: str, calls: int, tokens: int | None) -> None:
-    days = entry.setdefault("days", {})
-    if not isinstance(days, dict):
-        days = entry["days"] = {}
-    bucket = days.setdefault(day, {})
-    bucket["counted"] = int(bucket.get("counted", 0)) + 1
-    bucket["calls"] = int(bucket.get("calls", 0)) + calls
-    if tokens is not None:
-        bucket["tokened"] = int(bucket.get("tokened", 0)) + 1
-        bucket["tokens"] = int(bucket.get("tokens", 0)) + tokens
-    for old in sorted(days)[:-DAYS_KEPT]:
-        del days[old]
 
 
 def describe(name: str, usage: SkillUsage) -> str:

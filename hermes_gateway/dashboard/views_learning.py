@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
@@ -22,7 +21,7 @@ from hermes_gateway.dashboard.views import Sources
 WEEK_DAYS = 7
 
 
-@dataclass(frozen=True, eq=False)  # one per reading of the usage: kept and compared as itself
+@dataclass(frozen=True, eq=False)  # one per change of its figures: kept and compared as itself
 class Family:
     bot: str
     category: str
@@ -58,35 +57,54 @@ async def _usages(feature: SkillsFeature, bot: str) -> tuple[skill_reads.Read, l
     return found, found.derived["ranked"]
 
 
-def summed(usages: Iterable[SkillUsage], since: str = "") -> dict[str, DayUse]:
-    """The turns of these skills by day (from `since`, "YYYY-MM-DD"), summed: sums of plain numbers first,
-    one `DayUse` a day after (a library of hundreds of skills has tens of thousands of skill-days)."""
+def _members(read: skill_reads.Read, rows: list[tuple[str, SkillUsage]]) -> dict[str, str]:
+    """Each ranked skill's family. The same object while the families stay the same (most turns change
+    figures only), so each day's sums, kept with the object they were summed for, stay valid."""
+    if "members" not in read.derived:
+        members = {name: read.skills[name].category for name, _ in rows}
+        if read.lasting.get("members") != members:
+            read.lasting["members"] = members
+        read.derived["members"] = read.lasting["members"]
+    found: dict[str, str] = read.derived["members"]
+    return found
+
+
+def _by_family(day: skill_reads.Day, members: dict[str, str]) -> dict[str, DayUse]:
+    """The day's turns summed per family: sums of plain numbers first, one `DayUse` a family after."""
+    kept = day.derived.get("families")
+    if kept is not None and kept[0] is members:
+        found: dict[str, DayUse] = kept[1]
+        return found
     sums: dict[str, list[int]] = {}
-    for usage in usages:
-        for day, use in usage.days.items():
-            if day < since or not isinstance(use, dict):
-                continue
-            acc = sums.setdefault(day, [0, 0, 0, 0])
-            acc[0] += int(use.get("counted") or 0)
-            acc[1] += int(use.get("calls") or 0)
-            acc[2] += int(use.get("tokened") or 0)
-            acc[3] += int(use.get("tokens") or 0)
-    return {day: DayUse(*acc) for day, acc in sums.items()}
+    for name, use in day.uses.items():
+        category = members.get(name)
+        if category is None:
+            continue
+        acc = sums.setdefault(category, [0, 0, 0, 0])
+        acc[0] += use.counted
+        acc[1] += use.calls
+        acc[2] += use.tokened
+        acc[3] += use.tokens
+    found = {category: DayUse(*acc) for category, acc in sums.items()}
+    day.derived["families"] = (members, found)
+    return found
 
 
-def _family(bot: str, category: str, rows: list[tuple[str, SkillUsage]]) -> Family:
-    days = summed(usage for _, usage in rows)
+def _family(bot: str, category: str, rows: list[tuple[str, SkillUsage]], series: tuple[tuple[str, DayUse], ...],
+            before: Family | None) -> Family:
     weighted, weight = 0.0, 0
     for _, usage in rows:
         if usage.baseline_calls is not None and usage.counted:
             weighted += usage.baseline_calls * usage.counted
             weight += usage.counted
-    series = tuple(sorted(days.items()))
     baseline = weighted / weight if weight else None
+    skills = tuple(n for n, _ in rows)
+    if before is not None and (before.skills, before.days, before.baseline) == (skills, series, baseline):
+        return before  # the same figures: the same family, drawn once
     calls = line_chart([(day, use.calls_per_use) for day, use in series], baseline=baseline,
                        title=f"Tool calls per task, {category}")
     tokens = line_chart([(day, use.tokens_per_use) for day, use in series], title=f"Tokens per task, {category}")
-    return Family(bot, category, tuple(n for n, _ in rows), series, baseline, calls, tokens)
+    return Family(bot, category, skills, series, baseline, calls, tokens)
 
 
 async def families(sources: Sources) -> tuple[Family, ...]:
@@ -94,11 +112,17 @@ async def families(sources: Sources) -> tuple[Family, ...]:
     for bot, feature in sorted(sources.skills.items()):
         read, rows = await _usages(feature, bot)
         if "families" not in read.derived:
+            members = _members(read, rows)
+            per_day = [(day, _by_family(kept, members)) for day, kept in read.days.items()]
             grouped: dict[str, list[tuple[str, SkillUsage]]] = defaultdict(list)
             for name, usage in rows:
-                grouped[read.skills[name].category].append((name, usage))
-            read.derived["families"] = [_family(bot, category, members)
-                                        for category, members in sorted(grouped.items())]
+                grouped[members[name]].append((name, usage))
+            before: dict[str, Family] = read.lasting.get("families", {})
+            made = [_family(bot, category, members_of, tuple((day, sums[category]) for day, sums in per_day
+                                                             if category in sums), before.get(category))
+                    for category, members_of in sorted(grouped.items())]
+            read.lasting["families"] = {family.category: family for family in made}
+            read.derived["families"] = made
         found += read.derived["families"]
     return tuple(found)
 
@@ -117,19 +141,27 @@ async def bot_figures(feature: SkillsFeature, bot: str, today: date | None = Non
     read, rows = await _usages(feature, bot)
     key = f"week:{since}"
     if key not in read.derived:
-        read.derived[key] = _week(rows, since)
+        read.derived[key] = _week(read, rows, since)
     uses, saving, known = read.derived[key]
     return BotFigures(bot, len(rows), uses, saving if known else None)
 
 
-def _week(rows: list[tuple[str, SkillUsage]], since: str) -> tuple[int, float, bool]:
+def _week(read: skill_reads.Read, rows: list[tuple[str, SkillUsage]], since: str) -> tuple[int, float, bool]:
+    """(turns that used a ranked skill since `since`, the tool calls they saved, whether any saving is known):
+    `saved` is linear in the turns, so it is summed day by day."""
+    usages = dict(rows)
     uses, saving, known = 0, 0.0, False
-    for _, usage in rows:
-        week = sum(summed([usage], since).values(), DayUse())
-        uses += week.counted
-        found = saved(usage, week)
-        if found is not None:
-            saving, known = saving + found, True
+    for day, kept in read.days.items():
+        if day < since:
+            continue
+        for name, use in kept.uses.items():
+            usage = usages.get(name)
+            if usage is None:
+                continue
+            uses += use.counted
+            found = saved(usage, use)
+            if found is not None:
+                saving, known = saving + found, True
     return uses, saving, known
 
 

@@ -7,7 +7,9 @@ requests); Conversations (the first page of fifty, by last activity over four me
 over them, one conversation, Goals (500 of them); Skills (the library with its usage, held changes and curator
 reports), a skill with its patches as diffs, and Learning (every family's chart from 30 days of use; once as
 the page is read again, once right after a turn changed the usage, which is read and drawn anew). Each request
-passes the whole guard (Host check, the session read from the store, the headers).
+passes the whole guard (Host check, the session read from the store, the headers). Before the pages: the time
+one turn takes to record its use of a skill in that library (`UsageLog.record_turn`, in the turn's worker
+thread).
 
     python tests/bench/dashboard_bench.py [--rounds 200] [--people 1000] [--sessions 10000] [--skills 500]
 """
@@ -143,6 +145,14 @@ async def main(rounds: int, people: int, sessions: int, skills: int) -> None:
         patched = await fill_skills(feature, skills)
         print(f"filled {people} people, {sessions} sessions, {CARDS} cards, {JOBS} jobs, {APPROVALS} approval "
               f"requests and {skills} skills in {time.perf_counter() - started:.1f} s")
+        turn_times = []
+        for _ in range(50):
+            t0 = time.perf_counter()
+            feature.usage_for("bot").record_turn({patched: 1}, calls=3, tokens=2000)
+            turn_times.append((time.perf_counter() - t0) * 1000)
+        turn_times.sort()
+        print(f"recording one turn's use ({skills} skills x 30 days): p50 {statistics.median(turn_times):.1f} ms, "
+              f"p99 {turn_times[-1]:.1f} ms")
         port = free_port()
         dashboard = Dashboard(f"http://127.0.0.1:{port}", 600, 3600)
         http = web.Application()

@@ -9,7 +9,7 @@ import json
 import re
 import tempfile
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -35,7 +35,8 @@ from hermes_gateway.dashboard.app import mount
 from hermes_gateway.dashboard.config import Dashboard
 from hermes_gateway.dashboard.guard import is_public
 from hermes_gateway.dashboard.views import PlatformState, Sources
-from hermes_gateway.dashboard.views_learning import learning_lines
+from hermes_gateway.dashboard import skill_reads
+from hermes_gateway.dashboard.views_learning import families, learning_lines
 from storage.store import SqlStore
 
 BOT = "helper"
@@ -269,6 +270,58 @@ async def test_learning_draws_calls_and_tokens_per_task_of_each_family(skills_si
     assert [x for x, _ in points] == sorted(x for x, _ in points)
     assert points[0][1] < points[1][1] < points[2][1]  # fewer calls a task drawn lower, day by day
     assert "style=" not in page and "<script>" not in page.replace('<script src="/admin/static/dashboard.js" defer></script>', "")
+
+
+def family_rows(page: str) -> list[tuple[str, ...]]:
+    """The table rows of the page's first family."""
+    family = page.split('class="family"')[1]
+    return re.findall(r"<tr><td>([\d-]+)</td><td>(\d+)</td>\s*<td>([^<]+)</td>\s*<td>([^<]+)</td></tr>", family)
+
+
+async def test_after_a_turn_learning_reads_again_only_the_day_and_the_family_it_changed(skills_site: SkillSite) -> None:
+    await seeded(skills_site)
+    await skills_site.feature.raw_library(BOT).apply(
+        SkillChange("create", "warm-cache", skill_md("warm-cache", "Warm the cache"), category="web"))
+    usage = skills_site.feature.usage_for(BOT)
+    usage.record_turn({"warm-cache": 1}, calls=5, tokens=800, at=NOW - timedelta(days=3))
+    sources = Sources(skills_site.site.store, skills_site.site.memory, [BOT], lambda: [], skills={BOT: skills_site.feature})
+    before = await skill_reads.read(skills_site.feature, BOT)
+    ops, web_family = await families(sources)
+    days = dict(before.days)
+
+    usage.record_turn({"rotate-logs": 1}, calls=6, tokens=600, at=NOW)
+    after = await skill_reads.read(skills_site.feature, BOT)
+    today, older = NOW.date().isoformat(), [d for d in days if d != NOW.date().isoformat()]
+    assert len(older) == 2 and all(after.days[d] is days[d] for d in older)  # their files were not read again
+    assert after.days[today] is not days[today] and after.days[today].uses["rotate-logs"].counted == 3
+    ops_now, web_now = await families(sources)
+    assert web_now is web_family and ops_now is not ops  # the family the turn left alone is not drawn again
+    assert ops_now.days[-1][1].counted == 3 and ops_now.days[:-1] == ops.days[:-1]
+    await skills_site.site.sign_in()
+    page = await (await skills_site.client.get("/admin/learning")).text()
+    assert family_rows(page)[-1] == (today, "3", "4.0", "1,000")
+
+
+async def test_learning_shows_the_days_an_older_usage_file_keeps_inside_its_entries(skills_site: SkillSite) -> None:
+    """A usage file written before days had their files of their own: its figures are shown as they are,
+    and the next turn moves them to day files without losing one."""
+    await seeded(skills_site)
+    await skills_site.site.sign_in()
+    shown = family_rows(await (await skills_site.client.get("/admin/learning")).text())
+    usage = skills_site.feature.usage_for(BOT)
+    data = json.loads(usage.path.read_text())
+    for day, figures in usage.per_day():
+        for name, use in figures.items():
+            data["skills"][name].setdefault("days", {})[day] = asdict(use)
+        usage.days.path(day).unlink()
+    usage.path.write_text(json.dumps(data))
+    assert usage.day_stamps() == {}
+    assert family_rows(await (await skills_site.client.get("/admin/learning")).text()) == shown
+
+    usage.record_turn({"renew-certs": 1}, calls=1, tokens=200, at=NOW)
+    assert "days" not in usage.path.read_text() and len(usage.day_stamps()) == 3
+    rows = family_rows(await (await skills_site.client.get("/admin/learning")).text())
+    assert rows[:-1] == shown[:-1] and rows[-1] == (NOW.date().isoformat(), "3", "2.3", "867")
 
 
 async def test_learning_lines_sum_up_this_week(skills_site: SkillSite) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from hermes_engine.policy.pairing import Pairing
 from hermes_engine.policy.pairing_db import DatabasePairingStore
 from hermes_engine.skills.contract import SkillChange
 from hermes_engine.skills.database import DatabaseSkillLibrary, library_files
+from hermes_engine.skills.usage import DAYS_KEPT, DayUse, UsageLog
 from hermes_gateway.cli.state import store_on_thread
 from storage.store import SqlStore
 
@@ -217,6 +219,39 @@ async def test_a_restarted_replica_trusts_the_database_not_the_copy_it_left_behi
         assert [s.name for s in await restarted.list_skills()] == ["keep-me"]
         await restarted.apply(SkillChange("write_file", "keep-me", file_path="references/a.md", file_content="a\n"))
         assert [s.name for s in await one.list_skills()] == ["keep-me"]  # nothing came back to life
+
+
+async def test_usage_day_files_travel_through_the_database_and_so_does_their_deletion(kind, tmp_path):
+    """A replica's turns write day files in its copy; the next read writes them back, another replica's
+    copy gets them, and a day passing out of the span is deleted from the database too."""
+    at = datetime(2026, 11, 30, 9, tzinfo=UTC)
+    async with database_url(kind, tmp_path) as url:
+        first, second = SqlStore(url), SqlStore(url)
+        await first.init()
+        await second.init()
+        try:
+            one = DatabaseSkillLibrary(tmp_path / "replica-1", first, first, "helper")
+            await one.apply(SkillChange("create", "busy", content=skill_md("busy")))
+            usage = UsageLog.for_library(one.root)
+            for days_ago, calls in ((DAYS_KEPT, 4), (1, 2)):
+                await asyncio.to_thread(usage.record_turn, {"busy": 1}, calls=calls, tokens=100,
+                                        at=at - timedelta(days=days_ago))
+            await one.revision()  # the bookkeeping's writes go back at the next read
+            two = DatabaseSkillLibrary(tmp_path / "replica-2", second, second, "helper")
+            await two.revision()
+            oldest, yesterday = ((at - timedelta(days=n)).date().isoformat() for n in (DAYS_KEPT, 1))
+            assert UsageLog.for_library(two.root).per_day("busy") == [(oldest, {"busy": DayUse(1, 4, 1, 100)}),
+                                                                      (yesterday, {"busy": DayUse(1, 2, 1, 100)})]
+
+            await asyncio.to_thread(usage.record_turn, {"busy": 1}, calls=1, at=at)  # a new day: the oldest goes
+            await one.revision()
+            await two.revision()
+            assert sorted(UsageLog.for_library(two.root).day_stamps()) == [yesterday, "2026-11-30"]
+            assert sorted(r for r in await first.read_documents("skills/helper") if "usage-days" in r) == [
+                f".usage-days/{yesterday}.json", ".usage-days/2026-11-30.json"]
+        finally:
+            await first.close()
+            await second.close()
 
 
 def test_a_write_under_way_in_the_skill_copy_is_not_taken_for_content(tmp_path):
