@@ -31,11 +31,11 @@ from hermes_engine.skills.feature import SkillsFeature
 from hermes_engine.skills.library import bot_library_dir
 from hermes_engine.skills.report import CuratorReport, save_report
 from hermes_gateway.cli.skills import app as skills_cli
+from hermes_gateway.dashboard import skill_reads
 from hermes_gateway.dashboard.app import mount
 from hermes_gateway.dashboard.config import Dashboard
 from hermes_gateway.dashboard.guard import is_public
 from hermes_gateway.dashboard.views import PlatformState, Sources
-from hermes_gateway.dashboard import skill_reads
 from hermes_gateway.dashboard.views_learning import families, learning_lines
 from storage.store import SqlStore
 
