@@ -48,6 +48,7 @@ from hermes_gateway.dashboard.app import mount  # noqa: E402
 from hermes_gateway.dashboard.config import Dashboard  # noqa: E402
 from hermes_gateway.dashboard.links import sign_in_link  # noqa: E402
 from hermes_gateway.dashboard.views import PlatformState, Sources  # noqa: E402
+from hermes_gateway.serve import settle_heap  # noqa: E402
 from storage.store import SqlStore  # noqa: E402
 
 CARDS, JOBS, APPROVALS, HISTORY, GOALS = 500, 200, 300, 40, 500
@@ -160,6 +161,7 @@ async def main(rounds: int, people: int, sessions: int, skills: int) -> None:
                             skills={"bot": feature}), dashboard)
         client = TestClient(TestServer(http, host="127.0.0.1", port=port), cookie_jar=aiohttp.CookieJar(unsafe=True))
         await client.start_server()
+        settle_heap()  # as `hermes-gateway run` does once it has started
         try:
             token = (await sign_in_link(store, dashboard, "operator")).split("token=", 1)[1]
             signed = await client.post("/admin/login", data={"token": token}, headers={"Origin": dashboard.origin})

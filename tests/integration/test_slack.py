@@ -9,9 +9,12 @@ Pacing is 0.02 s unless a test says otherwise; one test checks the real 1.2 s.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import json
 import logging
 import os
+from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
@@ -780,7 +783,9 @@ def test_the_slack_channel_bot_profile_and_manifest_are_complete():
     assert manifest["settings"]["event_subscriptions"]["request_url"].endswith("/slack/events")
 
 
-async def test_the_runner_mounts_slack_on_the_gateways_http_server(fake_slack, fake_llm, tmp_path, monkeypatch):
+@contextlib.asynccontextmanager
+async def served_by_the_runner(fake_slack, fake_llm, tmp_path, monkeypatch) -> AsyncIterator[None]:
+    """`hermes_gateway.serve.serve` as `hermes-gateway run` calls it, with Slack's events posted to its server."""
     import socket
 
     from engine_harness import fake_llm_environment
@@ -803,14 +808,31 @@ async def test_the_runner_mounts_slack_on_the_gateways_http_server(fake_slack, f
     try:
         await asyncio.wait_for(ready.wait(), 10)
         fake_slack.events_url = f"http://127.0.0.1:{port}/slack/events"
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(server, 15)
+
+
+async def test_the_runner_mounts_slack_on_the_gateways_http_server(fake_slack, fake_llm, tmp_path, monkeypatch):
+    async with served_by_the_runner(fake_slack, fake_llm, tmp_path, monkeypatch):
         fake_llm.script("Served by the runner.")
         await fake_slack.say("UALICE", DM, "hello runner")
         await fake_slack.wait_for(lambda: any(m.visible == "Served by the runner." and not m.streaming
                                               for m in fake_slack.bot_messages(DM)))
-    finally:
-        stop.set()
-        await asyncio.wait_for(server, 15)
     assert [m.visible for m in fake_slack.bot_messages(DM)] == ["Served by the runner."]
+
+
+async def test_the_runner_keeps_what_start_up_built_out_of_full_collections(fake_slack, fake_llm, tmp_path,
+                                                                            monkeypatch):
+    """A full collection walks every tracked object; the modules, SDKs and app start-up made live as long as
+    the process, so once started they are frozen and a collection walks only what came after."""
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+    async with served_by_the_runner(fake_slack, fake_llm, tmp_path, monkeypatch):
+        frozen = gc.get_freeze_count()
+        walked = len(gc.get_objects())
+    assert frozen > walked
 
 
 # -- the task board ---------------------------------------------------------------------------------------
