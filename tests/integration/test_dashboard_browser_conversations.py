@@ -11,33 +11,30 @@ into `docs/dashboard-*.png`.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
-from engine_harness import fake_llm_environment, is_judge, verdict
+from dashboard_browser_kit import (
+    ALICE,
+    BROWSER_MARKS,
+    START_TIMEOUT,
+    admin_gateway,
+    dashboard_browser,
+    overflow_at_375,
+    publish_screenshots,
+    sign_in,
+    sign_in_link,
+)
+from engine_harness import is_judge, verdict
 from fakes.fake_llm import Reply
 from fakes.fake_telegram import FakeTelegram, FakeUser
-from gateway_kit import ROOT, free_port, gateway_process, wait_ready
-from test_dashboard_browser import ALICE, CHROMEDRIVER, CHROMIUM, START_TIMEOUT, admin_bot, browser
 
-pytestmark = [
-    pytest.mark.slow,  # a gateway process and a browser: over ten seconds
-    pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-                       reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"),
-]
+pytestmark = BROWSER_MARKS
 
 QUESTION = "How many teapots are on the invoice? <script>alert(2)</script>"
 ANSWER = "There are 12 teapots on the invoice."
 SHOTS = ("dashboard-conversations.png", "dashboard-conversation.png", "dashboard-goals.png")
-
-
-def overflow(driver: Any) -> int:
-    return int(driver.execute_script(
-        "return document.documentElement.scrollWidth - document.documentElement.clientWidth"))
 
 
 def walk_through(link: str, shots: Path) -> dict[str, object]:
@@ -48,42 +45,33 @@ def walk_through(link: str, shots: Path) -> dict[str, object]:
     from selenium.webdriver.support.ui import WebDriverWait
 
     seen: dict[str, object] = {}
-    driver = browser()
-    wait = WebDriverWait(driver, 15)
-
-    def at_375(name: str) -> None:
-        driver.set_window_size(375, 812)
-        seen[f"{name}_375_overflow"] = overflow(driver)
-        driver.set_window_size(1200, 900)
-
-    try:
-        driver.get(link)
-        driver.find_element(By.CSS_SELECTOR, "form[action='/admin/login'] button").click()
-        wait.until(shown.presence_of_element_located((By.ID, "pending")))
+    with dashboard_browser(shots) as driver:
+        wait = WebDriverWait(driver, 15)
+        sign_in(driver, link)
 
         driver.find_element(By.LINK_TEXT, "Conversations").click()
         wait.until(shown.title_contains("Conversations"))
         seen["list"] = driver.find_element(By.TAG_NAME, "main").text
         driver.save_screenshot(str(shots / "dashboard-conversations.png"))
-        at_375("list")
+        seen["list_375_overflow"] = overflow_at_375(driver)
 
         search = driver.find_element(By.ID, "q")  # the box takes the words, Enter sends them
         search.send_keys("teapots", Keys.ENTER)
         wait.until(shown.presence_of_element_located((By.CSS_SELECTOR, ".hits mark")))
         seen["results"] = driver.find_element(By.TAG_NAME, "main").text
-        at_375("results")
+        seen["results_375_overflow"] = overflow_at_375(driver)
         driver.find_element(By.CSS_SELECTOR, ".hits a").click()
         wait.until(shown.presence_of_element_located((By.CSS_SELECTOR, "ol.messages")))
         seen["conversation"] = driver.find_element(By.TAG_NAME, "main").text
         driver.execute_script("window.scrollTo(0, 0)")
         driver.save_screenshot(str(shots / "dashboard-conversation.png"))
-        at_375("conversation")
+        seen["conversation_375_overflow"] = overflow_at_375(driver)
 
         driver.find_element(By.LINK_TEXT, "Goals").click()
         wait.until(shown.title_contains("Goals"))
         seen["goals"] = driver.find_element(By.TAG_NAME, "main").text
         driver.save_screenshot(str(shots / "dashboard-goals.png"))
-        at_375("goals")
+        seen["goals_375_overflow"] = overflow_at_375(driver)
         driver.find_element(By.CSS_SELECTOR, "form[action$='/pause'] button").click()
         wait.until(shown.alert_is_present()).accept()  # the page asks first
         seen["said"] = wait.until(shown.presence_of_element_located((By.ID, "said"))).text
@@ -91,11 +79,6 @@ def walk_through(link: str, shots: Path) -> dict[str, object]:
         driver.find_element(By.LINK_TEXT, "Changes").click()
         wait.until(shown.title_contains("Changes"))
         seen["audit"] = driver.find_element(By.TAG_NAME, "main").text
-    except Exception:
-        (shots / "failed-page.html").write_text(driver.current_url + "\n" + driver.page_source)  # to see why
-        raise
-    finally:
-        driver.quit()
     return seen
 
 
@@ -117,36 +100,25 @@ def scripted_model(release: asyncio.Event, judged: list[int]) -> Any:
 
 
 async def test_an_admin_finds_a_conversation_opens_it_and_pauses_its_goal(fake_llm, tmp_path):
-    port, home = free_port(), tmp_path / "home"
+    home = tmp_path / "home"
     home.mkdir()
     release, judged = asyncio.Event(), []
     fake_llm.responder = scripted_model(release, judged)
-    env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home), "HERMES_MODEL": "openai:gpt-test",
-           "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(port),
-           "HERMES_PUBLIC_URL": f"http://127.0.0.1:{port}"}
     try:
-        async with FakeTelegram() as telegram:
-            env |= {"TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
-                    "TELEGRAM_ALLOWED_USERS": str(ALICE)}
-            async with gateway_process(admin_bot(tmp_path), env) as proc:
-                await wait_ready(f"http://127.0.0.1:{port}/ready", proc, START_TIMEOUT)
-                alice = FakeUser(ALICE, "Alice")
-                telegram.user_says(ALICE, alice, QUESTION)
-                await telegram.wait_for_text(ALICE, ANSWER, START_TIMEOUT)
-                telegram.user_says(ALICE, alice, "/goal count the saucers too")
-                await telegram.wait_for(lambda: len(judged) >= 2, START_TIMEOUT)  # its second turn is being judged
-                telegram.user_says(ALICE, alice, "/dashboard")
-                message = await telegram.wait_for(
-                    lambda: next((m for m in telegram.chat(ALICE).bot_messages if "/admin/login?token=" in m.text),
-                                 None), START_TIMEOUT)
-                link = re.search(r"http://\S+/admin/login\?token=\S+", message.text)
-                assert link, message.text
-                seen = await asyncio.to_thread(walk_through, link.group(0), tmp_path)
-                release.set()
-                telegram.user_says(ALICE, alice, "/goal status")
-                status = await telegram.wait_for(
-                    lambda: next((m for m in telegram.chat(ALICE).bot_messages if m.text.startswith("Goal: ")), None),
-                    START_TIMEOUT)
+        async with FakeTelegram() as telegram, admin_gateway(fake_llm, tmp_path, home, telegram,
+                                                             allowed=str(ALICE)):
+            alice = FakeUser(ALICE, "Alice")
+            telegram.user_says(ALICE, alice, QUESTION)
+            await telegram.wait_for_text(ALICE, ANSWER, START_TIMEOUT)
+            telegram.user_says(ALICE, alice, "/goal count the saucers too")
+            await telegram.wait_for(lambda: len(judged) >= 2, START_TIMEOUT)  # its second turn is being judged
+            link = await sign_in_link(telegram, alice)
+            seen = await asyncio.to_thread(walk_through, link, tmp_path)
+            release.set()
+            telegram.user_says(ALICE, alice, "/goal status")
+            status = await telegram.wait_for(
+                lambda: next((m for m in telegram.chat(ALICE).bot_messages if m.text.startswith("Goal: ")), None),
+                START_TIMEOUT)
     finally:
         release.set()
 
@@ -165,6 +137,4 @@ async def test_an_admin_finds_a_conversation_opens_it_and_pauses_its_goal(fake_l
     assert "Status: paused" in status.text  # the engine's own /goal sees the admin's pause
     for page in ("list", "results", "conversation", "goals"):
         assert seen[f"{page}_375_overflow"] == 0, page  # no sideways scrolling on a phone
-    if os.environ.get("UPDATE_SCREENSHOTS"):
-        for name in SHOTS:
-            shutil.copy(tmp_path / name, ROOT / "docs" / name)
+    publish_screenshots(tmp_path / name for name in SHOTS)

@@ -10,16 +10,20 @@ Screenshots are saved beside the test's files; with UPDATE_SCREENSHOTS=1 they ar
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from engine_harness import fake_llm_environment
+from dashboard_browser_kit import (
+    ALICE,
+    BROWSER_MARKS,
+    admin_gateway,
+    dashboard_browser,
+    overflow_at_375,
+    publish_screenshots,
+    sign_in,
+    sign_in_link,
+)
 from fakes.fake_telegram import FakeTelegram, FakeUser
-from gateway_kit import ROOT, free_port, gateway_process, wait_ready
-from test_dashboard_browser import ALICE, START_TIMEOUT, admin_bot, browser, pytestmark  # noqa: F401
 
 from hermes_engine.skills.approvals import GatedLibrary
 from hermes_engine.skills.contract import SkillChange
@@ -27,6 +31,8 @@ from hermes_engine.skills.curator import Curator
 from hermes_engine.skills.files import FileSkillLibrary
 from hermes_engine.skills.library import library_root
 from hermes_engine.skills.usage import UsageLog
+
+pytestmark = BROWSER_MARKS
 
 BOT = "telegram-dm-assistant"
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -75,21 +81,15 @@ def walk_through(link: str, shots: Path, pending_id: str) -> dict[str, object]:
     from selenium.webdriver.support.ui import WebDriverWait
 
     seen: dict[str, object] = {}
-    driver = browser()
-    wait = WebDriverWait(driver, 15)
-    try:
-        driver.get(link)
-        driver.find_element(By.CSS_SELECTOR, "form[action='/admin/login'] button").click()
-        wait.until(shown.presence_of_element_located((By.ID, "pending")))
+    with dashboard_browser(shots) as driver:
+        wait = WebDriverWait(driver, 15)
+        sign_in(driver, link)
 
         driver.find_element(By.LINK_TEXT, "Skills").click()
         wait.until(shown.title_contains("Skills"))
         seen["skills"] = driver.find_element(By.TAG_NAME, "main").text
         driver.save_screenshot(str(shots / "dashboard-skills.png"))
-        driver.set_window_size(375, 812)
-        seen["skills_375_overflow"] = driver.execute_script(
-            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
-        driver.set_window_size(1200, 900)
+        seen["skills_375_overflow"] = overflow_at_375(driver)
 
         driver.find_element(By.LINK_TEXT, "rotate-logs").click()
         wait.until(shown.presence_of_element_located((By.CSS_SELECTOR, "pre.diff")))
@@ -97,10 +97,7 @@ def walk_through(link: str, shots: Path, pending_id: str) -> dict[str, object]:
         seen["removed"] = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "article.patch:first-of-type pre.diff .remove")]
         seen["skill_text"] = driver.find_element(By.CSS_SELECTOR, "pre.skill-text").text
         driver.save_screenshot(str(shots / "dashboard-skill.png"))
-        driver.set_window_size(375, 812)
-        seen["skill_375_overflow"] = driver.execute_script(
-            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
-        driver.set_window_size(1200, 900)
+        seen["skill_375_overflow"] = overflow_at_375(driver)
 
         driver.find_element(By.LINK_TEXT, "← Skills").click()
         wait.until(shown.title_contains("Skills"))
@@ -114,36 +111,17 @@ def walk_through(link: str, shots: Path, pending_id: str) -> dict[str, object]:
         seen["learning"] = driver.find_element(By.TAG_NAME, "main").text
         seen["charts"] = len(driver.find_elements(By.CSS_SELECTOR, "figure.chart svg polyline"))
         driver.save_screenshot(str(shots / "dashboard-learning.png"))
-        driver.set_window_size(375, 812)
-        seen["learning_375_overflow"] = driver.execute_script(
-            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
-    except Exception:
-        (shots / "failed-page.html").write_text(driver.current_url + "\n" + driver.page_source)  # to see why
-        raise
-    finally:
-        driver.quit()
+        seen["learning_375_overflow"] = overflow_at_375(driver)
     return seen
 
 
 async def test_an_admin_reads_the_skills_approves_a_held_one_and_sees_the_learning(fake_llm, tmp_path):
-    port, home = free_port(), tmp_path / "home"
+    home = tmp_path / "home"
     home.mkdir()
     pending_id = await library_in_use(home)
-    env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home), "HERMES_MODEL": "openai:gpt-test",
-           "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(port),
-           "HERMES_PUBLIC_URL": f"http://127.0.0.1:{port}", }
-    async with FakeTelegram() as telegram:
-        env |= {"TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
-                "TELEGRAM_ALLOWED_USERS": f"{ALICE}"}
-        async with gateway_process(admin_bot(tmp_path), env) as proc:
-            await wait_ready(f"http://127.0.0.1:{port}/ready", proc, START_TIMEOUT)
-            telegram.user_says(ALICE, FakeUser(ALICE, "Alice"), "/dashboard")
-            message = await telegram.wait_for(
-                lambda: next((m for m in telegram.chat(ALICE).bot_messages if "/admin/login?token=" in m.text), None),
-                START_TIMEOUT)
-            link = re.search(r"http://\S+/admin/login\?token=\S+", message.text)
-            assert link, message.text
-            seen = await asyncio.to_thread(walk_through, link.group(0), tmp_path, pending_id)
+    async with FakeTelegram() as telegram, admin_gateway(fake_llm, tmp_path, home, telegram, allowed=f"{ALICE}"):
+        link = await sign_in_link(telegram, FakeUser(ALICE, "Alice"))
+        seen = await asyncio.to_thread(walk_through, link, tmp_path, pending_id)
 
     skills = str(seen["skills"])
     assert "rotate-logs" in skills and "weekly-report" in skills and "create tidy-tmp" in skills
@@ -159,6 +137,4 @@ async def test_an_admin_reads_the_skills_approves_a_held_one_and_sees_the_learni
     learning = str(seen["learning"])
     assert "ops" in learning and "writing" in learning and "used " in learning and "this week" in learning
     assert seen["charts"] == 4  # calls and tokens per task, for each of the two families
-    if os.environ.get("UPDATE_SCREENSHOTS"):
-        for name in ("skills", "skill", "learning"):
-            shutil.copy(tmp_path / f"dashboard-{name}.png", ROOT / "docs" / f"dashboard-{name}.png")
+    publish_screenshots(tmp_path / f"dashboard-{name}.png" for name in ("skills", "skill", "learning"))

@@ -10,27 +10,26 @@ Screenshots of each page are saved beside the test's files; with UPDATE_SCREENSH
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
-from engine_harness import fake_llm_environment
+from dashboard_browser_kit import (
+    ALICE,
+    BROWSER_MARKS,
+    admin_gateway,
+    dashboard_browser,
+    overflow_at_375,
+    publish_screenshots,
+    sign_in,
+    sign_in_link,
+)
 from fakes.fake_telegram import FakeTelegram, FakeUser
-from gateway_kit import ROOT, free_port, gateway_process, wait_ready
-from test_dashboard_browser import ALICE, CHROMEDRIVER, CHROMIUM, START_TIMEOUT, admin_bot, browser
 
 from hermes_engine.ports.cards import CardSpec
 from hermes_engine.ports.jobs import JobSpec
 from storage.store import SqlStore
 
-pytestmark = [
-    pytest.mark.slow,  # a gateway process and a browser: over ten seconds
-    pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-                       reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"),
-]
+pytestmark = BROWSER_MARKS
 
 BOT = "telegram-dm-assistant"
 PROFILE = "research"  # cards of a profile this gateway's dispatcher does not run: the board stays as seeded
@@ -71,11 +70,6 @@ async def seed(home: Path) -> dict[str, int]:
         await store.close()
 
 
-def overflow(driver) -> int:  # type: ignore[no-untyped-def]
-    return int(driver.execute_script(
-        "return document.documentElement.scrollWidth - document.documentElement.clientWidth"))
-
-
 def walk_through(link: str, shots: Path, ids: dict[str, int]) -> dict[str, object]:
     """What the admin does in the browser (blocking: run on a thread); what the pages showed."""
     from selenium.webdriver.common.by import By
@@ -84,25 +78,16 @@ def walk_through(link: str, shots: Path, ids: dict[str, int]) -> dict[str, objec
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     seen: dict[str, object] = {}
-    driver = browser()
-    wait = WebDriverWait(driver, 15)
-
-    def narrow(name: str) -> None:
-        driver.set_window_size(375, 812)
-        seen[f"{name}_375_overflow"] = overflow(driver)
-        driver.set_window_size(1200, 900)
-
-    try:
-        driver.get(link)
-        driver.find_element(By.CSS_SELECTOR, "form[action='/admin/login'] button").click()
-        wait.until(shown.presence_of_element_located((By.ID, "pending")))
+    with dashboard_browser(shots) as driver:
+        wait = WebDriverWait(driver, 15)
+        sign_in(driver, link)
 
         driver.find_element(By.LINK_TEXT, "Kanban").click()
         wait.until(shown.title_contains("Kanban"))
         seen["board"] = driver.find_element(By.TAG_NAME, "main").text
         seen["columns"] = [h.text.split()[0].lower() for h in driver.find_elements(By.CSS_SELECTOR, ".column h2")]
         driver.save_screenshot(str(shots / "dashboard-kanban.png"))
-        narrow("kanban")
+        seen["kanban_375_overflow"] = overflow_at_375(driver)
 
         driver.find_element(By.PARTIAL_LINK_TEXT, "Draft the release notes").click()
         wait.until(shown.presence_of_element_located((By.ID, "status")))
@@ -119,7 +104,7 @@ def walk_through(link: str, shots: Path, ids: dict[str, int]) -> dict[str, objec
         driver.execute_script("window.scrollTo(0, 0)")
         driver.save_screenshot(str(shots / "dashboard-card.png"))
         driver.set_window_size(1200, 900)
-        narrow("card")
+        seen["card_375_overflow"] = overflow_at_375(driver)
 
         driver.find_element(By.LINK_TEXT, "Jobs").click()
         wait.until(shown.title_contains("Jobs"))
@@ -130,45 +115,28 @@ def walk_through(link: str, shots: Path, ids: dict[str, int]) -> dict[str, objec
         wait.until(shown.text_to_be_present_in_element((By.ID, "said"), "Resumed"))
         seen["resumed"] = driver.find_element(By.ID, "said").text
         driver.save_screenshot(str(shots / "dashboard-jobs.png"))
-        narrow("jobs")
+        seen["jobs_375_overflow"] = overflow_at_375(driver)
 
         driver.find_element(By.LINK_TEXT, "Approvals").click()
         wait.until(shown.title_contains("Approvals"))
         seen["approvals"] = driver.find_element(By.TAG_NAME, "main").text
         driver.save_screenshot(str(shots / "dashboard-approvals.png"))
-        narrow("approvals")
+        seen["approvals_375_overflow"] = overflow_at_375(driver)
 
         driver.find_element(By.LINK_TEXT, "Changes").click()
         wait.until(shown.title_contains("Changes"))
         seen["changes"] = driver.find_element(By.TAG_NAME, "main").text
-    except Exception:
-        (shots / "failed-page.html").write_text(driver.current_url + "\n" + driver.page_source)  # to see why
-        raise
-    finally:
-        driver.quit()
     return seen
 
 
 async def test_an_admin_moves_a_card_reads_its_history_pauses_and_resumes_a_job_and_reads_approvals(
         fake_llm, tmp_path):  # type: ignore[no-untyped-def]
-    port, home = free_port(), tmp_path / "home"
+    home = tmp_path / "home"
     home.mkdir()
     ids = await seed(home)
-    env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home), "HERMES_MODEL": "openai:gpt-test",
-           "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(port),
-           "HERMES_PUBLIC_URL": f"http://127.0.0.1:{port}", }
-    async with FakeTelegram() as telegram:
-        env |= {"TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
-                "TELEGRAM_ALLOWED_USERS": str(ALICE)}
-        async with gateway_process(admin_bot(tmp_path), env) as proc:
-            await wait_ready(f"http://127.0.0.1:{port}/ready", proc, START_TIMEOUT)
-            telegram.user_says(ALICE, FakeUser(ALICE, "Alice"), "/dashboard")
-            message = await telegram.wait_for(
-                lambda: next((m for m in telegram.chat(ALICE).bot_messages if "/admin/login?token=" in m.text), None),
-                START_TIMEOUT)
-            link = re.search(r"http://\S+/admin/login\?token=\S+", message.text)
-            assert link, message.text
-            seen = await asyncio.to_thread(walk_through, link.group(0), tmp_path, ids)
+    async with FakeTelegram() as telegram, admin_gateway(fake_llm, tmp_path, home, telegram, allowed=str(ALICE)):
+        link = await sign_in_link(telegram, FakeUser(ALICE, "Alice"))
+        seen = await asyncio.to_thread(walk_through, link, tmp_path, ids)
 
     assert seen["columns"] == ["triage", "todo", "ready", "running", "blocked", "done"]
     assert "Build the release" in str(seen["board"]) and "the image build ran out of disk" in str(seen["board"])
@@ -184,6 +152,4 @@ async def test_an_admin_moves_a_card_reads_its_history_pauses_and_resumes_a_job_
         assert seen[f"{page}_375_overflow"] == 0, page  # no sideways scrolling on a phone
     for action in ("kanban.move", "job.pause", "job.resume"):
         assert action in str(seen["changes"])
-    if os.environ.get("UPDATE_SCREENSHOTS"):
-        for name in ("kanban", "card", "jobs", "approvals"):
-            shutil.copy(tmp_path / f"dashboard-{name}.png", ROOT / "docs" / f"dashboard-{name}.png")
+    publish_screenshots(tmp_path / f"dashboard-{name}.png" for name in ("kanban", "card", "jobs", "approvals"))

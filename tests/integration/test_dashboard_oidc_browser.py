@@ -9,18 +9,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-from engine_harness import fake_llm_environment
+from dashboard_browser_kit import BROWSER_MARKS, admin_gateway, browser
 from fakes.fake_oidc import FakeOidc, new_key
 from fakes.fake_telegram import FakeTelegram
-from gateway_kit import free_port, gateway_process, wait_ready
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, START_TIMEOUT, admin_bot, browser
 
-pytestmark = [
-    pytest.mark.slow,  # a gateway process and a browser
-    pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-                       reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"),
-]
+pytestmark = BROWSER_MARKS
 
 
 def sign_in_with_single_sign_on(base: str) -> dict[str, str]:
@@ -42,18 +35,13 @@ def sign_in_with_single_sign_on(base: str) -> dict[str, str]:
 
 
 async def test_an_admin_signs_in_through_the_provider_in_a_browser(fake_llm, tmp_path: Path) -> None:
-    port, home = free_port(), tmp_path / "home"
+    home = tmp_path / "home"
     home.mkdir()
-    base = f"http://127.0.0.1:{port}"
     async with FakeOidc(new_key(), host="localhost", consent=True) as provider, FakeTelegram() as telegram:
-        env = {**fake_llm_environment(fake_llm), "HERMES_HOME": str(home), "HERMES_MODEL": "openai:gpt-test",
-               "HERMES_FALLBACK_MODELS": "", "HERMES_HTTP_PORT": str(port), "HERMES_PUBLIC_URL": base,
-               "HERMES_DASHBOARD_OIDC_ISSUER": provider.issuer, "HERMES_DASHBOARD_OIDC_CLIENT_ID": provider.client_id,
-               "HERMES_DASHBOARD_OIDC_CLIENT_SECRET": provider.client_secret,
-               "HERMES_DASHBOARD_OIDC_ADMINS": "ada@example.com",
-               "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url}
-        async with gateway_process(admin_bot(tmp_path), env) as proc:
-            await wait_ready(f"{base}/ready", proc, START_TIMEOUT)
+        oidc = {"HERMES_DASHBOARD_OIDC_ISSUER": provider.issuer, "HERMES_DASHBOARD_OIDC_CLIENT_ID": provider.client_id,
+                "HERMES_DASHBOARD_OIDC_CLIENT_SECRET": provider.client_secret,
+                "HERMES_DASHBOARD_OIDC_ADMINS": "ada@example.com"}
+        async with admin_gateway(fake_llm, tmp_path, home, telegram, env=oidc) as base:
             seen = await asyncio.to_thread(sign_in_with_single_sign_on, base)
     assert seen["url"] == f"{base}/admin/"
     assert seen["who"] == "oidc:ada@example.com"
