@@ -66,10 +66,12 @@ class DashboardStore(Protocol):
         """The admin a link was made for, once: the link is deleted in the same statement, so two replicas
         given it at the same moment open one session between them. None when unknown, used or expired."""
 
-    async def put_dashboard_oidc_state(self, state_hash: str, browser_hash: str, expires_at: datetime) -> None:
+    async def put_dashboard_oidc_state(self, state_hash: str, browser_hash: str, expires_at: datetime, *,
+                                       at_most: int) -> bool:
         """Keep a single sign-on under way until the provider sends the browser back or `expires_at`: the hash
-        of its `state` and of the secret the browser that started it holds. Long expired ones are deleted on
-        the way."""
+        of its `state` and of the secret the browser that started it holds. Expired ones are deleted on the
+        way. Anyone may start one, so False (nothing kept) once `at_most` are under way: the table stays
+        bounded whoever knocks."""
 
     async def take_dashboard_oidc_state(self, state_hash: str) -> str | None:
         """The browser hash a sign-on's `state` was kept with, once (deleted in the same statement, as a link

@@ -64,11 +64,16 @@ class DashboardRepository(SqlRepository):
             return (await session.execute(statement)).scalar_one_or_none()
 
     @whole
-    async def put_dashboard_oidc_state(self, state_hash: str, browser_hash: str, expires_at: datetime) -> None:
+    async def put_dashboard_oidc_state(self, state_hash: str, browser_hash: str, expires_at: datetime, *,
+                                       at_most: int) -> bool:
         now = self._now()
         async with self._session() as session, session.begin():
             await session.execute(sa.delete(DashboardOidcStateRow).where(DashboardOidcStateRow.expires_at <= now))
+            under_way = (await session.execute(sa.select(sa.func.count()).select_from(DashboardOidcStateRow)))
+            if under_way.scalar_one() >= at_most:
+                return False
             session.add(DashboardOidcStateRow(state_hash=state_hash, browser_hash=browser_hash, expires_at=expires_at))
+            return True
 
     @whole
     async def take_dashboard_oidc_state(self, state_hash: str) -> str | None:

@@ -4,9 +4,11 @@ client, joserfc's checks and a real SqlStore (SQLite, and PostgreSQL with `-m po
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +23,12 @@ from test_dashboard import Site, open_site
 from hermes_engine.config import AccessRules, BotProfile, Settings
 from hermes_engine.errors import ConfigError
 from hermes_gateway.dashboard.config import Dashboard, DashboardSettings, Oidc
+from hermes_gateway.dashboard.oidc import binding
 from hermes_gateway.dashboard.oidc.admins import admin_of
 from hermes_gateway.dashboard.oidc.binding import COOKIE as BINDING
 from hermes_gateway.dashboard.serving import slack_admins
 from hermes_gateway.dashboard.tokens import COOKIE
+from storage.store import SqlStore
 
 ADMIN = "ada@example.com"
 
@@ -189,6 +193,36 @@ async def test_a_provider_that_cannot_be_reached_is_said_so(tmp_path: Path, prov
     async for site in open_site(tmp_path, oidc=oidc):
         started = await site.client.get("/admin/oidc/start", allow_redirects=False)
         assert started.status == 502 and "could not be reached" in await started.text()
+
+
+async def test_sign_ons_under_way_are_bounded_and_an_expired_one_frees_its_place(tmp_path: Path, db: str) -> None:
+    store = SqlStore(db)
+    await store.init()
+    try:
+        now = datetime.now(UTC)
+        soon, gone = now + timedelta(minutes=10), now + timedelta(seconds=1)
+        assert await store.put_dashboard_oidc_state("s1", "b1", soon, at_most=2)
+        assert await store.put_dashboard_oidc_state("s2", "b2", gone, at_most=2)
+        assert not await store.put_dashboard_oidc_state("s3", "b3", soon, at_most=2)
+        assert await store.take_dashboard_oidc_state("s3") is None  # refused means not kept
+        assert await store.take_dashboard_oidc_state("s1") == "b1"  # a finished sign-on frees its place
+        assert await store.put_dashboard_oidc_state("s4", "b4", soon, at_most=2)
+        assert not await store.put_dashboard_oidc_state("s5", "b5", soon, at_most=2)
+        await asyncio.sleep(1.1)  # s2 expires
+        assert await store.put_dashboard_oidc_state("s5", "b5", soon, at_most=2)
+    finally:
+        await store.close()
+
+
+async def test_a_stranger_starting_sign_ons_in_a_loop_is_refused_past_the_bound(
+        site: Site, provider: FakeOidc, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(binding, "STATES_AT_MOST", 2)
+    for _ in range(2):
+        assert (await site.client.get("/admin/oidc/start", allow_redirects=False)).status == 303
+    refused = await site.client.get("/admin/oidc/start", allow_redirects=False)
+    assert refused.status == 503 and refused.headers["Retry-After"] == "60"
+    assert "Too many sign-ins are under way" in await refused.text()
+    assert binding.COOKIE not in refused.cookies or not refused.cookies[binding.COOKIE].value
 
 
 def test_slack_admins_sign_in_with_slack_by_their_user_id() -> None:

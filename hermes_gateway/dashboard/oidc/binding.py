@@ -17,6 +17,9 @@ from hermes_gateway.dashboard.guard import PREFIX
 COOKIE = "hermes_oidc"
 COOKIE_PATH = f"{PREFIX}/oidc/"
 STATE_SECONDS = 600.0  # from leaving for the provider to coming back
+# Sign-ons under way at once, across replicas. Anyone may start one; a team's admins start a few an hour, so
+# this bounds what a stranger's loop can make the store keep, and only they wait while it is reached.
+STATES_AT_MOST = 1000
 
 
 def _derived(secret: str, purpose: bytes) -> str:

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 PROVIDER = web.AppKey("oidc_provider", Provider)
 START = f"{PREFIX}/oidc/start"
 CALLBACK = f"{PREFIX}/oidc/callback"
+BUSY = "Too many sign-ins are under way at once. Try again in a few minutes, or ask the bot for a link with /dashboard."
 EXPIRED = "This sign-in has expired or was already used. Start again from the sign-in page."
 
 
@@ -34,13 +35,19 @@ async def start(request: web.Request) -> web.StreamResponse:
     if provider is None:  # single sign-on is not configured
         raise web.HTTPSeeOther(LOGIN)
     state, secret = new_token(), new_token()
+    expires = datetime.now(UTC) + timedelta(seconds=binding.STATE_SECONDS)
+    if not await request.app[SOURCES].store.put_dashboard_oidc_state(hashed(state), hashed(secret), expires,
+                                                                     at_most=binding.STATES_AT_MOST):
+        log.warning("dashboard single sign-on: %s sign-ins are under way, the most kept at once; refusing more "
+                    "until some finish or expire", binding.STATES_AT_MOST)
+        busy = refused(request, BUSY, status=503)
+        busy.headers["Retry-After"] = "60"
+        return busy
     try:
         url = await provider.authorization_url(state, binding.nonce(secret), binding.code_verifier(secret))
     except Unreachable as exc:
         log.warning("dashboard single sign-on: %s", exc)
         return refused(request, "The sign-in provider could not be reached. Try again in a moment.", status=502)
-    expires = datetime.now(UTC) + timedelta(seconds=binding.STATE_SECONDS)
-    await request.app[SOURCES].store.put_dashboard_oidc_state(hashed(state), hashed(secret), expires)
     response = web.HTTPSeeOther(url)
     # Lax, not Strict: it must come back with the provider's navigation to the callback.
     response.set_cookie(binding.COOKIE, secret, path=binding.COOKIE_PATH, httponly=True,
