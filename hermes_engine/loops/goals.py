@@ -362,12 +362,24 @@ class GoalFeature(Feature):
                 text += "\nProgress so far:\n" + "\n".join(f"- {r}" for r in reasons[-5:])
         await self._post(goal, text + "\n/goal resume to go on, /goal clear to drop it.")
 
-    async def _post(self, goal: GoalRecord, text: str) -> None:
+    async def tell_changed_by_admin(self, goal: GoalRecord) -> None:
+        """An admin paused or cleared `goal` (as it is now) elsewhere, on the dashboard: the conversation that
+        set it learns it where it would look, as it learns of a pause the goal's own judge made."""
+        if goal.status == "paused":
+            text = (f"⏸ Goal paused by an admin.\nGoal: {goal.text}\nTurns used: {goal.turns_used}\n"
+                    "/goal resume to go on, /goal clear to drop it.")
+        elif goal.status == "cleared":
+            text = f"Goal cleared by an admin.\nGoal: {goal.text}\nTurns used: {goal.turns_used}"
+        else:
+            return
+        await self._post(goal, text, key=f"goal-{goal.id}-admin-{goal.status}-{goal.updated_at.isoformat()}")
+
+    async def _post(self, goal: GoalRecord, text: str, *, key: str | None = None) -> None:
         host = self.host
         assert host is not None
         target = ReplyTarget.from_dict(goal.target["reply"])
         target = replace(target, reply_to_id=None)
-        key = f"goal-{goal.id}-{goal.turns_used}-{goal.status}"
+        key = key or f"goal-{goal.id}-{goal.turns_used}-{goal.status}"
         if not await host.notify(target, text, idempotency_key=key):
             log.warning("goal %s: no %s outlet to post to", goal.id, target.platform)
 

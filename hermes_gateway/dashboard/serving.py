@@ -9,6 +9,7 @@ from aiohttp import web
 
 from hermes_engine.config import BotProfile, Settings
 from hermes_engine.core.gateway import Gateway
+from hermes_engine.loops.goals import GoalFeature
 from hermes_engine.memory.book import MemoryBook
 from hermes_engine.people.forget import ForgetFeature, ForgetOutcome, forget_in
 from hermes_engine.ports.storage import Store
@@ -35,11 +36,14 @@ def attach_dashboard(http: web.Application, settings: Settings, store: Store, ga
 
     skills = {gateway.bot: feature for gateway in gateways for feature in gateway.features
               if isinstance(feature, SkillsFeature)}
+    goals = {gateway.bot: feature for gateway in gateways for feature in gateway.features
+             if isinstance(feature, GoalFeature)}
     mount(http, Sources(store, memory, [gateway.bot for gateway in gateways], platforms,
                         limits={gateway.bot: gateway.profile.limits for gateway in gateways},
                         forget=forget if forgetting is not None else None,
                         goal_turns={gateway.bot: gateway.profile.goals.max_turns for gateway in gateways},
-                        slack_admins=slack_admins([gateway.profile for gateway in gateways]), skills=skills),
+                        slack_admins=slack_admins([gateway.profile for gateway in gateways]), skills=skills,
+                        goals=goals),
           dashboard)
     for gateway in gateways:
         register_dashboard_command(gateway.commands, store, dashboard)

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from hermes_engine.config import UsageLimitSettings
 from hermes_engine.holders import Holder
@@ -17,7 +17,7 @@ from hermes_engine.people.forget import ForgetOutcome
 from hermes_engine.policy.limits import usage_today
 from hermes_engine.policy.spending import cost_lines
 from hermes_engine.ports.dashboard import AuditEntry, HeldLease, ListedPerson
-from hermes_engine.ports.storage import AccountRecord, PersonRecord, Store, UsageCount
+from hermes_engine.ports.storage import AccountRecord, GoalRecord, PersonRecord, Store, UsageCount
 
 if TYPE_CHECKING:
     from hermes_engine.skills.feature import SkillsFeature
@@ -70,12 +70,19 @@ class PersonPage:
 Forget = Callable[[int], Awaitable[ForgetOutcome | None]]
 
 
+class GoalTeller(Protocol):
+    """Tells a goal's conversation that an admin changed it here (a bot's goal feature does)."""
+
+    async def tell_changed_by_admin(self, goal: GoalRecord) -> None: ...
+
+
 @dataclass(frozen=True)
 class Sources:
     """What the pages read from: the store, the memory rules the agent's own writes go through, the bots
     this gateway serves and its platforms' connections as they are now; `goal_turns`: each bot's budget of
     turns a goal (its profile's `goals.max_turns`); `skills`: each bot's skills feature (its libraries, usage,
-    approval queue and curator), by bot."""
+    approval queue and curator), by bot; `goals`: each bot's goal feature, which tells a goal's conversation
+    when an admin paused or cleared it here."""
 
     store: Store
     memory: MemoryBook
@@ -87,6 +94,7 @@ class Sources:
     goal_turns: Mapping[str, int] = field(default_factory=dict)  # each bot's turns a goal (`goals.max_turns`)
     slack_admins: frozenset[str] = frozenset()  # user ids in `access.admins` of the bot profiles serving Slack
     skills: Mapping[str, SkillsFeature] = field(default_factory=dict)
+    goals: Mapping[str, GoalTeller] = field(default_factory=dict)  # by bot: who tells a goal's chat of a change
 
 
 FAULT_WINDOW = timedelta(hours=1)

@@ -4,8 +4,9 @@ malformed the query), one conversation as stored, and goals paused or cleared by
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import aiohttp
@@ -13,18 +14,22 @@ import pytest
 import sqlalchemy as sa
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from engine_harness import goal_script, verdict
+from fakes.fake_llm import Reply
 from gateway_kit import database_url, free_port
 from postgres import BACKENDS
 from test_dashboard import SCRIPT_NAME, Site
 
 from hermes_engine.agent.tool_record import record
+from hermes_engine.config import GoalSettings
+from hermes_engine.loops.goals import GoalFeature
 from hermes_engine.memory.book import MemoryBook
 from hermes_engine.memory.store import FileMemoryStore
 from hermes_engine.ports.conversation import Message, ToolCall
 from hermes_engine.ports.inbound import ChatKind, InboundMessage, message_to_payload
 from hermes_gateway.dashboard.app import mount
 from hermes_gateway.dashboard.config import Dashboard
-from hermes_gateway.dashboard.views import PlatformState, Sources
+from hermes_gateway.dashboard.views import GoalTeller, PlatformState, Sources
 from storage.store import SqlStore
 
 KEY = "telegram:bot:dm:666"
@@ -32,25 +37,35 @@ SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
 BIDI = "abc\u202egpj.exe"
 
 
+@contextlib.asynccontextmanager
+async def dashboard_on(store: SqlStore, tmp_path: Path, bot: str = "bot",
+                       goals: Mapping[str, GoalTeller] | None = None) -> AsyncIterator[Site]:
+    """The dashboard of a replica serving `bot`, on `store`; `goals`: who tells a goal's chat of a change."""
+    person = await store.resolve_account("telegram", bot, "666", SCRIPT_NAME)
+    memory = MemoryBook(FileMemoryStore.for_home(tmp_path / "home"))
+    port = free_port()
+    dashboard = Dashboard(f"http://127.0.0.1:{port}", 600, 3600)
+    http = web.Application()
+    sources = Sources(store, memory, [bot], lambda: [PlatformState(bot, "telegram", True)],
+                      goal_turns={bot: 20}, goals=goals or {})
+    mount(http, sources, dashboard)
+    client = TestClient(TestServer(http, host="127.0.0.1", port=port), cookie_jar=aiohttp.CookieJar(unsafe=True))
+    await client.start_server()
+    try:
+        yield Site(client, store, memory, dashboard, http, person.person_id)
+    finally:
+        await client.close()
+
+
 @pytest.fixture(params=BACKENDS)
 async def site(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Site]:
     async with database_url(request.param, tmp_path) as url:
         store = SqlStore(url)
         await store.init()
-        person = await store.resolve_account("telegram", "bot", "666", SCRIPT_NAME)
-        memory = MemoryBook(FileMemoryStore.for_home(tmp_path / "home"))
-        port = free_port()
-        dashboard = Dashboard(f"http://127.0.0.1:{port}", 600, 3600)
-        http = web.Application()
-        sources = Sources(store, memory, ["bot"], lambda: [PlatformState("bot", "telegram", True)],
-                          goal_turns={"bot": 20})
-        mount(http, sources, dashboard)
-        client = TestClient(TestServer(http, host="127.0.0.1", port=port), cookie_jar=aiohttp.CookieJar(unsafe=True))
-        await client.start_server()
         try:
-            yield Site(client, store, memory, dashboard, http, person.person_id)
+            async with dashboard_on(store, tmp_path) as opened:
+                yield opened
         finally:
-            await client.close()
             await store.close()
 
 
@@ -258,6 +273,30 @@ async def test_an_admin_pauses_then_clears_a_goal_as_the_goal_command_would_and_
     response = await site.client.post(f"/admin/goals/{other.id}/pause", data={"csrf": csrf},
                                       headers={"Origin": site.origin})
     assert response.status == 404 and (await site.store.get_goal(other.id)).status == "active"  # type: ignore[union-attr]
+
+
+async def test_a_goal_an_admin_pauses_then_clears_here_is_told_in_the_conversation_that_set_it(
+        engine, fake_llm, tmp_path: Path) -> None:
+    feature = GoalFeature(GoalSettings(max_turns=20))
+    e = await engine(features=[feature])
+    fake_llm.responder, _ = goal_script([verdict("continue")], worker=lambda r, n: Reply(text=f"step {n}", delay=0.05))
+    await e.say("/goal tidy the inbox")
+    assert e.store is not None
+    async with dashboard_on(e.store, tmp_path, bot=e.profile.name, goals={e.profile.name: feature}) as site:
+        [goal] = await e.store.list_goals("active", bot=e.profile.name)
+        csrf = await site.sign_in()
+        told = len(e.outlet.delivered)
+        paused = await site.client.post(f"/admin/goals/{goal.id}/pause", data={"csrf": csrf},
+                                        headers={"Origin": site.origin})
+        assert paused.status == 200
+        await e.idle()
+        notices = [d for d in e.outlet.delivered[told:] if "by an admin" in d.text]
+        assert [n.text.splitlines()[:2] for n in notices] == [["⏸ Goal paused by an admin.", "Goal: tidy the inbox"]]
+        assert notices[0].target.chat_id == goal.target["reply"]["chat_id"] and notices[0].kind == "send"
+        cleared = await site.client.post(f"/admin/goals/{goal.id}/clear", data={"csrf": csrf},
+                                         headers={"Origin": site.origin})
+        assert cleared.status == 200
+        assert e.outlet.texts[-1].startswith("Goal cleared by an admin.\nGoal: tidy the inbox")
 
 
 async def test_the_pages_and_their_changes_refuse_a_visitor_without_a_session(site: Site) -> None:

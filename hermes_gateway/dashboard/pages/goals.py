@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from aiohttp import web
 
 from hermes_engine.loops.goal_actions import clear_goal, pause_goal
@@ -9,6 +11,8 @@ from hermes_gateway.dashboard import goal_views
 from hermes_gateway.dashboard.guard import PREFIX, visitor
 from hermes_gateway.dashboard.pages import Page
 from hermes_gateway.dashboard.rendering import SOURCES, number, render
+
+log = logging.getLogger(__name__)
 
 DONE = {"pause": "Goal paused.", "clear": "Goal cleared."}
 REFUSED = {"pause": "This goal is not running, so it cannot be paused; nothing was changed.",
@@ -22,7 +26,8 @@ async def goals(request: web.Request, *, status: int = 200, said: str | None = N
 
 
 async def change(request: web.Request) -> web.StreamResponse:
-    """Pause or clear as `/goal pause` and `/goal clear` do, on the goal picked here; recorded in the audit."""
+    """Pause or clear as `/goal pause` and `/goal clear` do, on the goal picked here; recorded in the audit, and
+    told in the goal's conversation."""
     sources, action = request.app[SOURCES], request.match_info["action"]
     goal = await sources.store.get_goal(int(request.match_info["goal"]))
     if goal is None or goal.bot not in sources.bots:
@@ -31,6 +36,11 @@ async def change(request: web.Request) -> web.StreamResponse:
     if changed is None:
         return await goals(request, status=409, said=REFUSED[action], ok=False)
     await sources.store.record_dashboard_change(visitor(request).admin, f"goal.{action}", f"goal {goal.id}", goal.text)
+    if (teller := sources.goals.get(goal.bot)) is not None:
+        try:
+            await teller.tell_changed_by_admin(changed)
+        except Exception:  # the change is made and recorded; a platform that fails to take the notice is logged
+            log.exception("telling goal %s's conversation of its %s failed", goal.id, action)
     raise web.HTTPSeeOther(f"{PREFIX}/goals?done={action}")
 
 
