@@ -1,6 +1,8 @@
 """Reminders in a Slack thread, end to end: the real slack-bolt app and slack-sdk client against the fake Slack
 (signed events on loopback), the fake LLM calling `cronjob`, the real gateway and its clock on SQLite. A
-reminder made in a thread, by a person or by a goal's turn, arrives once in that thread, never in the channel."""
+reminder made in a thread, by a person or by a goal's turn, arrives once in that thread, never in the channel;
+one made in a DM for a channel the person named by `#name` arrives there (`conversations.list` and
+`conversations.info` telling where the bot is), and a channel the bot is not in is refused."""
 
 from __future__ import annotations
 
@@ -14,13 +16,16 @@ from zoneinfo import ZoneInfo
 import pytest
 from engine_harness import is_judge, make_profile, verdict
 from fakes.fake_llm import Reply
-from fakes.fake_slack import FakeSlack, SlackMessage
+from fakes.fake_slack import Channel, FakeSlack, SlackMessage
 from kanban_kit import shipped_profile
 from reminders_kit import schedules
 from slack_kit import serve_slack, slack_environment
 
 CHANNEL = "CGENERAL"
 REMINDER = "⏰ Reminder: stretch"
+DM = "DALICE"
+TEAM = "CTEAM0001"
+STANDUP = "⏰ Reminder: standup"
 BERLIN = ZoneInfo("Europe/Berlin")
 
 
@@ -125,3 +130,85 @@ async def test_a_goal_in_a_slack_thread_gets_its_scheduled_check_in_in_that_thre
     await asyncio.sleep(2.5)
     assert thread_texts(fake_slack, anchor.ts).count(check_in) == 1
     assert [m.ts for m in fake_slack.top_level(CHANNEL)] == [anchor.ts]
+
+
+# -- delivered to a channel named from a DM -------------------------------------------------------------
+
+
+def in_team(deliver: str, schedule: str = "in 2 seconds") -> dict[str, Any]:
+    return {"action": "create", "name": "standup", "message": "standup", "schedule": schedule, "deliver": deliver}
+
+
+async def answered(fake: FakeSlack, channel: str, pattern: str, timeout: float = 10) -> SlackMessage:
+    found = re.compile(pattern)
+
+    def match() -> SlackMessage | None:
+        return next((m for m in fake.bot_messages(channel) if found.search(m.visible) and not m.streaming), None)
+
+    await fake.wait_for(lambda: match() is not None, timeout)
+    message = match()
+    assert message is not None
+    return message
+
+
+def texts(fake: FakeSlack, channel: str) -> list[str]:
+    return [m.visible for m in fake.bot_messages(channel)]
+
+
+async def test_a_reminder_made_in_a_dm_for_a_channel_named_by_name_arrives_there_once(
+        slack_clock, fake_slack, fake_llm):
+    e, _ = slack_clock
+    fake_slack.channels[TEAM] = Channel(TEAM, "team")
+    fake_llm.responder = schedules({"remind the team": in_team("#team")})
+    await fake_slack.say("UALICE", DM, "remind the team")
+    confirmation = await answered(fake_slack, DM, r"^Reminder #\d+ set")
+    assert "in #team" in confirmation.visible
+    posted = await answered(fake_slack, TEAM, f"^{re.escape(STANDUP)}$")
+    await asyncio.sleep(2)
+    assert texts(fake_slack, TEAM).count(STANDUP) == 1
+    assert STANDUP not in texts(fake_slack, DM)
+    # Written into the channel's conversation, as Alice's own message there would find it.
+    session = await e.store.active_session(f"slack:{fake_slack.team}:channel:{TEAM}:user:UALICE", e.gateway.bot)
+    assert [m.content for m in await e.store.load_messages(session.id)] == [STANDUP]
+
+    # A reply in the reminder's thread, which Slack keeps apart from the channel, has the reminder in context.
+    await fake_slack.say("UALICE", TEAM, "what was that about?", thread_ts=posted.ts)
+    await fake_slack.wait_for(lambda: any(r.last_user_text.endswith("what was that about?")
+                                          for r in fake_llm.requests), 10)
+    asked = next(r for r in fake_llm.requests if r.last_user_text.endswith("what was that about?"))
+    assert STANDUP in str(asked.body["messages"])
+    await answered(fake_slack, TEAM, "^(?!" + re.escape(STANDUP) + ")")  # answered in the thread, unmentioned
+    assert any(m.thread_ts == posted.ts for m in fake_slack.bot_messages(TEAM) if m.ts != posted.ts)
+
+
+async def test_a_channel_the_bot_is_not_in_is_refused_in_one_sentence_and_nothing_is_saved(
+        slack_clock, fake_slack, fake_llm):
+    e, _ = slack_clock
+    fake_slack.channels[TEAM] = Channel(TEAM, "team", is_member=False)
+    fake_llm.responder = schedules({"remind the team": in_team(TEAM)})
+    await fake_slack.say("UALICE", DM, "remind the team")
+    refusal = await answered(fake_slack, DM, r"^Error: I cannot post in CTEAM0001: I am not a member")
+    assert refusal.visible.endswith(".")
+    assert await e.store.list_jobs(e.gateway.bot) == []
+
+
+async def test_a_channel_the_bot_left_before_the_run_is_refused_and_paused_with_nothing_sent(
+        slack_clock, fake_slack, fake_llm):
+    e, _ = slack_clock
+    team = fake_slack.channels[TEAM] = Channel(TEAM, "team")
+    fake_llm.responder = schedules({"remind the team": in_team("<#CTEAM0001|team>", "in 3 seconds")})
+    await fake_slack.say("UALICE", DM, "remind the team")
+    await answered(fake_slack, DM, r"^Reminder #\d+ set")
+    team.is_member = False
+
+    job = None
+    for _ in range(100):
+        jobs = await e.store.list_jobs(e.gateway.bot)
+        if jobs and jobs[0].state == "paused":
+            job = jobs[0]
+            break
+        await asyncio.sleep(0.1)
+    assert job is not None, "the job was not paused"
+    assert (job.last_outcome or "").startswith("refused: I cannot post in <#CTEAM0001|team> any more"), job
+    await asyncio.sleep(1)
+    assert texts(fake_slack, TEAM) == []
