@@ -48,7 +48,8 @@ STARTUP_SECONDS = 180
 @dataclass
 class Side:
     """One agent's process and what its turns took: `times` the engine's share of each measured turn (wall
-    time less the fake's), `requests` how many model requests came in each turn's window."""
+    time less the fake's), `requests` how many model requests came in each turn's window, `sizes` their
+    bodies' bytes."""
 
     name: str
     argv: list[str]
@@ -59,6 +60,7 @@ class Side:
     times: list[float] = field(default_factory=list)
     walls: list[float] = field(default_factory=list)
     requests: list[int] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
 
     async def start(self, ready_line: str | None) -> None:
         with self.log.open("wb") as log:
@@ -92,6 +94,7 @@ class Side:
             self.walls.append(wall)
             self.times.append(wall - sum(r.served_seconds for r in window))
             self.requests.append(len(window))
+            self.sizes.extend(r.size for r in window)
 
     async def stop(self) -> None:
         if self.proc is None or self.proc.returncode is not None:
@@ -177,17 +180,27 @@ def report(sides: list[Side], turns: int, statements: float, round_trips: float,
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"engine time per plain turn, {turns} turns each, alternating, one fake model (its time subtracted); "
           f"load {load}")
-    print(f"  {'agent':28} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'wall p50':>9} {'requests/turn':>14}")
+    tenth = max(1, turns // 10)
+    print(f"  {'agent':26} {'p50 ms':>7} {'p99 ms':>7} {'mean ms':>7} {'wall p50':>8} {'first':>7} {'last':>7} "
+          f"{'requests/turn':>13} {'request KB':>10}")
     for side in sides:
-        print(f"  {side.name:28} {statistics.median(side.times) * 1000:8.2f} {percentile(side.times, 99) * 1000:8.2f} "
-              f"{statistics.mean(side.times) * 1000:8.2f} {statistics.median(side.walls) * 1000:9.2f} "
-              f"{statistics.mean(side.requests):14.2f}")
+        print(f"  {side.name:26} {ms(statistics.median(side.times))} {ms(percentile(side.times, 99))} "
+              f"{ms(statistics.mean(side.times))} {ms(statistics.median(side.walls), 8)} "
+              f"{ms(statistics.median(side.times[:tenth]))} {ms(statistics.median(side.times[-tenth:]))} "
+              f"{statistics.mean(side.requests):13.2f} {statistics.median(side.sizes) / 1000:10.1f}")
+    print(f"  (first, last: p50 of the first and the last {tenth} measured turns: the conversation grows turn by turn;"
+          f" wall: the fake's time not subtracted;"
+          f" request KB: the median request's body)")
     ours_p50, theirs_p50 = (statistics.median(s.times) for s in sides)
     print(f"ours / theirs at p50: {ours_p50 / theirs_p50:.3f} (target <= 0.100)")
     print(f"our store per plain turn (engine_bench's count, median of 20): {statements:g} statements, "
           f"{round_trips:g} round trips")
     print(f"logs: {place}")
     return 0 if ours_p50 <= theirs_p50 / 10 else 1
+
+
+def ms(seconds: float, width: int = 7) -> str:
+    return f"{seconds * 1000:{width}.2f}"
 
 
 def command_line() -> argparse.Namespace:
