@@ -5,8 +5,9 @@ imports nothing of this project.
 Its own command line answers one query per process (`hermes chat -Q -q ...`) or runs a full-screen terminal
 chat; neither is a chat session on a pipe. This keeps one of its CLI sessions (the object `hermes chat`
 builds, with its configuration from `HERMES_HOME`) and sends each line through the same quiet path `-Q`
-takes, the session's history carried from turn to turn as its chat does. It prints `ready` once the agent
-is built, then one line per answer. Whatever the reference prints itself goes to stderr, so stdout carries
+takes, the session's history carried from turn to turn as its chat does. It prints `ready` once the session
+is set up (the agent itself is built by the first turn, which the bench counts as warm-up), then one line per
+answer. Whatever the reference prints itself goes to stderr, so stdout carries
 only those lines.
 
     HERMES_HOME=/tmp/refhome /tmp/refvenv/bin/python tests/bench/reference_driver.py
