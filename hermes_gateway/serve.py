@@ -51,7 +51,6 @@ from hermes_gateway.wiring import (
     open_migrated,
     open_store,
     preload_models,
-    warm_models,
 )
 
 log = logging.getLogger(__name__)
@@ -143,34 +142,25 @@ def settle_heap() -> None:
 
 async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asyncio.Event | None = None,
                 stop: asyncio.Event | None = None) -> None:
-    # The first reply waits for the primary model's SDK, the largest import of a start: it begins at once,
-    # in a thread. The database migrates in a child process (on another core, Alembic never loaded here),
-    # begun as soon as the configuration is known good, while the gateways are built; then the adapters log
-    # in meanwhile. All are done before any adapter takes a message, so the first turn finds its provider
-    # ready and its store at head.
-    warm_models(settings, profiles)
     settings, profiles = await preflight.check(settings, profiles, serving=True)
     store = open_store(settings)
-    migrating = asyncio.create_task(open_migrated(store, settings.db_url), name="migrate")
-    try:
-        storage_health, started, tally = StorageHealth(store), asyncio.Event(), FaultTally()
-        metrics = TalliedMetrics(tally)
-        adapters: list[PlatformAdapter] = []
-        stop = stop or asyncio.Event()
-        checks: list[Callable[[], list[str]]] = [lambda: ["stopping"] if stop.is_set() else []]
-        http = health_app(storage_health, started, adapters, checks, metrics)
-        gateways, built = await start_gateways(settings, profiles, http, store, storage_health, metrics)
-        adapters += built
-        attach_dashboard(http, settings, store, gateways,
-                         MemoryBook(memory_store(settings, store), profiles[0].memory))
-        checks += [feature.not_ready for gateway in gateways for feature in gateway.features
-                   if isinstance(feature, McpFeature)]
-        await asyncio.gather(migrating, asyncio.to_thread(preload_models, gateways),
-                             *(adapter.log_in() for adapter in adapters))
-    except BaseException:
-        migrating.cancel()
-        await asyncio.gather(migrating, return_exceptions=True)
-        raise
+    storage_health, started, tally = StorageHealth(store), asyncio.Event(), FaultTally()
+    metrics = TalliedMetrics(tally)
+    adapters: list[PlatformAdapter] = []
+    stop = stop or asyncio.Event()
+    checks: list[Callable[[], list[str]]] = [lambda: ["stopping"] if stop.is_set() else []]
+    http = health_app(storage_health, started, adapters, checks, metrics)
+    gateways, built = await start_gateways(settings, profiles, http, store, storage_health, metrics)
+    adapters += built
+    attach_dashboard(http, settings, store, gateways, MemoryBook(memory_store(settings, store), profiles[0].memory))
+    checks += [feature.not_ready for gateway in gateways for feature in gateway.features
+               if isinstance(feature, McpFeature)]
+    # The database migrates in a child process (on another core, Alembic never loaded here) while a thread
+    # imports the model SDKs and the adapters make their log-in round trips; all are done before any adapter
+    # takes a message, so the first turn finds its provider ready. (Begun any earlier, beside the building
+    # of the gateways, the SDK's import contends with it for the GIL and the first reply comes later.)
+    await asyncio.gather(open_migrated(store, settings.db_url), asyncio.to_thread(preload_models, gateways),
+                         *(adapter.log_in() for adapter in adapters))
     counting = asyncio.create_task(tally.run(store), name="fault-tally")
     runner = web.AppRunner(http)
     await runner.setup()

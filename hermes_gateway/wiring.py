@@ -5,8 +5,6 @@ The one place that knows every concrete part; everything else depends on contrac
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,7 +30,7 @@ from hermes_engine.ports.metrics import NO_METRICS, Metrics
 from hermes_engine.ports.reply import Delivery
 from hermes_engine.ports.storage import DeliveryLog, Store
 from hermes_engine.providers.chain import build_chain
-from hermes_engine.providers.registry import REGISTRY, make_provider
+from hermes_engine.providers.registry import make_provider
 from hermes_engine.tools.core import CORE_TOOLS
 from hermes_engine.tools.registry import ToolRegistry
 
@@ -42,33 +40,6 @@ if TYPE_CHECKING:
     from hermes_engine.skills.files import FileSkillLibrary
     from hermes_engine.workspace.sending import FileOutlets
     from hermes_gateway.mcp.confined import ServerSandbox
-
-
-log = logging.getLogger(__name__)
-
-
-def warm_models(settings: Settings, profiles: Sequence[BotProfile]) -> threading.Thread:
-    """Start importing the profiles' primary model SDKs in a thread of their own, the first thing `run`
-    does: the largest import of a start then proceeds while the preflight waits for the platforms' APIs and
-    the database, and while the gateways are built. A spec that cannot be loaded is left to the preflight,
-    which says what is wrong in its own words. A daemon, so a start refused meanwhile does not wait for it."""
-    specs: list[str] = []
-    for profile in profiles:
-        try:
-            specs.append(profile.models(settings)[0])
-        except Exception:  # noqa: BLE001, S112 - the preflight reports it
-            continue
-
-    def load() -> None:
-        for spec in dict.fromkeys(specs):
-            try:
-                REGISTRY.load(spec)
-            except Exception as exc:  # noqa: BLE001 - the preflight and the first build say it properly
-                log.debug("could not import the SDK of %s ahead of the start: %s", spec, exc)
-
-    thread = threading.Thread(target=load, name="model-sdk-import", daemon=True)
-    thread.start()
-    return thread
 
 
 def preload_models(gateways: Sequence[Gateway]) -> None:

@@ -42,13 +42,12 @@ def _openai_compatible(model: str, options: ProviderOptions) -> OpenAIProvider:
 
 
 ANTHROPIC = ProviderKind("anthropic", _anthropic, env=(EnvVar("ANTHROPIC_API_KEY"),),
-                         description="Anthropic Messages API", module="hermes_engine.providers.anthropic_provider")
+                         description="Anthropic Messages API")
 OPENAI = ProviderKind("openai", _openai, env=(EnvVar("OPENAI_API_KEY"),),
-                      description="OpenAI Chat Completions API", module="hermes_engine.providers.openai_provider")
+                      description="OpenAI Chat Completions API")
 OPENAI_COMPATIBLE = ProviderKind(
     "openai-compatible", _openai_compatible,
     env=(EnvVar("OPENAI_COMPATIBLE_BASE_URL", alternatives=("OPENAI_BASE_URL",),
                 hint="point it at your server's /v1 URL (for example http://127.0.0.1:8000/v1) to use an "
                      "openai-compatible model"),),
-    description="any server speaking Chat Completions (vLLM, llama.cpp, Ollama, proxies); the key is optional",
-    module="hermes_engine.providers.openai_provider")
+    description="any server speaking Chat Completions (vLLM, llama.cpp, Ollama, proxies); the key is optional")

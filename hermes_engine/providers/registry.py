@@ -96,31 +96,21 @@ ProviderFactory = Callable[[str, ProviderOptions], Provider]
 
 class ProviderKind:
     """One kind of provider: `name` is the prefix in "name:model"; `env` the variables it cannot do without
-    (a plain string stands for `EnvVar(name)`), checked before `factory` is called. `module`, when given, is
-    the module the factory imports (and with it the SDK): `load` imports it ahead of the first build."""
+    (a plain string stands for `EnvVar(name)`), checked before `factory` is called."""
 
-    __slots__ = ("description", "env", "factory", "module", "name")
+    __slots__ = ("description", "env", "factory", "name")
 
     def __init__(self, name: str, factory: ProviderFactory, env: Iterable[EnvVar | str] = (),
-                 description: str = "", module: str | None = None) -> None:
+                 description: str = "") -> None:
         if not name or name != name.strip().lower() or ":" in name or "," in name:
             raise ValueError(f"provider kind name {name!r} must be lower case, without ':' or ','")
         self.name = name
         self.factory = factory
         self.env: tuple[EnvVar, ...] = tuple(EnvVar(v) if isinstance(v, str) else v for v in env)
         self.description = description
-        self.module = module
 
     def __repr__(self) -> str:
         return f"ProviderKind({self.name!r}, env={[v.name for v in self.env]!r})"
-
-    def load(self) -> None:
-        """Import what building a provider of this kind imports, so the first build is quick; a no-op for a
-        kind that does not name its module."""
-        if self.module is not None:
-            import importlib
-
-            importlib.import_module(self.module)
 
     def check_env(self) -> None:
         """Raise `ConfigError` naming the first required variable that is not set."""
@@ -190,11 +180,6 @@ class ProviderRegistry:
         """Raise `ConfigError` if `spec` is malformed, of an unknown kind, or misses a variable; builds nothing."""
         provider, _ = self.parse(spec)
         self.kind(provider).check_env()
-
-    def load(self, spec: str) -> None:
-        """Import the SDK of `spec`'s kind, ahead of building it (`ProviderKind.load`)."""
-        provider, _ = self.parse(spec)
-        self.kind(provider).load()
 
     def build(self, spec: str, *, max_retries: int = 3, timeout: float = 600.0) -> Provider:
         """The provider for `spec`, configured from the environment."""
