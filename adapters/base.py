@@ -126,6 +126,12 @@ class PlatformAdapter(ABC):
         self.rejects = rejects
 
     # -- lifecycle (platform half) ------------------------------------------------------------------
+    async def log_in(self) -> None:
+        """What of `start` may happen before the gateway takes messages: the platform's log-in round trips,
+        which the serving process overlaps with the model SDK's import and the database's migration.
+        Nothing is received yet. Never raises: whatever failed, `start` does again (and reports)."""
+        return None
+
     @abstractmethod
     async def start(self) -> None:
         """Connect and start receiving updates."""

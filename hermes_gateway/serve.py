@@ -156,9 +156,11 @@ async def serve(settings: Settings, profiles: list[BotProfile], *, ready: asynci
     checks += [feature.not_ready for gateway in gateways for feature in gateway.features
                if isinstance(feature, McpFeature)]
     # The database migrates in a child process (on another core, Alembic never loaded here) while a thread
-    # imports the model SDKs; both are done before any adapter takes a message, so the first turn finds
-    # its provider ready.
-    await asyncio.gather(open_migrated(store, settings.db_url), asyncio.to_thread(preload_models, gateways))
+    # imports the model SDKs and the adapters make their log-in round trips; all are done before any adapter
+    # takes a message, so the first turn finds its provider ready. (Begun any earlier, beside the building
+    # of the gateways, the SDK's import contends with it for the GIL and the first reply comes later.)
+    await asyncio.gather(open_migrated(store, settings.db_url), asyncio.to_thread(preload_models, gateways),
+                         *(adapter.log_in() for adapter in adapters))
     counting = asyncio.create_task(tally.run(store), name="fault-tally")
     runner = web.AppRunner(http)
     await runner.setup()

@@ -107,6 +107,7 @@ class TelegramAdapter(PlatformAdapter):
         self.ready = asyncio.Event()  # set once getMe succeeded and the bot is set up
         self._offset: int | None = None
         self._initialized = False
+        self._set_up = False  # `log_in` did `_setup` already; the next `_run` goes straight to receiving
         self._stopping = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._main: asyncio.Task[Any] | None = None
@@ -117,6 +118,18 @@ class TelegramAdapter(PlatformAdapter):
         return self.reader.username
 
     # ----------------------------------------------------------------- lifecycle
+    async def log_in(self) -> None:
+        """getMe, and when polling deleteWebhook and setMyCommands, before the gateway takes messages. A
+        webhook is registered only by `start`, once the HTTP server it names is listening."""
+        try:
+            if self.options.mode == "polling":
+                await self._setup()
+                self._set_up = True
+            else:
+                await self._initialize()
+        except Exception as exc:  # noqa: BLE001 - `start` tries again, and says what is wrong
+            log.debug("Telegram log-in before the start failed (%s); the start tries again", exc)
+
     async def start(self) -> None:
         """Check the token (fails with ConfigError if Telegram refuses it), then receive in the
         background. An unreachable Bot API does not fail the start: the adapter keeps trying."""
@@ -166,7 +179,10 @@ class TelegramAdapter(PlatformAdapter):
             self.reader.bot_id = self.bot.id
 
     async def _run(self) -> None:
-        await self._with_backoff("connect", self._setup)
+        if self._set_up:
+            self._set_up = False
+        else:
+            await self._with_backoff("connect", self._setup)
         self.ready.set()
         self.connected = True
         log.info("Telegram bot @%s is up (%s mode)", self.username, self.options.mode)

@@ -13,10 +13,11 @@ import typer
 from hermes_engine import __version__
 from hermes_engine.config import load_profile, load_settings
 from hermes_engine.errors import ConfigError, HermesError
+from hermes_gateway.cli.lazy import LazyGroups
 
 # Plain help pages on every command (each `typer.Typer` of this package says so): typer's Rich pages put a
 # type after each flag (`--dry-run <bool>`), as if it took a value; the plain ones show `--dry-run`.
-app = typer.Typer(rich_markup_mode=None, add_completion=False, no_args_is_help=True,
+app = typer.Typer(cls=LazyGroups, rich_markup_mode=None, add_completion=False, no_args_is_help=True,
                   help="Hermes Gateway: a self-improving agent for Telegram, Slack and Discord.")
 
 
@@ -155,26 +156,21 @@ def migrate_files(bot: list[str] = typer.Option(None, "--bot", help="Skill libra
         _fail(exc)
 
 
-def _mount(name: str, module: str, help_text: str) -> None:
-    try:
-        sub = __import__(module, fromlist=["app"]).app
-    except ImportError:
-        return
-    app.add_typer(sub, name=name, help=help_text)
-
-
-_mount("memory", "hermes_gateway.cli.memory", "Show, edit or export what the agent remembers about a person.")
-_mount("curator", "hermes_gateway.cli.curator", "Run the skill curator or read its report.")
-_mount("skills", "hermes_gateway.cli.skills", "Saved skills: uses, successes, last use, tool calls saved.")
-_mount("pairing", "hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code.")
-_mount("export", "hermes_gateway.cli.export", "Export conversations.")
-_mount("dashboard", "hermes_gateway.cli.dashboard", "The web dashboard: a one-time sign-in link.")
-_mount("security", "hermes_gateway.cli.security", "Scan memory and skill files; approve content held for an admin.")
-_mount("mcp", "hermes_gateway.cli.mcp", "Start a bot profile's MCP servers and list their tools.")
-_mount("people", "hermes_gateway.cli.people", "List people with their platform accounts, or forget a person.")
-_mount("kanban", "hermes_gateway.cli.kanban", "Show the kanban board; move or retry a card.")
-_mount("inbox", "hermes_gateway.cli.inbox", "Messages waiting for an answer, and events rejected as unreadable.")
-_mount("jobs", "hermes_gateway.cli.jobs", "Reminders and scheduled jobs: list, show, pause, resume, remove or run now.")
+# The command groups, each imported only when it is run or listed (`cli/lazy.py`): `run` loads none of them.
+LazyGroups.GROUPS = {
+    "memory": ("hermes_gateway.cli.memory", "Show, edit or export what the agent remembers about a person."),
+    "curator": ("hermes_gateway.cli.curator", "Run the skill curator or read its report."),
+    "skills": ("hermes_gateway.cli.skills", "Saved skills: uses, successes, last use, tool calls saved."),
+    "pairing": ("hermes_gateway.cli.pairing", "Approve people who asked for access with a pairing code."),
+    "export": ("hermes_gateway.cli.export", "Export conversations."),
+    "dashboard": ("hermes_gateway.cli.dashboard", "The web dashboard: a one-time sign-in link."),
+    "security": ("hermes_gateway.cli.security", "Scan memory and skill files; approve content held for an admin."),
+    "mcp": ("hermes_gateway.cli.mcp", "Start a bot profile's MCP servers and list their tools."),
+    "people": ("hermes_gateway.cli.people", "List people with their platform accounts, or forget a person."),
+    "kanban": ("hermes_gateway.cli.kanban", "Show the kanban board; move or retry a card."),
+    "inbox": ("hermes_gateway.cli.inbox", "Messages waiting for an answer, and events rejected as unreadable."),
+    "jobs": ("hermes_gateway.cli.jobs", "Reminders and scheduled jobs: list, show, pause, resume, remove or run now."),
+}
 
 
 def main() -> None:

@@ -5,21 +5,23 @@ The provider's metadata is read from `<issuer>/.well-known/openid-configuration`
 accepted only when signed with one of those keys by an asymmetric algorithm (never `none` or a shared
 secret), from the configured issuer, for this client, not expired, carrying the nonce of this browser's
 sign-on.
+
+Authlib and joserfc (and through them `cryptography`) are imported by the first sign-on, not with the
+dashboard: a gateway whose admins never sign in this way never loads them, and every start is spared them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-from authlib.integrations.httpx_client import AsyncOAuth2Client, OAuthError
-from joserfc import jwt
-from joserfc.errors import JoseError
-from joserfc.jwk import KeySet
 
 from hermes_gateway.dashboard.config import Oidc
+
+if TYPE_CHECKING:
+    from authlib.integrations.httpx_client import AsyncOAuth2Client
 
 SCOPE = "openid email profile"
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
@@ -64,6 +66,8 @@ class Provider:
 
     async def claims(self, code: str, verifier: str, nonce: str) -> dict[str, Any]:
         """The id_token's claims, checked, for the code the provider sent the browser back with."""
+        from authlib.integrations.httpx_client import OAuthError
+
         metadata = await self.metadata()
         try:
             async with self._client(metadata) as client:
@@ -80,6 +84,10 @@ class Provider:
         return self.checked(id_token, keys, nonce)
 
     def checked(self, id_token: str, jwks: dict[str, Any], nonce: str) -> dict[str, Any]:
+        from joserfc import jwt
+        from joserfc.errors import JoseError
+        from joserfc.jwk import KeySet
+
         try:
             decoded = jwt.decode(id_token, KeySet.import_key_set(jwks), algorithms=list(ALGORITHMS))  # type: ignore[arg-type]
             jwt.JWTClaimsRegistry(
@@ -100,6 +108,8 @@ class Provider:
         return claims
 
     def _client(self, metadata: dict[str, Any]) -> AsyncOAuth2Client:
+        from authlib.integrations.httpx_client import AsyncOAuth2Client
+
         methods = metadata.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
         method = "client_secret_post" if "client_secret_basic" not in methods and "client_secret_post" in methods \
             else "client_secret_basic"
