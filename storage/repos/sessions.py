@@ -34,6 +34,9 @@ _NEWEST_SESSION = (sa.select(_SESSIONS).where(_SESSIONS.c.bot == sa.bindparam("b
                    .order_by(_SESSIONS.c.id.desc()).limit(1))
 _LAST_MESSAGE_ID = (sa.select(sa.func.max(table_of(MessageRow).c.id))
                     .where(table_of(MessageRow).c.session_id == sa.bindparam("session_id")))
+_NEWEST_WITH_LAST_MESSAGE = _NEWEST_SESSION.add_columns(
+    sa.select(sa.func.max(table_of(MessageRow).c.id))
+    .where(table_of(MessageRow).c.session_id == _SESSIONS.c.id).scalar_subquery().label("last_message_id"))
 
 
 def _row(session_id: int, step: NewMessage, now: datetime) -> dict[str, Any]:
@@ -178,6 +181,12 @@ class SessionRepository(SqlRepository):
             return [StoredMessage(id=row.id, session_id=row.session_id, person_id=row.person_id,
                                   message=_message(row), usage=_usage(row), model=row.model,
                                   created_at=row.created_at) for row in rows]
+
+    async def newest_with_last_message(self, key: str, bot: str) -> tuple[SessionRecord, int | None]:
+        row = await self._hot(_NEWEST_WITH_LAST_MESSAGE, {"bot": bot, "key": key}, lambda result: result.first())
+        if row is not None:
+            return _session(row), row.last_message_id
+        return await self._first_session(key, bot), None
 
     async def last_message_id(self, session_id: int) -> int | None:
         return await self._hot(_LAST_MESSAGE_ID, {"session_id": session_id}, lambda result: result.scalar())
