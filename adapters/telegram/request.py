@@ -12,6 +12,7 @@ worker thread each time: two thread hand-offs a call). The Bot API sets no cooki
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import aiohttp
@@ -89,15 +90,11 @@ class AiohttpRequest(BaseRequest):
         route = self._routes.get(key)
         if route is None:
             route = {}
-            try:
+            with contextlib.suppress(LookupError):  # no proxy for this scheme, or NO_PROXY names the host
                 route["proxy"], route["proxy_auth"] = get_env_proxy_for_url(target)
-            except LookupError:  # no proxy for this scheme, or NO_PROXY names the host
-                pass
             if target.host is not None and target.user is None:
-                try:
+                with contextlib.suppress(LookupError):  # no ~/.netrc, or no entry for the host
                     route["auth"] = basicauth_from_netrc(netrc_from_env(), target.host)
-                except LookupError:
-                    pass
             self._routes[key] = route
         return route
 
