@@ -136,11 +136,11 @@ class LaneWork:
     async def refresh(self, session: SessionHandle) -> None:
         """Another replica may have answered in this session since this one last did: read it again."""
         gw = self.gateway
-        record = await gw.store.active_session(session.key, gw.bot)
+        record, last_message = await gw.store.newest_with_last_message(session.key, gw.bot)
         if record.id != session.record.id:
             gw.adopt(session, record)
         session.record = record
-        if await gw.store.last_message_id(record.id) != session.seen_message_id:
+        if last_message != session.seen_message_id:
             session.history.drop()
 
 

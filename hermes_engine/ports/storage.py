@@ -184,6 +184,10 @@ class SessionStore(Protocol):
     async def last_message_id(self, session_id: int) -> int | None:
         """The id of the session's newest stored message: whether anyone wrote to it since it was read."""
 
+    async def newest_with_last_message(self, key: str, bot: str) -> tuple[SessionRecord, int | None]:
+        """`active_session` and its `last_message_id` in one read: what a lane asks as it takes a session's
+        lease (has another replica answered here since?)."""
+
 
 class Inbox(Protocol):
     """The durable inbox: every inbound event once, until its answer is delivered."""

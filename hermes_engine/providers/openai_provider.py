@@ -42,7 +42,8 @@ class OpenAIProvider:
 
     `spec_prefix="openai-compatible"` makes the same class serve local servers: it then sends `max_tokens`
     (which they all accept) instead of OpenAI's newer `max_completion_tokens`. `base_url` is handed to the SDK
-    only when given, so `OPENAI_BASE_URL` keeps working otherwise.
+    only when given, so `OPENAI_BASE_URL` keeps working otherwise. The SDK's calls go through its aiohttp
+    transport (`DefaultAioHttpClient`), as in `AnthropicProvider`.
     """
 
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
@@ -57,7 +58,7 @@ class OpenAIProvider:
         if base_url is not None:
             options["base_url"] = base_url
         try:
-            self._client = openai.AsyncOpenAI(api_key=api_key, **options)
+            self._client = openai.AsyncOpenAI(api_key=api_key, http_client=openai.DefaultAioHttpClient(), **options)
         except openai.OpenAIError as err:  # the SDK refuses to start without a key
             raise ConfigError("OPENAI_API_KEY is not set: export it or choose another model with HERMES_MODEL.") \
                 from err

@@ -26,6 +26,17 @@ __all__ = ["SessionRepository"]
 # Ids come in the order of the rows (an id is taken per row as it is inserted), so they are sorted rather
 # than asked back in parameter order, which would make SQLAlchemy send one INSERT per row.
 _INSERT_MESSAGES = sa.insert(table_of(MessageRow)).returning(table_of(MessageRow).c.id)
+# Asked when a session's lane takes its lease (has another replica answered here since?): reads of one
+# statement each, so they go the per-message way too, not through an ORM session and the async driver.
+_SESSIONS = table_of(SessionRow)
+_NEWEST_SESSION = (sa.select(_SESSIONS).where(_SESSIONS.c.bot == sa.bindparam("bot"),
+                                               _SESSIONS.c.key == sa.bindparam("key"))
+                   .order_by(_SESSIONS.c.id.desc()).limit(1))
+_LAST_MESSAGE_ID = (sa.select(sa.func.max(table_of(MessageRow).c.id))
+                    .where(table_of(MessageRow).c.session_id == sa.bindparam("session_id")))
+_NEWEST_WITH_LAST_MESSAGE = _NEWEST_SESSION.add_columns(
+    sa.select(sa.func.max(table_of(MessageRow).c.id))
+    .where(table_of(MessageRow).c.session_id == _SESSIONS.c.id).scalar_subquery().label("last_message_id"))
 
 
 def _row(session_id: int, step: NewMessage, now: datetime) -> dict[str, Any]:
@@ -50,7 +61,7 @@ def _row(session_id: int, step: NewMessage, now: datetime) -> dict[str, Any]:
     }
 
 
-def _session(row: SessionRow) -> SessionRecord:
+def _session(row: Any) -> SessionRecord:  # a `SessionRow` or a row of `_NEWEST_SESSION`
     return SessionRecord(id=row.id, key=row.key, bot=row.bot, parent_id=row.parent_id,
                          created_at=row.created_at, model=row.model, state=dict(row.state or {}))
 
@@ -83,14 +94,16 @@ class SessionRepository(SqlRepository):
             sa.select(SessionRow).where(SessionRow.bot == bot, SessionRow.key == key)
             .order_by(SessionRow.id.desc()).limit(1))
 
-    @whole
     async def active_session(self, key: str, bot: str) -> SessionRecord:
         """The newest session for `key` and `bot`; the first call creates it (concurrent first calls
         get the same one)."""
-        async with self._single() as session:
-            row = await self._newest_session(session, key, bot)
-            if row is not None:
-                return _session(row)
+        row = await self._hot(_NEWEST_SESSION, {"bot": bot, "key": key}, lambda result: result.first())
+        if row is not None:
+            return _session(row)
+        return await self._first_session(key, bot)
+
+    @whole
+    async def _first_session(self, key: str, bot: str) -> SessionRecord:
         async with self._write() as session:
             await self._advisory_lock(session, LOCK_SESSION_CREATE, f"{bot}\x1f{key}")
             row = await self._newest_session(session, key, bot)
@@ -169,11 +182,14 @@ class SessionRepository(SqlRepository):
                                   message=_message(row), usage=_usage(row), model=row.model,
                                   created_at=row.created_at) for row in rows]
 
-    @whole
+    async def newest_with_last_message(self, key: str, bot: str) -> tuple[SessionRecord, int | None]:
+        row = await self._hot(_NEWEST_WITH_LAST_MESSAGE, {"bot": bot, "key": key}, lambda result: result.first())
+        if row is not None:
+            return _session(row), row.last_message_id
+        return await self._first_session(key, bot), None
+
     async def last_message_id(self, session_id: int) -> int | None:
-        async with self._single() as session:
-            newest = sa.select(sa.func.max(MessageRow.id)).where(MessageRow.session_id == session_id)
-            return await session.scalar(newest)
+        return await self._hot(_LAST_MESSAGE_ID, {"session_id": session_id}, lambda result: result.scalar())
 
     @whole
     async def session_usage(self, session_id: int) -> Usage:

@@ -64,3 +64,35 @@ async def test_a_server_that_is_not_there_is_a_network_error() -> None:
     finally:
         await request.shutdown()
     assert not isinstance(raised.value, TimedOut)
+
+
+async def test_calls_go_through_the_proxy_the_environment_names_unless_no_proxy_names_the_host(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    async def proxy(request: web.Request) -> web.Response:  # a forward proxy gets the absolute URL
+        seen.append(str(request.url))
+        return web.json_response({"ok": True, "result": {"id": 1, "is_bot": True, "first_name": "B",
+                                                         "username": "b_bot"}})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", proxy)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    for name in ("http_proxy", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    request = AiohttpRequest(1)
+    await request.initialize()
+    try:
+        await request.post("http://api.telegram.invalid/bot1:x/getMe")
+        await request.post("http://api.telegram.invalid/bot1:x/getMe")  # the same host: the route found once
+        with pytest.raises(NetworkError):  # 127.0.0.1 is in NO_PROXY: asked directly, where nobody listens
+            await request.post("http://127.0.0.1:9/bot1:x/getMe")
+    finally:
+        await request.shutdown()
+        await runner.cleanup()
+    assert seen == ["http://api.telegram.invalid/bot1:x/getMe"] * 2
