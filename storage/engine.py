@@ -7,10 +7,8 @@ SQLite runs in WAL mode with foreign keys on and a busy timeout, set on every ne
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import concurrent.futures
 import logging
-import queue
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -193,79 +191,28 @@ class SqliteLane:
     Through the async driver every statement costs five or six hand-offs between the event loop and the
     driver's thread (cursor, execute, fetch, close, commit, reset), about 2-4 ms on a busy loop. The
     per-message writes (inbox, messages) instead run whole on a dedicated thread with a synchronous engine
-    on the same file: one hand-off each. The thread keeps its one connection checked out (no pool checkout
-    and reset per trip) and takes every trip queued while it worked, answering them with one wake-up of
-    the loop: under load most of a trip's cost was the hand-off itself. Everything else stays on the async
-    engine."""
+    on the same file: one hand-off each. Everything else stays on the async engine."""
 
     def __init__(self, url: URL) -> None:
         self.engine = sa.create_engine(url.set(drivername="sqlite"), json_serializer=json_dumps,
                                        pool_size=1, max_overflow=0, connect_args={"check_same_thread": False})
         install_sqlite_pragmas(self.engine, wal=True)
-        self._trips: queue.SimpleQueue[_Trip | None] = queue.SimpleQueue()
-        self._closed = False
-        self._thread = threading.Thread(target=self._serve, name="hermes-sqlite", daemon=True)
-        self._thread.start()
+        self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-sqlite")
 
     async def execute(self, statement: Any, params: Params, result: Callable[[Any], Any]) -> Any:
         """One statement (`params`: a dict, or a list of them for an executemany) in its own transaction."""
         return await self.execute_all([(statement, params)], result)
 
     async def execute_all(self, steps: Sequence[tuple[Any, Params]], result: Callable[[Any], Any]) -> Any:
-        """Several statements in one transaction, one trip to the thread; `result` reads the last one's.
-        A caller cancelled meanwhile leaves the trip to finish on the thread."""
-        if self._closed:
-            raise RuntimeError("the SQLite lane is closed")
-        loop = asyncio.get_running_loop()
-        done = loop.create_future()
-        self._trips.put((loop, done, steps, result))
-        return await done
+        """Several statements in one transaction, one trip to the thread; `result` reads the last one's."""
+        def run() -> Any:
+            with self.engine.begin() as conn:
+                for statement, params in steps[:-1]:
+                    conn.execute(statement, params)
+                return result(conn.execute(*steps[-1]))
 
-    def _serve(self) -> None:
-        conn: sa.Connection | None = None
-        while (trip := self._trips.get()) is not None:
-            batch = [trip]
-            with contextlib.suppress(queue.Empty):
-                while len(batch) < 64:
-                    more = self._trips.get_nowait()
-                    if more is None:
-                        self._trips.put(None)  # seen again once this batch is answered
-                        break
-                    batch.append(more)
-            answers: list[tuple[asyncio.Future[Any], bool, Any]] = []
-            for _loop, done, steps, result in batch:
-                try:
-                    if conn is None or conn.invalidated or conn.closed:
-                        conn = self.engine.connect()
-                    with conn.begin():
-                        for statement, params in steps[:-1]:
-                            conn.execute(statement, params)
-                        answers.append((done, True, result(conn.execute(*steps[-1]))))
-                except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                    answers.append((done, False, exc))
-            loops = {loop for loop, *_ in batch}
-            for loop in loops:
-                mine = [a for a, (trip_loop, *_) in zip(answers, batch, strict=True) if trip_loop is loop]
-                with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
-                    loop.call_soon_threadsafe(_answer, mine)
-        if conn is not None:
-            conn.close()
+        return await asyncio.get_running_loop().run_in_executor(self._thread, run)
 
     def close(self) -> None:
-        self._closed = True
-        self._trips.put(None)
-        self._thread.join()
+        self._thread.shutdown(wait=True)
         self.engine.dispose()
-
-
-_Trip = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Sequence[tuple[Any, Params]], Callable[[Any], Any]]
-
-
-def _answer(answers: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
-    for done, ok, value in answers:
-        if done.done():  # its caller was cancelled
-            continue
-        if ok:
-            done.set_result(value)
-        else:
-            done.set_exception(value)
