@@ -1,7 +1,9 @@
 """Start-up benchmark: from `hermes-gateway run` to the answer of a DM that was waiting, and memory after 20.
 
-The real process (`python -m hermes_gateway.cli.main run --bot bots/telegram-dm-assistant`) is started as an
-operator starts it, against the loopback fake Telegram (long polling) and the fake LLM (both model SDKs
+The real process (`hermes-gateway run --bot bots/telegram-dm-assistant`) is started as an operator starts it:
+from a virtualenv of its own made by `pip install .` (built first, in a scratch directory, unless `--python`
+names one), so it runs the installed package with the bytecode pip compiled and only the dependencies an
+operator gets (no test tools), with the interpreter's own defaults (`PYTHONDONTWRITEBYTECODE` unset). It runs against the loopback fake Telegram (long polling) and the fake LLM (both model SDKs
 pointed at it through their own variables, the profile's models unchanged), on a fresh home each run. A DM
 is waiting before the process starts; the clock runs from just before the process is spawned until the
 complete answer shows in the chat. Then 19 more messages are answered one after the other and the process's
@@ -15,7 +17,7 @@ allocations only; the rest of RSS is the interpreter, shared libraries and alloc
 The same is measured with an OpenAI primary model, and beside each figure what the primary model's SDK
 costs on its own in a bare interpreter (`import anthropic` is most of both figures).
 
-    python tests/bench/startup_bench.py [--runs 3] [--no-breakdown]
+    python tests/bench/startup_bench.py [--runs 3] [--no-breakdown] [--python /path/to/venv/bin/python]
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 import re
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,7 +50,7 @@ TARGET_OPENAI_MB = 105.0  # the whole process with an OpenAI primary
 ALICE = 4242
 MESSAGES = 20
 TIMEOUT = 60.0
-ARGS = ["run", "--bot", "bots/telegram-dm-assistant"]
+ARGS = ["run", "--bot", str(ROOT / "bots" / "telegram-dm-assistant")]
 COMMAND = ["-m", "hermes_gateway.cli.main", *ARGS]
 
 # Run inside the gateway's process for the memory breakdown: tracemalloc from the first line, and on
@@ -83,8 +86,23 @@ runpy.run_module("hermes_gateway.cli.main", run_name="__main__", alter_sys=True)
 """
 
 
+# The operator's interpreter (see `operator_python`); set by `main`.
+PYTHON = sys.executable
+
+
+def operator_python(scratch: Path) -> str:
+    """A virtualenv in `scratch` with this checkout installed as an operator installs it (`pip install .`)."""
+    venv = scratch / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", str(ROOT)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return python
+
+
 def environment(telegram: FakeTelegram, llm: FakeLLM, home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "TELEGRAM_", "SLACK_", "DISCORD_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HERMES_", "TELEGRAM_", "SLACK_", "DISCORD_", "PYTHON", "VIRTUAL_ENV"))}
     env.update({"HERMES_HOME": str(home), "HERMES_HTTP_PORT": "0", "HERMES_LOG_LEVEL": "INFO",
                 "TELEGRAM_BOT_TOKEN": telegram.token, "TELEGRAM_API_BASE_URL": telegram.base_url,
                 "TELEGRAM_ALLOWED_USERS": str(ALICE),
@@ -113,8 +131,8 @@ class Run:
                 self.spawned_at = time.time()
                 started = time.perf_counter()
                 proc = await asyncio.create_subprocess_exec(
-                    sys.executable, *self.argv,
-                    cwd=ROOT, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+                    PYTHON, *self.argv,
+                    cwd=home, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
                 assert proc.stderr is not None
                 drain = asyncio.create_task(proc.stderr.read())
                 try:
@@ -202,7 +220,7 @@ print(seconds, next(int(l.split()[1]) for l in open("/proc/self/status") if l.st
 async def floor(module: str, runs: int = 3) -> tuple[float, float]:
     """What importing `module` alone costs a bare interpreter: (seconds, MB resident above a bare one)."""
     async def once(name: str) -> tuple[float, float]:
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", FLOOR_SCRIPT.format(module=name),
+        proc = await asyncio.create_subprocess_exec(PYTHON, "-c", FLOOR_SCRIPT.format(module=name),
                                                     stdout=asyncio.subprocess.PIPE)
         out, _ = await proc.communicate()
         seconds, mb = out.decode().split()
@@ -234,10 +252,18 @@ async def print_breakdown(last: Run) -> None:
         print(f"  {int(size) / 2**20:6.2f} MB  {name}")
 
 
-async def main(runs: int, breakdown: bool) -> int:
+async def main(runs: int, breakdown: bool, python: str | None) -> int:
     """The targets hold for what the gateway adds: the primary model's SDK alone (its import time and memory,
     measured in a bare interpreter in the same run) is printed beside each figure and the gateway's share,
     the rest, is what is checked; with an OpenAI primary the whole process is bounded as well."""
+    global PYTHON
+    with tempfile.TemporaryDirectory() as scratch:
+        PYTHON = python or operator_python(Path(scratch))
+        print(f"gateway interpreter: {PYTHON}")
+        return await measure(runs, breakdown)
+
+
+async def measure(runs: int, breakdown: bool) -> int:
     ok = True
     for n, (label, env, sdk) in enumerate(CONFIGS):
         results = [await Run(COMMAND, MESSAGES, env).go() for _ in range(runs)]
@@ -263,7 +289,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-breakdown", action="store_true", help="only the two figures")
+    parser.add_argument("--python", help="the interpreter of a virtualenv where the gateway is installed "
+                        "(default: one made by `pip install .` from this checkout, in a scratch directory)")
     args = parser.parse_args()
     # The fake LLM's own complaint when a stopped gateway drops a background call it was still answering.
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
-    sys.exit(asyncio.run(main(args.runs, not args.no_breakdown)))
+    sys.exit(asyncio.run(main(args.runs, not args.no_breakdown, args.python)))
