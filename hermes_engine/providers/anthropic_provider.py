@@ -21,9 +21,8 @@ from hermes_engine.ports.models import Completed, ModelRequest, ModelResponse, S
 from hermes_engine.ports.tools import ToolSchema
 from hermes_engine.providers.continuation import with_continuations
 from hermes_engine.providers.output_limits import output_limit
-from hermes_engine.providers.transport import encodable, encodable_request, retry_after_seconds
+from hermes_engine.providers.transport import encodable, encodable_request, provider_error, retry_after_seconds
 from hermes_engine.providers.vision import for_model
-from hermes_engine.secrets import redact
 
 _CACHE = {"type": "ephemeral"}
 
@@ -121,12 +120,8 @@ class AnthropicProvider:
             status = err.status_code
         elif isinstance(err, anthropic.APIConnectionError) and err.__cause__ is not None:
             detail = f"{err.message} ({err.__cause__})"
-        elif isinstance(err, json.JSONDecodeError):
-            detail = "malformed event stream"
-        kind = f"HTTP {status}" if status is not None else type(err).__name__
-        message = f"{self.spec} failed ({kind}): {redact(detail, extra=(self._api_key,))}"
-        error = StreamBroken if broken else ProviderError
-        return error(message, status=status, provider=self.spec, retry_after=retry_after)
+        return provider_error(self.spec, err, detail, status=status, retry_after=retry_after, api_key=self._api_key,
+                              broken=broken)
 
 
 class _StreamState:

@@ -19,9 +19,8 @@ from hermes_engine.ports.models import Completed, ModelRequest, ModelResponse, S
 from hermes_engine.ports.tools import ToolSchema
 from hermes_engine.providers.continuation import with_continuations
 from hermes_engine.providers.output_limits import output_limit
-from hermes_engine.providers.transport import encodable_request, retry_after_seconds
+from hermes_engine.providers.transport import encodable_request, provider_error, retry_after_seconds
 from hermes_engine.providers.vision import for_model
-from hermes_engine.secrets import redact
 
 # Finish reasons in the Anthropic vocabulary, so the rest of the engine sees one set of words.
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -127,12 +126,8 @@ class OpenAIProvider:
         elif isinstance(err, openai.APIError):
             detail = _body_message(err.body) or err.message
             status = _error_kind_status(err.body)
-        elif isinstance(err, json.JSONDecodeError):
-            detail = "malformed event stream"
-        kind = f"HTTP {status}" if status is not None else type(err).__name__
-        message = f"{self.spec} failed ({kind}): {redact(detail, extra=(self._api_key,))}"
-        error = StreamBroken if broken else ProviderError
-        return error(message, status=status, provider=self.spec, retry_after=retry_after)
+        return provider_error(self.spec, err, detail, status=status, retry_after=retry_after, api_key=self._api_key,
+                              broken=broken)
 
 
 class _StreamState:

@@ -1,15 +1,17 @@
-"""What both SDK-backed providers need around the wire: the wait the server asked for, and a request that
-can always be encoded. (Error text loses its secrets through `hermes_engine.secrets.redact`, with the
-provider's key as a known value.)"""
+"""What both SDK-backed providers need around the wire: the wait the server asked for, a request that
+can always be encoded, and one shape for what went wrong."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from hermes_engine.errors import ProviderError
 from hermes_engine.ports.conversation import Message, ToolCall
 from hermes_engine.ports.inbound import encodable_text
-from hermes_engine.ports.models import ModelRequest
+from hermes_engine.ports.models import ModelRequest, StreamBroken
+from hermes_engine.secrets import redact
 
 T = TypeVar("T")
 
@@ -25,6 +27,19 @@ def retry_after_seconds(headers: Any) -> float | None:
             except ValueError:
                 continue
     return None
+
+
+def provider_error(spec: str, err: BaseException, detail: str, *, status: int | None, retry_after: float | None,
+                   api_key: str, broken: bool) -> ProviderError:
+    """`<spec> failed (HTTP <status> | <error type>): <detail>`, whatever the SDK: the fallback chain and the
+    person read the same sentence for every provider. The API key is scrubbed from the text (an SDK may echo
+    a request's headers), and a response that had begun gives a `StreamBroken`, which is not retried."""
+    if isinstance(err, json.JSONDecodeError):
+        detail = "malformed event stream"
+    kind = f"HTTP {status}" if status is not None else type(err).__name__
+    message = f"{spec} failed ({kind}): {redact(detail, extra=(api_key,))}"
+    error = StreamBroken if broken else ProviderError
+    return error(message, status=status, provider=spec, retry_after=retry_after)
 
 
 def encodable(value: T) -> T:
