@@ -66,6 +66,8 @@ def dump(*_):
     with open(os.environ["BENCH_TRACE_OUT"] + ".part", "w") as out:
         for name, size in sorted(sizes.items(), key=lambda kv: -kv[1]):
             out.write(f"{size}\t{name}\n")
+    with open(os.environ["BENCH_TRACE_OUT"] + ".modules", "w") as out:
+        out.write("\n".join(name for name in sys.modules if not name.startswith("__")))
     os.replace(os.environ["BENCH_TRACE_OUT"] + ".part", os.environ["BENCH_TRACE_OUT"])
 def _package(filename):
     parts = filename.replace("\\", "/").split("/")
@@ -115,6 +117,8 @@ def environment(telegram: FakeTelegram, llm: FakeLLM, home: Path) -> dict[str, s
 class Run:
     """One life of the gateway: spawned with a DM waiting, measured, stopped."""
 
+    timeout = TIMEOUT  # for each answer
+
     def __init__(self, argv: list[str], messages: int, env_extra: dict[str, str] | None = None) -> None:
         self.argv, self.messages, self.env_extra = argv, messages, env_extra or {}
         self.first_reply = 0.0
@@ -136,15 +140,15 @@ class Run:
                 assert proc.stderr is not None
                 drain = asyncio.create_task(proc.stderr.read())
                 try:
-                    await telegram.wait_for_messages(ALICE, 1, timeout=TIMEOUT)
+                    await telegram.wait_for_messages(ALICE, 1, timeout=self.timeout)
                     await telegram.wait_for(lambda: telegram.chat(ALICE).bot_texts[-1] == "Hello! How can I help?",
-                                            timeout=TIMEOUT, message="the first answer")
+                                            timeout=self.timeout, message="the first answer")
                     self.first_reply = time.perf_counter() - started
                     for n in range(2, self.messages + 1):
                         telegram.user_says(ALICE, ALICE, f"message number {n}")
-                        await telegram.wait_for_messages(ALICE, n, timeout=TIMEOUT)
+                        await telegram.wait_for_messages(ALICE, n, timeout=self.timeout)
                         await telegram.wait_for(lambda n=n: telegram.chat(ALICE).bot_texts[n - 1:] ==  # type: ignore[misc]
-                                                ["Hello! How can I help?"], timeout=TIMEOUT)
+                                                ["Hello! How can I help?"], timeout=self.timeout)
                     self.rss_mb = vm_rss_mb(proc.pid)
                     await self.after_messages(proc.pid)
                 finally:
@@ -193,14 +197,15 @@ def log_phases(stderr: str, spawned_at: float, first_reply: float) -> list[tuple
 
 
 class TracedRun(Run):
-    def __init__(self, messages: int, out: Path) -> None:
+    timeout = 5 * TIMEOUT  # tracemalloc slows every allocation down
+    def __init__(self, messages: int, out: Path, env_extra: dict[str, str]) -> None:
         super().__init__(["-c", _TRACE_WRAPPER, *ARGS], messages,
-                         {"BENCH_TRACE_OUT": str(out), "BENCH_ROOT": str(ROOT)})
+                         {**env_extra, "BENCH_TRACE_OUT": str(out), "BENCH_ROOT": str(ROOT)})
         self.out = out
 
     async def after_messages(self, pid: int) -> None:
         os.kill(pid, signal.SIGUSR1)
-        deadline = time.monotonic() + TIMEOUT
+        deadline = time.monotonic() + self.timeout
         while not self.out.exists() and time.monotonic() < deadline:  # noqa: ASYNC110 - another process writes it
             await asyncio.sleep(0.05)
 
@@ -231,12 +236,47 @@ async def floor(module: str, runs: int = 3) -> tuple[float, float]:
     return statistics.median(s for s, _ in measured), statistics.median(mb for _, mb in measured) - bare
 
 
-async def print_breakdown(last: Run) -> None:
+# Imports the modules named in a file (one per line, in the order loaded) a top-level package at a time,
+# the SDK's first, then the other libraries, then the project's own, and prints each package's resident
+# memory and modules added: what each costs the process (code, module dicts, what its import builds), which
+# tracemalloc files under "importlib".
+RESIDENT_SCRIPT = """import importlib, sys
+def rss():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS:")) / 1024
+names = open(sys.argv[1]).read().split()
+tops = list(dict.fromkeys(name.split(".")[0] for name in names))
+own = ["hermes_engine", "storage", "adapters", "hermes_gateway"]  # each before what imports it
+order = [sys.argv[2], *(top for top in tops if top not in own), *own]
+for top in dict.fromkeys(order):
+    before, count = rss(), len(sys.modules)
+    for name in names:
+        if name.split(".")[0] == top and name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:
+                pass
+    print(rss() - before, len(sys.modules) - count, top)
+"""
+
+
+async def resident_by_package(modules: Path, sdk: str) -> list[tuple[float, int, str]]:
+    """Resident MB and modules each top-level package adds, largest first (see RESIDENT_SCRIPT)."""
+    with tempfile.TemporaryDirectory() as cwd:  # nothing on sys.path but the virtualenv's packages
+        proc = await asyncio.create_subprocess_exec(PYTHON, "-c", RESIDENT_SCRIPT, str(modules), sdk, cwd=cwd,
+                                                    stdout=asyncio.subprocess.PIPE)
+        out, _ = await proc.communicate()
+    rows = [(float(mb), int(count), name) for mb, count, name in (line.split() for line in out.decode().splitlines())]
+    big = sorted((row for row in rows if row[0] >= 0.5), key=lambda row: -row[0])
+    small = [row for row in rows if row[0] < 0.5]
+    return [*big, (sum(r[0] for r in small), sum(r[1] for r in small), f"({len(small)} packages under 0.5 MB each)")]
+
+
+async def print_breakdown(last: Run, sdk: str, env: dict[str, str]) -> None:
     print("start-up phases (seconds since spawn, from the gateway's log; last run):")
     for at, line in log_phases(last.stderr, last.spawned_at, last.first_reply):
         print(f"  {at:6.3f}  {line}")
     print(f"  {last.first_reply:6.3f}  (the answer shows in the chat)")
-    imports = await Run(["-X", "importtime", *COMMAND], 1).go()
+    imports = await Run(["-X", "importtime", *COMMAND], 1, env).go()
     rows = import_breakdown(imports.stderr)
     total = sum(seconds for _, seconds in rows)
     print(f"import time by top-level package (-X importtime, one run, whole life; total {total:.3f} s):")
@@ -244,12 +284,18 @@ async def print_breakdown(last: Run) -> None:
         print(f"  {seconds:6.3f} s  {name}")
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "trace.tsv"
-        await TracedRun(MESSAGES, out).go()
+        await TracedRun(MESSAGES, out, env).go()
         lines = [line.split("\t") for line in out.read_text().splitlines()]
+        resident = await resident_by_package(out.with_suffix(".tsv.modules"), sdk)
     traced = sum(int(size) for size, _ in lines)
     print(f"Python allocations alive after {MESSAGES} messages by package (tracemalloc; {traced / 2**20:.1f} MB):")
     for size, name in lines[:12]:
         print(f"  {int(size) / 2**20:6.2f} MB  {name}")
+    print(f"resident memory by package: the modules the gateway had loaded after {MESSAGES} messages, imported "
+          f"again in a bare interpreter a package at a time: {sdk}, the other libraries, then the project's own "
+          f"(each library counted where first imported):")
+    for mb, count, name in resident:
+        print(f"  {mb:6.1f} MB  {count:4d} modules  {name}")
 
 
 async def main(runs: int, breakdown: bool, python: str | None) -> int:
@@ -265,10 +311,10 @@ async def main(runs: int, breakdown: bool, python: str | None) -> int:
 
 async def measure(runs: int, breakdown: bool) -> int:
     ok = True
-    for n, (label, env, sdk) in enumerate(CONFIGS):
+    for label, env, sdk in CONFIGS:
         results = [await Run(COMMAND, MESSAGES, env).go() for _ in range(runs)]
-        if breakdown and n == 0:
-            await print_breakdown(results[-1])
+        if breakdown:
+            await print_breakdown(results[-1], sdk, env)
         firsts = sorted(r.first_reply for r in results)
         first, rss = statistics.median(firsts), statistics.median(r.rss_mb for r in results)
         sdk_seconds, sdk_mb = await floor(sdk)
