@@ -30,7 +30,7 @@ def retry_after_seconds(headers: Any) -> float | None:
 
 
 def provider_error(spec: str, err: BaseException, detail: str, *, status: int | None, retry_after: float | None,
-                   api_key: str, broken: bool) -> ProviderError:
+                   api_key: str | None, broken: bool) -> ProviderError:
     """`<spec> failed (HTTP <status> | <error type>): <detail>`, whatever the SDK: the fallback chain and the
     person read the same sentence for every provider. The API key is scrubbed from the text (an SDK may echo
     a request's headers), and a response that had begun gives a `StreamBroken`, which is not retried."""
