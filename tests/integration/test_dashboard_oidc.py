@@ -82,7 +82,7 @@ async def to_provider_and_back(site: Site, provider: FakeOidc) -> Return:
     return Return(back.headers["Location"].removeprefix(site.dashboard.public_url), cookie.value)
 
 
-async def refused_with_nothing_opened(site: Site, response: aiohttp.ClientResponse, says: str) -> str:
+async def assert_refused_with_nothing_opened(site: Site, response: aiohttp.ClientResponse, says: str) -> str:
     body = await response.text()
     assert response.status == 403, body
     assert says in body
@@ -131,14 +131,14 @@ async def test_the_sign_in_page_offers_single_sign_on_only_when_configured(site:
 async def test_an_address_not_among_the_admins_is_refused_and_shown_as_text(site: Site, provider: FakeOidc) -> None:
     provider.identity = {"sub": "u-2", "email": "<script>x</script>@evil.example", "email_verified": True}
     back = await to_provider_and_back(site, provider)
-    body = await refused_with_nothing_opened(site, await site.client.get(back.callback), "is not an admin")
+    body = await assert_refused_with_nothing_opened(site, await site.client.get(back.callback), "is not an admin")
     assert "<script>x" not in body and "&lt;script&gt;x" in body
 
 
 async def test_an_admins_address_the_provider_has_not_verified_is_refused(site: Site, provider: FakeOidc) -> None:
     provider.identity = {"sub": "u-3", "email": ADMIN, "email_verified": False}
     back = await to_provider_and_back(site, provider)
-    await refused_with_nothing_opened(site, await site.client.get(back.callback), "not an admin")
+    await assert_refused_with_nothing_opened(site, await site.client.get(back.callback), "not an admin")
 
 
 @pytest.mark.parametrize("tamper", [
@@ -151,7 +151,7 @@ async def test_an_id_token_with_a_claim_that_does_not_hold_opens_nothing(
         site: Site, provider: FakeOidc, tamper: dict[str, Any]) -> None:
     provider.tamper = tamper
     back = await to_provider_and_back(site, provider)
-    await refused_with_nothing_opened(site, await site.client.get(back.callback), "could not be verified")
+    await assert_refused_with_nothing_opened(site, await site.client.get(back.callback), "could not be verified")
 
 
 @pytest.mark.parametrize("forgery", ["another-key", "unsigned"])
@@ -161,7 +161,7 @@ async def test_a_forged_or_unsigned_id_token_opens_nothing(site: Site, provider:
     else:
         provider.sign_with = new_key()
     back = await to_provider_and_back(site, provider)
-    await refused_with_nothing_opened(site, await site.client.get(back.callback), "could not be verified")
+    await assert_refused_with_nothing_opened(site, await site.client.get(back.callback), "could not be verified")
 
 
 async def test_a_state_is_used_once(site: Site, provider: FakeOidc) -> None:
@@ -177,14 +177,14 @@ async def test_a_state_is_used_once(site: Site, provider: FakeOidc) -> None:
 async def test_an_unknown_state_opens_nothing(site: Site, provider: FakeOidc) -> None:
     back = await to_provider_and_back(site, provider)
     forged = back.callback.replace("state=", "state=0")
-    await refused_with_nothing_opened(site, await site.client.get(forged), "expired or was already used")
+    await assert_refused_with_nothing_opened(site, await site.client.get(forged), "expired or was already used")
 
 
 async def test_a_callback_opened_in_another_browser_opens_nothing(site: Site, provider: FakeOidc) -> None:
     """A login CSRF: an attacker's own callback URL handed to a victim, whose browser never started it."""
     back = await to_provider_and_back(site, provider)
     site.client.session.cookie_jar.clear()
-    await refused_with_nothing_opened(site, await site.client.get(back.callback), "expired or was already used")
+    await assert_refused_with_nothing_opened(site, await site.client.get(back.callback), "expired or was already used")
 
 
 async def test_a_provider_that_cannot_be_reached_is_said_so(tmp_path: Path, provider: FakeOidc) -> None:
