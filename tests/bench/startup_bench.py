@@ -3,8 +3,9 @@
 The real process (`hermes-gateway run --bot bots/telegram-dm-assistant`) is started as an operator starts it:
 from a virtualenv of its own made by `pip install .` (built first, in a scratch directory, unless `--python`
 names one), so it runs the installed package with the bytecode pip compiled and only the dependencies an
-operator gets (no test tools), with the interpreter's own defaults (`PYTHONDONTWRITEBYTECODE` unset). It runs against the loopback fake Telegram (long polling) and the fake LLM (both model SDKs
-pointed at it through their own variables, the profile's models unchanged), on a fresh home each run. A DM
+operator gets (no test tools), with the interpreter's own defaults (`PYTHONDONTWRITEBYTECODE` unset). It
+runs against the loopback fake Telegram (long polling) and the fake LLM (both model SDKs pointed at it
+through their own variables, the profile's models unchanged), on a fresh home each run. A DM
 is waiting before the process starts; the clock runs from just before the process is spawned until the
 complete answer shows in the chat. Then 19 more messages are answered one after the other and the process's
 resident memory is read from /proc/<pid>/status (VmRSS).
@@ -198,6 +199,7 @@ def log_phases(stderr: str, spawned_at: float, first_reply: float) -> list[tuple
 
 class TracedRun(Run):
     timeout = 5 * TIMEOUT  # tracemalloc slows every allocation down
+
     def __init__(self, messages: int, out: Path, env_extra: dict[str, str]) -> None:
         super().__init__(["-c", _TRACE_WRAPPER, *ARGS], messages,
                          {**env_extra, "BENCH_TRACE_OUT": str(out), "BENCH_ROOT": str(ROOT)})
