@@ -13,6 +13,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 
+from hermes_engine.clock.feature import ClockFeature
+from hermes_engine.core.gateway import Gateway
 from storage.store import SqlStore
 
 
@@ -66,3 +68,11 @@ class TripCounter:
 
     def snapshot(self) -> Trips:
         return self.total.copy()
+
+
+async def stop_the_clock(gateway: Gateway) -> None:
+    """The clock looks at the store once a second whatever the chats do: its trips are its own, not a
+    turn's, and would fall into whichever turn is being counted."""
+    for feature in gateway.features:
+        if isinstance(feature, ClockFeature):
+            await feature.stop()

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ (fakes, e
 
 from engine_harness import Engine, fake_llm_environment, make_profile  # noqa: E402
 from fakes.fake_llm import FakeLLM, Reply  # noqa: E402
-from round_trips import TripCounter, Trips  # noqa: E402
+from round_trips import TripCounter, Trips, stop_the_clock  # noqa: E402
 
 TURNS_PER_SESSION = 10
 
@@ -74,11 +74,13 @@ async def run_turns(engine: Engine, fake: FakeLLM, turns: int, with_tool: bool, 
 
 async def trips_per_plain_turn(engine: Engine, fake: FakeLLM, turns: int, chat: str) -> list[Trips]:
     """What each plain turn on an existing conversation sends to the store: the conversation's first turn
-    runs before counting, and each turn is wholly done (its completion and ledger write included) before
-    the next message comes, so a turn's count is its own."""
-    assert engine.store is not None
+    runs before counting, the clock is stopped (`stop_the_clock`), and each turn is wholly done (its
+    completion and ledger write included) before the next message comes, so a turn's count is its own."""
+    assert engine.store is not None and engine.gateway is not None
+    await engine.let_go(30)  # the sessions before give back their leases first: those trips are theirs
     await engine.say("the first message of the conversation", chat=chat, user=chat)
     await engine.idle()
+    await stop_the_clock(engine.gateway)
     counter = TripCounter(engine.store)
     counts = []
     with counter.counting():
@@ -111,7 +113,6 @@ async def run(turns: int, database: tuple[str, dict] | None) -> dict:
                                review={"memory_every_turns": 0, "skill_every_iterations": 0})
         engine = await Engine(home, profile, database=database).start()
         try:
-            trips = await trips_per_plain_turn(engine, fake, 20, "counted")
             await run_turns(engine, fake, 20, False, "warm")
             await run_turns(engine, fake, 20, True, "warmtool")
             fake.requests.clear()
@@ -122,6 +123,7 @@ async def run(turns: int, database: tuple[str, dict] | None) -> dict:
             fake.requests.clear()
             tool = await run_turns(engine, fake, turns, True, "tool")
             session_requests_tool = [r.body for r in fake.requests[:2 * TURNS_PER_SESSION]]
+            trips = await trips_per_plain_turn(engine, fake, 20, "counted")  # last: it stops the clock
         finally:
             await engine.stop()
     shares = [prefix_share(a, b) for seq in (session_requests, session_requests_tool) for a, b in zip(seq, seq[1:], strict=False)]

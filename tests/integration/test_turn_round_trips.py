@@ -13,9 +13,7 @@ import pytest
 from engine_harness import make_profile
 from fakes.fake_llm import Reply
 from postgres import BACKENDS, empty_database
-from round_trips import TripCounter
-
-from hermes_engine.clock.feature import ClockFeature
+from round_trips import TripCounter, stop_the_clock
 
 ROUND_TRIPS_PER_TURN = 4
 
@@ -35,10 +33,7 @@ async def test_a_plain_turn_on_an_existing_conversation_makes_at_most_four_store
     await e.say("hello")  # the conversation exists from here on
     await e.idle()
     assert e.store is not None and e.gateway is not None
-    # The clock looks at the store once a second whatever the chats do: its trips are its own, not a turn's.
-    for feature in e.gateway.features:
-        if isinstance(feature, ClockFeature):
-            await feature.stop()
+    await stop_the_clock(e.gateway)
     counter = TripCounter(e.store)
     per_turn = []
     with counter.counting():
