@@ -17,12 +17,13 @@ from clock_kit import FakeClock
 
 from adapters.base import Capabilities, PlatformAdapter
 from adapters.outbound import OutboundScheduler
+from adapters.parts import InMemoryDeliveryLedger
 from adapters.render import Rendered
 from adapters.splitting import find_fences
 from adapters.transport import NativeStream
 from hermes_engine.errors import PlatformError
 from hermes_engine.ports.inbound import ReplyTarget
-from hermes_engine.ports.reply import DeliveryLedger, Outlet
+from hermes_engine.ports.reply import Delivery, DeliveryLedger, Outlet
 
 INTERVAL = 1.0
 DELTA = 1 / 64  # between two deltas of a streamed answer: a binary fraction, so virtual times add up exactly
@@ -641,6 +642,36 @@ async def test_a_reply_restarted_mid_stream_continues_in_the_message_already_sho
     assert list(second.shown.values()) == [("The second try, complete.", True)]
     assert not second.ops("send")
     await clock.run(second.stop())
+
+
+class CountedReads(InMemoryDeliveryLedger):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    async def get(self, key: str) -> Delivery | None:
+        self.reads += 1
+        return await super().get(key)
+
+
+async def test_a_streamed_answer_reads_the_ledger_once_and_still_finishes_what_a_crash_left(
+        clock: FakeClock) -> None:
+    ledger = CountedReads()
+    adapter = FakeAdapter(clock, ledger=ledger)
+    stream = adapter.open_stream(TARGET, idempotency_key="e1:reply")
+    await stream.push("The ans")
+    await clock.until(lambda: adapter.ops("send"))
+    await clock.run(stream.finish("The **answer**."))
+    assert ledger.reads == 1  # when the stream opened: the final delivery knew what it had posted
+    assert await ledger.get("e1:reply") == Delivery(("m1",), final=True)
+    cut = adapter.open_stream(TARGET, idempotency_key="e2:reply")
+    await cut.push("Half of it")
+    await clock.until(lambda: len(adapter.ops("send")) == 2)
+    second = restarted(adapter)  # a new life knows nothing: it reads what the first one recorded
+    await clock.run(second.open_stream(TARGET, idempotency_key="e2:reply").finish("All of it."))
+    assert not second.ops("send") and [c.message_id for c in second.ops("edit")] == ["m2"]
+    await clock.run(second.stop())
+    await clock.run(adapter.stop())
 
 
 class DiesOnTheSecondPost(FakePlatform):
